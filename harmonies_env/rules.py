@@ -1,0 +1,351 @@
+"""The rules as kernels over one state vector: legal actions, step, end of turn, scores.
+
+`step` validates its action and returns an error code (0 = done); on error the state is untouched, so
+the Python layer can raise a precise IllegalActionError. See `actions` for the action table and `state`
+for the fields.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import actions as A
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
+from .geometry import MAX_CELLS, NUM_CELLS, popcount, lowest_cell
+from .scoring import NUM_CATEGORIES, score_into
+from .stacks import ACCEPTS, NUM_STACKS, STACK_AFTER, HEIGHT
+from .state import (ANIMAL_CUBES, BITBOARD, CENTRAL, CUBES, CUBES_PLACED, CURRENT, DECK, DECK_COUNT, DISCARDED,
+                    END_TRIGGER, GAME_OVER, HAND, MARKET, MAX_SLOTS, NUM_MARKET, NUM_PLAYERS, NUM_SPACES, POUCH,
+                    SIDE, SLOT, SPIRIT_DEALT, SPIRIT_KEPT, SPIRITS, STACK, TAKEN_SPACE, TOOK_CARD, TOOK_TOKENS,
+                    TURN, STATE_SIZE, fill_space, init_state, random_below)
+
+#: Why an action was refused, by step()'s return code.
+ERRORS = (
+    "",  # 0: ok
+    "the game is over",
+    "the action index is outside the action space",
+    "the Spirit card must be chosen first (Spirit variant, first turn)",
+    "tokens were already taken from the central board this turn",
+    "that central space holds no tokens",
+    "no token of that colour is held",
+    "that cell is not on this board",
+    "that cell holds an animal cube",
+    "that stack cannot take a token of that colour",
+    "an Animal card was already taken this turn",
+    "that market slot holds no card",
+    "4 incomplete cards are already held",
+    "no incomplete card is held in that slot",
+    "that card's habitat does not stand there with a free cube cell",
+    "there is no Spirit card to choose",
+    "the turn cannot end before tokens are taken",
+    "the turn cannot end while a held token can still be placed",
+    "replacing a face-up card is a solo-only action",
+    "a card was already taken this turn, so none may be replaced",
+    "the draw pile is empty, so no card can be replaced",
+)
+OK = 0
+
+
+@njit(cache=True, inline="always")
+def _bb(s, p: int):
+    return s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+
+
+@njit(cache=True)
+def token_cells(s, p: int, colour: int) -> int:
+    """Mask of player p's cells that can take a token of `colour` now."""
+    acc = ACCEPTS[colour]
+    m = 0
+    for k in range(NUM_STACKS):
+        if (acc >> k) & 1:
+            m |= s[BITBOARD + 15 * p + k]
+    return m & ~s[CUBES + p]
+
+
+@njit(cache=True)
+def held_cards(s, p: int) -> int:
+    """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
+    n = 0
+    for h in range(MAX_SLOTS):
+        if s[SLOT + MAX_SLOTS * p + h] >= 0:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _can_place_any(s, p: int) -> bool:
+    for c in range(6):
+        if s[HAND + c] > 0 and token_cells(s, p, c) != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def legal_actions(s, out) -> int:
+    """Write the legal action indices into out (int64, >= NUM_ACTIONS long); return how many."""
+    if s[GAME_OVER]:
+        return 0
+    n = 0
+    p = s[CURRENT]
+    if s[SPIRITS] and s[SPIRIT_KEPT + p] < 0:
+        out[0] = A.KEEP_SPIRIT
+        out[1] = A.KEEP_SPIRIT + 1
+        return 2
+    if not s[TOOK_TOKENS]:
+        for sp in range(s[NUM_SPACES]):
+            if s[CENTRAL + 3 * sp] >= 0:
+                out[n] = A.TAKE_TOKENS + sp
+                n += 1
+    placeable = False
+    for c in range(6):
+        if s[HAND + c] > 0:
+            m = token_cells(s, p, c)
+            if m:
+                placeable = True
+            while m:
+                out[n] = A.PLACE_TOKEN + MAX_CELLS * c + lowest_cell(m)
+                m &= m - 1
+                n += 1
+    if not s[TOOK_CARD] and held_cards(s, p) < MAX_SLOTS:
+        for k in range(s[NUM_MARKET]):
+            if s[MARKET + k] >= 0:
+                out[n] = A.TAKE_CARD + k
+                n += 1
+    side = s[SIDE]
+    bb = _bb(s, p)
+    for h in range(MAX_SLOTS):
+        card = s[SLOT + MAX_SLOTS * p + h]
+        if card >= 0:
+            m = habitat_cells(side, bb, s[CUBES + p], card)
+            while m:
+                out[n] = A.PLACE_CUBE + MAX_CELLS * h + lowest_cell(m)
+                m &= m - 1
+                n += 1
+    if s[TOOK_TOKENS] and not placeable:
+        if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
+            for k in range(s[NUM_MARKET]):
+                if s[MARKET + k] >= 0:
+                    out[n] = A.SOLO_REPLACE + k
+                    n += 1
+        out[n] = A.END_TURN
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def legal_mask(s, mask, buf) -> int:
+    """Set mask (uint8/int8/bool (NUM_ACTIONS,)) to the legal actions; buf is int64 scratch of that size."""
+    mask[:] = 0
+    n = legal_actions(s, buf)
+    for k in range(n):
+        mask[buf[k]] = 1
+    return n
+
+
+@njit(cache=True)
+def _set_stack(s, p: int, i: int, new: int) -> None:
+    base = STACK + MAX_CELLS * p
+    old = s[base + i]
+    bit = 1 << i
+    s[BITBOARD + 15 * p + old] &= ~bit
+    s[BITBOARD + 15 * p + new] |= bit
+    s[base + i] = new
+
+
+@njit(cache=True)
+def end_turn(s) -> None:
+    """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
+    p = s[CURRENT]
+    np_ = s[NUM_PLAYERS]
+    for c in range(6):
+        s[DISCARDED + c] += s[HAND + c]
+        s[HAND + c] = 0
+    if np_ == 1:
+        for k in range(3 * s[NUM_SPACES]):
+            c = s[CENTRAL + k]
+            if c >= 0:
+                s[DISCARDED + c] += 1
+            s[CENTRAL + k] = -1
+        for sp in range(s[NUM_SPACES]):
+            if not fill_space(s, sp):
+                s[END_TRIGGER] = 1
+                break
+    elif s[TAKEN_SPACE] >= 0:
+        if not fill_space(s, s[TAKEN_SPACE]):
+            if s[END_TRIGGER] == 0:
+                s[END_TRIGGER] = 1
+    for k in range(s[NUM_MARKET]):
+        if s[MARKET + k] < 0 and s[DECK_COUNT] > 0:
+            s[DECK_COUNT] -= 1
+            s[MARKET + k] = s[DECK + s[DECK_COUNT]]
+            s[DECK + s[DECK_COUNT]] = 0
+    if popcount(s[BITBOARD + 15 * p]) <= 2 and s[END_TRIGGER] == 0:
+        s[END_TRIGGER] = 2
+    s[TURN] += 1
+    s[TOOK_TOKENS] = 0
+    s[TOOK_CARD] = 0
+    s[TAKEN_SPACE] = -1
+    if s[END_TRIGGER] and p == np_ - 1:
+        s[GAME_OVER] = 1
+    else:
+        s[CURRENT] = (p + 1) % np_
+
+
+@njit(cache=True)
+def step(s, a: int) -> int:
+    """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
+    if s[GAME_OVER]:
+        return 1
+    if a < 0 or a >= A.NUM_ACTIONS:
+        return 2
+    p = s[CURRENT]
+    choosing = s[SPIRITS] and s[SPIRIT_KEPT + p] < 0
+    if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
+        if not choosing:
+            return 15
+        card = s[SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+        s[SPIRIT_KEPT + p] = card
+        s[SLOT + MAX_SLOTS * p] = card  # first turn: every slot is free
+        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        return 0
+    if choosing:
+        return 3
+    side = s[SIDE]
+    if a < A.PLACE_TOKEN:
+        if s[TOOK_TOKENS]:
+            return 4
+        if a >= s[NUM_SPACES] or s[CENTRAL + 3 * a] < 0:
+            return 5
+        for t in range(3):
+            c = s[CENTRAL + 3 * a + t]
+            if c >= 0:
+                s[HAND + c] += 1
+            s[CENTRAL + 3 * a + t] = -1
+        s[TOOK_TOKENS] = 1
+        s[TAKEN_SPACE] = a
+        return 0
+    if a < A.TAKE_CARD:
+        c = (a - A.PLACE_TOKEN) // MAX_CELLS
+        i = (a - A.PLACE_TOKEN) % MAX_CELLS
+        if s[HAND + c] <= 0:
+            return 6
+        if i >= NUM_CELLS[side]:
+            return 7
+        if (s[CUBES + p] >> i) & 1:
+            return 8
+        new = STACK_AFTER[s[STACK + MAX_CELLS * p + i], c]
+        if new < 0:
+            return 9
+        _set_stack(s, p, i, new)
+        s[HAND + c] -= 1
+        return 0
+    if a < A.PLACE_CUBE:
+        m = a - A.TAKE_CARD
+        if s[TOOK_CARD]:
+            return 10
+        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+            return 11
+        if held_cards(s, p) >= MAX_SLOTS:
+            return 12
+        card = s[MARKET + m]
+        for h in range(MAX_SLOTS):
+            if s[SLOT + MAX_SLOTS * p + h] < 0:
+                s[SLOT + MAX_SLOTS * p + h] = card
+                break
+        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        s[MARKET + m] = -1
+        s[TOOK_CARD] = 1
+        return 0
+    if a < A.KEEP_SPIRIT:
+        h = (a - A.PLACE_CUBE) // MAX_CELLS
+        i = (a - A.PLACE_CUBE) % MAX_CELLS
+        card = s[SLOT + MAX_SLOTS * p + h]
+        if card < 0:
+            return 13
+        if i >= NUM_CELLS[side]:
+            return 7
+        if not (habitat_cells(side, _bb(s, p), s[CUBES + p], card) >> i) & 1:
+            return 14
+        s[CUBES + p] |= 1 << i
+        k = CUBES_PLACED + (NUM_CARDS + 1) * p + card
+        s[k] += 1
+        if card < FIRST_SPIRIT:
+            s[ANIMAL_CUBES + p] += 1
+        if s[k] == CUBES_ON_CARD[card]:
+            s[SLOT + MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+        return 0
+    # end of turn, plain or with a solo card replacement
+    if not s[TOOK_TOKENS]:
+        return 16
+    if _can_place_any(s, p):
+        return 17
+    if a < A.END_TURN:
+        m = a - A.SOLO_REPLACE
+        if s[NUM_PLAYERS] != 1:
+            return 18
+        if s[TOOK_CARD]:
+            return 19
+        if s[DECK_COUNT] == 0:
+            return 20
+        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+            return 11
+        s[MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
+    end_turn(s)
+    return 0
+
+
+@njit(cache=True)
+def scores_into(s, out) -> None:
+    """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
+    out[:] = 0
+    side = s[SIDE]
+    for p in range(s[NUM_PLAYERS]):
+        score_into(side, _bb(s, p), s[CUBES_PLACED + (NUM_CARDS + 1) * p: CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
+                   out[p])
+
+
+@njit(cache=True)
+def token_total(s) -> int:
+    """Tokens accounted for: pouch + central board + hand + boards + discarded (always 120)."""
+    n = 0
+    for c in range(6):
+        n += s[POUCH + c] + s[HAND + c] + s[DISCARDED + c]
+    for k in range(15):
+        if s[CENTRAL + k] >= 0:
+            n += 1
+    for p in range(s[NUM_PLAYERS]):
+        for i in range(MAX_CELLS):
+            n += HEIGHT[s[STACK + MAX_CELLS * p + i]]
+    return n
+
+
+@njit(cache=True)
+def random_playout(s, rng, buf) -> int:
+    """Play uniformly random legal actions until the game ends; return the number of actions taken.
+
+    rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
+    scratch of NUM_ACTIONS.
+    """
+    steps = 0
+    while not s[GAME_OVER]:
+        n = legal_actions(s, buf)
+        step(s, buf[random_below(rng, 0, n)])
+        steps += 1
+    return steps
+
+
+@njit(cache=True)
+def random_games(num_players: int, side: int, spirits: int, seed: int, games: int) -> int:
+    """Play `games` whole uniformly random games inside numba (game seeds seed, seed+1, ...).
+
+    Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
+    """
+    s = np.zeros(STATE_SIZE, dtype=np.int64)
+    rng = np.zeros(1, dtype=np.int64)
+    rng[0] = seed ^ 0x5DEECE66D
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    total = 0
+    for g in range(games):
+        init_state(s, num_players, side, spirits, seed + g)
+        total += random_playout(s, rng, buf)
+    return total
