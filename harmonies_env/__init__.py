@@ -1,0 +1,7 @@
+"""harmonies-env: a fast, faithful engine and RL environments for the board game Harmonies (Libellud, 2024)."""
+from .actions import NUM_ACTIONS
+from .game import Game, IllegalActionError, determinize, score_board
+from .scoring import CATEGORIES
+
+__version__ = "0.1.0"
+__all__ = ["Game", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS", "CATEGORIES"]
