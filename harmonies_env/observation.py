@@ -1,0 +1,260 @@
+"""What one player sees, as a flat float32 vector: the observation kernel shared by every environment.
+
+`encode_observation(s, player, out)` writes seat `player`'s view of the state vector `s` into `out`
+(float32 (OBS_SIZE,)); it fills every entry, so `out` may hold anything before. `observe(game, player)`
+is the Python convenience. Only public facts and the observer's own secrets go in: never the draw pile's
+order, the generator, or other players' Spirit cards that were dealt but not (yet) kept.
+
+Seats are relative: block 0 is the observer's own board, blocks 1..3 the next seats in turn order
+((player + k) % num_players); blocks for absent seats (fewer than 4 players) are all zero. Cells are
+numbered as in `geometry` (Side A uses cells 0-22; cells 23-24 then stay zero). Counts are scaled to
+about [0, 1] by the divisor given in the table.
+
+Per-seat block (PLAYER_BLOCK = 641 floats), block k starts at k * PLAYER_BLOCK:
+
+| offset | size | meaning |
+|---|---|---|
+| 0   | 375 | stacks, one-hot, code-major: [code * 25 + cell] = 1 if that cell holds stack code (0 = empty .. 14) |
+| 375 | 25  | cubes: 1 where the cell holds an animal (or Spirit) cube |
+| 400 | 172 | held incomplete cards, 4 slots x 43: one-hot card id - 1 (42), then cubes left / 5 |
+| 572 | 42  | completed cards: 1 at card id - 1 for every card whose cubes are all on the board |
+| 614 | 10  | kept Spirit, one-hot (Spirit card id - 33); all zero while choosing or with the variant off |
+| 624 | 1   | the kept Spirit's cube is on the board |
+| 625 | 8   | current score breakdown / 100: trees, mountains, fields, buildings, water, animals, spirit, total |
+| 633 | 1   | animal cubes placed / 20 (the tie-break) |
+| 634 | 1   | empty cells / 25 |
+| 635 | 4   | absolute seat, one-hot (seat 0 starts each round, seat n-1 ends it) |
+| 639 | 1   | this seat is in the game |
+| 640 | 1   | this seat is to move |
+
+Global part, from GLOBAL = 4 * PLAYER_BLOCK = 2564:
+
+| offset | size | meaning |
+|---|---|---|
+| 2564 | 160 | face-up market, 5 slots x 32: one-hot animal card id - 1 (empty slot or slot not in play: zero) |
+| 2724 | 30  | central board, 5 spaces x 6 colours: tokens of that colour on the space / 3 |
+| 2754 | 6   | pouch: tokens left by colour / 30 |
+| 2760 | 6   | tokens out of the game by colour / 30 |
+| 2766 | 1   | draw pile size / 32 |
+| 2767 | 6   | tokens in hand (taken this turn, not yet placed) by colour / 3 |
+| 2773 | 1   | tokens were taken from the central board this turn |
+| 2774 | 1   | an Animal card was taken this turn |
+| 2775 | 5   | central space emptied this turn, one-hot |
+| 2780 | 20  | own dealt Spirits while choosing, 2 x 10 one-hot (Spirit card id - 33); zero otherwise |
+| 2800 | 1   | the observer must choose a Spirit now |
+| 2801 | 1   | round / 25 (round = turns completed // num_players + 1) |
+| 2802 | 2   | end triggered: [pouch could not refill, a board has <= 2 empty cells] |
+| 2804 | 1   | game over |
+| 2805 | 4   | number of players, one-hot (1..4) |
+| 2809 | 1   | Side B (islands) |
+| 2810 | 1   | Spirit variant on |
+
+OBS_SIZE = 2811. `OBS_LAYOUT` holds the same table as data: (name, offset, size, meaning), per-seat rows
+for block 0 (add k * PLAYER_BLOCK for block k).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
+from .geometry import MAX_CELLS, popcount
+from .scoring import NUM_CATEGORIES, score_into
+from .stacks import NUM_STACKS
+from .state import (
+    ANIMAL_CUBES,
+    BITBOARD,
+    CENTRAL,
+    CUBES,
+    CUBES_PLACED,
+    CURRENT,
+    DECK_COUNT,
+    DISCARDED,
+    END_TRIGGER,
+    GAME_OVER,
+    HAND,
+    MARKET,
+    MAX_MARKET,
+    MAX_PLAYERS,
+    MAX_SLOTS,
+    MAX_SPACES,
+    NUM_MARKET,
+    NUM_PLAYERS,
+    NUM_SPACES,
+    POUCH,
+    SIDE,
+    SLOT,
+    SPIRIT_DEALT,
+    SPIRIT_KEPT,
+    SPIRITS,
+    TAKEN_SPACE,
+    TOOK_CARD,
+    TOOK_TOKENS,
+    TURN,
+)
+
+NUM_SPIRITS = NUM_CARDS + 1 - FIRST_SPIRIT  # 10
+NUM_ANIMALS = FIRST_SPIRIT - 1  # 32
+
+OBS_LAYOUT: list[tuple[str, int, int, str]] = []
+_off = 0
+
+
+def _block(name: str, size: int, meaning: str) -> int:
+    global _off
+    o = _off
+    OBS_LAYOUT.append((name, o, size, meaning))
+    _off += size
+    return o
+
+
+# ---- per-seat block (offsets relative to the block's start) ----
+P_STACKS = _block("stacks", NUM_STACKS * MAX_CELLS,
+                  "one-hot, code-major: [code * 25 + cell] = 1 if that cell holds stack code (0 empty .. 14)")
+P_CUBES = _block("cubes", MAX_CELLS, "1 where the cell holds a cube")
+P_SLOTS = _block("held_cards", MAX_SLOTS * (NUM_CARDS + 1),
+                 "4 slots x 43: one-hot card id - 1 (42), then cubes left / 5")
+P_DONE = _block("completed_cards", NUM_CARDS, "1 at card id - 1 for each card with all its cubes placed")
+P_SPIRIT = _block("kept_spirit", NUM_SPIRITS, "kept Spirit one-hot (card id - 33)")
+P_SPIRIT_CUBE = _block("spirit_cube_placed", 1, "the kept Spirit's cube is on the board")
+P_SCORE = _block("score", NUM_CATEGORIES, "current score breakdown / 100 (trees .. spirit, total)")
+P_ANIMAL_CUBES = _block("animal_cubes", 1, "animal cubes placed / 20")
+P_EMPTY = _block("empty_cells", 1, "empty cells / 25")
+P_SEAT = _block("seat", MAX_PLAYERS, "absolute seat one-hot")
+P_PRESENT = _block("present", 1, "this seat is in the game")
+P_TO_MOVE = _block("to_move", 1, "this seat is to move")
+PLAYER_BLOCK = _off
+# ---- global part ----
+GLOBAL = _off = MAX_PLAYERS * PLAYER_BLOCK
+G_MARKET = _block("market", MAX_MARKET * NUM_ANIMALS, "5 slots x 32: one-hot animal card id - 1")
+G_CENTRAL = _block("central", MAX_SPACES * 6, "5 spaces x 6 colours: tokens of that colour / 3")
+G_POUCH = _block("pouch", 6, "tokens left in the pouch by colour / 30")
+G_DISCARDED = _block("discarded", 6, "tokens out of the game by colour / 30")
+G_DECK = _block("draw_pile", 1, "draw pile size / 32")
+G_HAND = _block("hand", 6, "tokens in hand by colour / 3")
+G_TOOK_TOKENS = _block("took_tokens", 1, "tokens were taken this turn")
+G_TOOK_CARD = _block("took_card", 1, "an Animal card was taken this turn")
+G_TAKEN_SPACE = _block("taken_space", MAX_SPACES, "central space emptied this turn, one-hot")
+G_DEALT = _block("dealt_spirits", 2 * NUM_SPIRITS, "own dealt Spirits while choosing, 2 x 10 one-hot")
+G_CHOOSING = _block("choosing_spirit", 1, "the observer must choose a Spirit now")
+G_ROUND = _block("round", 1, "round / 25")
+G_END = _block("end_trigger", 2, "[pouch could not refill, a board has <= 2 empty cells]")
+G_OVER = _block("game_over", 1, "game over")
+G_NUM_PLAYERS = _block("num_players", MAX_PLAYERS, "number of players one-hot (1..4)")
+G_SIDE_B = _block("side_b", 1, "Side B (islands)")
+G_SPIRITS = _block("spirits_variant", 1, "Spirit variant on")
+OBS_SIZE = _off
+del _off
+
+
+@njit(cache=True)
+def encode_observation(s, player: int, out) -> None:
+    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
+    out[:] = 0.0
+    n = s[NUM_PLAYERS]
+    side = s[SIDE]
+    score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    for k in range(n):
+        p = (player + k) % n
+        b = k * PLAYER_BLOCK
+        for code in range(NUM_STACKS):
+            m = s[BITBOARD + 15 * p + code]
+            base = b + P_STACKS + code * MAX_CELLS
+            i = 0
+            while m:
+                if m & 1:
+                    out[base + i] = 1.0
+                m >>= 1
+                i += 1
+        m = s[CUBES + p]
+        i = 0
+        while m:
+            if m & 1:
+                out[b + P_CUBES + i] = 1.0
+            m >>= 1
+            i += 1
+        cp = CUBES_PLACED + (NUM_CARDS + 1) * p
+        for h in range(MAX_SLOTS):
+            card = s[SLOT + MAX_SLOTS * p + h]
+            if card > 0:
+                o = b + P_SLOTS + h * (NUM_CARDS + 1)
+                out[o + card - 1] = 1.0
+                out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+        for card in range(1, NUM_CARDS + 1):
+            if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
+                out[b + P_DONE + card - 1] = 1.0
+        kept = s[SPIRIT_KEPT + p]
+        if kept > 0:
+            out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1.0
+            if s[cp + kept] >= 1:
+                out[b + P_SPIRIT_CUBE] = 1.0
+        score_into(side, s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
+        for c in range(NUM_CATEGORIES):
+            out[b + P_SCORE + c] = score[c] / 100.0
+        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + p] / 20.0
+        out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * p]) / 25.0
+        out[b + P_SEAT + p] = 1.0
+        out[b + P_PRESENT] = 1.0
+        if p == s[CURRENT] and not s[GAME_OVER]:
+            out[b + P_TO_MOVE] = 1.0
+    for m in range(s[NUM_MARKET]):
+        card = s[MARKET + m]
+        if card > 0:
+            out[G_MARKET + m * NUM_ANIMALS + card - 1] = 1.0
+    for sp in range(s[NUM_SPACES]):
+        for t in range(3):
+            c = s[CENTRAL + 3 * sp + t]
+            if c >= 0:
+                out[G_CENTRAL + 6 * sp + c] += 1.0 / 3.0
+    for c in range(6):
+        out[G_POUCH + c] = s[POUCH + c] / 30.0
+        out[G_DISCARDED + c] = s[DISCARDED + c] / 30.0
+        out[G_HAND + c] = s[HAND + c] / 3.0
+    out[G_DECK] = s[DECK_COUNT] / 32.0
+    out[G_TOOK_TOKENS] = s[TOOK_TOKENS]
+    out[G_TOOK_CARD] = s[TOOK_CARD]
+    if s[TAKEN_SPACE] >= 0:
+        out[G_TAKEN_SPACE + s[TAKEN_SPACE]] = 1.0
+    if s[SPIRITS] and s[SPIRIT_KEPT + player] < 0:
+        for j in range(2):
+            card = s[SPIRIT_DEALT + 2 * player + j]
+            if card > 0:
+                out[G_DEALT + j * NUM_SPIRITS + card - FIRST_SPIRIT] = 1.0
+        if s[CURRENT] == player and not s[GAME_OVER]:
+            out[G_CHOOSING] = 1.0
+    out[G_ROUND] = (s[TURN] // n + 1) / 25.0
+    if s[END_TRIGGER] > 0:
+        out[G_END + s[END_TRIGGER] - 1] = 1.0
+    out[G_OVER] = s[GAME_OVER]
+    out[G_NUM_PLAYERS + n - 1] = 1.0
+    out[G_SIDE_B] = side
+    out[G_SPIRITS] = s[SPIRITS]
+
+
+@njit(cache=True)
+def encode_batch(states, players, out) -> None:
+    """encode_observation over rows: states int64 (N, STATE_SIZE), players int64 (N,), out float32 (N, OBS_SIZE)."""
+    for r in range(states.shape[0]):
+        encode_observation(states[r], players[r], out[r])
+
+
+def observe(game, player: int | None = None) -> np.ndarray:
+    """The observation (float32 (OBS_SIZE,)) of `game` seen by `player` (default: the player to move)."""
+    if player is None:
+        player = game.current_player
+    if isinstance(player, bool) or not isinstance(player, (int, np.integer)) or not 0 <= player < game.num_players:
+        raise ValueError(f"player must be a seat 0..{game.num_players - 1}, got {player!r}")
+    out = np.empty(OBS_SIZE, dtype=np.float32)
+    encode_observation(game.state, int(player), out)
+    return out
+
+
+def layout_table() -> str:
+    """OBS_LAYOUT as a markdown table (per-seat rows for block 0, then the global part)."""
+    rows = ["| offset | size | name | meaning |", "|---|---|---|---|"]
+    rows += [f"| {o} | {n} | {name} | {meaning} |" for name, o, n, meaning in OBS_LAYOUT]
+    return "\n".join(rows)
+
+
+__all__ = ["OBS_SIZE", "OBS_LAYOUT", "PLAYER_BLOCK", "GLOBAL", "encode_observation", "encode_batch", "observe",
+           "layout_table"]
