@@ -146,6 +146,16 @@ G_SPIRITS = _block("spirits_variant", 1, "Spirit variant on")
 OBS_SIZE = _off
 del _off
 
+#: Bounds of every entry (for Box spaces): one-hots and most counts lie in [0, 1]; scores / 100 stay below 5
+#: (at most 25 cells x 7 landscape points + 25 cubes x 9 card points + a Spirit), animal cubes / 20 and
+#: round / 25 below 2. float32 (OBS_SIZE,)
+OBS_LOW = np.zeros(OBS_SIZE, dtype=np.float32)
+OBS_HIGH = np.ones(OBS_SIZE, dtype=np.float32)
+for _k in range(MAX_PLAYERS):
+    OBS_HIGH[_k * PLAYER_BLOCK + P_SCORE: _k * PLAYER_BLOCK + P_SCORE + NUM_CATEGORIES] = 5.0
+    OBS_HIGH[_k * PLAYER_BLOCK + P_ANIMAL_CUBES] = 2.0
+OBS_HIGH[G_ROUND] = 2.0
+
 
 @njit(cache=True)
 def encode_observation(s, player: int, out) -> None:
@@ -256,5 +266,5 @@ def layout_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["OBS_SIZE", "OBS_LAYOUT", "PLAYER_BLOCK", "GLOBAL", "encode_observation", "encode_batch", "observe",
-           "layout_table"]
+__all__ = ["OBS_SIZE", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL", "encode_observation",
+           "encode_batch", "observe", "layout_table"]
