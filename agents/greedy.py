@@ -1,0 +1,325 @@
+"""Greedy turn planner: choose the whole turn that maximises score-after-turn plus a potential heuristic.
+
+A turn is a sequence of micro-actions (take a central space, place its 3 tokens, maybe take a card, place
+cubes, end). Within a turn nothing is left to chance (the refill happens at END), so a turn can be planned
+exactly on any determinized copy. The kernel `plan_turn` searches it as a beam over token placements:
+
+1. every central space that can be taken;
+2. token placements, one level per token: every (held colour, legal cell) with cells in non-decreasing
+   order, which enumerates each distinct final board once (same-cell placements keep both stacking
+   orders); after each level the best `beam` partial turns by `evaluate` are kept;
+3. for each surviving turn: take no card or any legal market card, then place cubes greedily while any
+   habitat stands (cubes are free and final);
+4. the value is `evaluate` of the position just before END; the best plans are returned, best first.
+
+`evaluate` = the mover's current score + potential (weights in `DEFAULT_WEIGHTS`, by index):
+ 0 brown trunk of 1 (a tree 2 or 3 waiting for green)      1 brown trunk of 2
+ 2 isolated mountain (x its points if it gets a neighbour)  3 yellow cell without a yellow neighbour
+ 4 lone red token (a building waiting)                      5 building whose neighbours show < 3 colours
+ 6 blue cell (river growth, Side A only)                    7 held card whose next habitat stands now
+   (x the points of its next cube)                          8 held card otherwise (x next cube's points)
+ 9 empty cells (room left)                                 10 incomplete card held (slot pressure)
+11 Spirit kept without its cube (x its rule's points now)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from harmonies_env import actions as A
+from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_POINTS, habitat_cells
+from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
+from harmonies_env.rules import legal_actions, step, token_cells
+from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+from harmonies_env.stacks import (S_BLUE, S_BROWN1, S_BROWN2, S_BROWN_RED, S_GRAY_RED, S_MOUNTAIN1, S_MOUNTAIN2,
+                                  S_MOUNTAIN3, S_RED1, S_RED_RED, S_YELLOW, TOP_COLOUR)
+from harmonies_env.state import (BITBOARD, CUBES, CUBES_PLACED, CURRENT, HAND, MAX_SLOTS, SIDE, SLOT, SPIRIT_DEALT,
+                                 SPIRIT_KEPT, SPIRITS, STATE_SIZE, TOOK_TOKENS)
+
+from .base import Agent, private_copy, public_key
+
+#: Potential weights (see the module docstring for each index). float64 (12,)
+DEFAULT_WEIGHTS = np.array([1.2, 3.0, 0.5, 1.5, 1.2, 1.5, 0.6, 0.9, 0.35, 0.15, -1.0, 0.5], dtype=np.float64)
+MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
+_NC = NUM_CARDS + 1
+
+
+@njit(cache=True)
+def evaluate(s, p: int, w, sc) -> float:
+    """Score of player p now plus the potential heuristic. sc: int64 (NUM_CATEGORIES,) scratch."""
+    side = s[SIDE]
+    bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+    score_into(side, bb, s[CUBES_PLACED + _NC * p: CUBES_PLACED + _NC * (p + 1)], sc)
+    v = float(sc[NUM_CATEGORIES - 1])
+    v += w[0] * popcount(bb[S_BROWN1]) + w[1] * popcount(bb[S_BROWN2])
+    mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
+    m = mountains
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        if NEIGHBOUR_MASK[side, i] & mountains == 0:
+            bit = 1 << i
+            v += w[2] * (1.0 if bb[S_MOUNTAIN1] & bit else (3.0 if bb[S_MOUNTAIN2] & bit else 7.0))
+    y = bb[S_YELLOW]
+    m = y
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        if NEIGHBOUR_MASK[side, i] & y == 0:
+            v += w[3]
+    v += w[4] * popcount(bb[S_RED1])
+    buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+    m = buildings
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        around = NEIGHBOUR_MASK[side, i]
+        colours = 0
+        for c in range(6):
+            seen = False
+            for k in range(1, 15):
+                if TOP_COLOUR[k] == c and bb[k] & around:
+                    seen = True
+                    break
+            if seen:
+                colours += 1
+        if colours < 3:
+            v += w[5]
+    if side == 0:
+        v += w[6] * popcount(bb[S_BLUE])
+    v += w[9] * popcount(bb[0])
+    cubes = s[CUBES + p]
+    for h in range(MAX_SLOTS):
+        card = s[SLOT + MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        v += w[10]
+        if card >= FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+            if habitat_cells(side, bb, cubes, card):
+                v += w[7] * gain
+            else:
+                v += w[11] * gain
+            continue
+        k = s[CUBES_PLACED + _NC * p + card]
+        if k >= CUBES_ON_CARD[card]:
+            continue
+        gain = float(CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0))
+        if habitat_cells(side, bb, cubes, card):
+            v += w[7] * gain
+        else:
+            v += w[8] * gain
+    return v
+
+
+@njit(cache=True)
+def place_cubes_greedily(s, plan, n: int) -> int:
+    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
+    p = s[CURRENT]
+    side = s[SIDE]
+    placed = True
+    while placed:
+        placed = False
+        for h in range(MAX_SLOTS):
+            card = s[SLOT + MAX_SLOTS * p + h]
+            if card < 0:
+                continue
+            m = habitat_cells(side, s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[CUBES + p], card)
+            if m:
+                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
+                if step(s, a) == 0:
+                    plan[n] = a
+                    n += 1
+                    placed = True
+                    break
+    return n
+
+
+@njit(cache=True)
+def _spirit_plans(s, plans, lens, values) -> int:
+    """First-turn Spirit choice: both options, the one whose rule pays more per landscape first."""
+    p = s[CURRENT]
+    for j in range(2):
+        card = s[SPIRIT_DEALT + 2 * p + j]
+        plans[j, 0] = A.KEEP_SPIRIT + j
+        lens[j] = 1
+        values[j] = float(SPIRIT_POINTS[card, 0] + SPIRIT_POINTS[card, 1] + SPIRIT_POINTS[card, 2])
+    if values[1] > values[0]:
+        for k in range(2):
+            t = plans[0, k]
+            plans[0, k] = plans[1, k]
+            plans[1, k] = t
+        t2 = values[0]
+        values[0] = values[1]
+        values[1] = t2
+    return 2
+
+
+@njit(cache=True)
+def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
+    """Best turn plans for the player to move in s0 (not modified), best first.
+
+    w: float64 (12,) potential weights; beam: partial turns kept per token level.
+    plans: int64 (K, MAX_PLAN) out, lens: int64 (K,) out, values: float64 (K,) out. Returns how many
+    plans were written (<= K). Each plan ends with END_TURN (or is the Spirit choice, which does not end
+    the turn: plan again afterwards).
+    """
+    K = plans.shape[0]
+    p = s0[CURRENT]
+    if s0[SPIRITS] and s0[SPIRIT_KEPT + p] < 0:
+        return min(K, _spirit_plans(s0, plans, lens, values)) if K >= 2 else 1
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    nb = 1
+    cap = max(beam, 5)
+    states = np.zeros((cap, STATE_SIZE), dtype=np.int64)
+    acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
+    alen = np.zeros(cap, dtype=np.int64)
+    last = np.zeros(cap, dtype=np.int64)
+    states[0] = s0
+    # level 0: which central space
+    if not s0[TOOK_TOKENS]:
+        n = legal_actions(s0, buf)
+        nb = 0
+        for k in range(n):
+            a = buf[k]
+            if a < A.PLACE_TOKEN:
+                states[nb] = s0
+                step(states[nb], a)
+                acts[nb, 0] = a
+                alen[nb] = 1
+                nb += 1
+    # token levels
+    maxc = cap * 6 * 25 + cap
+    cpar = np.zeros(maxc, dtype=np.int64)
+    cact = np.zeros(maxc, dtype=np.int64)
+    cval = np.zeros(maxc, dtype=np.float64)
+    tmp = np.zeros(STATE_SIZE, dtype=np.int64)
+    new_states = np.zeros((cap, STATE_SIZE), dtype=np.int64)
+    new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
+    new_len = np.zeros(cap, dtype=np.int64)
+    new_last = np.zeros(cap, dtype=np.int64)
+    for _level in range(6):
+        nc = 0
+        any_placed = False
+        for b in range(nb):
+            sb = states[b]
+            placeable = False
+            for c in range(6):
+                if sb[HAND + c] <= 0:
+                    continue
+                m = token_cells(sb, p, c) & ~((1 << last[b]) - 1)
+                if token_cells(sb, p, c):
+                    placeable = True
+                while m:
+                    i = lowest_cell(m)
+                    m &= m - 1
+                    tmp[:] = sb
+                    a = A.PLACE_TOKEN + 25 * c + i
+                    step(tmp, a)
+                    cpar[nc] = b
+                    cact[nc] = a
+                    cval[nc] = evaluate(tmp, p, w, sc)
+                    nc += 1
+                    any_placed = True
+            if not placeable:  # done with tokens: carries forward unchanged
+                cpar[nc] = b
+                cact[nc] = -1
+                cval[nc] = evaluate(sb, p, w, sc)
+                nc += 1
+        if not any_placed:
+            break
+        order = np.argsort(-cval[:nc], kind="mergesort")
+        nn = min(beam, nc)
+        for j in range(nn):
+            k = order[j]
+            b = cpar[k]
+            new_states[j] = states[b]
+            new_acts[j] = acts[b]
+            new_len[j] = alen[b]
+            new_last[j] = last[b]
+            a = cact[k]
+            if a >= 0:
+                step(new_states[j], a)
+                new_acts[j, new_len[j]] = a
+                new_len[j] += 1
+                new_last[j] = (a - A.PLACE_TOKEN) % 25
+        states, new_states = new_states, states
+        acts, new_acts = new_acts, acts
+        alen, new_len = new_len, alen
+        last, new_last = new_last, last
+        nb = nn
+    # final stage: card (or none), cubes, value before END
+    nf = 0
+    fval = np.zeros(nb * 6, dtype=np.float64)
+    fplan = np.zeros((nb * 6, MAX_PLAN), dtype=np.int64)
+    flen = np.zeros(nb * 6, dtype=np.int64)
+    for b in range(nb):
+        n = legal_actions(states[b], buf)
+        for k in range(-1, n):
+            a = -1
+            if k >= 0:
+                a = buf[k]
+                if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
+                    continue
+            tmp[:] = states[b]
+            fplan[nf] = acts[b]
+            ln = alen[b]
+            if a >= 0:
+                step(tmp, a)
+                fplan[nf, ln] = a
+                ln += 1
+            ln = place_cubes_greedily(tmp, fplan[nf], ln)
+            fval[nf] = evaluate(tmp, p, w, sc)
+            fplan[nf, ln] = A.END_TURN
+            flen[nf] = ln + 1
+            nf += 1
+    order = np.argsort(-fval[:nf], kind="mergesort")
+    out = min(K, nf)
+    for j in range(out):
+        plans[j] = fplan[order[j]]
+        lens[j] = flen[order[j]]
+        values[j] = fval[order[j]]
+    return out
+
+
+class GreedyAgent(Agent):
+    """Plans its whole turn with `plan_turn` and plays it one micro-action per call.
+
+    The plan is computed on a private determinized copy (a turn involves no chance, so any copy gives the
+    same plan) and cached; if the view is not the position the plan expects, it plans again.
+    """
+
+    def __init__(self, beam: int = 24, weights: np.ndarray | None = None, seed: int = 0, name: str = "greedy"):
+        if beam < 1:
+            raise ValueError(f"beam must be >= 1, got {beam}")
+        self.beam = int(beam)
+        self.weights = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
+        if self.weights.shape != DEFAULT_WEIGHTS.shape:
+            raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {self.weights.shape}")
+        self.seed = int(seed)
+        self.name = name
+        self._plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
+        self._lens = np.zeros(1, dtype=np.int64)
+        self._values = np.zeros(1, dtype=np.float64)
+        self.reset()
+
+    def reset(self) -> None:
+        self._plan: list[int] = []
+        self._expect: bytes | None = None
+        self._copy = None
+
+    def act(self, view: Any) -> int:
+        g = private_copy(view, self.seed)
+        key = public_key(g.state)
+        if not (self._plan and key == self._expect):
+            n = plan_turn(g.state, self.weights, self.beam, self._plans, self._lens, self._values)
+            if n == 0:  # cannot happen on a legal position; fall back to the first legal action
+                return int(view.legal_actions()[0])
+            self._plan = self._plans[0, : self._lens[0]].tolist()
+        a = self._plan.pop(0)
+        step(g.state, a)
+        self._expect = public_key(g.state) if self._plan else None
+        return int(a)
