@@ -53,6 +53,8 @@ _FONT = 13
 _BIG_FONT = 16
 _LINE = 16.0
 _CARD_H = 4.0      # market card height in lines
+#: A cube is a white square whose centre is this many hex radii above the cell's centre.
+CUBE_MARK_OFFSET = 0.52
 
 _LABEL_STACK = {"blue": ("blue",), "yellow": ("yellow",), "tree1": ("green",), "tree2": ("brown", "green"),
                 "tree3": ("brown", "brown", "green"), "mountain1": ("gray",), "mountain2": ("gray", "gray"),
@@ -172,7 +174,7 @@ def _draw_stack(d: ImageDraw.ImageDraw, cx: float, cy: float, R: float, colours:
             d.polygon(_hex_points(cx, cy, inner), fill=top, outline=(40, 30, 20), width=1)
         else:
             d.polygon(_hex_points(cx, cy, R), fill=top, outline=OUTLINE_RGB, width=line_w)
-        if len(colours) == 2 and colours[-1] == "red":  # a building: white house outline around the centre
+        if len(colours) == 2 and colours[-1] == "red" and R >= 9:  # a building: white house outline around the centre
             k = 0.27 * R
             d.line([(cx - k, cy + 0.75 * k), (cx - k, cy - 0.15 * k), (cx, cy - k), (cx + k, cy - 0.15 * k),
                     (cx + k, cy + 0.75 * k), (cx - k, cy + 0.75 * k)], fill=(255, 255, 255),
@@ -187,7 +189,7 @@ def _draw_stack(d: ImageDraw.ImageDraw, cx: float, cy: float, R: float, colours:
                 d.ellipse((px - pr, py - pr, px + pr, py + pr), fill=(20, 20, 20), outline=(255, 255, 255))
     if cube:
         c = max(2.0, 0.17 * R)
-        cy2 = cy - 0.52 * R
+        cy2 = cy - CUBE_MARK_OFFSET * R
         d.rectangle((cx - c, cy2 - c, cx + c, cy2 + c), fill=(255, 255, 255), outline=(0, 0, 0),
                     width=max(1, int(round(R / 16))))
 
@@ -391,4 +393,5 @@ def save_png(game, path: str, width: int | None = None) -> None:
     Image.fromarray(render_rgb(game, width)).save(path)
 
 
-__all__ = ["render_rgb", "table_layout", "cell_centre", "save_png", "Layout", "TOKEN_RGB", "EMPTY_RGB"]
+__all__ = ["render_rgb", "table_layout", "cell_centre", "save_png", "Layout", "TOKEN_RGB", "EMPTY_RGB",
+           "CUBE_MARK_OFFSET"]
