@@ -74,7 +74,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
@@ -83,68 +82,9 @@ from pettingzoo.utils import wrappers
 
 from . import actions as A
 from . import rules
-from . import state as S
+from .env_gym import SCORE_SCALE, check_render_mode, check_reward, end_infos, final_rewards, render_game, totals
 from .game import Game, IllegalActionError
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
-from .scoring import NUM_CATEGORIES
-
-REWARDS = ("win", "score", "dense")
-#: Points are divided by this in the "score" and "dense" rewards.
-SCORE_SCALE = 100.0
-
-
-def check_reward(reward: Any) -> str:
-    if reward not in REWARDS:
-        raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
-    return reward
-
-
-def totals(game: Game) -> np.ndarray:
-    """Current total score of every seat: int64 (num_players,)."""
-    out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-    rules.scores_into(game.state, out)
-    return out[: game.num_players, -1].copy()
-
-
-def final_rewards(game: Game, reward: str) -> np.ndarray:
-    """End-of-game reward of every seat (float64 (num_players,)) for reward "win" or "score" (see module doc)."""
-    n = game.num_players
-    if reward == "win":
-        if n == 1:
-            return np.array([float(game.suns())])
-        winners = game.winners()
-        if len(winners) == n:
-            return np.zeros(n)
-        r = np.full(n, -1.0)
-        r[winners] = 1.0 / len(winners)
-        return r
-    if reward == "score":
-        t = totals(game).astype(np.float64)
-        if n == 1:
-            return t / SCORE_SCALE
-        best_other = np.array([np.max(np.delete(t, p)) for p in range(n)])
-        return (t - best_other) / SCORE_SCALE
-    return np.zeros(n)
-
-
-def end_infos(game: Game) -> list[dict[str, Any]]:
-    """Per seat: the final score breakdown, the winners and (solo) the suns."""
-    scores = game.scores()
-    winners = game.winners()
-    infos = [{"scores": scores[p], "winners": winners} for p in range(game.num_players)]
-    if game.num_players == 1:
-        infos[0]["suns"] = game.suns()
-    return infos
-
-
-def render_game(game: Game, render_mode: str | None) -> str | np.ndarray | None:
-    if render_mode is None:
-        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-        return None
-    if render_mode == "ansi":
-        return str(game)
-    from .render_image import render_rgb  # lazy: Pillow is only needed for pictures
-    return render_rgb(game)
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -171,9 +111,7 @@ class raw_env(AECEnv, EzPickle):
         self.side = probe.side
         self.spirits = probe.spirits
         self.reward_kind = check_reward(reward)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
-        self.render_mode = render_mode
+        self.render_mode = check_render_mode(render_mode)
         if max_cycles is not None and (isinstance(max_cycles, bool) or not isinstance(max_cycles, int)
                                        or max_cycles < 1):
             raise ValueError(f"max_cycles must be a positive integer or None, got {max_cycles!r}")
