@@ -33,15 +33,40 @@ from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CA
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
-from harmonies_env.stacks import (S_BLUE, S_BROWN1, S_BROWN2, S_BROWN_RED, S_GRAY_RED, S_MOUNTAIN1, S_MOUNTAIN2,
-                                  S_MOUNTAIN3, S_RED1, S_RED_RED, S_YELLOW, TOP_COLOUR)
-from harmonies_env.state import (BITBOARD, CUBES, CUBES_PLACED, CURRENT, HAND, MAX_SLOTS, SIDE, SLOT, SPIRIT_DEALT,
-                                 SPIRIT_KEPT, SPIRITS, STATE_SIZE, TOOK_TOKENS)
+from harmonies_env.stacks import (
+    S_BLUE,
+    S_BROWN1,
+    S_BROWN2,
+    S_BROWN_RED,
+    S_GRAY_RED,
+    S_MOUNTAIN1,
+    S_MOUNTAIN2,
+    S_MOUNTAIN3,
+    S_RED1,
+    S_RED_RED,
+    S_YELLOW,
+    TOP_COLOUR,
+)
+from harmonies_env.state import (
+    BITBOARD,
+    CUBES,
+    CUBES_PLACED,
+    CURRENT,
+    HAND,
+    MAX_SLOTS,
+    SIDE,
+    SLOT,
+    SPIRIT_DEALT,
+    SPIRIT_KEPT,
+    SPIRITS,
+    STATE_SIZE,
+    TOOK_TOKENS,
+)
 
 from .base import Agent, private_copy, public_key
 
 #: Potential weights (see the module docstring for each index). float64 (12,)
-DEFAULT_WEIGHTS = np.array([1.2, 3.0, 0.5, 1.5, 1.2, 1.5, 0.6, 0.9, 0.35, 0.15, -1.0, 0.5], dtype=np.float64)
+DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0.34, 0.2, -0.66, 0.92], dtype=np.float64)
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
 _NC = NUM_CARDS + 1
 
@@ -210,9 +235,12 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
             for c in range(6):
                 if sb[HAND + c] <= 0:
                     continue
-                m = token_cells(sb, p, c) & ~((1 << last[b]) - 1)
-                if token_cells(sb, p, c):
+                full = token_cells(sb, p, c)
+                if full:
                     placeable = True
+                m = full & ~((1 << last[b]) - 1)
+                if m == 0:  # only cells before the last one remain: order no longer matters, allow them
+                    m = full
                 while m:
                     i = lowest_cell(m)
                     m &= m - 1
