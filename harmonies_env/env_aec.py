@@ -87,12 +87,46 @@ from .game import Game, IllegalActionError
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 
 
+class _OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
+    """PettingZoo's OrderEnforcingWrapper with a direct `last()`.
+
+    The generic `last()` reaches the raw env's dicts through every wrapper's `__getattr__` (about 20
+    chained lookups per call, most of an env step's cost); this one reads them from the raw env directly
+    and still observes through the wrapper chain, so `TerminateIllegalWrapper` sees the mask as before.
+    """
+
+    def __init__(self, env: AECEnv):
+        super().__init__(env)
+        self._raw = env.unwrapped
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if not self._has_reset:
+            raise AttributeError("agent_selection cannot be accessed before reset")
+        raw = self._raw
+        agent = raw.agent_selection
+        obs = self.observe(agent) if observe else None
+        return (obs, raw._cumulative_rewards[agent], raw.terminations[agent], raw.truncations[agent],
+                raw.infos[agent])
+
+    @property
+    def agent_selection(self) -> str:
+        if not self._has_reset:
+            raise AttributeError("agent_selection cannot be accessed before reset")
+        return self._raw.agent_selection
+
+    @property
+    def agents(self) -> list[str]:
+        if not self._has_reset:
+            raise AttributeError("agents cannot be accessed before reset")
+        return self._raw.agents
+
+
 def env(**kwargs: Any) -> AECEnv:
     """The Harmonies AEC environment with the PettingZoo classic wrappers (illegal action ends the game, -1)."""
     e = raw_env(**kwargs)
     e = wrappers.TerminateIllegalWrapper(e, illegal_reward=-1)
     e = wrappers.AssertOutOfBoundsWrapper(e)
-    e = wrappers.OrderEnforcingWrapper(e)
+    e = _OrderEnforcingWrapper(e)
     return e
 
 
