@@ -64,10 +64,20 @@ def bench_api(target_actions: int) -> None:
              actions_per_s=round(done / elapsed), games=seed)
 
 
+def _board_for_reference(g: Game, p: int) -> tuple:
+    """(side, {(q, r): stack bottom->top}, [(card_id, cubes_placed)]) of player p, as tests/reference.py takes."""
+    from harmonies_env.geometry import cell_qr
+    from harmonies_env.stacks import STACKS
+
+    board = {cell_qr(g.side, i): STACKS[c] for i, c in enumerate(g.field("stack")[p][: g.num_cells]) if c}
+    placed = g.field("cubes_placed")[p]
+    return g.side, board, [(cid, int(n)) for cid, n in enumerate(placed) if n >= 0]
+
+
 def bench_reference(boards: int) -> None:
     try:
         sys.path.insert(0, str(ROOT / "tests"))
-        import reference  # the plain-Python reference of the tests
+        import reference  # noqa: I001  (the plain-Python reference of the tests)
     except ImportError:
         emit(case="reference_ratio", skipped="tests/reference.py not found")
         return
@@ -86,10 +96,10 @@ def bench_reference(boards: int) -> None:
     for g in games:
         rules.scores_into(g.state, out)
     kernel = (time.perf_counter() - t) / len(games)
-    inputs = [reference.board_from_state(g.state, p) for g in games for p in range(2)]
+    inputs = [_board_for_reference(g, p) for g in games for p in range(2)]
     t = time.perf_counter()
     for args in inputs:
-        reference.score_board(*args)
+        reference.score(*args)
     ref = (time.perf_counter() - t) / len(games)
     emit(case="reference_ratio", what="score both boards of a finished 2p game", games=len(games),
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))

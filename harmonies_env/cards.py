@@ -8,10 +8,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .data import CARDS, LABELS, SIDES, SPIRIT_CARDS, SPIRIT_OF, NUM_ANIMAL_CARDS
-from .geometry import NUM_CELLS, cell_index
-from .stacks import (S_BLUE, S_BROWN_RED, S_GRAY_RED, S_MOUNTAIN1, S_MOUNTAIN2, S_MOUNTAIN3, S_RED_RED,
-                     S_TREE1, S_TREE2, S_TREE3, S_YELLOW)
+from .data import CARDS, LABELS, NUM_ANIMAL_CARDS, SIDES, SPIRIT_CARDS, SPIRIT_OF
+from .geometry import NUM_CELLS, cell_index, cell_qr
+from .stacks import (
+    S_BLUE,
+    S_BROWN_RED,
+    S_GRAY_RED,
+    S_MOUNTAIN1,
+    S_MOUNTAIN2,
+    S_MOUNTAIN3,
+    S_RED_RED,
+    S_TREE1,
+    S_TREE2,
+    S_TREE3,
+    S_YELLOW,
+)
 
 NUM_CARDS = 42  # ids 1..42; index 0 unused
 FIRST_SPIRIT = NUM_ANIMAL_CARDS + 1
@@ -66,7 +77,6 @@ def habitat_placements(side: str, card_id: int) -> list[tuple[tuple[tuple[int, i
         cells = [(rotate(q, r, k), LABELS.index(lab)) for q, r, lab in card["pattern"]]
         cube = rotate(cube_q, cube_r, k)
         for anchor in range(NUM_CELLS[SIDES.index(side)]):
-            from .geometry import cell_qr
             aq, ar = cell_qr(side, anchor)
             try:
                 placed = tuple(sorted((cell_index(side, aq + q, ar + r), cls) for (q, r), cls in cells))

@@ -75,6 +75,9 @@ def _validate() -> None:
         sc = c["scoring"]
         check(sc["kind"] in ("groups", "count") and sc["of"] in SPIRIT_OF, f"spirit {c['id']}: bad scoring")
         check(c["category"] == sc["kind"], f"spirit {c['id']}: category differs from scoring kind")
+        # the scoring kernel implements these combinations only
+        allowed = ("blue", "yellow", "building") if sc["kind"] == "groups" else ("blue", "tree", "mountain")
+        check(sc["of"] in allowed, f"spirit {c['id']}: {sc['kind']} of {sc['of']} is not a rule the engine scores")
 
 
 _validate()

@@ -10,8 +10,21 @@ from numba import njit
 
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, SPIRIT_KIND, SPIRIT_POINTS, SPIRIT_TARGET
 from .geometry import FULL_MASK, NEIGHBOUR_MASK, component_of, eccentricity, lowest_cell, popcount
-from .stacks import (NUM_STACKS, S_BLUE, S_BROWN_RED, S_GRAY_RED, S_MOUNTAIN1, S_MOUNTAIN2, S_MOUNTAIN3,
-                     S_RED_RED, S_TREE1, S_TREE2, S_TREE3, S_YELLOW, TOP_COLOUR)
+from .stacks import (
+    NUM_STACKS,
+    S_BLUE,
+    S_BROWN_RED,
+    S_GRAY_RED,
+    S_MOUNTAIN1,
+    S_MOUNTAIN2,
+    S_MOUNTAIN3,
+    S_RED_RED,
+    S_TREE1,
+    S_TREE2,
+    S_TREE3,
+    S_YELLOW,
+    TOP_COLOUR,
+)
 
 CATEGORIES = ("trees", "mountains", "fields", "buildings", "water", "animals", "spirit", "total")
 NUM_CATEGORIES = len(CATEGORIES)
