@@ -1,0 +1,621 @@
+"""Many games stepped together: a batch of N games is an int64 array (N, STATE_SIZE), one game per row.
+
+Why: a Python -> jitted call costs ~0.65 us, about as much as one rules step, so stepping games one call
+at a time spends most of its time crossing into numba. Here ONE call steps every row: it applies the
+row's action, lets built-in random opponents move (Versus), computes rewards, auto-resets finished games,
+and writes each row's observation (`observation.encode_observation`, the same layout as the Gymnasium and
+PettingZoo envs) and legal-action mask. `BatchedGames` (Solo / Versus, one learner seat) and
+`SelfPlayBatch` (every seat is decided outside, by arrays) wrap the kernels.
+
+Determinism: every row owns its chance (the game's generator in the state) and its opponent's generator
+(`opp_rng`), so a row's trajectory depends only on its seed and its actions, never on the thread count
+or on the other rows. Episode k of a row with base seed b is the game `Game(seed=episode_seed(b, k))`
+(episode 0 uses b itself); the built-in random opponent of that episode draws from the generator
+`episode_seed(b, k) ^ OPPONENT_SALT`, as `rules.random_games` does.
+
+Kernels come in a serial and a `parallel=True` (numba.prange over rows) variant with identical results;
+the Python classes pick one from `num_threads`.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from . import actions as A
+from . import rules
+from . import state as S
+from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
+from .env_gym import SCORE_SCALE
+from .game import Game, _check_config, _check_seed
+from .observation import OBS_SIZE, encode_observation
+from .scoring import NUM_CATEGORIES, score_into, solo_suns
+
+#: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
+OPPONENT_SALT = 0x5DEECE66D
+_EPISODE_MIX = 0x2545F4914F6CDD1D  # odd multiplier that spreads episode numbers over the seed space
+
+#: Modes of the step kernel: who decides, whose observation comes back.
+MODE_SOLO, MODE_VERSUS, MODE_SELFPLAY = 0, 1, 2
+MODES = {"solo": MODE_SOLO, "versus": MODE_VERSUS, "selfplay": MODE_SELFPLAY}
+#: Reward kinds, the same as the Gymnasium / PettingZoo envs' (`env_gym`, `env_aec`), in points times
+#: `reward_scale` (default 1 in solo, 1 / SCORE_SCALE = 0.01 with opponents, as the envs):
+#: "dense" = after each action the change of the mover's own total score (solo: counted from 0, so the return
+#: is the final score, as Solo-v0; with opponents: from the score at reset, as Versus-v0 and the AEC env);
+#: "score" = at the end, own total minus the best other total (solo: own total);
+#: "win" = at the end, +1 to a sole winner, +1/k to each of k < n tied winners, -1 to the others, 0 to all
+#: if all n tie (ties broken by animal cubes first, as the rules say); solo: the suns earned (not scaled).
+REWARD_DENSE, REWARD_SCORE, REWARD_WIN = 0, 1, 2
+REWARDS = {"dense": REWARD_DENSE, "score": REWARD_SCORE, "win": REWARD_WIN}
+
+#: cfg: int64 (CFG_SIZE,) shared by all rows. CFG_SEAT = -1: the learner's seat is drawn per episode (Versus).
+CFG_PLAYERS, CFG_SIDE, CFG_SPIRITS, CFG_MODE, CFG_SEAT, CFG_REWARD, CFG_MAX_STEPS = range(7)
+CFG_SIZE = 7
+#: book: int64 (N, BOOK_SIZE), per-row bookkeeping the kernels keep between calls.
+B_BASE = 0       # base seed of the row
+B_EPISODE = 1    # episode number (0, 1, ...)
+B_SEAT = 2       # learner's seat this episode (Solo/Versus)
+B_OPP_RNG = 3    # built-in opponent's generator state
+B_LEN = 4        # decisions sent this episode (illegal ones included)
+B_LAST = 5       # 4 entries: each seat's total score at its last "dense" reward
+B_PLAYER = 9     # seat whose observation was written last
+BOOK_SIZE = 10
+#: flags: int64 (N, FLAGS_SIZE), written by each step; the F_LENGTH.. entries only for rows that ended.
+F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS = range(8)
+FLAGS_SIZE = 8
+_NA = A.NUM_ACTIONS
+#: scratch: int64 (N, SCRATCH_SIZE): legal-action buffer, score breakdown, totals.
+SCRATCH_SIZE = _NA + NUM_CATEGORIES + S.MAX_PLAYERS
+
+
+# ---------------------------------------------------------------------------------------------------------
+# per-game kernels
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def episode_seed(base: int, episode: int) -> int:
+    """Game seed of episode `episode` (0, 1, ...) of a row whose base seed is `base` (episode 0 -> base)."""
+    if episode == 0:
+        return base
+    tmp = np.empty(1, dtype=np.int64)
+    tmp[0] = base ^ (episode * _EPISODE_MIX)
+    return S.next_random(tmp, 0)
+
+
+@njit(cache=True)
+def _total(s, p: int, tmp) -> int:
+    """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp)
+    return tmp[NUM_CATEGORIES - 1]
+
+
+@njit(cache=True)
+def _suns(s, total: int) -> int:
+    kept = s[S.SPIRIT_KEPT]
+    return solo_suns(total, s[S.SIDE], 2 if kept < 0 else SPIRIT_SUN_BONUS[kept])
+
+
+@njit(cache=True)
+def _opponents_move(s, seat: int, rng, i: int, buf) -> None:
+    """Uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
+
+    rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,) scratch. Same draws as
+    `env_gym.random_until` with that generator.
+    """
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        n = rules.legal_actions(s, buf)
+        rules.step(s, buf[S.random_below(rng, i, n)])
+
+
+@njit(cache=True)
+def _outcome(s, totals, tmp, won) -> int:
+    """Fill totals (int64 (4,)) and won (int64 (4,): 1 for each winner); return how many seats won."""
+    n = s[S.NUM_PLAYERS]
+    best_t = -1
+    best_c = -1
+    for p in range(S.MAX_PLAYERS):
+        totals[p] = 0
+        won[p] = 0
+    for p in range(n):
+        totals[p] = _total(s, p, tmp)
+        c = s[S.ANIMAL_CUBES + p]
+        if totals[p] > best_t or (totals[p] == best_t and c > best_c):
+            best_t = totals[p]
+            best_c = c
+    k = 0
+    for p in range(n):
+        if totals[p] == best_t and s[S.ANIMAL_CUBES + p] == best_c:
+            won[p] = 1
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def _reset_row(s, cfg, book, scratch) -> None:
+    """Start episode book[B_EPISODE] of this row: new game, opponent generator, learner seat; in Versus the
+    opponents seated before the learner move."""
+    seed = episode_seed(book[B_BASE], book[B_EPISODE])
+    n = cfg[CFG_PLAYERS]
+    S.init_state(s, n, cfg[CFG_SIDE], cfg[CFG_SPIRITS], seed)
+    book[B_OPP_RNG] = seed ^ OPPONENT_SALT
+    book[B_SEAT] = cfg[CFG_SEAT]
+    book[B_LEN] = 0
+    if cfg[CFG_MODE] == MODE_VERSUS:
+        if book[B_SEAT] < 0:
+            book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
+        _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA])
+    for p in range(S.MAX_PLAYERS):
+        book[B_LAST + p] = 0
+    if cfg[CFG_MODE] != MODE_SOLO:
+        for p in range(n):
+            book[B_LAST + p] = _total(s, p, scratch[_NA:_NA + NUM_CATEGORIES])
+
+
+@njit(cache=True)
+def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
+    """Observation of the deciding seat (the learner, or the player to move in self-play) and its mask."""
+    player = s[S.CURRENT] if cfg[CFG_MODE] == MODE_SELFPLAY else book[B_SEAT]
+    book[B_PLAYER] = player
+    encode_observation(s, player, obs)
+    rules.legal_mask(s, mask, scratch[:_NA])
+
+
+@njit(cache=True)
+def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_return, obs, mask, reward, flags,
+              final_scores, final_won, final_obs, scratch) -> None:
+    """Step one row (the row's slices of the arrays of `step_rows`)."""
+    buf = scratch[:_NA]
+    tmp = scratch[_NA:_NA + NUM_CATEGORIES]
+    totals = scratch[_NA + NUM_CATEGORIES:]
+    mode = cfg[CFG_MODE]
+    kind = cfg[CFG_REWARD]
+    n = s[S.NUM_PLAYERS]
+    for p in range(S.MAX_PLAYERS):
+        reward[p] = 0.0
+    flags[F_TERM] = 0
+    flags[F_TRUNC] = 0
+    flags[F_ILLEGAL] = 0
+    mover = s[S.CURRENT]
+    err = rules.step(s, a)
+    flags[F_ERROR] = err
+    book[B_LEN] += 1
+    if err != 0:
+        flags[F_ILLEGAL] = 1
+        reward[mover] += illegal_reward
+    else:
+        if kind == REWARD_DENSE:  # only the mover's score can change
+            t = _total(s, mover, tmp)
+            reward[mover] += (t - book[B_LAST + mover]) * scale
+            book[B_LAST + mover] = t
+        if mode == MODE_VERSUS:
+            _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, buf)
+    done = s[S.GAME_OVER] != 0
+    trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
+    k = 0
+    if done or trunc:
+        k = _outcome(s, totals, tmp, final_won)
+    if done:
+        if kind == REWARD_SCORE:
+            for p in range(n):
+                best = 0
+                if n > 1:
+                    best = -1
+                    for o in range(n):
+                        if o != p and totals[o] > best:
+                            best = totals[o]
+                reward[p] += (totals[p] - best) * scale
+        elif kind == REWARD_WIN:
+            if n == 1:
+                reward[0] += _suns(s, totals[0])
+            elif k < n:
+                for p in range(n):
+                    reward[p] += 1.0 / k if final_won[p] else -1.0
+    for p in range(S.MAX_PLAYERS):
+        ep_return[p] += reward[p]
+    if done or trunc:
+        flags[F_TERM] = 1 if done else 0
+        flags[F_TRUNC] = 1 if trunc else 0
+        for p in range(S.MAX_PLAYERS):
+            if p < n:
+                cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+                score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
+                           s[cp: cp + NUM_CARDS + 1], final_scores[p])
+            else:
+                final_scores[p, :] = 0
+        encode_observation(s, mover if mode == MODE_SELFPLAY else book[B_SEAT], final_obs)
+        flags[F_LENGTH] = book[B_LEN]
+        flags[F_EPISODE] = book[B_EPISODE]
+        flags[F_SEED] = episode_seed(book[B_BASE], book[B_EPISODE])
+        flags[F_SUNS] = _suns(s, totals[0]) if n == 1 else 0
+        book[B_EPISODE] += 1
+        _reset_row(s, cfg, book, scratch)
+    _observe_row(s, cfg, book, obs, mask, scratch)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# batch drivers: serial and parallel variants with the same body
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _step_rows_serial(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags,
+                      final_scores, final_won, final_obs, scratch):
+    for r in range(states.shape[0]):
+        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], obs[r], masks[r],
+                  rewards[r], flags[r], final_scores[r], final_won[r], final_obs[r], scratch[r])
+
+
+@njit(cache=True, parallel=True)
+def _step_rows_parallel(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags,
+                        final_scores, final_won, final_obs, scratch):
+    for r in prange(states.shape[0]):
+        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], obs[r], masks[r],
+                  rewards[r], flags[r], final_scores[r], final_won[r], final_obs[r], scratch[r])
+
+
+def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags, final_scores,
+              final_won, final_obs, scratch, parallel: bool = False) -> None:
+    """Step every row of a batch in ONE numba call (the engine under `BatchedGames` and `SelfPlayBatch`).
+
+    Inputs: states int64 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
+    illegal one leaves its row unchanged, earns `illegal_reward` (negative) and is flagged); cfg int64
+    (CFG_SIZE,); illegal_reward, scale float; book int64 (N, BOOK_SIZE) per-row bookkeeping; ep_returns
+    float64 (N, 4) running per-seat returns (after the call an ended row still holds its whole episode's
+    return: read it, then zero it).
+    Outputs: obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS) for the deciding seat of the
+    (possibly new) game, book[:, B_PLAYER] that seat; rewards float32 (N, 4) per seat; flags int64
+    (N, FLAGS_SIZE); for rows that ended: final_scores int64 (N, 4, NUM_CATEGORIES), final_won int64 (N, 4)
+    and final_obs float32 (N, OBS_SIZE) the ended game's last observation (deciding seat / last mover).
+    scratch: int64 (N, SCRATCH_SIZE).
+    """
+    fn = _step_rows_parallel if parallel else _step_rows_serial
+    fn(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags, final_scores,
+       final_won, final_obs, scratch)
+
+
+@njit(cache=True)
+def _reset_rows_serial(states, cfg, book, obs, masks, scratch):
+    for r in range(states.shape[0]):
+        _reset_row(states[r], cfg, book[r], scratch[r])
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+
+
+@njit(cache=True, parallel=True)
+def _reset_rows_parallel(states, cfg, book, obs, masks, scratch):
+    for r in prange(states.shape[0]):
+        _reset_row(states[r], cfg, book[r], scratch[r])
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+
+
+@njit(cache=True)
+def init_batch(states, num_players: int, side: int, spirits: int, seeds) -> None:
+    """Set up game r of states (int64 (N, STATE_SIZE)) from seeds[r] (int64 (N,)), as `Game(seed=...)` does."""
+    for r in range(states.shape[0]):
+        S.init_state(states[r], num_players, side, spirits, seeds[r])
+
+
+@njit(cache=True)
+def _rollout_row(s, seed: int, scratch, totals, won) -> int:
+    rng = np.empty(1, dtype=np.int64)
+    rng[0] = seed
+    steps = rules.random_playout(s, rng, scratch[:_NA])
+    _outcome(s, totals, scratch[_NA:_NA + NUM_CATEGORIES], won)
+    return steps
+
+
+@njit(cache=True)
+def _rollout_serial(states, seeds, totals, won, steps, scratch):
+    for r in range(states.shape[0]):
+        steps[r] = _rollout_row(states[r], seeds[r], scratch[r], totals[r], won[r])
+
+
+@njit(cache=True, parallel=True)
+def _rollout_parallel(states, seeds, totals, won, steps, scratch):
+    for r in prange(states.shape[0]):
+        steps[r] = _rollout_row(states[r], seeds[r], scratch[r], totals[r], won[r])
+
+
+class Rollouts(NamedTuple):
+    """Results of `rollout_batch`: totals int64 (N, 4) final total scores (absent seats 0), won int64 (N, 4)
+    1 for each winner (most points, then most animal cubes), steps int64 (N,) actions played."""
+    totals: np.ndarray
+    won: np.ndarray
+    steps: np.ndarray
+
+
+def _check_states(states: Any) -> np.ndarray:
+    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+            or states.shape[1] != S.STATE_SIZE:
+        raise ValueError(f"states must be an int64 array (N, {S.STATE_SIZE}), got "
+                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
+    return states
+
+
+def _as_seeds(seeds: Any, n: int, what: str = "seeds") -> np.ndarray:
+    arr = np.asarray(seeds)
+    if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be {n} integers, got {arr.dtype} {arr.shape}")
+    if n and (arr.min() < 0 or (arr.dtype == np.uint64 and arr.max() >= 2**63)):
+        raise ValueError(f"{what} must be non-negative integers below 2**63")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace: bool = False,
+                  num_threads: int = 1) -> Rollouts:
+    """Play every game of `states` (int64 (N, STATE_SIZE)) to its end with uniformly random legal actions.
+
+    Row r's random player draws from seeds[r] (its own generator: the same seed gives the same playout for
+    any thread count). The games are played on a copy unless `inplace`. For MCTS leaf evaluation and
+    whole-game random baselines (start from `init_batch`).
+    """
+    states = _check_states(states)
+    n = states.shape[0]
+    seeds = _as_seeds(seeds, n)
+    work = states if inplace else states.copy()
+    if inplace and not states.flags.c_contiguous:
+        raise ValueError("states must be C-contiguous to be played in place")
+    totals = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+    won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+    steps = np.zeros(n, dtype=np.int64)
+    scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+    parallel = _use_threads(num_threads)
+    (_rollout_parallel if parallel else _rollout_serial)(work, seeds, totals, won, steps, scratch)
+    return Rollouts(totals, won, steps)
+
+
+def _use_threads(num_threads: int) -> bool:
+    """Validate a thread count, set numba's for this thread; True when the parallel kernels should run."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    if num_threads > numba.config.NUMBA_NUM_THREADS:
+        raise ValueError(f"num_threads={num_threads} exceeds numba's thread pool "
+                         f"({numba.config.NUMBA_NUM_THREADS}; set NUMBA_NUM_THREADS to raise it)")
+    if num_threads == 1:
+        return False
+    numba.set_num_threads(int(num_threads))
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Python wrappers
+# ---------------------------------------------------------------------------------------------------------
+class BatchStep(NamedTuple):
+    """What one `step` of a batch returns. The arrays are the batch's own buffers, overwritten by the next
+    call: copy what you keep.
+
+    obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): the deciding seat's view of each game (the
+    new game's for rows that just ended: auto-reset). rewards float32: (N,) for the learner
+    (`BatchedGames`), (N, 4) per seat (`SelfPlayBatch`). terminated / truncated / illegal bool (N,).
+    For rows that ended (terminated | truncated), other rows holding stale values: final_obs float32
+    (N, OBS_SIZE) the ended game's last observation; final_scores int64 (N, 4, NUM_CATEGORIES) score
+    breakdowns; final_won int64 (N, 4) 1 per winner; episode_returns float64 (N, 4) per-seat returns;
+    episode_lengths int64 (N,) decisions sent (illegal ones included); episode_seeds int64 (N,) the ended
+    game's seed; suns int64 (N,) the solo result (0 with opponents); seats int64 (N,) the learner's seat in
+    the ended game. players int64 (N,): the seat each `obs` row belongs to (the player to move in self-play).
+    """
+    obs: np.ndarray
+    masks: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    illegal: np.ndarray
+    final_obs: np.ndarray
+    final_scores: np.ndarray
+    final_won: np.ndarray
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
+    episode_seeds: np.ndarray
+    suns: np.ndarray
+    seats: np.ndarray
+    players: np.ndarray
+
+
+def _check_int(name: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    return int(v)
+
+
+def _check_float(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return float(v)
+
+
+class _Batch:
+    """Shared machinery of `BatchedGames` and `SelfPlayBatch`: buffers, seeding, reset and step."""
+
+    def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
+                 seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
+                 illegal_reward: float, max_steps: int, num_threads: int):
+        self.num_games = n = _check_int("num_games", num_games, 1)
+        self.num_players, self.side_code, sp = _check_config(num_players, side, spirits)
+        self.spirits = bool(sp)
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
+        self.reward = reward
+        if reward_scale is None:
+            reward_scale = 1.0 if self.num_players == 1 else 1.0 / SCORE_SCALE
+        self.reward_scale = _check_float("reward_scale", reward_scale)
+        self.illegal_reward = _check_float("illegal_reward", illegal_reward)
+        self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
+        self._parallel = _use_threads(num_threads)
+        self.num_threads = int(num_threads)
+        self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
+                            dtype=np.int64)
+        self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self.book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
+        self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self.masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
+        self._ep_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
+        self._final_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
+        self._rewards = np.zeros((n, S.MAX_PLAYERS), dtype=np.float32)
+        self._flags = np.zeros((n, FLAGS_SIZE), dtype=np.int64)
+        self._final_scores = np.zeros((n, S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
+        self._final_won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+        self._final_obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._final_seats = np.zeros(n, dtype=np.int64)
+        self._scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+        self.reset(seed)
+
+    # ---- seeding and reset -----------------------------------------------------------------------------
+    def reset(self, seed: int | Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Start a fresh game in every row; returns (obs, masks) (the batch's buffers).
+
+        seed: an int b gives row r the base seed b + r (row r's first game is `Game(seed=b + r)`, its
+        episode k the game `Game(seed=episode_seed(b + r, k))`); a sequence gives each row's base seed;
+        None draws fresh base seeds.
+        """
+        n = self.num_games
+        if seed is None:
+            base = (_check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            b = _check_seed(seed)
+            if b + n > 2**63:
+                raise ValueError(f"seed {b} + {n} rows would pass 2**63")
+            base = b + np.arange(n, dtype=np.int64)
+        else:
+            base = _as_seeds(seed, n)
+        self.book[:] = 0
+        self.book[:, B_BASE] = base
+        self._ep_returns[:] = 0.0
+        self._use()
+        (_reset_rows_parallel if self._parallel else _reset_rows_serial)(
+            self.states, self.cfg, self.book, self.obs, self.masks, self._scratch)
+        return self.obs, self.masks
+
+    def _use(self) -> None:
+        if self._parallel:
+            numba.set_num_threads(self.num_threads)
+
+    # ---- stepping --------------------------------------------------------------------------------------
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        arr = np.asarray(actions)
+        if arr.shape != (self.num_games,) and arr.size == self.num_games:
+            arr = arr.reshape(self.num_games)
+        if arr.shape != (self.num_games,):
+            raise ValueError(f"actions must hold one action per game ({self.num_games}), got shape {arr.shape}")
+        if not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"actions must be integers 0..{A.NUM_ACTIONS - 1}, got dtype {arr.dtype}")
+        if arr.dtype == np.uint64:
+            arr = np.minimum(arr, A.NUM_ACTIONS)  # out of range either way, but must fit int64
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    def _step(self, actions: Any) -> None:
+        acts = self._check_actions(actions)
+        self._final_seats[:] = self.book[:, B_SEAT]
+        self._use()
+        step_rows(self.states, acts, self.cfg, self.illegal_reward, self.reward_scale, self.book, self._ep_returns,
+                  self.obs, self.masks, self._rewards, self._flags, self._final_scores, self._final_won,
+                  self._final_obs, self._scratch, parallel=self._parallel)
+        ended = (self._flags[:, F_TERM] | self._flags[:, F_TRUNC]).astype(bool)
+        if ended.any():
+            self._final_returns[ended] = self._ep_returns[ended]
+            self._ep_returns[ended] = 0.0
+
+    def _result(self, rewards: np.ndarray) -> BatchStep:
+        f = self._flags
+        return BatchStep(self.obs, self.masks, rewards, f[:, F_TERM].astype(bool), f[:, F_TRUNC].astype(bool),
+                         f[:, F_ILLEGAL].astype(bool), self._final_obs, self._final_scores, self._final_won,
+                         self._final_returns, f[:, F_LENGTH], f[:, F_SEED], f[:, F_SUNS], self._final_seats,
+                         self.book[:, B_PLAYER])
+
+    # ---- views -----------------------------------------------------------------------------------------
+    @property
+    def players(self) -> np.ndarray:
+        """int64 (N,): the seat whose observation `obs` holds (the learner, or the player to move)."""
+        return self.book[:, B_PLAYER]
+
+    @property
+    def episodes(self) -> np.ndarray:
+        """int64 (N,): each row's episode number (0 for the first game after `reset`)."""
+        return self.book[:, B_EPISODE]
+
+    @property
+    def base_seeds(self) -> np.ndarray:
+        return self.book[:, B_BASE]
+
+    def action_masks(self) -> np.ndarray:
+        """bool (N, NUM_ACTIONS): the legal actions of each game's deciding seat (the batch's buffer)."""
+        return self.masks
+
+    def current_seeds(self) -> np.ndarray:
+        """int64 (N,): the game seed of each row's current episode."""
+        return np.array([episode_seed(int(b), int(e)) for b, e in self.book[:, [B_BASE, B_EPISODE]]],
+                        dtype=np.int64)
+
+    def game(self, r: int) -> Game:
+        """A `Game` holding a copy of row r's current state (to inspect or render it); its history is empty."""
+        if not 0 <= r < self.num_games:
+            raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
+        g = Game(self.num_players, "AB"[self.side_code], self.spirits, int(self.current_seeds()[r]))
+        g.state[:] = self.states[r]
+        return g
+
+
+class BatchedGames(_Batch):
+    """N games, each with one learner: Solo (num_players=1) or Versus (the other seats play uniformly random
+    legal actions inside numba). `step(actions)` takes the learner's action for every game.
+
+    The defaults mirror harmonies/Solo-v0 and harmonies/Versus-v0: reward "dense" points in solo, "win" in
+    Versus (see REWARDS), illegal_reward -1.0 (solo) / -0.01 (Versus), max_steps 5000 (0 = no limit).
+    seat: the learner's seat in Versus (None = drawn per episode from the episode's seed). An illegal
+    action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
+    steps rows in parallel (numba.prange) with the same results.
+    """
+
+    def __init__(self, num_games: int, num_players: int = 1, side: str = "A", spirits: bool = False,
+                 seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
+                 reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
+                 num_threads: int = 1):
+        np_, _, _ = _check_config(num_players, side, spirits)
+        if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
+                                 or not 0 <= seat < np_):
+            raise ValueError(f"seat (the learner's) must be None or 0..{np_ - 1}, got {seat!r}")
+        self.mode = "solo" if np_ == 1 else "versus"
+        if reward is None:
+            reward = "dense" if np_ == 1 else "win"
+        if illegal_reward is None:
+            illegal_reward = -1.0 if np_ == 1 else -0.01
+        super().__init__(num_games, num_players, side, spirits, MODES[self.mode], -1 if seat is None else int(seat),
+                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads)
+
+    @property
+    def seats(self) -> np.ndarray:
+        """int64 (N,): the learner's seat in each row's current game."""
+        return self.book[:, B_SEAT]
+
+    def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
+        """Play the learner's action in every game (then the opponents', in Versus); auto-reset ended games."""
+        self._step(actions)
+        rewards = self._rewards[np.arange(self.num_games), self._final_seats]
+        return self._result(rewards)
+
+
+class SelfPlayBatch(_Batch):
+    """N games of 2-4 players where every seat is decided outside (by a policy: arrays in, arrays out).
+
+    Each step takes the action of the player to move in every game; `players` says whose observation came
+    back. rewards are per seat (N, 4), as the AEC env gives them: "dense" the mover's score change,
+    "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
+    An illegal action leaves the game unchanged and earns the mover `illegal_reward`.
+    """
+
+    def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
+                 seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
+                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1):
+        np_, _, _ = _check_config(num_players, side, spirits)
+        if np_ < 2:
+            raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
+        self.mode = "selfplay"
+        super().__init__(num_games, num_players, side, spirits, MODE_SELFPLAY, 0, seed, reward, reward_scale,
+                         illegal_reward, max_steps, num_threads)
+
+    def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
+        """Play the action of the player to move in every game; auto-reset ended games."""
+        self._step(actions)
+        return self._result(self._rewards)
+
+
+__all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch", "step_rows", "rollout_batch",
+           "episode_seed", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]

@@ -1,0 +1,226 @@
+"""The batched engine replays exactly what single `Game`s do, resets deterministically, and is thread-safe."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harmonies_env import rules
+from harmonies_env import state as S
+from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, episode_seed, init_batch, rollout_batch
+from harmonies_env.game import Game
+from harmonies_env.observation import OBS_SIZE, observe
+
+
+def _pick(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row."""
+    return np.array([rng.choice(np.flatnonzero(m)) for m in masks], dtype=np.int64)
+
+
+def _opponents(g: Game, seat: int, orng: np.ndarray) -> None:
+    """The built-in random opponent, replayed in Python with the same generator as the kernel."""
+    while not g.is_over and g.current_player != seat:
+        legal = g.legal_actions()
+        g.step(legal[S.random_below(orng, 0, len(legal))])
+
+
+def _new_game(num_players, side, spirits, seat, seed, versus):
+    g = Game(num_players, side, spirits, seed)
+    orng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
+    if versus:
+        _opponents(g, seat, orng)
+    return g, orng
+
+
+@pytest.mark.parametrize("num_players,side,spirits,seat", [(1, "A", False, 0), (1, "B", True, 0),
+                                                          (2, "A", False, 1), (3, "B", True, 0)])
+def test_batch_matches_sequential_games_across_resets(num_players, side, spirits, seat):
+    n, base = 3, 1000
+    b = BatchedGames(n, num_players=num_players, side=side, spirits=spirits, seat=seat, seed=base, reward="dense",
+                     reward_scale=1.0)
+    versus = num_players > 1
+    games = [_new_game(num_players, side, spirits, seat, base + r, versus) for r in range(n)]
+    start = [g.scores()[seat]["total"] if versus else 0 for g, _ in games]  # solo counts from 0, as Solo-v0
+    last = list(start)
+    episodes = [0] * n
+    rng = np.random.default_rng(7)
+    returns = np.zeros(n)
+    ended = 0
+    for _ in range(260):
+        for r, (g, _) in enumerate(games):
+            np.testing.assert_array_equal(b.states[r], g.state)
+            np.testing.assert_array_equal(b.obs[r], observe(g, seat))
+            np.testing.assert_array_equal(b.masks[r], g.action_mask())
+        acts = _pick(b.masks, rng)
+        out = b.step(acts)
+        returns += out.rewards
+        for r, (g, orng) in enumerate(games):
+            g.step(int(acts[r]))
+            _opponents(g, seat, orng)
+            now = g.scores()[seat]["total"]
+            assert out.rewards[r] == now - last[r]
+            last[r] = now
+            assert out.terminated[r] == g.is_over and not out.truncated[r] and not out.illegal[r]
+            if g.is_over:
+                ended += 1
+                np.testing.assert_array_equal(out.final_obs[r], observe(g, seat))
+                totals = [sc["total"] for sc in g.scores()]
+                assert out.final_scores[r, :num_players, -1].tolist() == totals
+                assert np.flatnonzero(out.final_won[r]).tolist() == g.winners()
+                assert returns[r] == totals[seat] - start[r] == out.episode_returns[r, seat]
+                assert out.episode_seeds[r] == g.seed
+                returns[r] = 0
+                episodes[r] += 1
+                seed = episode_seed(base + r, episodes[r])
+                assert seed != g.seed
+                games[r] = _new_game(num_players, side, spirits, seat, seed, versus)
+                start[r] = last[r] = games[r][0].scores()[seat]["total"] if versus else 0
+    assert ended >= 2  # the test went through auto-resets
+
+
+def test_selfplay_matches_sequential_games():
+    n, base = 2, 55
+    b = SelfPlayBatch(n, num_players=2, seed=base, reward="win")
+    games = [Game(2, seed=base + r) for r in range(n)]
+    rng = np.random.default_rng(3)
+    ended = 0
+    for _ in range(250):
+        for r, g in enumerate(games):
+            assert b.players[r] == g.current_player
+            np.testing.assert_array_equal(b.states[r], g.state)
+            np.testing.assert_array_equal(b.obs[r], observe(g))
+        acts = _pick(b.masks, rng)
+        out = b.step(acts)
+        for r, g in enumerate(games):
+            g.step(int(acts[r]))
+            if g.is_over:
+                ended += 1
+                w = g.winners()
+                expect = [(1.0 / len(w) if len(w) < 2 else 0.0) if p in w else -1.0 for p in range(2)]
+                assert out.rewards[r, :2].tolist() == expect and out.terminated[r]
+                games[r] = Game(2, seed=episode_seed(base + r, int(b.episodes[r])))
+            else:
+                assert not out.rewards[r].any() and not out.terminated[r]
+    assert ended >= 2
+
+
+def test_illegal_action_changes_nothing_and_is_flagged():
+    b = BatchedGames(2, num_players=2, seat=0, seed=5, illegal_reward=-0.5)
+    states, obs = b.states.copy(), b.obs.copy()
+    legal = int(np.flatnonzero(b.masks[1])[0])
+    out = b.step([267, legal])  # ending the turn before taking tokens is illegal
+    assert out.illegal.tolist() == [True, False]
+    assert out.rewards[0] == -0.5
+    np.testing.assert_array_equal(b.states[0], states[0])
+    np.testing.assert_array_equal(b.obs[0], obs[0])
+    assert not np.array_equal(b.states[1], states[1])
+    out = b.step([-3, 10_000])  # outside the action space: the same, not a crash
+    assert out.illegal.all()
+
+
+def test_determinism_for_any_thread_count():
+    def run(threads):
+        b = SelfPlayBatch(16, num_players=3, side="B", spirits=True, seed=99, reward="score", num_threads=threads)
+        rng = np.random.default_rng(1)
+        acc = []
+        for _ in range(150):
+            out = b.step(_pick(b.masks, rng))
+            acc.append((out.rewards.copy(), out.terminated.copy(), out.obs.sum(axis=1)))
+        return b.states.copy(), acc
+
+    s1, a1 = run(1)
+    s2, a2 = run(2)
+    np.testing.assert_array_equal(s1, s2)
+    for x, y in zip(a1, a2):
+        for u, v in zip(x, y):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_rollouts_deterministic_and_match_single_game_playout():
+    states = np.zeros((6, S.STATE_SIZE), dtype=np.int64)
+    init_batch(states, 2, 0, 0, np.arange(10, 16, dtype=np.int64))
+    seeds = np.arange(100, 106)
+    r1 = rollout_batch(states, seeds)
+    r2 = rollout_batch(states, seeds, num_threads=2)
+    np.testing.assert_array_equal(r1.totals, r2.totals)
+    np.testing.assert_array_equal(r1.steps, r2.steps)
+    assert (states[:, S.GAME_OVER] == 0).all()  # not in place by default
+    g = Game(2, seed=12)
+    rng = np.array([102], dtype=np.int64)
+    steps = rules.random_playout(g.state, rng, np.zeros(268, dtype=np.int64))
+    assert r1.steps[2] == steps
+    assert r1.totals[2, :2].tolist() == [sc["total"] for sc in g.scores()]
+    assert np.flatnonzero(r1.won[2]).tolist() == g.winners()
+    rollout_batch(states, seeds, inplace=True)
+    assert (states[:, S.GAME_OVER] == 1).all()
+
+
+def test_truncation_and_episode_statistics():
+    b = BatchedGames(2, num_players=1, seed=3, max_steps=5)
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        out = b.step(_pick(b.masks, rng))
+    assert out.truncated.all() and not out.terminated.any()
+    assert out.episode_lengths.tolist() == [5, 5]
+    assert b.episodes.tolist() == [1, 1]
+    fresh = Game(1, seed=episode_seed(4, 1))
+    np.testing.assert_array_equal(b.states[1], fresh.state)
+
+
+def test_reset_with_seed_sequence_and_validation():
+    b = BatchedGames(3, num_players=1, seed=[7, 70, 700])
+    for r, s in enumerate([7, 70, 700]):
+        np.testing.assert_array_equal(b.states[r], Game(1, seed=s).state)
+    assert b.obs.shape == (3, OBS_SIZE) and b.masks.dtype == np.bool_
+    with pytest.raises(ValueError, match="one action per game"):
+        b.step([0, 1])
+    with pytest.raises(ValueError, match="integers"):
+        b.step(np.array([0.5, 1, 2]))
+    with pytest.raises(ValueError, match="seat"):
+        BatchedGames(2, num_players=2, seat=2)
+    with pytest.raises(ValueError, match="reward must be"):
+        BatchedGames(2, num_players=1, reward="final")
+    with pytest.raises(ValueError, match="self-play needs"):
+        SelfPlayBatch(2, num_players=1)
+    with pytest.raises(ValueError, match="num_games"):
+        BatchedGames(0)
+    with pytest.raises(ValueError, match="states must be"):
+        rollout_batch(np.zeros((2, 5), dtype=np.int64), [1, 2])
+
+
+def test_versus_random_seat_per_episode_and_win_reward():
+    b = BatchedGames(8, num_players=3, seat=None, seed=21, max_steps=0)
+    assert set(b.seats.tolist()) == {0, 1, 2}  # drawn per row (and per episode)
+    for r in range(8):
+        g = b.game(r)
+        assert g.current_player == b.seats[r]
+        np.testing.assert_array_equal(b.obs[r], observe(g, int(b.seats[r])))
+    rng = np.random.default_rng(2)
+    seen = 0
+    while seen < 8:
+        seats = b.seats.copy()
+        out = b.step(_pick(b.masks, rng))
+        for r in np.flatnonzero(out.terminated):
+            seen += 1
+            assert out.seats[r] == seats[r]
+            won = out.final_won[r, :3]
+            k = won.sum()
+            expect = 0.0 if k == 3 else (1.0 / k if won[seats[r]] else -1.0)
+            assert out.rewards[r] == pytest.approx(expect)
+        assert not out.rewards[~out.terminated].any()
+
+
+def test_solo_win_reward_is_suns():
+    b = BatchedGames(4, num_players=1, seed=8, reward="win")
+    rng = np.random.default_rng(4)
+    games = [Game(1, seed=8 + r) for r in range(4)]
+    done = np.zeros(4, bool)
+    while not done.all():
+        acts = _pick(b.masks, rng)
+        out = b.step(acts)
+        for r in range(4):
+            if done[r]:
+                continue
+            games[r].step(int(acts[r]))
+            if games[r].is_over:
+                done[r] = True
+                assert out.terminated[r] and out.rewards[r] == games[r].suns() == out.suns[r]
