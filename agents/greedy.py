@@ -164,22 +164,20 @@ def place_cubes_greedily(s, plan, n: int) -> int:
 
 @njit(cache=True)
 def _spirit_plans(s, plans, lens, values) -> int:
-    """First-turn Spirit choice: both options, the one whose rule pays more per landscape first."""
+    """First-turn Spirit choice: both options (as many as fit), the one whose rule pays more first."""
     p = s[CURRENT]
+    v = np.zeros(2, dtype=np.float64)
     for j in range(2):
         card = s[SPIRIT_DEALT + 2 * p + j]
-        plans[j, 0] = A.KEEP_SPIRIT + j
-        lens[j] = 1
-        values[j] = float(SPIRIT_POINTS[card, 0] + SPIRIT_POINTS[card, 1] + SPIRIT_POINTS[card, 2])
-    if values[1] > values[0]:
-        for k in range(2):
-            t = plans[0, k]
-            plans[0, k] = plans[1, k]
-            plans[1, k] = t
-        t2 = values[0]
-        values[0] = values[1]
-        values[1] = t2
-    return 2
+        v[j] = float(SPIRIT_POINTS[card, 0] + SPIRIT_POINTS[card, 1] + SPIRIT_POINTS[card, 2])
+    first = 1 if v[1] > v[0] else 0
+    out = min(2, plans.shape[0])
+    for k in range(out):
+        j = first if k == 0 else 1 - first
+        plans[k, 0] = A.KEEP_SPIRIT + j
+        lens[k] = 1
+        values[k] = v[j]
+    return out
 
 
 @njit(cache=True)
@@ -194,7 +192,7 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     K = plans.shape[0]
     p = s0[CURRENT]
     if s0[SPIRITS] and s0[SPIRIT_KEPT + p] < 0:
-        return min(K, _spirit_plans(s0, plans, lens, values)) if K >= 2 else 1
+        return _spirit_plans(s0, plans, lens, values)
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     nb = 1

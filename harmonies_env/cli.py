@@ -38,12 +38,13 @@ def _print_scores(game, out: TextIO) -> None:
         print(f"suns: {game.suns()}", file=out)
 
 
-def cmd_demo(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """A seeded game of bots, printed turn by turn (actions in words + the mover's board), then scores."""
     from agents import make_agent
 
     from .tournament import agent_seed, play_game
 
+    out = out or sys.stdout
     n = args.players or len(args.agents)
     specs = list(args.agents) if len(args.agents) == n else [args.agents[k % len(args.agents)] for k in range(n)]
     agents = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(specs)]
@@ -68,9 +69,9 @@ class HumanAgent:
 
     name = "human"
 
-    def __init__(self, input_fn: Callable[[str], str] = input, out: TextIO = sys.stdout):
+    def __init__(self, input_fn: Callable[[str], str] = input, out: TextIO | None = None):
         self.input_fn = input_fn
-        self.out = out
+        self.out = out or sys.stdout
 
     def reset(self) -> None:
         pass
@@ -99,12 +100,13 @@ class HumanAgent:
             return int(legal[k])
 
 
-def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, out: TextIO = sys.stdout) -> int:
+def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
     """A person (seat --seat) against bots, in the terminal."""
     from agents import make_agent
 
     from .tournament import agent_seed, play_game
 
+    out = out or sys.stdout
     n = 1 + len(args.opponents)
     if not 0 <= args.seat < n:
         print(f"--seat must be 0..{n - 1}", file=sys.stderr)

@@ -1,0 +1,156 @@
+"""Agents: legal play in every configuration, strength ordering, search budget, hidden-information independence."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
+from harmonies_env import Game
+from harmonies_env import state as S
+from harmonies_env.tournament import play_game
+from harmonies_env.view import PlayerView
+
+
+class Checked:
+    """Wraps an agent and asserts every action it returns is legal for the view it got."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.name = agent.name
+        self.calls = 0
+
+    def reset(self):
+        self.agent.reset()
+
+    def act(self, view):
+        a = self.agent.act(view)
+        assert a in view.legal_actions(), (self.name, a, view.describe_action(a))
+        self.calls += 1
+        return a
+
+
+@pytest.mark.parametrize("num_players,side,spirits", [(1, "A", False), (2, "B", True), (3, "A", True),
+                                                       (4, "B", False)])
+def test_agents_play_legal_whole_games(num_players, side, spirits):
+    kinds = [GreedyAgent(seed=1), RandomAgent(seed=2), MCTSAgent(iterations=4, seed=3, rollout_turns=2),
+             GreedyAgent(beam=2, seed=4)]
+    agents = [Checked(kinds[k]) for k in range(num_players)]
+    game = play_game(agents, num_players, side, spirits, seed=11 + num_players)
+    assert game.is_over
+    assert all(a.calls > 0 for a in agents)
+    if spirits:  # every seat chose a Spirit
+        assert (game.field("spirit_kept")[:num_players] >= 0).all()
+
+
+def test_greedy_beats_random_by_a_wide_margin():
+    g_scores, r_scores = [], []
+    for seed in range(4):
+        agents = [GreedyAgent(), RandomAgent(seed)] if seed % 2 == 0 else [RandomAgent(seed), GreedyAgent()]
+        game = play_game(agents, 2, "A", False, seed=seed)
+        gi = 0 if seed % 2 == 0 else 1
+        totals = [s["total"] for s in game.scores()]
+        g_scores.append(totals[gi])
+        r_scores.append(totals[1 - gi])
+        assert game.winners() == [gi]
+    assert np.mean(g_scores) >= np.mean(r_scores) + 25
+
+
+def test_greedy_is_deterministic_and_replans_after_unexpected_positions():
+    game = Game(2, "A", False, seed=5)
+    agent = GreedyAgent()
+    v = PlayerView(game, 0)
+    first = agent.act(v)
+    assert agent.act(v) == first  # the view did not move as the plan expected: it plans again, identically
+    fresh = GreedyAgent()
+    assert fresh.act(PlayerView(game, 0)) == first
+    # a position the plan did not expect (another action taken) makes it plan again, legally
+    other = [a for a in game.legal_actions() if a != first][0]
+    game.step(other)
+    assert agent.act(PlayerView(game, 0)) in game.legal_actions()
+
+
+def test_mcts_respects_iteration_budget_and_reports_it():
+    game = Game(2, "A", False, seed=3)
+    agent = MCTSAgent(iterations=7, seed=1, rollout_turns=2)
+    cands, visits, means = agent.search(PlayerView(game, 0))
+    assert len(cands) > 1
+    assert visits.sum() == 7 == agent.last_iterations
+    assert ((means >= 0) & (means <= 1)).all()
+
+
+def test_mcts_seconds_budget_stops():
+    game = Game(2, "A", False, seed=3)
+    agent = MCTSAgent(seconds=0.05, seed=1, rollout_turns=2)
+    agent.act(PlayerView(game, 0))
+    assert agent.last_iterations >= 1
+
+
+def _hidden_twin(game: Game, seed: int) -> Game:
+    """Same position for seat 0, different hidden draw-pile order and chance generator."""
+    twin = game.clone()
+    s = twin.state
+    n = int(s[S.DECK_COUNT])
+    deck = S.field(s, "deck")
+    deck[:n] = np.random.default_rng(seed).permutation(deck[:n])
+    s[S.RNG] = seed * 7919 + 17
+    return twin
+
+
+@pytest.mark.parametrize("make", [lambda: MCTSAgent(iterations=12, seed=4, rollout_turns=4),
+                                  lambda: GreedyAgent(seed=4)])
+def test_search_never_sees_hidden_information(make):
+    game = Game(2, "A", False, seed=21)
+    bots = [GreedyAgent(), GreedyAgent()]
+    while game.turn < 4:  # a few turns in: cards and tokens have been drawn
+        game.step(bots[game.current_player].act(PlayerView(game, game.current_player)))
+    twin = _hidden_twin(game, 99)
+    assert not np.array_equal(game.state, twin.state)
+    decisions = []
+    for g in (game, twin):
+        agent = make()
+        decisions.append([agent.act(PlayerView(g, 0))])
+        if isinstance(agent, MCTSAgent):
+            _, visits, means = agent.search(PlayerView(g, 0))
+            decisions[-1] += visits.tolist() + np.round(means, 12).tolist()
+    assert decisions[0] == decisions[1]
+    # and the true hidden order does matter to the game itself (the twin really differs)
+    a, b = game.clone(), twin.clone()
+    while not a.is_over and a.turn == game.turn:
+        act = a.legal_actions()[-1]
+        a.step(act)
+        b.step(act)
+    assert not np.array_equal(S.field(a.state, "central"), S.field(b.state, "central")) or \
+        not np.array_equal(S.field(a.state, "market"), S.field(b.state, "market"))
+
+
+def test_make_agent_specs_and_errors():
+    assert isinstance(make_agent("greedy"), GreedyAgent)
+    assert make_agent("mcts:0.25").seconds == 0.25
+    assert make_agent("mcts:30it").iterations == 30
+    assert isinstance(make_agent("random", seed=3), RandomAgent)
+    with pytest.raises(ValueError, match="unknown agent"):
+        make_agent("alphazero")
+    with pytest.raises(ValueError, match="bad agent spec"):
+        make_agent("mcts:fast")
+    with pytest.raises(ValueError, match="checkpoint path"):
+        make_agent("ppo")
+
+
+def test_ppo_agent_plays_legal_actions_from_a_tiny_model(tmp_path):
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import harmonies_env.env_gym  # noqa: F401  (registers harmonies/Versus-v0)
+    from agents.ppo import PPOAgent
+
+    env = gym.make("harmonies/Versus-v0")
+    model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0,
+                        policy_kwargs={"net_arch": [16]}, verbose=0)
+    model.learn(total_timesteps=128)
+    path = tmp_path / "tiny.zip"
+    model.save(path)
+    agent = Checked(PPOAgent(path))
+    game = play_game([agent, RandomAgent(1)], 2, "A", False, seed=2)
+    assert game.is_over and agent.calls > 10
+    with pytest.raises(FileNotFoundError):
+        PPOAgent(tmp_path / "missing.zip")

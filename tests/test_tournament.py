@@ -1,0 +1,55 @@
+"""Tournament harness: reproducible from the seed, identical for any --jobs, sound statistics."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harmonies_env.tournament import run_games, summarize, wilson_interval, write_outputs
+
+
+def test_wilson_interval_known_values():
+    lo, hi = wilson_interval(8, 10)
+    assert lo == pytest.approx(0.4902, abs=1e-3) and hi == pytest.approx(0.9433, abs=1e-3)
+    assert wilson_interval(0, 10)[0] == 0.0 and wilson_interval(10, 10)[1] == pytest.approx(1.0)
+
+
+def test_tiny_tournament_reproducible_and_identical_across_jobs(tmp_path):
+    specs = ["greedy:4", "random"]
+    one = run_games(specs, 2, 4, "A", False, seed=7, jobs=1, progress=False)
+    again = run_games(specs, 2, 4, "A", False, seed=7, jobs=1, progress=False)
+    two = run_games(specs, 2, 4, "A", False, seed=7, jobs=2, progress=False)
+    assert one == again == two
+    other = run_games(specs, 2, 4, "A", False, seed=8, jobs=1, progress=False)
+    assert other != one
+    # seats rotate: each agent plays first in half of the games
+    assert [r["seats"][0] for r in one] == ["greedy:4", "random", "greedy:4", "random"]
+    s = summarize(one)
+    g, r = s["agents"]["greedy:4"], s["agents"]["random"]
+    assert g["games"] == r["games"] == 4
+    assert g["wins"] + r["wins"] == pytest.approx(4)
+    assert g["win_rate_ci95"][0] <= g["win_rate"] <= g["win_rate_ci95"][1]
+    assert g["total"]["mean"] > r["total"]["mean"]
+    assert g["openskill"]["mu"] > r["openskill"]["mu"]
+    totals = [res["scores"][res["seats"].index("random")]["total"] for res in one]
+    assert r["total"]["mean"] == pytest.approx(sum(totals) / 4)
+    paths = write_outputs(one, s, tmp_path)
+    assert [p.suffix for p in paths] == [".csv", ".json", ".png"]
+    assert len(paths[0].read_text().strip().splitlines()) == 1 + 4 * 2
+    assert json.loads(paths[1].read_text())["summary"]["games"] == 4
+    assert paths[2].stat().st_size > 1000
+
+
+def test_same_agent_twice_gets_distinct_names_and_solo_reports_suns():
+    res = run_games(["random", "random"], 2, 2, seed=1, progress=False)
+    assert sorted(summarize(res)["agents"]) == ["random#1", "random#2"]
+    solo = summarize(run_games(["greedy:4"], 1, 2, seed=1, progress=False))
+    e = solo["agents"]["greedy:4"]
+    assert e["games"] == 2 and "suns" in e and "win_rate" not in e
+
+
+def test_bad_configurations_are_refused():
+    with pytest.raises(ValueError, match="needs 3 agents"):
+        run_games(["random", "random"], 3, 1, progress=False)
+    with pytest.raises(ValueError, match="games must be"):
+        run_games(["random", "random"], 2, 0, progress=False)
