@@ -5,3 +5,8 @@ from .scoring import CATEGORIES
 
 __version__ = "0.1.0"
 __all__ = ["Game", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS", "CATEGORIES"]
+
+# Gymnasium ids harmonies/Solo-v0 and harmonies/Versus-v0 are registered on import.
+from .env_gym import register_envs as _register_envs  # noqa: E402
+
+_register_envs()
