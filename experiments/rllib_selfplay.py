@@ -1,0 +1,210 @@
+"""Self-play PPO with Ray RLlib on the PettingZoo AEC env, with action masking; runs locally or on a Ray cluster.
+
+Every seat (`player_0` .. `player_{n-1}`) is mapped to ONE shared policy ("shared"), so the policy plays
+against copies of itself. The policy is `MaskedPPOModule`: RLlib's default PPO torch module on the
+`"observation"` part of the AEC env's Dict observation, whose logits of illegal actions are pushed to
+-inf with the `"action_mask"` part, so only legal actions are ever sampled (the AEC env's
+TerminateIllegalWrapper, which ends a game on an illegal action, never fires).
+
+Needs the optional extra: `pip install -e .[distributed]` (Ray RLlib; see docs/distributed.md).
+
+    python -m experiments.rllib_selfplay --iterations 20 --num-env-runners 2            # this machine
+    python -m experiments.rllib_selfplay --address auto --num-env-runners 32 ...         # on a Ray cluster
+
+Writes a checkpoint per `--checkpoint-every` iterations under `--out` and prints one JSON line per
+iteration (episode return mean, episode length mean, steps sampled, time).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import ray
+    import torch
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
+    from ray.tune.registry import register_env
+except ImportError as e:  # pragma: no cover - the message is the point
+    raise ImportError("experiments.rllib_selfplay needs Ray RLlib: pip install -e .[distributed]") from e
+
+from harmonies_env import env_aec
+
+ENV_NAME = "harmonies_aec"
+POLICY = "shared"
+_FLOAT_MIN = -3.4e38
+
+
+class MaskedPPOModule(DefaultPPOTorchRLModule):
+    """PPO torch module over the Dict observation {"observation": float32 (2811,), "action_mask": int8 (268,)}.
+
+    The networks see only "observation"; "action_mask" turns illegal actions' logits into a very large
+    negative number before the action distribution is built, in exploration, inference and training alike.
+    """
+
+    def __init__(self, *, observation_space=None, **kwargs: Any):
+        self.observation_space_with_mask = observation_space
+        super().__init__(observation_space=observation_space["observation"], **kwargs)
+
+    def setup(self) -> None:
+        super().setup()
+        self.observation_space = self.observation_space_with_mask
+
+    @staticmethod
+    def _split(batch: dict) -> tuple[Any, dict]:
+        obs = batch[Columns.OBS]
+        if isinstance(obs, dict):
+            mask = obs["action_mask"]
+            batch = dict(batch)
+            batch[Columns.OBS] = obs["observation"]
+            batch["action_mask"] = mask
+        return batch["action_mask"], batch
+
+    @staticmethod
+    def _mask(out: dict, mask: Any) -> dict:
+        logits = out[Columns.ACTION_DIST_INPUTS]
+        out[Columns.ACTION_DIST_INPUTS] = torch.where(mask.bool(), logits, torch.full_like(logits, _FLOAT_MIN))
+        return out
+
+    def _forward_inference(self, batch: dict, **kwargs: Any) -> dict:
+        mask, batch = self._split(batch)
+        return self._mask(super()._forward_inference(batch, **kwargs), mask)
+
+    def _forward_exploration(self, batch: dict, **kwargs: Any) -> dict:
+        mask, batch = self._split(batch)
+        return self._mask(super()._forward_exploration(batch, **kwargs), mask)
+
+    def _forward_train(self, batch: dict, **kwargs: Any) -> dict:
+        mask, batch = self._split(batch)
+        return self._mask(super()._forward_train(batch, **kwargs), mask)
+
+    def compute_values(self, batch: dict, embeddings: Any = None) -> Any:
+        _, batch = self._split(batch)
+        return super().compute_values(batch, embeddings)
+
+
+def make_env(config: dict | None = None) -> PettingZooEnv:
+    """The AEC env (with PettingZoo's classic wrappers) as an RLlib MultiAgentEnv; config = env_aec.env kwargs."""
+    cfg = dict(config or {})
+    return PettingZooEnv(env_aec.env(**cfg))
+
+
+def build_config(num_players: int = 2, side: str = "A", spirits: bool = False, reward: str = "win",
+                 num_env_runners: int = 0, envs_per_runner: int = 1, train_batch_size: int = 4000,
+                 minibatch_size: int = 512, num_epochs: int = 4, lr: float = 3e-4, hidden: tuple[int, ...] = (256, 256),
+                 seed: int | None = 0, num_learners: int = 0, num_gpus_per_learner: float = 0.0) -> PPOConfig:
+    """PPOConfig for self-play: every seat -> the shared masked policy. num_env_runners=0 samples in-process."""
+    register_env(ENV_NAME, make_env)
+    env_config = {"num_players": num_players, "side": side, "spirits": spirits, "reward": reward}
+    module = RLModuleSpec(module_class=MaskedPPOModule,
+                          model_config={"fcnet_hiddens": list(hidden), "fcnet_activation": "relu",
+                                        "vf_share_layers": False})
+    config = (
+        PPOConfig()
+        .environment(ENV_NAME, env_config=env_config, disable_env_checking=True)  # its random probe is unmasked
+        .framework("torch")
+        .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=envs_per_runner,
+                     num_cpus_per_env_runner=1)
+        .learners(num_learners=num_learners, num_gpus_per_learner=num_gpus_per_learner)
+        .multi_agent(policies={POLICY}, policy_mapping_fn=lambda agent_id, episode, **kw: POLICY,
+                     policies_to_train=[POLICY])
+        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={POLICY: module}))
+        .training(train_batch_size_per_learner=train_batch_size, minibatch_size=minibatch_size,
+                  num_epochs=num_epochs, lr=lr, gamma=1.0, lambda_=0.95, entropy_coeff=0.01)
+        .debugging(seed=seed)
+    )
+    return config
+
+
+def summarize(result: dict, iteration: int, started: float) -> dict:
+    """The few numbers worth a log line from an RLlib result dict (keys differ a little across versions)."""
+    er = result.get("env_runners", {})
+
+    def num(x: Any) -> float | None:
+        return None if x is None else round(float(x), 4)
+
+    return {"iteration": iteration,
+            "episode_return_mean": num(er.get("episode_return_mean")),
+            "episode_len_mean": num(er.get("episode_len_mean")),
+            "episodes": num(er.get("num_episodes")),
+            "env_steps_sampled": num(result.get("num_env_steps_sampled_lifetime",
+                                                er.get("num_env_steps_sampled_lifetime"))),
+            "seconds": round(time.time() - started, 1)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--num-players", type=int, default=2)
+    p.add_argument("--side", default="A", choices=["A", "B"])
+    p.add_argument("--spirits", action="store_true")
+    p.add_argument("--reward", default="win", choices=["win", "score", "dense"])
+    p.add_argument("--iterations", type=int, default=10)
+    p.add_argument("--num-env-runners", type=int, default=0, help="0 = sample in the driver process")
+    p.add_argument("--envs-per-runner", type=int, default=1)
+    p.add_argument("--train-batch-size", type=int, default=4000)
+    p.add_argument("--minibatch-size", type=int, default=512)
+    p.add_argument("--num-epochs", type=int, default=4)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
+    p.add_argument("--num-learners", type=int, default=0, help="remote learner actors (0 = in the driver)")
+    p.add_argument("--gpus-per-learner", type=float, default=0.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--address", default=None, help="Ray cluster address ('auto' inside a cluster); default local")
+    p.add_argument("--out", default="runs/rllib_selfplay", help="checkpoint directory")
+    p.add_argument("--checkpoint-every", type=int, default=5)
+    a = p.parse_args(argv)
+
+    ray.init(address=a.address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    config = build_config(a.num_players, a.side, a.spirits, a.reward, a.num_env_runners, a.envs_per_runner,
+                          a.train_batch_size, a.minibatch_size, a.num_epochs, a.lr, tuple(a.hidden), a.seed,
+                          a.num_learners, a.gpus_per_learner)
+    algo = config.build_algo()
+    out = Path(a.out).resolve()
+    started = time.time()
+    try:
+        for it in range(1, a.iterations + 1):
+            result = algo.train()
+            print(json.dumps(summarize(result, it, started)), flush=True)
+            if a.checkpoint_every and (it % a.checkpoint_every == 0 or it == a.iterations):
+                path = algo.save_to_path(str(out / f"iter_{it:05d}"))
+                print(json.dumps({"checkpoint": str(path)}), flush=True)
+    finally:
+        algo.stop()
+        ray.shutdown()
+
+
+def legal_action_rate(algo: Any, games: int = 2, seed: int = 0, **env_kwargs: Any) -> float:
+    """Play `games` games with the trained shared policy (greedy) and return the share of legal actions (1.0)."""
+    module = algo.get_module(POLICY)
+    e = env_aec.raw_env(**env_kwargs)
+    legal = total = 0
+    for g in range(games):
+        e.reset(seed=seed + g)
+        while not all(e.terminations.values()):
+            ob = e.observe(e.agent_selection)
+            batch = {Columns.OBS: {"observation": torch.from_numpy(ob["observation"][None]),
+                                   "action_mask": torch.from_numpy(ob["action_mask"][None])}}
+            with torch.no_grad():
+                logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS][0].numpy()
+            act = int(np.argmax(logits))
+            total += 1
+            legal += bool(ob["action_mask"][act])
+            if not ob["action_mask"][act]:
+                break
+            e.step(act)
+    return legal / max(total, 1)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    main()
