@@ -207,10 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=lambda a: _run_script(ROOT / "benchmarks" / "bench_engine.py", a.rest))
 
     p = sub.add_parser("train", help="training script (experiments/train_solo_ppo.py), args passed through")
-    p.add_argument("--selfplay", action="store_true", help="run experiments/train_selfplay_ppo.py instead")
+    p.add_argument("--selfplay", action="store_true", help="run experiments/selfplay_ppo.py instead")
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda a: _run_script(
-        ROOT / "experiments" / ("train_selfplay_ppo.py" if a.selfplay else "train_solo_ppo.py"), a.rest))
+        ROOT / "experiments" / ("selfplay_ppo.py" if a.selfplay else "train_solo_ppo.py"), a.rest))
     return ap
 
 
