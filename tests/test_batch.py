@@ -118,21 +118,24 @@ def test_illegal_action_changes_nothing_and_is_flagged():
 
 
 def test_determinism_for_any_thread_count():
-    def run(threads):
-        b = SelfPlayBatch(16, num_players=3, side="B", spirits=True, seed=99, reward="score", num_threads=threads)
-        rng = np.random.default_rng(1)
+    def run(threads, first=0, rows=16):
+        b = SelfPlayBatch(rows, num_players=3, side="B", spirits=True, seed=99 + first, reward="dense",
+                          num_threads=threads)
         acc = []
-        for _ in range(150):
-            out = b.step(_pick(b.masks, rng))
-            acc.append((out.rewards.copy(), out.terminated.copy(), out.obs.sum(axis=1)))
-        return b.states.copy(), acc
+        for k in range(150):  # each row's action depends only on its own mask, the step and its global index
+            acts = [np.flatnonzero(m)[(31 * k + 7 * (first + r)) % m.sum()] for r, m in enumerate(b.masks)]
+            out = b.step(acts)
+            acc.append(np.concatenate([out.rewards, out.terminated[:, None], out.obs.sum(axis=1)[:, None]], axis=1))
+        return b.states.copy(), np.stack(acc)
 
-    s1, a1 = run(1)
+    s1, a1 = run(1)  # 16 rows: the prange kernel on one thread
     s2, a2 = run(2)
     np.testing.assert_array_equal(s1, s2)
-    for x, y in zip(a1, a2):
-        for u, v in zip(x, y):
-            np.testing.assert_array_equal(u, v)
+    np.testing.assert_array_equal(a1, a2)
+    assert a1[:, :, 4].sum() >= 1  # some game ended (and was reset) on the way
+    s3, a3 = run(1, first=5, rows=1)  # one row: the serial kernel
+    np.testing.assert_array_equal(s3[0], s1[5])
+    np.testing.assert_array_equal(a3[:, 0], a1[:, 5])
 
 
 def test_rollouts_deterministic_and_match_single_game_playout():

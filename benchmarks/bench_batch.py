@@ -1,0 +1,142 @@
+"""Speed of the batched engine (`harmonies_env.batch`): one JSON line per case. Warm up, then time.
+
+Cases:
+- `step`: `BatchedGames.step` at batch sizes 1, 64, 1024 (Solo and 2-player Versus), observations and
+  masks included; the actions are uniformly random legal ones picked by a small numba kernel outside the
+  timed region. steps/s counts learner decisions (Versus opponents' moves come on top).
+- `gym_single`: the single-env Gymnasium path (harmonies/Solo-v0 `step` + `action_masks()`), the baseline
+  the batched path is compared with (`speedup_vs_gym` in the step lines).
+- `rollout`: whole random 2-player games from fresh states with `rollout_batch` (games/s and actions/s).
+- `threads`: the batch-1024 step and rollout cases with 1 and 2 numba threads (scaling).
+
+    PYTHONPATH=. python benchmarks/bench_batch.py [--seconds 2] [--quick]
+
+Numbers depend on the machine and on what else runs on it: on a shared machine they are noisy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import numba
+import numpy as np
+from numba import njit
+
+from harmonies_env import state as S
+from harmonies_env.batch import BatchedGames, init_batch, rollout_batch
+from harmonies_env.env_gym import SoloEnv
+
+
+@njit(cache=True)
+def pick_random_legal(masks, rng, out) -> None:
+    """out[r] = a uniformly random legal action of masks[r] (bool (N, A)); rng: int64 (1,) generator."""
+    for r in range(masks.shape[0]):
+        n = 0
+        for a in range(masks.shape[1]):
+            n += masks[r, a]
+        k = S.random_below(rng, 0, n)
+        for a in range(masks.shape[1]):
+            if masks[r, a]:
+                if k == 0:
+                    out[r] = a
+                    break
+                k -= 1
+
+
+def bench_step(batch: int, num_players: int, seconds: float, threads: int = 1) -> dict:
+    b = BatchedGames(batch, num_players=num_players, seed=1, num_threads=threads)
+    rng = np.array([12345], dtype=np.int64)
+    acts = np.zeros(batch, dtype=np.int64)
+    for _ in range(20):  # warm up (compiles on first use)
+        pick_random_legal(b.masks, rng, acts)
+        b.step(acts)
+    steps = 0
+    timed = 0.0
+    episodes = 0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        pick_random_legal(b.masks, rng, acts)
+        t = time.perf_counter()
+        out = b.step(acts)
+        timed += time.perf_counter() - t
+        steps += batch
+        episodes += int(out.terminated.sum())
+    return {"case": "step", "mode": "solo" if num_players == 1 else f"versus{num_players}", "batch": batch,
+            "threads": threads, "steps": steps, "seconds": round(timed, 3), "steps_per_s": round(steps / timed),
+            "us_per_step": round(1e6 * timed / steps, 3), "episodes": episodes}
+
+
+def bench_gym_single(seconds: float) -> dict:
+    env = SoloEnv()
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        _, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if term or trunc:
+            env.reset()
+    steps = 0
+    t0 = time.perf_counter()
+    t_end = t0 + seconds
+    while time.perf_counter() < t_end:
+        mask = env.action_masks()
+        a = int(rng.choice(np.flatnonzero(mask)))
+        _, _, term, trunc, _ = env.step(a)
+        steps += 1
+        if term or trunc:
+            env.reset()
+    dt = time.perf_counter() - t0
+    return {"case": "gym_single", "mode": "solo", "batch": 1, "threads": 1, "steps": steps,
+            "seconds": round(dt, 3), "steps_per_s": round(steps / dt), "us_per_step": round(1e6 * dt / steps, 3),
+            "note": "includes numpy's random choice of the action"}
+
+
+def bench_rollout(batch: int, seconds: float, threads: int = 1, num_players: int = 2) -> dict:
+    states = np.zeros((batch, S.STATE_SIZE), dtype=np.int64)
+    seeds = np.arange(batch, dtype=np.int64)
+    init_batch(states, num_players, 0, 0, seeds)
+    rollout_batch(states[:2], seeds[:2], num_threads=threads)  # warm up
+    games = actions = 0
+    timed = 0.0
+    k = 0
+    while timed < seconds:
+        init_batch(states, num_players, 0, 0, seeds + k * batch)
+        t = time.perf_counter()
+        res = rollout_batch(states, seeds + 7 * k, inplace=True, num_threads=threads)
+        timed += time.perf_counter() - t
+        games += batch
+        actions += int(res.steps.sum())
+        k += 1
+    return {"case": "rollout", "mode": f"{num_players}p", "batch": batch, "threads": threads, "games": games,
+            "seconds": round(timed, 3), "games_per_s": round(games / timed), "actions_per_s": round(actions / timed),
+            "games_per_s_per_thread": round(games / timed / threads)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="batched engine speed, one JSON line per case")
+    ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per case")
+    ap.add_argument("--quick", action="store_true", help="0.3 s per case (smoke run)")
+    args = ap.parse_args(argv)
+    sec = 0.3 if args.quick else args.seconds
+    print(json.dumps({"case": "machine", "cpus": os.cpu_count(), "numba_threads": numba.config.NUMBA_NUM_THREADS,
+                      "python": platform.python_version(), "numba": numba.__version__,
+                      "note": "other processes on a shared machine make these numbers noisy"}), flush=True)
+    gym = bench_gym_single(sec)
+    print(json.dumps(gym), flush=True)
+    for num_players in (1, 2):
+        for batch in (1, 64, 1024):
+            r = bench_step(batch, num_players, sec)
+            if num_players == 1:
+                r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
+            print(json.dumps(r), flush=True)
+    print(json.dumps(bench_rollout(1024, sec)), flush=True)
+    if numba.config.NUMBA_NUM_THREADS >= 2:
+        for threads in (1, 2):
+            print(json.dumps(dict(bench_step(1024, 1, sec, threads), case="threads_step")), flush=True)
+            print(json.dumps(dict(bench_rollout(1024, sec, threads), case="threads_rollout")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
