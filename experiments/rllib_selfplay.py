@@ -126,6 +126,14 @@ def build_config(num_players: int = 2, side: str = "A", spirits: bool = False, r
     return config
 
 
+def restore(path: str) -> Any:
+    """An Algorithm from a checkpoint written by this script (registers the env first, as RLlib needs)."""
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    register_env(ENV_NAME, make_env)
+    return Algorithm.from_checkpoint(str(Path(path).resolve()))
+
+
 def summarize(result: dict, iteration: int, started: float) -> dict:
     """The few numbers worth a log line from an RLlib result dict (keys differ a little across versions)."""
     er = result.get("env_runners", {})

@@ -15,7 +15,7 @@ def ray_local():
 
 
 def test_selfplay_ppo_iteration_with_masking(ray_local, tmp_path):
-    from experiments.rllib_selfplay import build_config, legal_action_rate, make_env, summarize
+    from experiments.rllib_selfplay import build_config, legal_action_rate, make_env, restore, summarize
 
     env = make_env({"num_players": 2})
     assert set(env.possible_agents) == {"player_0", "player_1"}
@@ -30,7 +30,12 @@ def test_selfplay_ppo_iteration_with_masking(ray_local, tmp_path):
         # one seat, 0 to the other) would make the sum negative: masking kept every sampled action legal
         assert line["episode_return_mean"] == 0.0
         assert legal_action_rate(algo, games=1, num_players=2) == 1.0
-        path = algo.save_to_path(str(tmp_path / "ckpt"))
-        assert (tmp_path / "ckpt").exists() and path
+        algo.save_to_path(str(tmp_path / "ckpt"))
     finally:
         algo.stop()
+    again = restore(str(tmp_path / "ckpt"))
+    try:
+        assert type(again.get_module("shared")).__name__ == "MaskedPPOModule"
+        assert legal_action_rate(again, games=1, num_players=2) == 1.0
+    finally:
+        again.stop()
