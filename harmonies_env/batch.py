@@ -358,25 +358,24 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     steps = np.zeros(n, dtype=np.int64)
     scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
-    parallel = _use_threads(num_threads, n)
+    parallel = _use_threads(num_threads)
     (_rollout_parallel if parallel else _rollout_serial)(work, seeds, totals, won, steps, scratch)
     return Rollouts(totals, won, steps)
 
 
-#: From this many rows on, the parallel (prange) kernels run even on one thread: numba compiles them ~15%
-#: faster per row (measured at 64 and 1024 rows), while their launch costs ~1.5 us, which only small
-#: batches feel. Results are identical either way.
-PARALLEL_MIN_ROWS = 16
+def _use_threads(num_threads: int) -> bool:
+    """Validate a thread count, set numba's for this thread; True when the parallel kernels should run.
 
-
-def _use_threads(num_threads: int, rows: int) -> bool:
-    """Validate a thread count, set numba's for this thread; True when the parallel kernels should run."""
+    One thread runs the serial kernels, even for big batches: the prange kernels on one thread were ~15%
+    faster per row in isolation, but inside SB3 training (torch's OpenMP threads beside numba's OpenMP
+    pool on a busy 2-core machine) some runs became ~10x slower; the serial kernels never did.
+    """
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
     if num_threads > numba.config.NUMBA_NUM_THREADS:
         raise ValueError(f"num_threads={num_threads} exceeds numba's thread pool "
                          f"({numba.config.NUMBA_NUM_THREADS}; set NUMBA_NUM_THREADS to raise it)")
-    if num_threads == 1 and rows < PARALLEL_MIN_ROWS:
+    if num_threads == 1:
         return False
     numba.set_num_threads(int(num_threads))
     return True
@@ -445,7 +444,7 @@ class _Batch:
         self.reward_scale = _check_float("reward_scale", reward_scale)
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
-        self._parallel = _use_threads(num_threads, n)
+        self._parallel = _use_threads(num_threads)
         self.num_threads = int(num_threads)
         self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
                             dtype=np.int64)

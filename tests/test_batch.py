@@ -128,12 +128,12 @@ def test_determinism_for_any_thread_count():
             acc.append(np.concatenate([out.rewards, out.terminated[:, None], out.obs.sum(axis=1)[:, None]], axis=1))
         return b.states.copy(), np.stack(acc)
 
-    s1, a1 = run(1)  # 16 rows: the prange kernel on one thread
-    s2, a2 = run(2)
+    s1, a1 = run(1)  # the serial kernel
+    s2, a2 = run(2)  # the prange kernel on 2 threads
     np.testing.assert_array_equal(s1, s2)
     np.testing.assert_array_equal(a1, a2)
     assert a1[:, :, 4].sum() >= 1  # some game ended (and was reset) on the way
-    s3, a3 = run(1, first=5, rows=1)  # one row: the serial kernel
+    s3, a3 = run(1, first=5, rows=1)  # one row alone: rows do not affect each other
     np.testing.assert_array_equal(s3[0], s1[5])
     np.testing.assert_array_equal(a3[:, 0], a1[:, 5])
 
