@@ -1,0 +1,368 @@
+"""Seeded random play across every configuration, with the game's invariants checked after EVERY action.
+
+The checker is a numba kernel that plays one game and re-derives, from the stack array and from the
+rules text (not from the engine's own tables), what must hold after each micro-action; it returns the
+first broken invariant. Python then replays each game's record through `Game.replay` and compares states.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba import njit
+
+from harmonies_env import actions as A
+from harmonies_env import rules
+from harmonies_env import state as S
+from harmonies_env.cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
+from harmonies_env.game import Game
+from harmonies_env.geometry import MAX_CELLS, NUM_CELLS
+from harmonies_env.stacks import STACKS
+
+# ---- the stacking rule, written out from the rules text (independent of stacks.STACK_AFTER) --------------
+COLOURS = ("blue", "gray", "brown", "green", "yellow", "red")
+RULE_STACKS = {(), ("blue",), ("yellow",), ("green",), ("gray",), ("gray", "gray"), ("gray", "gray", "gray"),
+               ("brown",), ("brown", "brown"), ("brown", "green"), ("brown", "brown", "green"), ("red",),
+               ("brown", "red"), ("gray", "red"), ("red", "red")}
+ON_TOP = {(("gray",), "gray"), (("gray", "gray"), "gray"), (("brown",), "brown"), (("brown",), "green"),
+          (("brown", "brown"), "green"), (("brown",), "red"), (("gray",), "red"), (("red",), "red")}
+
+
+def rule_after_table() -> np.ndarray:
+    """int64 (15, 6): engine stack code after placing a colour, by the rules text; -1 where not allowed."""
+    code = {st: i for i, st in enumerate(STACKS)}
+    t = np.full((len(STACKS), 6), -1, dtype=np.int64)
+    for st, i in code.items():
+        for c, colour in enumerate(COLOURS):
+            if st == () or (st, colour) in ON_TOP:
+                t[i, c] = code[st + (colour,)]
+    return t
+
+
+RULE_AFTER = rule_after_table()
+RULE_HEIGHT = np.array([len(st) for st in STACKS], dtype=np.int64)
+
+#: What the checker's return codes mean.
+FAILURES = (
+    "",
+    "no legal action for the player to move while the game is not over",
+    "legal_actions listed an action twice",
+    "a listed legal action was refused by step",
+    "an illegal action was accepted by step",
+    "a refused action changed the state",
+    "tokens are not all accounted for (120)",
+    "a stack code is out of range, or a cell off the board / an unused seat holds tokens",
+    "bitboards disagree with the stack array",
+    "a cube lies on an empty cell or off the board",
+    "cubes on the board disagree with cubes moved off cards",
+    "animal cube count disagrees with cubes moved off animal cards",
+    "incomplete cards disagree with held slots, or more than 4 are held",
+    "a token was placed on a cell holding a cube",
+    "a token placement built a stack the rules forbid",
+    "a cube placement did not add exactly one cube on an unchanged cell",
+    "the mask disagrees with the stacking rule for placing a held token",
+    "end of turn legality disagrees with 'tokens taken and none placeable'",
+    "take-tokens legality disagrees with the central board / turn state",
+    "take-card legality disagrees with the market / 4-card limit / one card per turn",
+    "a turn did not place (or discard as unplaceable) exactly 3 tokens",
+    "a turn took tokens other than exactly once, or cards more than once",
+    "the emptied central space was not refilled although the pouch had tokens",
+    "the market was not refilled to its size although the draw pile had cards",
+    "solo: the leftover central tokens were not discarded",
+    "the game-end trigger disagrees with the board / pouch",
+    "the game ended with players on different turn counts, or without a trigger",
+    "the game did not end within 5000 actions",
+    "Spirit choice: the mask is not exactly 'keep one of the 2 dealt'",
+    "a negative count in the pouch or the hand",
+    "place-cube legality lists a cell with a cube or an empty cell",
+)
+
+
+@njit(cache=False)
+def _popcount(x: int) -> int:
+    n = 0
+    while x:
+        x &= x - 1
+        n += 1
+    return n
+
+
+@njit(cache=False)
+def _board_tokens(s, p: int, height) -> int:
+    n = 0
+    for i in range(MAX_CELLS):
+        n += height[s[S.STACK + MAX_CELLS * p + i]]
+    return n
+
+
+@njit(cache=False)
+def _check_position(s, after, height, cubes_on_card) -> int:
+    """Invariants of a position (no history needed); 0 or a FAILURES code."""
+    npl = s[S.NUM_PLAYERS]
+    ncell = NUM_CELLS[s[S.SIDE]]
+    n = 0
+    for c in range(6):
+        if s[S.POUCH + c] < 0 or s[S.HAND + c] < 0:
+            return 29
+        n += s[S.POUCH + c] + s[S.HAND + c] + s[S.DISCARDED + c]
+    for k in range(15):
+        if s[S.CENTRAL + k] >= 0:
+            n += 1
+    for p in range(S.MAX_PLAYERS):
+        for i in range(MAX_CELLS):
+            code = s[S.STACK + MAX_CELLS * p + i]
+            if code < 0 or code >= 15 or (code != 0 and (p >= npl or i >= ncell)):
+                return 7
+            n += height[code]
+    if n != 120 or rules.token_total(s) != 120:
+        return 6
+    for p in range(npl):
+        full = (1 << ncell) - 1
+        union = 0
+        for k in range(15):
+            m = 0
+            for i in range(ncell):
+                if s[S.STACK + MAX_CELLS * p + i] == k:
+                    m |= 1 << i
+            if s[S.BITBOARD + 15 * p + k] != m:
+                return 8
+            union |= m
+        if union != full:
+            return 8
+        cubes = s[S.CUBES + p]
+        if cubes & ~full or cubes & s[S.BITBOARD + 15 * p]:
+            return 9
+        moved = 0
+        animal = 0
+        incomplete = 0
+        base = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+        for card in range(1, NUM_CARDS + 1):
+            k = s[base + card]
+            if k < -1 or k > cubes_on_card[card]:
+                return 12
+            if k > 0:
+                moved += k
+                if card < FIRST_SPIRIT:
+                    animal += k
+            if k >= 0 and k < cubes_on_card[card]:
+                incomplete += 1
+                found = False
+                for h in range(S.MAX_SLOTS):
+                    if s[S.SLOT + S.MAX_SLOTS * p + h] == card:
+                        found = True
+                if not found:
+                    return 12
+        if _popcount(cubes) != moved:
+            return 10
+        if s[S.ANIMAL_CUBES + p] != animal:
+            return 11
+        held = 0
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
+                held += 1
+        if held != incomplete or incomplete > 4:
+            return 12
+    return 0
+
+
+@njit(cache=False)
+def _check_mask(s, buf, mark, after) -> int:
+    """The legal list against the rules, re-derived for every action kind but habitats; 0 or a code."""
+    n = rules.legal_actions(s, buf)
+    if n == 0:
+        return 1
+    mark[:] = 0
+    for k in range(n):
+        if mark[buf[k]]:
+            return 2
+        mark[buf[k]] = 1
+    p = s[S.CURRENT]
+    if s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0:
+        if n != 2 or not mark[A.KEEP_SPIRIT] or not mark[A.KEEP_SPIRIT + 1]:
+            return 28
+        return 0
+    ncell = NUM_CELLS[s[S.SIDE]]
+    cubes = s[S.CUBES + p]
+    placeable = False
+    for c in range(6):
+        for i in range(MAX_CELLS):
+            ok = (s[S.HAND + c] > 0 and i < ncell and not (cubes >> i) & 1
+                  and after[s[S.STACK + MAX_CELLS * p + i], c] >= 0)
+            placeable = placeable or ok
+            if ok != (mark[A.PLACE_TOKEN + MAX_CELLS * c + i] == 1):
+                return 16
+    if (mark[A.END_TURN] == 1) != (s[S.TOOK_TOKENS] == 1 and not placeable):
+        return 17
+    for sp in range(5):
+        ok = s[S.TOOK_TOKENS] == 0 and sp < s[S.NUM_SPACES] and s[S.CENTRAL + 3 * sp] >= 0
+        if ok != (mark[A.TAKE_TOKENS + sp] == 1):
+            return 18
+    held = 0
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
+            held += 1
+    for m in range(5):
+        ok = s[S.TOOK_CARD] == 0 and held < 4 and m < s[S.NUM_MARKET] and s[S.MARKET + m] >= 0
+        if ok != (mark[A.TAKE_CARD + m] == 1):
+            return 19
+    for h in range(S.MAX_SLOTS):
+        for i in range(MAX_CELLS):
+            if mark[A.PLACE_CUBE + MAX_CELLS * h + i]:
+                if (s[S.SLOT + S.MAX_SLOTS * p + h] < 0 or i >= ncell or (cubes >> i) & 1
+                        or s[S.STACK + MAX_CELLS * p + i] == 0):
+                    return 30
+    return 0
+
+
+@njit(cache=False)
+def _unlisted(mark, start: int) -> int:
+    """The first action at or after `start` (cyclically) that is not marked legal.
+
+    A separate kernel on purpose: written inline in play_checked, LLVM -O3 spends minutes on the loop.
+    """
+    for j in range(A.NUM_ACTIONS):
+        b = (start + j) % A.NUM_ACTIONS
+        if mark[b] == 0:
+            return b
+    return -1
+
+
+@njit(cache=False)
+def play_checked(s, seed: int, out_actions, buf, mark, tmp, after, height, cubes_on_card):
+    """Play one random game from the set-up state s, checking every action; returns (code, actions)."""
+    rng = np.zeros(1, dtype=np.int64)
+    rng[0] = seed * 7919 + 17
+    npl = s[S.NUM_PLAYERS]
+    err = _check_position(s, after, height, cubes_on_card)
+    if err:
+        return err, 0
+    turn_start_tokens = _board_tokens(s, s[S.CURRENT], height)
+    takes = 0
+    cards = 0
+    steps = 0
+    while not s[S.GAME_OVER]:
+        if steps >= 5000:
+            return 27, steps
+        err = _check_mask(s, buf, mark, after)
+        if err:
+            return err, steps
+        n = rules.legal_actions(s, buf)
+        a = buf[rules.random_below(rng, 0, n)]
+        # one random illegal action must be refused without any change
+        if n < A.NUM_ACTIONS:
+            b = _unlisted(mark, rules.random_below(rng, 0, A.NUM_ACTIONS))
+            tmp[:] = s
+            if rules.step(tmp, b) == 0:
+                return 4, steps
+            for k in range(tmp.shape[0]):
+                if tmp[k] != s[k]:
+                    return 5, steps
+        tmp[:] = s  # the position before the action
+        p = s[S.CURRENT]
+        if rules.step(s, a) != 0:
+            return 3, steps
+        out_actions[steps] = a
+        steps += 1
+        err = _check_position(s, after, height, cubes_on_card)
+        if err:
+            return err, steps
+        if a < A.PLACE_TOKEN:
+            takes += 1
+        elif a < A.TAKE_CARD:
+            c = (a - A.PLACE_TOKEN) // MAX_CELLS
+            i = (a - A.PLACE_TOKEN) % MAX_CELLS
+            if (tmp[S.CUBES + p] >> i) & 1:
+                return 13, steps
+            if after[tmp[S.STACK + MAX_CELLS * p + i], c] != s[S.STACK + MAX_CELLS * p + i]:
+                return 14, steps
+        elif a < A.PLACE_CUBE:
+            cards += 1
+        elif a < A.KEEP_SPIRIT:
+            i = (a - A.PLACE_CUBE) % MAX_CELLS
+            if (s[S.CUBES + p] ^ tmp[S.CUBES + p]) != (1 << i) or (tmp[S.CUBES + p] >> i) & 1:
+                return 15, steps
+            for k in range(MAX_CELLS):
+                if s[S.STACK + MAX_CELLS * p + k] != tmp[S.STACK + MAX_CELLS * p + k]:
+                    return 15, steps
+        if s[S.TURN] != tmp[S.TURN]:  # the turn ended with this action
+            held = 0
+            for c in range(6):
+                held += tmp[S.HAND + c]
+            if _board_tokens(s, p, height) - turn_start_tokens + held != 3:
+                return 20, steps
+            if takes != 1 or cards > 1:
+                return 21, steps
+            pouch_before = 0
+            for c in range(6):
+                pouch_before += tmp[S.POUCH + c]
+            refill_failed = pouch_before < 3 * (s[S.NUM_SPACES] if npl == 1 else 1)
+            if npl == 1:
+                left = 0
+                for k in range(15):
+                    if tmp[S.CENTRAL + k] >= 0:
+                        left += 1
+                disc = 0
+                for c in range(6):
+                    disc += s[S.DISCARDED + c] - tmp[S.DISCARDED + c]
+                if left != 6 or disc != left + held:
+                    return 24, steps
+            else:
+                sp = tmp[S.TAKEN_SPACE]
+                full = s[S.CENTRAL + 3 * sp] >= 0 and s[S.CENTRAL + 3 * sp + 2] >= 0
+                if full == refill_failed:
+                    return 22, steps
+            deck = s[S.DECK_COUNT]
+            for m in range(s[S.NUM_MARKET]):
+                if s[S.MARKET + m] < 0 and deck > 0:
+                    return 23, steps
+            empty = _popcount(s[S.BITBOARD + 15 * p])
+            if tmp[S.END_TRIGGER] == 0:
+                want = 1 if refill_failed else (2 if empty <= 2 else 0)
+                if s[S.END_TRIGGER] != want:
+                    return 25, steps
+            elif s[S.END_TRIGGER] != tmp[S.END_TRIGGER]:
+                return 25, steps
+            if s[S.GAME_OVER]:
+                if s[S.TURN] % npl != 0 or s[S.END_TRIGGER] == 0:
+                    return 26, steps
+            elif s[S.CURRENT] != (p + 1) % npl or (s[S.END_TRIGGER] != 0 and p == npl - 1):
+                return 26, steps
+            takes = 0
+            cards = 0
+            turn_start_tokens = _board_tokens(s, s[S.CURRENT], height)
+    return 0, steps
+
+
+CONFIGS = [(n, side, sp) for n in (1, 2, 3, 4) for side in ("A", "B") for sp in (False, True)]
+GAMES_PER_CONFIG = 64  # 16 configurations -> 1,024 games
+
+
+@pytest.mark.parametrize("num_players,side,spirits", CONFIGS)
+def test_random_games_keep_every_invariant_and_replay(num_players: int, side: str, spirits: bool) -> None:
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    mark = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    acts = np.zeros(5000, dtype=np.int64)
+    turns = []
+    for g in range(GAMES_PER_CONFIG):
+        seed = 1000 * num_players + 100 * (side == "B") + 50 * spirits + g * 7 + 12345
+        game = Game(num_players, side, spirits, seed)
+        s = game.state.copy()
+        code, n = play_checked(s, seed, acts, buf, mark, tmp, RULE_AFTER, RULE_HEIGHT, CUBES_ON_CARD)
+        assert code == 0, (f"{num_players}p side {side} spirits={spirits} seed {seed}, after {n} actions "
+                           f"{acts[:n].tolist()}: {FAILURES[code]}")
+        rec = {"num_players": num_players, "side": side, "spirits": spirits, "seed": seed,
+               "actions": acts[:n].tolist()}
+        replayed = Game.replay(rec)
+        assert replayed.is_over
+        assert np.array_equal(replayed.state, s), f"seed {seed}: replaying the record gives another game"
+        assert Game.replay(replayed.to_json()).state.tobytes() == s.tobytes()
+        turns.append(int(s[S.TURN]))
+    if num_players == 1:
+        assert max(turns) <= 13, "solo: the 13th turn's refill cannot be completed, so no game is longer"
+    else:
+        assert max(turns) <= 36, "2-4 players: the pouch runs out after 35 refills, so at most 36 turns"
+
+
+def test_rule_stacks_are_the_engines_stacks() -> None:
+    """The checker's independent stacking table is about the same 15 stacks the engine encodes."""
+    assert set(STACKS) == RULE_STACKS and len(STACKS) == 15
