@@ -24,7 +24,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--timesteps", type=int, default=1_000_000, help="total environment steps")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-envs", type=int, default=4, help="parallel environments")
-    ap.add_argument("--subproc", action="store_true", help="SubprocVecEnv instead of DummyVecEnv")
+    ap.add_argument("--vec", choices=("batched", "dummy", "subproc"), default="batched",
+                    help="batched: all games stepped by the numba batched engine in one call (default); "
+                         "dummy/subproc: one Solo-v0 per env in SB3's DummyVecEnv/SubprocVecEnv")
+    ap.add_argument("--subproc", action="store_true", help="shorthand for --vec subproc")
     ap.add_argument("--side", choices=("A", "B"), default="A")
     ap.add_argument("--spirits", action="store_true", help="Nature's Spirit variant")
     ap.add_argument("--lr", type=float, default=3e-4, help="learning rate")
@@ -90,9 +93,15 @@ def main(argv: list[str] | None = None) -> dict:
 
     torch.set_num_threads(args.threads)
     set_random_seed(args.seed)
-    fns = [make_env(args.side, args.spirits, args.seed * 1000 + i) for i in range(args.n_envs)]
-    venv = SubprocVecEnv(fns) if args.subproc else DummyVecEnv(fns)
-    venv.seed(args.seed)
+    vec = "subproc" if args.subproc else args.vec
+    if vec == "batched":
+        from harmonies_env.vector import make_sb3_vec_env
+
+        venv = make_sb3_vec_env(args.n_envs, num_players=1, side=args.side, spirits=args.spirits, seed=args.seed)
+    else:
+        fns = [make_env(args.side, args.spirits, args.seed * 1000 + i) for i in range(args.n_envs)]
+        venv = SubprocVecEnv(fns) if vec == "subproc" else DummyVecEnv(fns)
+        venv.seed(args.seed)
 
     class EvalCallback(BaseCallback):
         def __init__(self):

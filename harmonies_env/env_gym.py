@@ -301,9 +301,11 @@ class VersusEnv(_Base):
 
 def register_envs() -> None:
     """Register harmonies/Solo-v0 and harmonies/Versus-v0 with Gymnasium (idempotent)."""
-    for name, cls in (("harmonies/Solo-v0", "SoloEnv"), ("harmonies/Versus-v0", "VersusEnv")):
+    for name, cls in (("harmonies/Solo-v0", "Solo"), ("harmonies/Versus-v0", "Versus")):
         if name not in gymnasium.registry:
-            gymnasium.register(id=name, entry_point=f"harmonies_env.env_gym:{cls}")
+            # make_vec(..., vectorization_mode="vector_entry_point") gives the batched-engine VectorEnv
+            gymnasium.register(id=name, entry_point=f"harmonies_env.env_gym:{cls}Env",
+                               vector_entry_point=f"harmonies_env.vector:{cls}VectorEnv")
 
 
 register_envs()
