@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import RULE_STACKS, rule_after_table
 from numba import njit
 
 from harmonies_env import actions as A
@@ -17,26 +18,6 @@ from harmonies_env.cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from harmonies_env.game import Game
 from harmonies_env.geometry import MAX_CELLS, NUM_CELLS
 from harmonies_env.stacks import STACKS
-
-# ---- the stacking rule, written out from the rules text (independent of stacks.STACK_AFTER) --------------
-COLOURS = ("blue", "gray", "brown", "green", "yellow", "red")
-RULE_STACKS = {(), ("blue",), ("yellow",), ("green",), ("gray",), ("gray", "gray"), ("gray", "gray", "gray"),
-               ("brown",), ("brown", "brown"), ("brown", "green"), ("brown", "brown", "green"), ("red",),
-               ("brown", "red"), ("gray", "red"), ("red", "red")}
-ON_TOP = {(("gray",), "gray"), (("gray", "gray"), "gray"), (("brown",), "brown"), (("brown",), "green"),
-          (("brown", "brown"), "green"), (("brown",), "red"), (("gray",), "red"), (("red",), "red")}
-
-
-def rule_after_table() -> np.ndarray:
-    """int64 (15, 6): engine stack code after placing a colour, by the rules text; -1 where not allowed."""
-    code = {st: i for i, st in enumerate(STACKS)}
-    t = np.full((len(STACKS), 6), -1, dtype=np.int64)
-    for st, i in code.items():
-        for c, colour in enumerate(COLOURS):
-            if st == () or (st, colour) in ON_TOP:
-                t[i, c] = code[st + (colour,)]
-    return t
-
 
 RULE_AFTER = rule_after_table()
 RULE_HEIGHT = np.array([len(st) for st in STACKS], dtype=np.int64)

@@ -1,0 +1,82 @@
+"""Shared helpers for the rules/game tests: the stacking rule from the rules text, and position builders.
+
+Tests may write a position into the state directly (these helpers keep the stack array and bitboards
+consistent), but the rule under test is then always driven through `Game.step`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from harmonies_env import state as S
+from harmonies_env.game import Game
+from harmonies_env.geometry import MAX_CELLS, cell_index
+from harmonies_env.stacks import STACKS
+
+COLOURS = ("blue", "gray", "brown", "green", "yellow", "red")
+#: The 15 stacks of the rules text (bottom -> top).
+RULE_STACKS = {(), ("blue",), ("yellow",), ("green",), ("gray",), ("gray", "gray"), ("gray", "gray", "gray"),
+               ("brown",), ("brown", "brown"), ("brown", "green"), ("brown", "brown", "green"), ("red",),
+               ("brown", "red"), ("gray", "red"), ("red", "red")}
+#: "On top of tokens only to build these stacks": (stack below, colour placed).
+ON_TOP = {(("gray",), "gray"), (("gray", "gray"), "gray"), (("brown",), "brown"), (("brown",), "green"),
+          (("brown", "brown"), "green"), (("brown",), "red"), (("gray",), "red"), (("red",), "red")}
+
+
+def rule_after_table() -> np.ndarray:
+    """int64 (15, 6): engine stack code after placing a colour, by the rules text; -1 where not allowed."""
+    code = {st: i for i, st in enumerate(STACKS)}
+    t = np.full((len(STACKS), 6), -1, dtype=np.int64)
+    for st, i in code.items():
+        for c, colour in enumerate(COLOURS):
+            if st == () or (st, colour) in ON_TOP:
+                t[i, c] = code[st + (colour,)]
+    return t
+
+
+def code_of(*colours: str) -> int:
+    return STACKS.index(tuple(colours))
+
+
+def set_cell(g: Game, player: int, cell: int, *colours: str) -> None:
+    """Write a stack (bottom -> top colours) on a cell, keeping the bitboards consistent."""
+    new = code_of(*colours)
+    old = int(g.field("stack")[player, cell])
+    bb = g.field("bitboard")
+    bb[player, old] &= ~(1 << cell)
+    bb[player, new] |= 1 << cell
+    g.field("stack")[player, cell] = new
+
+
+def cell(g: Game, q: int, r: int) -> int:
+    return cell_index(g.side, q, r)
+
+
+def clear_board(g: Game, player: int) -> None:
+    """Take every token and cube off a board; the tokens go to the discarded pile so 120 stay accounted for."""
+    stacks = g.field("stack")
+    disc = g.field("discarded")
+    for i in range(MAX_CELLS):
+        for colour in STACKS[stacks[player, i]]:
+            disc[COLOURS.index(colour)] += 1
+        if i < g.num_cells and stacks[player, i]:
+            set_cell(g, player, i)
+    g.field("cubes")[player] = 0
+
+
+def give_hand(g: Game, *colours: str) -> None:
+    """Put tokens in the hand of the player to move, as if this turn's tokens were taken."""
+    g.field("hand")[:] = 0
+    for c in colours:
+        g.field("hand")[COLOURS.index(c)] += 1
+    g.state[S.TOOK_TOKENS] = 1
+    g.state[S.TAKEN_SPACE] = 0
+
+
+def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
+    """Give a player an incomplete card in a free slot (returns the slot)."""
+    slots = g.field("slot")
+    if slot is None:
+        slot = int(np.flatnonzero(slots[player] < 0)[0])
+    slots[player, slot] = card
+    g.field("cubes_placed")[player, card] = 0
+    return slot
