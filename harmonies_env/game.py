@@ -236,7 +236,7 @@ def determinize(game: Game, player: int, seed: int) -> Game:
     s[S.RNG] = int(rng.integers(0, 2**62))
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
-    deck[:n] = rng.permutation(deck[:n])
+    deck[:n] = rng.permutation(np.sort(deck[:n]))  # from the contents only: the true order must not leak
     if g.spirits:
         dealt = S.field(s, "spirit_dealt")
         kept = S.field(s, "spirit_kept")
