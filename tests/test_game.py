@@ -33,7 +33,6 @@ def random_actions(g: Game, n: int, seed: int) -> None:
 ])
 def test_illegal_action_names_action_and_reason_and_leaves_state_identical(action: int, reason: str) -> None:
     g = Game(2, "A", seed=5)
-    random_actions(g, 0, 0)
     before = g.state.tobytes()
     history = list(g.history)
     with pytest.raises(IllegalActionError) as e:
@@ -188,7 +187,6 @@ def test_determinize_changes_the_hidden_order() -> None:
     decks = {tuple(determinize(g, 0, seed).field("deck")[:n]) for seed in range(6)}
     rngs = {int(determinize(g, 0, seed).state[S.RNG]) for seed in range(6)}
     assert len(decks) == 6 and len(rngs) == 6
-    assert tuple(g.field("deck")[:n]) not in decks or len(decks) > 1
     others = {tuple(determinize(g, 0, seed).field("spirit_dealt")[2]) for seed in range(10)}
     assert len(others) > 1, "an unchosen opponent's dealt Spirits are resampled"
     assert determinize(g, 0, 4).state.tobytes() == determinize(g, 0, 4).state.tobytes(), "seeded"
