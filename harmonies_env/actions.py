@@ -3,7 +3,7 @@
 | index range | count | meaning |
 |---|---|---|
 | 0 - 4     | 5   | take the 3 tokens of central space s (solo: s < 3) |
-| 5 - 154   | 150 | place a held token of colour c on cell i: 5 + 25 c + i (colours blue, gray, brown, green, yellow, red) |
+| 5 - 154   | 150 | place a held token of colour c on cell i: 5 + 25 c + i (blue gray brown green yellow red) |
 | 155 - 159 | 5   | take the face-up Animal card in market slot m (solo: m < 3) |
 | 160 - 259 | 100 | place a cube from held card slot h on cell i: 160 + 25 h + i |
 | 260 - 261 | 2   | keep dealt Spirit card j (first turn, Spirit variant) |

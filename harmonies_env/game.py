@@ -14,12 +14,11 @@ import numpy as np
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, card_name
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_SUN_BONUS, card_name
 from .data import COLOURS, SIDES
 from .geometry import MAX_CELLS, NUM_CELLS, cell_index, cell_qr, side_code
 from .scoring import CATEGORIES, NUM_CATEGORIES, score_into, solo_suns
-from .stacks import stack_code, stack_kind, STACK_AFTER
-from .cards import SPIRIT_SUN_BONUS
+from .stacks import STACK_AFTER, stack_code, stack_kind
 
 RECORD_VERSION = 1
 
@@ -114,7 +113,8 @@ class Game:
     def step(self, action: int) -> None:
         """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
         if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise IllegalActionError(action, f"actions are integers 0..{A.NUM_ACTIONS - 1}, got {type(action).__name__}")
+            raise IllegalActionError(action, f"actions are integers 0..{A.NUM_ACTIONS - 1}, "
+                                             f"got {type(action).__name__}")
         code = rules.step(self.state, int(action))
         if code:
             desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""

@@ -11,13 +11,43 @@ from numba import njit
 
 from . import actions as A
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
-from .geometry import MAX_CELLS, NUM_CELLS, popcount, lowest_cell
-from .scoring import NUM_CATEGORIES, score_into
-from .stacks import ACCEPTS, NUM_STACKS, STACK_AFTER, HEIGHT
-from .state import (ANIMAL_CUBES, BITBOARD, CENTRAL, CUBES, CUBES_PLACED, CURRENT, DECK, DECK_COUNT, DISCARDED,
-                    END_TRIGGER, GAME_OVER, HAND, MARKET, MAX_SLOTS, NUM_MARKET, NUM_PLAYERS, NUM_SPACES, POUCH,
-                    SIDE, SLOT, SPIRIT_DEALT, SPIRIT_KEPT, SPIRITS, STACK, TAKEN_SPACE, TOOK_CARD, TOOK_TOKENS,
-                    TURN, STATE_SIZE, fill_space, init_state, random_below)
+from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
+from .scoring import score_into
+from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
+from .state import (
+    ANIMAL_CUBES,
+    BITBOARD,
+    CENTRAL,
+    CUBES,
+    CUBES_PLACED,
+    CURRENT,
+    DECK,
+    DECK_COUNT,
+    DISCARDED,
+    END_TRIGGER,
+    GAME_OVER,
+    HAND,
+    MARKET,
+    MAX_SLOTS,
+    NUM_MARKET,
+    NUM_PLAYERS,
+    NUM_SPACES,
+    POUCH,
+    SIDE,
+    SLOT,
+    SPIRIT_DEALT,
+    SPIRIT_KEPT,
+    SPIRITS,
+    STACK,
+    STATE_SIZE,
+    TAKEN_SPACE,
+    TOOK_CARD,
+    TOOK_TOKENS,
+    TURN,
+    fill_space,
+    init_state,
+    random_below,
+)
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .data import TOKEN_COUNTS
 from .cards import FIRST_SPIRIT, NUM_CARDS
+from .data import TOKEN_COUNTS
 from .geometry import FULL_MASK, MAX_CELLS
 
 MAX_PLAYERS = 4
