@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from agents import GreedyAgent, RandomAgent  # noqa: E402
 from agents.ppo import PPOAgent  # noqa: E402
+from experiments.common import progress_callback  # noqa: E402
 from harmonies_env.env_gym import VersusEnv  # noqa: E402
 
 
@@ -146,12 +146,7 @@ def main(argv: list[str] | None = None) -> None:
                             tensorboard_log=str(run / "tb"))
 
     class SelfPlay(BaseCallback):
-        def _on_training_start(self) -> None:
-            self.bar = tqdm(total=args.timesteps, desc="self-play", unit="step", initial=0)
-            self.last = time.time()
-
         def _on_step(self) -> bool:
-            self.bar.update(self.training_env.num_envs)
             t = self.num_timesteps
             n = self.training_env.num_envs
             if t % args.checkpoint_every < n:
@@ -169,13 +164,11 @@ def main(argv: list[str] | None = None) -> None:
                     f.write(json.dumps(res) + "\n")
                 self.logger.record("eval/win_rate_vs_greedy", res["win_rate_vs_greedy"])
                 self.logger.record("eval/mean_score", res["mean_score"])
-                self.bar.write(json.dumps(res))
+                tqdm.write(json.dumps(res))
             return True
 
-        def _on_training_end(self) -> None:
-            self.bar.close()
-
-    model.learn(total_timesteps=args.timesteps, callback=SelfPlay(), reset_num_timesteps=not args.resume,
+    callbacks = [SelfPlay(), progress_callback(args.timesteps, "self-play")]
+    model.learn(total_timesteps=args.timesteps, callback=callbacks, reset_num_timesteps=not args.resume,
                 tb_log_name="selfplay")
     model.save(run / "checkpoints" / "latest.zip")
     state_file.write_text(json.dumps({"pool": pool, "timesteps": int(model.num_timesteps)}))

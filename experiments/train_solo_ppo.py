@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from experiments.common import progress_callback  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -124,24 +128,10 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"[eval @ {self.num_timesteps}] mean score {r['mean_score']:.1f} (+/- {r['std_score']:.1f}), "
                   f"mean suns {r['mean_suns']:.2f}, legal actions {100 * r['legal_rate']:.1f}%", flush=True)
 
-    class ProgressCallback(BaseCallback):
-        """tqdm progress bar (SB3's own needs `rich`, which is not a dependency)."""
-
-        def _on_training_start(self) -> None:
-            from tqdm import tqdm
-            self.bar = tqdm(total=args.timesteps, unit="step", desc="training", dynamic_ncols=True)
-
-        def _on_step(self) -> bool:
-            self.bar.update(self.num_timesteps - self.bar.n)
-            return True
-
-        def _on_training_end(self) -> None:
-            self.bar.close()
-
     eval_cb = EvalCallback()
     callbacks: list[BaseCallback] = [eval_cb]
     if not args.no_progress:
-        callbacks.append(ProgressCallback())
+        callbacks.append(progress_callback(args.timesteps))
     if args.checkpoint_freq:
         callbacks.append(CheckpointCallback(save_freq=max(args.checkpoint_freq // args.n_envs, 1),
                                             save_path=args.checkpoint_dir, name_prefix="solo_ppo"))
