@@ -1,5 +1,9 @@
-"""MaskablePPO trains on Solo-v0 and Versus-v0 (vs random) and then only ever picks legal actions."""
+"""MaskablePPO trains on Solo-v0 and Versus-v0 (vs random) and then only ever picks legal actions; self-play against
+a pool (experiments/selfplay_ppo.py): the batched PoolVecEnv plays each row as the agents would, and the script runs,
+resumes and reproduces."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -10,7 +14,15 @@ torch = pytest.importorskip("torch")
 from sb3_contrib import MaskablePPO  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
-from harmonies_env.env_gym import SoloEnv, VersusEnv  # noqa: E402
+from agents import GreedyAgent  # noqa: E402
+from agents.ppo import PPOAgent  # noqa: E402
+from experiments import selfplay_ppo  # noqa: E402
+from experiments.selfplay_ppo import PoolVecEnv, draw_episode  # noqa: E402
+from harmonies_env.batch import episode_seed  # noqa: E402
+from harmonies_env.env_gym import SoloEnv, VersusEnv, final_rewards  # noqa: E402
+from harmonies_env.game import Game  # noqa: E402
+from harmonies_env.observation import OBS_SIZE, encode_observation  # noqa: E402
+from harmonies_env.view import PlayerView  # noqa: E402
 
 
 def train_and_check(make_env, timesteps: int = 4096, eval_steps: int = 300) -> MaskablePPO:
@@ -52,3 +64,186 @@ def test_maskable_ppo_solo():
 
 def test_maskable_ppo_versus_random():
     train_and_check(lambda: VersusEnv(num_players=2, reward="win"))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# self-play against a pool (experiments/selfplay_ppo.py)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def learner_obs(g: Game, seat: int) -> np.ndarray:
+    out = np.empty(OBS_SIZE, dtype=np.float32)
+    encode_observation(g.state, seat, out)
+    return out
+
+
+class Shadow:
+    """Row r of a PoolVecEnv replayed in a `Game` whose opponents are agent objects acting on PlayerViews."""
+
+    def __init__(self, env: PoolVecEnv, r: int, make_agent):
+        self.env, self.r, self.make_agent = env, r, make_agent
+        self.new_game()
+
+    def new_game(self) -> None:
+        env, r = self.env, self.r
+        seed = episode_seed(int(env.batch.base_seeds[r]), int(env.batch.episodes[r]))
+        self.game = Game(env.num_players, "AB"[env.batch.side_code], env.batch.spirits, seed=seed)
+        self.seat, members, _ = draw_episode(seed, env.num_players, len(env.pool))
+        self.agents = {p: self.make_agent(env.pool[m]) for p, m in enumerate(members) if m >= 0}
+        self.opponents_move()
+
+    def opponents_move(self) -> None:
+        g = self.game
+        while not g.is_over and g.current_player != self.seat:
+            p = g.current_player
+            g.step(self.agents[p].act(PlayerView(g, p)))
+
+    def check_same(self, obs: np.ndarray) -> None:
+        assert np.array_equal(self.env.batch.states[self.r], self.game.state)
+        assert np.array_equal(obs[self.r], learner_obs(self.game, self.seat))
+
+
+def play_beside_shadows(env: PoolVecEnv, make_agent, steps: int, reward: str) -> int:
+    """Random legal learner moves in every row; every row must stay the shadow game, position for position,
+    and end with the rewards and infos the rules give. Returns how many episodes ended."""
+    rng = np.random.default_rng(1)
+    obs = env.reset()
+    shadows = [Shadow(env, r, make_agent) for r in range(env.num_envs)]
+    for sh in shadows:
+        sh.check_same(obs)
+        assert env.reset_infos[sh.r]["seat"] == sh.seat
+    ended = 0
+    for _ in range(steps):
+        masks = env.action_masks()
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rew, dones, infos = env.step(acts)
+        for sh, a in zip(shadows, acts):
+            r, g = sh.r, sh.game
+            g.step(int(a))
+            sh.opponents_move()
+            if g.is_over:
+                ended += 1
+                assert dones[r]
+                expect = final_rewards(g, reward)[sh.seat]
+                assert rew[r] == pytest.approx(expect, abs=1e-6)
+                info = infos[r]
+                assert info["seat"] == sh.seat and not info["TimeLimit.truncated"]
+                assert info["score"] == int(g.scores()[sh.seat]["total"])
+                assert info["won"] == (sh.seat in g.winners())
+                assert np.array_equal(info["terminal_observation"], learner_obs(g, sh.seat))
+                sh.new_game()
+            else:
+                assert not dones[r] and rew[r] == 0.0
+            sh.check_same(obs)
+    return ended
+
+
+@pytest.mark.parametrize("players,reward", [(2, "score"), (3, "win")])
+def test_pool_vec_env_greedy_rows_play_as_greedy_agent(players, reward):
+    env = PoolVecEnv(3, num_players=players, reward=reward, pool=["greedy"], greedy_beam=4, seed=11)
+    ended = play_beside_shadows(env, lambda m: GreedyAgent(beam=4), steps=70, reward=reward)
+    assert ended >= 3
+
+
+def test_pool_vec_env_snapshot_rows_play_as_ppo_agent(tmp_path):
+    torch.manual_seed(0)
+    model = MaskablePPO("MlpPolicy", VersusEnv(), seed=0, device="cpu", policy_kwargs={"net_arch": [16]})
+    path = str(tmp_path / "snap.zip")
+    model.save(path)
+    env = PoolVecEnv(3, pool=[path], seed=5)
+    agent = PPOAgent(path)
+    assert play_beside_shadows(env, lambda m: agent, steps=60, reward="score") >= 3
+
+
+def test_pool_vec_env_draws_follow_the_seed():
+    def run(seed: int) -> list:
+        env = PoolVecEnv(8, pool=["random", "greedy"], seed=seed)
+        env.reset()
+        seen = [(r, 0, i["seat"], tuple(i["opponents"])) for r, i in enumerate(env.reset_infos)]
+        rng = np.random.default_rng(0)
+        for _ in range(100):
+            acts = np.array([rng.choice(np.flatnonzero(m)) for m in env.action_masks()])
+            _, rew, dones, infos = env.step(acts)
+            seen += [(int(r), int(env.batch.episodes[r]), infos[r]["seat"], tuple(infos[r]["opponents"]),
+                      round(float(rew[r]), 6)) for r in np.flatnonzero(dones)]
+        # every episode's seat and opponents are draw_episode's for its game seed
+        for r in range(env.num_envs):
+            seed_r = episode_seed(int(env.batch.base_seeds[r]), int(env.batch.episodes[r]))
+            seat, members, _ = draw_episode(seed_r, 2, 2)
+            assert env._seat[r] == seat and env.opponents(r) == [env.pool[members[1 - seat]]]
+        return seen
+
+    a = run(7)
+    assert len(a) > 8 + 8  # every row finished a game
+    assert a == run(7)
+    assert a != run(8)
+    draws = [draw_episode(s, 2, 2) for s in range(200)]
+    assert {d[0] for d in draws} == {0, 1} and {int(d[1][1 - d[0]]) for d in draws} == {0, 1}
+
+
+def test_pool_vec_env_illegal_action_and_truncation():
+    env = PoolVecEnv(2, pool=["random"], seed=3, max_steps=4)
+    obs = env.reset()
+    before = env.batch.states.copy()
+    illegal = np.array([int(np.flatnonzero(~m)[0]) for m in env.action_masks()])
+    obs2, rew, dones, infos = env.step(illegal)
+    assert np.array_equal(obs2, obs) and np.array_equal(env.batch.states, before)
+    assert np.allclose(rew, -0.01) and not dones.any()
+    assert all(isinstance(i["illegal_action"], str) and i["illegal_action"] for i in infos)
+    episodes = env.batch.episodes.copy()
+    for _ in range(3):
+        acts = env.action_masks().argmax(axis=1)
+        obs, rew, dones, infos = env.step(acts)
+    assert dones.all()  # 4 learner decisions (the illegal one counts)
+    for i in infos:
+        assert i["TimeLimit.truncated"] and i["episode"]["l"] == 4 and i["terminal_observation"].shape == (OBS_SIZE,)
+    # the truncated games were played out; the rows wait on the learner in their next games
+    assert (env.batch.episodes == episodes + 1).all()
+    assert (env.batch.players == env._seat).all()
+    assert np.array_equal(obs, env.batch.obs)
+
+
+def test_pool_vec_env_rejects_bad_pools():
+    with pytest.raises(FileNotFoundError):
+        PoolVecEnv(2, pool=["random", "no/such/snapshot.zip"])
+    with pytest.raises(ValueError):
+        PoolVecEnv(2, pool=[])
+    with pytest.raises(ValueError):
+        PoolVecEnv(2, seat=2)
+
+
+def selfplay_args(run, *extra: str) -> list[str]:
+    return ["--run", str(run), "--timesteps", "256", "--n-envs", "4", "--n-steps", "32", "--batch-size", "64",
+            "--snapshot-every", "128", "--checkpoint-every", "128", "--eval-every", "256", "--eval-episodes", "2",
+            "--greedy-beam", "2", "--threads", "1", *extra]
+
+
+def test_selfplay_script_batched_runs_and_resumes(tmp_path):
+    run = tmp_path / "run"
+    first = selfplay_ppo.main(selfplay_args(run))
+    assert first["vec"] == "batched" and first["timesteps"] == 256
+    assert (run / "checkpoints" / "latest.zip").exists() and list((run / "tb").iterdir())
+    snaps = sorted(p.name for p in (run / "pool").iterdir())
+    assert snaps == ["step_128.zip", "step_256.zip"]
+    assert first["pool"][:2] == ["random", "greedy"] and len(first["pool"]) == 4
+    evals = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()]
+    assert [e["timesteps"] for e in evals] == [256] and 0.0 <= evals[0]["win_rate_vs_greedy"] <= 1.0
+    again = selfplay_ppo.main(selfplay_args(run, "--resume"))
+    assert again["timesteps"] == 512 and len(again["pool"]) == 6
+    assert json.loads((run / "checkpoints" / "state.json").read_text())["timesteps"] == 512
+
+
+def test_selfplay_script_is_reproducible(tmp_path):
+    a = selfplay_ppo.main(selfplay_args(tmp_path / "a", "--seed", "3"))
+    b = selfplay_ppo.main(selfplay_args(tmp_path / "b", "--seed", "3"))
+    pa = MaskablePPO.load(tmp_path / "a" / "checkpoints" / "latest.zip").policy.state_dict()
+    pb = MaskablePPO.load(tmp_path / "b" / "checkpoints" / "latest.zip").policy.state_dict()
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert a["mean_score"] == b["mean_score"]
+
+
+def test_selfplay_script_single_path(tmp_path):
+    out = selfplay_ppo.main(selfplay_args(tmp_path / "s", "--vec", "single", "--n-envs", "2"))
+    assert out["vec"] == "single" and out["timesteps"] == 256 and len(out["pool"]) == 4
+    with pytest.raises(SystemExit):
+        selfplay_ppo.parse_args(["--vec", "single", "--opponent-sample"])
