@@ -321,15 +321,15 @@ class PoolVecEnv(VecEnv):
         if all(s is not None for s in self._seeds):
             base = [int(s) for s in self._seeds]
             self._sample_rng = np.random.default_rng([base[0] % 2**64, POOL_SALT])
-        self.batch.reset(base)
+        obs, masks = self.batch.reset(base)
         self._reset_seeds()
         self._reset_options()
         n = self.num_envs
         self._start_episodes(np.arange(n))
         self._carry[:] = 0.0
         infos: list[dict] = [{} for _ in range(n)]
-        self._advance(self.batch.obs, self.batch.masks, np.array(self.batch.players), np.ones(n, dtype=bool),
-                      np.zeros(n), np.zeros(n, dtype=bool), infos, np.ones(n, dtype=bool))
+        self._advance(obs, masks, np.array(self.batch.players), np.ones(n, dtype=bool), np.zeros(n),
+                      np.zeros(n, dtype=bool), infos, np.ones(n, dtype=bool))
         self.reset_infos = [{"seat": int(self._seat[r]), "opponents": self.opponents(r)} for r in range(n)]
         return self._obs.copy()
 

@@ -154,6 +154,17 @@ def test_pool_vec_env_snapshot_rows_play_as_ppo_agent(tmp_path):
     agent = PPOAgent(path)
     assert play_beside_shadows(env, lambda m: agent, steps=60, reward="score") >= 3
 
+    def sampled(seed: int, sample: bool = True) -> list[np.ndarray]:  # snapshots sampling their policy: seeded
+        env = PoolVecEnv(3, pool=[path], seed=seed, opponent_sample=sample)
+        seen = [env.reset()]
+        for _ in range(60):
+            seen.append(env.step(env.action_masks().argmax(axis=1))[0])
+        return seen
+
+    a, b = sampled(5), sampled(5)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, sampled(5, sample=False)))
+
 
 def test_pool_vec_env_draws_follow_the_seed():
     def run(seed: int) -> list:
@@ -199,8 +210,10 @@ def test_pool_vec_env_illegal_action_and_truncation():
         assert i["TimeLimit.truncated"] and i["episode"]["l"] == 4 and i["terminal_observation"].shape == (OBS_SIZE,)
     # the truncated games were played out; the rows wait on the learner in their next games
     assert (env.batch.episodes == episodes + 1).all()
-    assert (env.batch.players == env._seat).all()
-    assert np.array_equal(obs, env.batch.obs)
+    for r in range(2):
+        g = env.batch.game(r)
+        assert g.current_player == env._seat[r]
+        assert np.array_equal(obs[r], learner_obs(g, int(env._seat[r])))
 
 
 def test_pool_vec_env_rejects_bad_pools():
