@@ -3,9 +3,18 @@
 Why: a Python -> jitted call costs ~0.65 us, about as much as one rules step, so stepping games one call
 at a time spends most of its time crossing into numba. Here ONE call steps every row: it applies the
 row's action, lets built-in random opponents move (Versus), computes rewards, auto-resets finished games,
-and writes each row's observation (`observation.encode_observation`, the same layout as the Gymnasium and
-PettingZoo envs) and legal-action mask. `BatchedGames` (Solo / Versus, one learner seat) and
+and keeps each row's observation (the layout of `observation.encode_observation`, as the Gymnasium and
+PettingZoo envs) and legal-action mask up to date. `BatchedGames` (Solo / Versus, one learner seat) and
 `SelfPlayBatch` (every seat is decided outside, by arrays) wrap the kernels.
+
+Incremental observations and masks: the (N, OBS_SIZE) observation and (N, NUM_ACTIONS) mask buffers persist
+from step to step, and a step writes only what its actions changed (`observation.update_observation`: a
+cell's stack, a cube, a card, the hand, the central board ...; `rules.write_mask` with the regions of the
+mask an action can touch). A whole row is re-encoded only on reset, on a Spirit choice, and in self-play
+when the turn passes (the observer changes). The result is always exactly a fresh `encode_observation` /
+`rules.legal_mask` of the row's state (tests/test_batch.py checks it every step). So the buffers must not
+be written to from outside (the classes hand out read-only views), and after editing `states` in place
+call `refresh()`.
 
 Determinism: every row owns its chance (the game's generator in the state) and its opponent's generator
 (`opp_rng`), so a row's trajectory depends only on its seed and its actions, never on the thread count
@@ -13,16 +22,17 @@ or on the other rows. Episode k of a row with base seed b is the game `Game(seed
 (episode 0 uses b itself); the built-in random opponent of that episode draws from the generator
 `episode_seed(b, k) ^ OPPONENT_SALT`, as `rules.random_games` does.
 
-Kernels come in a serial and a `parallel=True` (numba.prange over rows) variant with identical results;
-the Python classes pick one from `num_threads`.
+Threads: `num_threads` > 1 splits the rows into that many ranges, stepped at once by Python threads (the
+kernels release the GIL), with results identical to one thread. (numba's `prange` was dropped: its OpenMP
+threads spin, and on a shared 2-core machine, or beside torch's own threads, steps became up to 10x slower.)
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple, Sequence
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from . import actions as A
 from . import rules
@@ -30,7 +40,7 @@ from . import state as S
 from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
 from .env_gym import SCORE_SCALE
 from .game import Game, _check_config, _check_seed
-from .observation import OBS_SIZE, encode_observation
+from .observation import OBS_SIZE, action_card, encode_observation, rewrite_scores, update_observation
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 
 #: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
@@ -61,13 +71,12 @@ B_OPP_RNG = 3    # built-in opponent's generator state
 B_LEN = 4        # decisions sent this episode (illegal ones included)
 B_LAST = 5       # 4 entries: each seat's total score at its last "dense" reward
 B_PLAYER = 9     # seat whose observation was written last
-BOOK_SIZE = 10
+B_FRESH = 10     # 1 until the first legal action of a solo episode ("dense" counts from 0, not the start score)
+BOOK_SIZE = 11
 #: flags: int64 (N, FLAGS_SIZE), written by each step; the F_LENGTH.. entries only for rows that ended.
-F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS = range(8)
-FLAGS_SIZE = 8
+F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS, F_SEAT = range(9)
+FLAGS_SIZE = 9
 _NA = A.NUM_ACTIONS
-#: scratch: int64 (N, SCRATCH_SIZE): legal-action buffer, score breakdown, totals.
-SCRATCH_SIZE = _NA + NUM_CATEGORIES + S.MAX_PLAYERS
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -98,15 +107,35 @@ def _suns(s, total: int) -> int:
 
 
 @njit(cache=True)
-def _opponents_move(s, seat: int, rng, i: int, buf) -> None:
+def _opponents_move(s, seat: int, rng, i: int, buf, grids) -> None:
     """Uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
 
-    rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,) scratch. Same draws as
-    `env_gym.random_until` with that generator.
+    rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,), grids int64 (NUM_CLASSES,) scratch.
+    Same draws as `env_gym.random_until` with that generator (`legal_actions_fast` lists the same actions in
+    the same order as `legal_actions`).
     """
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf)
+        n = rules.legal_actions_fast(s, buf, grids)
         rules.step(s, buf[S.random_below(rng, i, n)])
+
+
+@njit(cache=True)
+def _opponents_move_observed(s, seat: int, rng, i: int, buf, grids, obs, tmp) -> None:
+    """`_opponents_move`, keeping obs (float32 (OBS_SIZE,)), seat's observation, up to date incrementally.
+
+    The score blocks of the boards that changed are written once at the end (not after every placement).
+    """
+    dirty = 0
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        n = rules.legal_actions_fast(s, buf, grids)
+        a = buf[S.random_below(rng, i, n)]
+        mover = s[S.CURRENT]
+        card = action_card(s, a)
+        rules.step(s, a)
+        if update_observation(s, a, mover, card, seat, obs, tmp, False):
+            dirty |= 1 << mover
+    if dirty:
+        rewrite_scores(s, seat, dirty, obs, tmp)
 
 
 @njit(cache=True)
@@ -132,7 +161,14 @@ def _outcome(s, totals, tmp, won) -> int:
     return k
 
 
-@njit(cache=True)
+# scratch layout (int64 (SCRATCH_SIZE,) per row)
+_TMP = _NA                          # NUM_CATEGORIES: a score breakdown
+_TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
+_GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
+SCRATCH_SIZE = _GRIDS + rules.NUM_CLASSES
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
 def _reset_row(s, cfg, book, scratch) -> None:
     """Start episode book[B_EPISODE] of this row: new game, opponent generator, learner seat; in Versus the
     opponents seated before the learner move."""
@@ -145,52 +181,86 @@ def _reset_row(s, cfg, book, scratch) -> None:
     if cfg[CFG_MODE] == MODE_VERSUS:
         if book[B_SEAT] < 0:
             book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
-        _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA])
+        _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
     for p in range(S.MAX_PLAYERS):
         book[B_LAST + p] = 0
+    book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
     if cfg[CFG_MODE] != MODE_SOLO:
         for p in range(n):
-            book[B_LAST + p] = _total(s, p, scratch[_NA:_NA + NUM_CATEGORIES])
+            book[B_LAST + p] = _total(s, p, scratch[_TMP:_TOTALS])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
 def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
-    """Observation of the deciding seat (the learner, or the player to move in self-play) and its mask."""
+    """Full observation of the deciding seat (the learner, or the player to move in self-play) and its mask."""
     player = s[S.CURRENT] if cfg[CFG_MODE] == MODE_SELFPLAY else book[B_SEAT]
     book[B_PLAYER] = player
     encode_observation(s, player, obs)
-    rules.legal_mask(s, mask, scratch[:_NA])
+    rules.write_mask(s, mask, scratch[_GRIDS:], rules.MASK_ALL, 15)
 
 
 @njit(cache=True)
-def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_return, obs, mask, reward, flags,
-              final_scores, final_won, final_obs, scratch) -> None:
-    """Step one row (the row's slices of the arrays of `step_rows`)."""
+def _mask_regions(s, a: int, mover: int, card: int) -> tuple[int, int]:
+    """(regions, cube slots) of the mask that the legal action `a` of `mover`, played, can have changed
+    (`rules.write_mask`): everything once the turn passed or for a Spirit choice, else the parts it touches."""
+    if a >= A.KEEP_SPIRIT or s[S.GAME_OVER] or s[S.CURRENT] != mover:
+        return rules.MASK_ALL, 15
+    if a < A.PLACE_TOKEN:
+        return rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0
+    if a < A.TAKE_CARD:
+        return rules.MASK_PLACE | rules.MASK_CUBE | rules.MASK_TAIL, 15
+    if a < A.PLACE_CUBE:  # only the slot the card went to
+        slots = 0
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
+                slots |= 1 << h
+        return rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots
+    return rules.MASK_PLACE | rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, 15
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
+def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_return, final_return, obs, mask,
+              reward, learner_reward, ended, flags, final_scores, final_won, final_obs, scratch) -> None:
+    """Step one row (the row's slices of the arrays of `step_rows`); obs and mask are updated incrementally."""
     buf = scratch[:_NA]
-    tmp = scratch[_NA:_NA + NUM_CATEGORIES]
-    totals = scratch[_NA + NUM_CATEGORIES:]
+    tmp = scratch[_TMP:_TOTALS]
+    totals = scratch[_TOTALS:_GRIDS]
+    grids = scratch[_GRIDS:]
     mode = cfg[CFG_MODE]
     kind = cfg[CFG_REWARD]
     n = s[S.NUM_PLAYERS]
+    seat = book[B_SEAT]
     for p in range(S.MAX_PLAYERS):
         reward[p] = 0.0
     flags[F_TERM] = 0
     flags[F_TRUNC] = 0
     flags[F_ILLEGAL] = 0
+    flags[F_SEAT] = seat
     mover = s[S.CURRENT]
+    card = action_card(s, a) if 0 <= a < _NA else 0
     err = rules.step(s, a)
     flags[F_ERROR] = err
     book[B_LEN] += 1
-    if err != 0:
+    if err != 0:  # the state is unchanged: so are the observation and the mask
         flags[F_ILLEGAL] = 1
         reward[mover] += illegal_reward
     else:
-        if kind == REWARD_DENSE:  # only the mover's score can change
-            t = _total(s, mover, tmp)
+        player = book[B_PLAYER]
+        changed = update_observation(s, a, mover, card, player, obs, tmp, True)
+        if kind == REWARD_DENSE and (changed or book[B_FRESH]):
+            # only the mover's score can change, and only when its board did (a solo game's first action
+            # also counts the empty board's points, e.g. Side B's island)
+            t = tmp[NUM_CATEGORIES - 1] if changed else _total(s, mover, tmp)
             reward[mover] += (t - book[B_LAST + mover]) * scale
             book[B_LAST + mover] = t
+        book[B_FRESH] = 0
         if mode == MODE_VERSUS:
-            _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, buf)
+            _opponents_move_observed(s, seat, book, B_OPP_RNG, buf, grids, obs, tmp)
+        if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
+            book[B_PLAYER] = s[S.CURRENT]
+            encode_observation(s, s[S.CURRENT], obs)
+        regions, slots = _mask_regions(s, a, mover, card)
+        rules.write_mask(s, mask, grids, regions, slots)
     done = s[S.GAME_OVER] != 0
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
@@ -214,6 +284,8 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
                     reward[p] += 1.0 / k if final_won[p] else -1.0
     for p in range(S.MAX_PLAYERS):
         ep_return[p] += reward[p]
+    learner_reward[0] = reward[seat if mode != MODE_SELFPLAY else 0]
+    ended[0] = done or trunc
     if done or trunc:
         flags[F_TERM] = 1 if done else 0
         flags[F_TRUNC] = 1 if trunc else 0
@@ -224,67 +296,93 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
                            s[cp: cp + NUM_CARDS + 1], final_scores[p])
             else:
                 final_scores[p, :] = 0
-        encode_observation(s, mover if mode == MODE_SELFPLAY else book[B_SEAT], final_obs)
+            final_return[p] = ep_return[p]
+            ep_return[p] = 0.0
+        final_obs[:] = obs  # the ended game's last observation (the deciding seat's / the last mover's)
         flags[F_LENGTH] = book[B_LEN]
         flags[F_EPISODE] = book[B_EPISODE]
         flags[F_SEED] = episode_seed(book[B_BASE], book[B_EPISODE])
         flags[F_SUNS] = _suns(s, totals[0]) if n == 1 else 0
         book[B_EPISODE] += 1
         _reset_row(s, cfg, book, scratch)
-    _observe_row(s, cfg, book, obs, mask, scratch)
+        _observe_row(s, cfg, book, obs, mask, scratch)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# batch drivers: serial and parallel variants with the same body
+# batch drivers: rows lo..hi-1 per call, so that threads can share a batch by row ranges.
+#
+# They are compiled WITHOUT numba's reference counting (`_nrt=False`): arrays coming from Python then carry no
+# memory-manager record, so the views the kernels below take of them (a row, a board's bitboards ...) cost no
+# atomic increment / decrement. With it, those atomics were over half of a row-step's time. The kernels they
+# call allocate and free their own small arrays normally. nogil: `_run_rows` runs row ranges in threads.
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True)
-def _step_rows_serial(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags,
-                      final_scores, final_won, final_obs, scratch):
-    for r in range(states.shape[0]):
-        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], obs[r], masks[r],
-                  rewards[r], flags[r], final_scores[r], final_won[r], final_obs[r], scratch[r])
+@njit(cache=True, nogil=True, _nrt=False)
+def _step_rows(lo, hi, states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks,
+               rewards, learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch):
+    for r in range(lo, hi):
+        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], final_returns[r],
+                  obs[r], masks[r], rewards[r], learner_rewards[r:r + 1], ended[r:r + 1], flags[r],
+                  final_scores[r], final_won[r], final_obs[r], scratch[r])
 
 
-@njit(cache=True, parallel=True)
-def _step_rows_parallel(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags,
-                        final_scores, final_won, final_obs, scratch):
-    for r in prange(states.shape[0]):
-        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], obs[r], masks[r],
-                  rewards[r], flags[r], final_scores[r], final_won[r], final_obs[r], scratch[r])
+@njit(cache=True, nogil=True, _nrt=False)
+def _reset_rows(lo, hi, states, cfg, book, obs, masks, scratch):
+    for r in range(lo, hi):
+        _reset_row(states[r], cfg, book[r], scratch[r])
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
 
 
-def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags, final_scores,
-              final_won, final_obs, scratch, parallel: bool = False) -> None:
+@njit(cache=True, nogil=True, _nrt=False)
+def _observe_rows(lo, hi, states, cfg, book, obs, masks, scratch):
+    for r in range(lo, hi):
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+
+
+_POOL: list[ThreadPoolExecutor] = []
+#: Fewest rows per thread worth a hand-off to another thread.
+MIN_ROWS_PER_THREAD = 16
+
+
+def _run_rows(fn: Any, n: int, threads: int, *args: Any) -> None:
+    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in `threads` row ranges run at once (the
+    kernels release the GIL; every row depends only on itself, so results do not depend on the split)."""
+    k = min(threads, n // MIN_ROWS_PER_THREAD)
+    if k <= 1:
+        fn(0, n, *args)
+        return
+    if not _POOL or _POOL[0]._max_workers < k - 1:
+        if _POOL:
+            _POOL.pop().shutdown(wait=False)
+        _POOL.append(ThreadPoolExecutor(max_workers=k - 1, thread_name_prefix="harmonies-batch"))
+    bounds = [n * j // k for j in range(k + 1)]
+    futures = [_POOL[0].submit(fn, bounds[j], bounds[j + 1], *args) for j in range(1, k)]
+    fn(0, bounds[1], *args)
+    for f in futures:
+        f.result()
+
+
+def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks, rewards,
+              learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch, num_threads: int = 1) -> None:
     """Step every row of a batch in ONE numba call (the engine under `BatchedGames` and `SelfPlayBatch`).
 
     Inputs: states int64 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
     illegal one leaves its row unchanged, earns `illegal_reward` (negative) and is flagged); cfg int64
     (CFG_SIZE,); illegal_reward, scale float; book int64 (N, BOOK_SIZE) per-row bookkeeping; ep_returns
-    float64 (N, 4) running per-seat returns (after the call an ended row still holds its whole episode's
-    return: read it, then zero it).
-    Outputs: obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS) for the deciding seat of the
-    (possibly new) game, book[:, B_PLAYER] that seat; rewards float32 (N, 4) per seat; flags int64
-    (N, FLAGS_SIZE); for rows that ended: final_scores int64 (N, 4, NUM_CATEGORIES), final_won int64 (N, 4)
-    and final_obs float32 (N, OBS_SIZE) the ended game's last observation (deciding seat / last mover).
-    scratch: int64 (N, SCRATCH_SIZE).
+    float64 (N, 4) running per-seat returns (zeroed when a game ends, after its value went to final_returns).
+    In/out: obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): on entry, each row's observation (of
+    seat book[:, B_PLAYER]) and mask for the state before the step, exactly as `encode_observation` /
+    `rules.legal_mask` give them; on exit, the same for the deciding seat of the (possibly new) game. Only
+    the entries an action changes are written, so these buffers must not be modified outside.
+    Outputs: rewards float32 (N, 4) per seat; learner_rewards float32 (N,) the learner's (Solo / Versus);
+    ended bool (N,) terminated or truncated; flags int64 (N, FLAGS_SIZE); for rows that ended:
+    final_returns float64 (N, 4) the episode's per-seat returns, final_scores int64 (N, 4, NUM_CATEGORIES),
+    final_won int64 (N, 4) and final_obs float32 (N, OBS_SIZE) the ended game's last observation (deciding
+    seat / last mover). scratch: int64 (N, SCRATCH_SIZE). num_threads > 1 splits the rows over threads.
+    All arrays C-contiguous.
     """
-    fn = _step_rows_parallel if parallel else _step_rows_serial
-    fn(states, actions, cfg, illegal_reward, scale, book, ep_returns, obs, masks, rewards, flags, final_scores,
-       final_won, final_obs, scratch)
-
-
-@njit(cache=True)
-def _reset_rows_serial(states, cfg, book, obs, masks, scratch):
-    for r in range(states.shape[0]):
-        _reset_row(states[r], cfg, book[r], scratch[r])
-        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
-
-
-@njit(cache=True, parallel=True)
-def _reset_rows_parallel(states, cfg, book, obs, masks, scratch):
-    for r in prange(states.shape[0]):
-        _reset_row(states[r], cfg, book[r], scratch[r])
-        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+    _run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
+              ep_returns, final_returns, obs, masks, rewards, learner_rewards, ended, flags, final_scores, final_won,
+              final_obs, scratch)
 
 
 @njit(cache=True)
@@ -294,24 +392,18 @@ def init_batch(states, num_players: int, side: int, spirits: int, seeds) -> None
         S.init_state(states[r], num_players, side, spirits, seeds[r])
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
 def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
-    steps = rules.random_playout(s, rng, scratch[:_NA])
-    _outcome(s, totals, scratch[_NA:_NA + NUM_CATEGORIES], won)
+    steps = rules.random_playout_fast(s, rng, scratch[:_NA], scratch[_GRIDS:])
+    _outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 
 
-@njit(cache=True)
-def _rollout_serial(states, seeds, totals, won, steps, scratch):
-    for r in range(states.shape[0]):
-        steps[r] = _rollout_row(states[r], seeds[r], scratch[r], totals[r], won[r])
-
-
-@njit(cache=True, parallel=True)
-def _rollout_parallel(states, seeds, totals, won, steps, scratch):
-    for r in prange(states.shape[0]):
+@njit(cache=True, nogil=True, _nrt=False)
+def _rollout_rows(lo, hi, states, seeds, totals, won, steps, scratch):
+    for r in range(lo, hi):
         steps[r] = _rollout_row(states[r], seeds[r], scratch[r], totals[r], won[r])
 
 
@@ -358,35 +450,24 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     steps = np.zeros(n, dtype=np.int64)
     scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
-    parallel = _use_threads(num_threads)
-    (_rollout_parallel if parallel else _rollout_serial)(work, seeds, totals, won, steps, scratch)
+    _run_rows(_rollout_rows, n, _check_threads(num_threads), work, seeds, totals, won, steps, scratch)
     return Rollouts(totals, won, steps)
 
 
-def _use_threads(num_threads: int) -> bool:
-    """Validate a thread count, set numba's for this thread; True when the parallel kernels should run.
-
-    One thread runs the serial kernels, even for big batches: the prange kernels on one thread were ~15%
-    faster per row in isolation, but inside SB3 training (torch's OpenMP threads beside numba's OpenMP
-    pool on a busy 2-core machine) some runs became ~10x slower; the serial kernels never did.
-    """
+def _check_threads(num_threads: Any) -> int:
+    """Validate a thread count (threads that step row ranges of a batch at once; 1 = the calling thread only)."""
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
-    if num_threads > numba.config.NUMBA_NUM_THREADS:
-        raise ValueError(f"num_threads={num_threads} exceeds numba's thread pool "
-                         f"({numba.config.NUMBA_NUM_THREADS}; set NUMBA_NUM_THREADS to raise it)")
-    if num_threads == 1:
-        return False
-    numba.set_num_threads(int(num_threads))
-    return True
+    return int(num_threads)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Python wrappers
 # ---------------------------------------------------------------------------------------------------------
 class BatchStep(NamedTuple):
-    """What one `step` of a batch returns. The arrays are the batch's own buffers, overwritten by the next
-    call: copy what you keep.
+    """What one `step` of a batch returns: VIEWS of the batch's own buffers, which the next `step` / `reset`
+    overwrites (copy what you keep, as the vector envs do). obs and masks are read-only views: the engine
+    updates them incrementally, so they must not be written to.
 
     obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): the deciding seat's view of each game (the
     new game's for rows that just ended: auto-reset). rewards float32: (N,) for the learner
@@ -427,8 +508,20 @@ def _check_float(name: str, v: Any) -> float:
     return float(v)
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 class _Batch:
-    """Shared machinery of `BatchedGames` and `SelfPlayBatch`: buffers, seeding, reset and step."""
+    """Shared machinery of `BatchedGames` and `SelfPlayBatch`: buffers, seeding, reset and step.
+
+    The observation and mask buffers persist across steps and each step writes only what its actions
+    changed (a whole row on reset, a turn change in self-play, a Spirit choice): `obs` / `masks` are
+    read-only views of them. `states` may be edited in place (e.g. to set up positions), but then call
+    `refresh()` before the next step so that the observations and masks follow.
+    """
 
     def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
@@ -444,28 +537,30 @@ class _Batch:
         self.reward_scale = _check_float("reward_scale", reward_scale)
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
-        self._parallel = _use_threads(num_threads)
-        self.num_threads = int(num_threads)
+        self.num_threads = _check_threads(num_threads)
         self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
                             dtype=np.int64)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self.book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
-        self.obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
-        self.masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
+        self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
         self._ep_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
         self._final_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
         self._rewards = np.zeros((n, S.MAX_PLAYERS), dtype=np.float32)
+        self._learner_rewards = np.zeros(n, dtype=np.float32)
+        self._ended = np.zeros(n, dtype=np.bool_)
         self._flags = np.zeros((n, FLAGS_SIZE), dtype=np.int64)
         self._final_scores = np.zeros((n, S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
         self._final_won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
         self._final_obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
-        self._final_seats = np.zeros(n, dtype=np.int64)
         self._scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+        self._obs_view = _read_only(self._obs)
+        self._masks_view = _read_only(self._masks)
         self.reset(seed)
 
     # ---- seeding and reset -----------------------------------------------------------------------------
     def reset(self, seed: int | Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Start a fresh game in every row; returns (obs, masks) (the batch's buffers).
+        """Start a fresh game in every row; returns (obs, masks) (read-only views of the batch's buffers).
 
         seed: an int b gives row r the base seed b + r (row r's first game is `Game(seed=b + r)`, its
         episode k the game `Game(seed=episode_seed(b + r, k))`); a sequence gives each row's base seed;
@@ -484,45 +579,41 @@ class _Batch:
         self.book[:] = 0
         self.book[:, B_BASE] = base
         self._ep_returns[:] = 0.0
-        self._use()
-        (_reset_rows_parallel if self._parallel else _reset_rows_serial)(
-            self.states, self.cfg, self.book, self.obs, self.masks, self._scratch)
-        return self.obs, self.masks
+        _run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
+                  self._scratch)
+        return self._obs_view, self._masks_view
 
-    def _use(self) -> None:
-        if self._parallel:
-            numba.set_num_threads(self.num_threads)
+    def refresh(self) -> None:
+        """Re-encode every row's observation and mask from `states` (after editing `states` in place)."""
+        _run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
+                  self._masks, self._scratch)
 
     # ---- stepping --------------------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
-        arr = np.asarray(actions)
+        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
         if arr.shape != (self.num_games,) and arr.size == self.num_games:
             arr = arr.reshape(self.num_games)
         if arr.shape != (self.num_games,):
             raise ValueError(f"actions must hold one action per game ({self.num_games}), got shape {arr.shape}")
-        if not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"actions must be integers 0..{A.NUM_ACTIONS - 1}, got dtype {arr.dtype}")
-        if arr.dtype == np.uint64:
-            arr = np.minimum(arr, A.NUM_ACTIONS)  # out of range either way, but must fit int64
+        if arr.dtype != np.int64:
+            if not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"actions must be integers 0..{A.NUM_ACTIONS - 1}, got dtype {arr.dtype}")
+            if arr.dtype == np.uint64:
+                arr = np.minimum(arr, A.NUM_ACTIONS)  # out of range either way, but must fit int64
         return np.ascontiguousarray(arr, dtype=np.int64)
 
     def _step(self, actions: Any) -> None:
         acts = self._check_actions(actions)
-        self._final_seats[:] = self.book[:, B_SEAT]
-        self._use()
         step_rows(self.states, acts, self.cfg, self.illegal_reward, self.reward_scale, self.book, self._ep_returns,
-                  self.obs, self.masks, self._rewards, self._flags, self._final_scores, self._final_won,
-                  self._final_obs, self._scratch, parallel=self._parallel)
-        ended = (self._flags[:, F_TERM] | self._flags[:, F_TRUNC]).astype(bool)
-        if ended.any():
-            self._final_returns[ended] = self._ep_returns[ended]
-            self._ep_returns[ended] = 0.0
+                  self._final_returns, self._obs, self._masks, self._rewards, self._learner_rewards, self._ended,
+                  self._flags, self._final_scores, self._final_won, self._final_obs, self._scratch,
+                  num_threads=self.num_threads)
 
     def _result(self, rewards: np.ndarray) -> BatchStep:
         f = self._flags
-        return BatchStep(self.obs, self.masks, rewards, f[:, F_TERM].astype(bool), f[:, F_TRUNC].astype(bool),
-                         f[:, F_ILLEGAL].astype(bool), self._final_obs, self._final_scores, self._final_won,
-                         self._final_returns, f[:, F_LENGTH], f[:, F_SEED], f[:, F_SUNS], self._final_seats,
+        return BatchStep(self._obs_view, self._masks_view, rewards, f[:, F_TERM] == 1, f[:, F_TRUNC] == 1,
+                         f[:, F_ILLEGAL] == 1, self._final_obs, self._final_scores, self._final_won,
+                         self._final_returns, f[:, F_LENGTH], f[:, F_SEED], f[:, F_SUNS], f[:, F_SEAT],
                          self.book[:, B_PLAYER])
 
     # ---- views -----------------------------------------------------------------------------------------
@@ -540,9 +631,20 @@ class _Batch:
     def base_seeds(self) -> np.ndarray:
         return self.book[:, B_BASE]
 
+    @property
+    def obs(self) -> np.ndarray:
+        """float32 (N, OBS_SIZE): each game's observation for its deciding seat (read-only view of the buffer
+        that the next step updates)."""
+        return self._obs_view
+
+    @property
+    def masks(self) -> np.ndarray:
+        """bool (N, NUM_ACTIONS): each game's legal actions for its deciding seat (read-only view)."""
+        return self._masks_view
+
     def action_masks(self) -> np.ndarray:
-        """bool (N, NUM_ACTIONS): the legal actions of each game's deciding seat (the batch's buffer)."""
-        return self.masks
+        """bool (N, NUM_ACTIONS): the legal actions of each game's deciding seat (read-only view)."""
+        return self._masks_view
 
     def current_seeds(self) -> np.ndarray:
         """int64 (N,): the game seed of each row's current episode."""
@@ -566,7 +668,7 @@ class BatchedGames(_Batch):
     Versus (see REWARDS), illegal_reward -1.0 (solo) / -0.01 (Versus), max_steps 5000 (0 = no limit).
     seat: the learner's seat in Versus (None = drawn per episode from the episode's seed). An illegal
     action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
-    steps rows in parallel (numba.prange) with the same results.
+    steps row ranges in threads with the same results.
     """
 
     def __init__(self, num_games: int, num_players: int = 1, side: str = "A", spirits: bool = False,
@@ -593,8 +695,7 @@ class BatchedGames(_Batch):
     def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
         """Play the learner's action in every game (then the opponents', in Versus); auto-reset ended games."""
         self._step(actions)
-        rewards = self._rewards[np.arange(self.num_games), self._final_seats]
-        return self._result(rewards)
+        return self._result(self._learner_rewards)
 
 
 class SelfPlayBatch(_Batch):

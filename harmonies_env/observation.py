@@ -57,10 +57,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .actions import KEEP_SPIRIT, PLACE_CUBE, PLACE_TOKEN, SOLO_REPLACE, TAKE_CARD
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from .geometry import MAX_CELLS, lowest_cell, popcount
 from .scoring import NUM_CATEGORIES, score_into
-from .stacks import NUM_STACKS
+from .stacks import NUM_STACKS, STACKS
 from .state import (
     ANIMAL_CUBES,
     BITBOARD,
@@ -87,6 +88,7 @@ from .state import (
     SPIRIT_DEALT,
     SPIRIT_KEPT,
     SPIRITS,
+    STACK,
     TAKEN_SPACE,
     TOOK_CARD,
     TOOK_TOKENS,
@@ -158,49 +160,41 @@ OBS_HIGH[G_ROUND] = 2.0
 
 
 @njit(cache=True)
-def encode_observation(s, player: int, out) -> None:
-    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
-    out[:] = 0.0
+def _encode_cards(s, p: int, b: int, out) -> None:
+    """Seat p's held cards, completed cards and Spirit into block b (those entries must be zero before)."""
+    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
+    for h in range(MAX_SLOTS):
+        card = s[SLOT + MAX_SLOTS * p + h]
+        if card > 0:
+            o = b + P_SLOTS + h * (NUM_CARDS + 1)
+            out[o + card - 1] = 1.0
+            out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+    for card in range(1, NUM_CARDS + 1):
+        if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
+            out[b + P_DONE + card - 1] = 1.0
+    kept = s[SPIRIT_KEPT + p]
+    if kept > 0:
+        out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1.0
+        if s[cp + kept] >= 1:
+            out[b + P_SPIRIT_CUBE] = 1.0
+
+
+@njit(cache=True, inline="always")
+def _write_score(score, b: int, out) -> None:
+    for c in range(NUM_CATEGORIES):
+        out[b + P_SCORE + c] = score[c] / 100.0
+
+
+@njit(cache=True)
+def _score_of(s, p: int, score) -> None:
+    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[SIDE], s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
+
+
+@njit(cache=True)
+def _encode_global(s, player: int, out) -> None:
+    """The global part (from GLOBAL) of seat `player`'s observation; those entries must be zero before."""
     n = s[NUM_PLAYERS]
-    side = s[SIDE]
-    score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    for k in range(n):
-        p = (player + k) % n
-        b = k * PLAYER_BLOCK
-        for code in range(NUM_STACKS):
-            m = s[BITBOARD + 15 * p + code]
-            base = b + P_STACKS + code * MAX_CELLS
-            while m:  # visit set bits only: 23-25 cells per board in all
-                out[base + lowest_cell(m)] = 1.0
-                m &= m - 1
-        m = s[CUBES + p]
-        while m:
-            out[b + P_CUBES + lowest_cell(m)] = 1.0
-            m &= m - 1
-        cp = CUBES_PLACED + (NUM_CARDS + 1) * p
-        for h in range(MAX_SLOTS):
-            card = s[SLOT + MAX_SLOTS * p + h]
-            if card > 0:
-                o = b + P_SLOTS + h * (NUM_CARDS + 1)
-                out[o + card - 1] = 1.0
-                out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
-        for card in range(1, NUM_CARDS + 1):
-            if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
-                out[b + P_DONE + card - 1] = 1.0
-        kept = s[SPIRIT_KEPT + p]
-        if kept > 0:
-            out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1.0
-            if s[cp + kept] >= 1:
-                out[b + P_SPIRIT_CUBE] = 1.0
-        score_into(side, s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
-        for c in range(NUM_CATEGORIES):
-            out[b + P_SCORE + c] = score[c] / 100.0
-        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + p] / 20.0
-        out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * p]) / 25.0
-        out[b + P_SEAT + p] = 1.0
-        out[b + P_PRESENT] = 1.0
-        if p == s[CURRENT] and not s[GAME_OVER]:
-            out[b + P_TO_MOVE] = 1.0
     for m in range(s[NUM_MARKET]):
         card = s[MARKET + m]
         if card > 0:
@@ -231,8 +225,146 @@ def encode_observation(s, player: int, out) -> None:
         out[G_END + s[END_TRIGGER] - 1] = 1.0
     out[G_OVER] = s[GAME_OVER]
     out[G_NUM_PLAYERS + n - 1] = 1.0
-    out[G_SIDE_B] = side
+    out[G_SIDE_B] = s[SIDE]
     out[G_SPIRITS] = s[SPIRITS]
+
+
+@njit(cache=True)
+def encode_observation(s, player: int, out) -> None:
+    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
+    out[:] = 0.0
+    n = s[NUM_PLAYERS]
+    score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    for k in range(n):
+        p = (player + k) % n
+        b = k * PLAYER_BLOCK
+        for code in range(NUM_STACKS):
+            m = s[BITBOARD + 15 * p + code]
+            base = b + P_STACKS + code * MAX_CELLS
+            while m:  # visit set bits only: 23-25 cells per board in all
+                out[base + lowest_cell(m)] = 1.0
+                m &= m - 1
+        m = s[CUBES + p]
+        while m:
+            out[b + P_CUBES + lowest_cell(m)] = 1.0
+            m &= m - 1
+        _encode_cards(s, p, b, out)
+        _score_of(s, p, score)
+        _write_score(score, b, out)
+        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + p] / 20.0
+        out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * p]) / 25.0
+        out[b + P_SEAT + p] = 1.0
+        out[b + P_PRESENT] = 1.0
+        if p == s[CURRENT] and not s[GAME_OVER]:
+            out[b + P_TO_MOVE] = 1.0
+    _encode_global(s, player, out)
+
+
+#: STACK_BELOW[code] -> the stack code under its top token (0 for one token or none). int64 (15,)
+STACK_BELOW = np.zeros(NUM_STACKS, dtype=np.int64)
+for _code, _stack in enumerate(STACKS):
+    if len(_stack) > 1:
+        STACK_BELOW[_code] = STACKS.index(_stack[:-1])
+
+
+@njit(cache=True)
+def action_card(s, a: int) -> int:
+    """The card an action moves, read BEFORE the action is played (`update_observation` needs it): the
+    market card for a take-card, the held card for a place-cube; 0 otherwise."""
+    if a >= TAKE_CARD and a < PLACE_CUBE:
+        m = a - TAKE_CARD
+        return s[MARKET + m] if m < s[NUM_MARKET] else 0
+    if a >= PLACE_CUBE and a < KEEP_SPIRIT:
+        return s[SLOT + MAX_SLOTS * s[CURRENT] + (a - PLACE_CUBE) // MAX_CELLS]
+    return 0
+
+
+@njit(cache=True)
+def update_observation(s, a: int, mover: int, card: int, player: int, out, score, with_score: bool) -> bool:
+    """Bring `out`, seat `player`'s observation BEFORE `mover` played the legal action `a`, up to date with
+    the state s after it, writing only the entries the action can change (a full rewrite where the change is
+    global: a Spirit choice re-encodes, a turn end rewrites the global part and the to-move flags).
+
+    The result is exactly `encode_observation(s, player, out)`. card: `action_card(s, a)` read before the
+    action. score: int64 (NUM_CATEGORIES,) scratch. Returns True when the action changed the mover's board
+    (token or cube placed): score then holds the mover's new score breakdown (the dense reward uses it),
+    unless with_score is False: then the mover's score entries are left stale, for `rewrite_scores` to
+    write once after several actions.
+    """
+    n = s[NUM_PLAYERS]
+    b = ((mover - player) % n) * PLAYER_BLOCK
+    if a < PLACE_TOKEN:  # take the tokens of central space a
+        for c in range(6):
+            out[G_CENTRAL + 6 * a + c] = 0.0
+            out[G_HAND + c] = s[HAND + c] / 3.0
+        out[G_TOOK_TOKENS] = s[TOOK_TOKENS]
+        out[G_TAKEN_SPACE + a] = 1.0
+        return False
+    if a < TAKE_CARD:  # place a token of colour c on cell i
+        c = (a - PLACE_TOKEN) // MAX_CELLS
+        i = (a - PLACE_TOKEN) % MAX_CELLS
+        new = s[STACK + MAX_CELLS * mover + i]
+        old = STACK_BELOW[new]
+        out[b + P_STACKS + old * MAX_CELLS + i] = 0.0
+        out[b + P_STACKS + new * MAX_CELLS + i] = 1.0
+        if old == 0:
+            out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * mover]) / 25.0
+        out[G_HAND + c] = s[HAND + c] / 3.0
+        if with_score:
+            _score_of(s, mover, score)
+            _write_score(score, b, out)
+        return True
+    if a < PLACE_CUBE:  # take the market card `card` into the first free slot
+        m = a - TAKE_CARD
+        out[G_MARKET + m * NUM_ANIMALS + card - 1] = 0.0
+        cp = CUBES_PLACED + (NUM_CARDS + 1) * mover
+        for h in range(MAX_SLOTS):
+            if s[SLOT + MAX_SLOTS * mover + h] == card:
+                o = b + P_SLOTS + h * (NUM_CARDS + 1)
+                out[o + card - 1] = 1.0
+                out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+        out[G_TOOK_CARD] = s[TOOK_CARD]
+        return False
+    if a < KEEP_SPIRIT:  # place a cube of held card `card` (slot h) on cell i
+        h = (a - PLACE_CUBE) // MAX_CELLS
+        i = (a - PLACE_CUBE) % MAX_CELLS
+        cp = CUBES_PLACED + (NUM_CARDS + 1) * mover
+        out[b + P_CUBES + i] = 1.0
+        o = b + P_SLOTS + h * (NUM_CARDS + 1)
+        if s[SLOT + MAX_SLOTS * mover + h] == card:
+            out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+        else:  # the card is complete: its slot is free
+            out[o + card - 1] = 0.0
+            out[o + NUM_CARDS] = 0.0
+            out[b + P_DONE + card - 1] = 1.0
+        if card == s[SPIRIT_KEPT + mover] and s[cp + card] >= 1:
+            out[b + P_SPIRIT_CUBE] = 1.0
+        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + mover] / 20.0
+        if with_score:
+            _score_of(s, mover, score)
+            _write_score(score, b, out)
+        return True
+    if a < SOLO_REPLACE:  # a Spirit choice (once per player and game)
+        encode_observation(s, player, out)
+        return False
+    # the turn ended (plain or with a solo card replacement): the global part, and who is to move
+    out[GLOBAL:] = 0.0
+    _encode_global(s, player, out)
+    for k in range(n):
+        p = (player + k) % n
+        out[k * PLAYER_BLOCK + P_TO_MOVE] = 1.0 if p == s[CURRENT] and not s[GAME_OVER] else 0.0
+    return False
+
+
+@njit(cache=True)
+def rewrite_scores(s, player: int, seats: int, out, score) -> None:
+    """Rewrite the score entries of every seat p with bit p set in `seats` in seat `player`'s observation out.
+    score: int64 (NUM_CATEGORIES,) scratch."""
+    n = s[NUM_PLAYERS]
+    for p in range(n):
+        if (seats >> p) & 1:
+            _score_of(s, p, score)
+            _write_score(score, ((p - player) % n) * PLAYER_BLOCK, out)
 
 
 @njit(cache=True)
@@ -261,4 +393,4 @@ def layout_table() -> str:
 
 
 __all__ = ["OBS_SIZE", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL", "encode_observation",
-           "encode_batch", "observe", "layout_table"]
+           "update_observation", "action_card", "rewrite_scores", "encode_batch", "observe", "layout_table"]

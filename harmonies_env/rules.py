@@ -10,7 +10,8 @@ import numpy as np
 from numba import njit
 
 from . import actions as A
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, class_mask, habitat_cells, rotate
+from .data import BOARD_CELLS, CARDS, LABELS, SIDES
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
 from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
@@ -379,3 +380,279 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
         init_state(s, num_players, side, spirits, seed + g)
         total += random_playout(s, rng, buf)
     return total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Faster legal masks (added for the batched engine; the kernels above are unchanged and stay the reference).
+#
+# `habitat_cells` tries a card's ~70-100 placements one by one, which made it ~90% of `legal_actions`. Here
+# the board is laid on a padded grid where translating a pattern is a bit shift (grid bit = q * 8 + r + 3,
+# within 56 bits for both sides), so ONE rotation of a card is matched at every position at once: the set of
+# cube cells where the pattern stands is an AND of the class masks shifted by each pattern cell's offset from
+# the cube cell, restricted to the cube positions where the whole pattern lies on the board.
+# ---------------------------------------------------------------------------------------------------------
+
+GRID_W = 8  # grid bits per column of the board
+NUM_CLASSES = len(LABELS)  # 9 habitat classes (BUILDING_CLASS = any building)
+
+
+def _grid_tables():
+    rmin = min(r for s in SIDES for _, r in BOARD_CELLS[s])
+    assert max(r for s in SIDES for _, r in BOARD_CELLS[s]) - rmin < GRID_W
+    assert (max(q for s in SIDES for q, _ in BOARD_CELLS[s]) + 1) * GRID_W <= 62
+    cell2grid = np.zeros((2, 4, 256), dtype=np.int64)
+    grid2cell = np.zeros((2, 8, 256), dtype=np.int64)
+    rots: list[list[list[tuple[int, list[tuple[int, int]]]]]] = [[], []]
+    for si, side in enumerate(SIDES):
+        cells = BOARD_CELLS[side]
+        index = {qr: i for i, qr in enumerate(cells)}
+        gbit = [q * GRID_W + r - rmin for q, r in cells]
+        for byte in range(4):
+            for v in range(256):
+                for b in range(8):
+                    if (v >> b) & 1 and 8 * byte + b < len(cells):
+                        cell2grid[si, byte, v] |= 1 << gbit[8 * byte + b]
+        for i, g in enumerate(gbit):
+            for v in range(256):
+                if (v >> (g % 8)) & 1:
+                    grid2cell[si, g // 8, v] |= 1 << i
+        for cid in range(1, NUM_CARDS + 1):
+            card = CARDS[cid]
+            seen = set()
+            per_card = []
+            for k in range(6):
+                cq, cr = rotate(card["cube"][0], card["cube"][1], k)
+                rel = tuple(sorted((rotate(q, r, k)[0] - cq, rotate(q, r, k)[1] - cr, LABELS.index(lab))
+                                   for q, r, lab in card["pattern"]))
+                if rel in seen:
+                    continue
+                seen.add(rel)
+                valid = 0
+                for (q, r), i in index.items():
+                    if all((q + dq, r + dr) in index for dq, dr, _ in rel):
+                        valid |= 1 << gbit[i]
+                per_card.append((valid, [(dq * GRID_W + dr, cls) for dq, dr, cls in rel]))
+            rots[si].append(per_card)
+    most = max(sum(len(c) for c in side) for side in rots)
+    start = np.zeros((2, NUM_CARDS + 2), dtype=np.int64)
+    valid = np.zeros((2, most), dtype=np.int64)
+    cls = np.full((2, most, 4), -1, dtype=np.int64)
+    off = np.zeros((2, most, 4), dtype=np.int64)
+    for si in range(2):
+        n = 0
+        for cid in range(1, NUM_CARDS + 1):
+            start[si, cid] = n
+            for v, elems in rots[si][cid - 1]:
+                valid[si, n] = v
+                for j, (o, c) in enumerate(elems):
+                    off[si, n, j] = o
+                    cls[si, n, j] = c
+                n += 1
+        start[si, NUM_CARDS + 1] = n
+    return cell2grid, grid2cell, start, valid, cls, off
+
+
+#: CELL2GRID[side, byte, v]: grid bits of the cells 8 * byte + (set bits of v). int64 (2, 4, 256)
+#: GRID2CELL[side, byte, v]: cell bits of the grid bits 8 * byte + (set bits of v). int64 (2, 8, 256)
+#: GRID_ROT_START[side, card] .. [side, card + 1]: the card's distinct rotations; GRID_ROT_VALID[side, r]: grid
+#: bits of the cube cells where rotation r lies on the board; GRID_ROT_CLASS / GRID_ROT_OFF[side, r, j]: the
+#: j-th pattern cell's habitat class (-1 unused) and grid offset from the cube cell. int64
+CELL2GRID, GRID2CELL, GRID_ROT_START, GRID_ROT_VALID, GRID_ROT_CLASS, GRID_ROT_OFF = _grid_tables()
+
+
+@njit(cache=True, inline="always")
+def _to_grid(side: int, m: int) -> int:
+    return (CELL2GRID[side, 0, m & 255] | CELL2GRID[side, 1, (m >> 8) & 255]
+            | CELL2GRID[side, 2, (m >> 16) & 255] | CELL2GRID[side, 3, (m >> 24) & 255])
+
+
+@njit(cache=True, inline="always")
+def _from_grid(side: int, g: int) -> int:
+    m = 0
+    k = 0
+    while g:
+        m |= GRID2CELL[side, k, g & 255]
+        g >>= 8
+        k += 1
+    return m
+
+
+@njit(cache=True)
+def class_grids(side: int, bb, out) -> None:
+    """out (int64 (NUM_CLASSES,)) = each habitat class's cells of the board bb (int64 (15,)) as grid bits."""
+    for cls in range(NUM_CLASSES):
+        out[cls] = _to_grid(side, class_mask(bb, cls))
+
+
+@njit(cache=True)
+def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
+    """Same as `cards.habitat_cells` (cells that can take a cube from `card`), from `class_grids` output."""
+    g = 0
+    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
+        x = GRID_ROT_VALID[side, r]
+        for j in range(4):
+            cls = GRID_ROT_CLASS[side, r, j]
+            if cls < 0 or x == 0:
+                break
+            o = GRID_ROT_OFF[side, r, j]
+            m = grids[cls]
+            x &= (m >> o) if o >= 0 else (m << -o)
+        g |= x
+    return _from_grid(side, g) & ~cubes
+
+
+@njit(cache=True)
+def legal_actions_fast(s, out, grids) -> int:
+    """`legal_actions` (same actions, same order) with the grid habitat matcher; grids: int64 (NUM_CLASSES,)
+    scratch."""
+    if s[GAME_OVER]:
+        return 0
+    n = 0
+    p = s[CURRENT]
+    if s[SPIRITS] and s[SPIRIT_KEPT + p] < 0:
+        out[0] = A.KEEP_SPIRIT
+        out[1] = A.KEEP_SPIRIT + 1
+        return 2
+    if not s[TOOK_TOKENS]:
+        for sp in range(s[NUM_SPACES]):
+            if s[CENTRAL + 3 * sp] >= 0:
+                out[n] = A.TAKE_TOKENS + sp
+                n += 1
+    placeable = False
+    for c in range(6):
+        if s[HAND + c] > 0:
+            m = token_cells(s, p, c)
+            if m:
+                placeable = True
+            while m:
+                out[n] = A.PLACE_TOKEN + MAX_CELLS * c + lowest_cell(m)
+                m &= m - 1
+                n += 1
+    held = 0
+    for h in range(MAX_SLOTS):
+        if s[SLOT + MAX_SLOTS * p + h] >= 0:
+            held += 1
+    if not s[TOOK_CARD] and held < MAX_SLOTS:
+        for k in range(s[NUM_MARKET]):
+            if s[MARKET + k] >= 0:
+                out[n] = A.TAKE_CARD + k
+                n += 1
+    if held:
+        side = s[SIDE]
+        class_grids(side, _bb(s, p), grids)
+        for h in range(MAX_SLOTS):
+            card = s[SLOT + MAX_SLOTS * p + h]
+            if card >= 0:
+                m = habitat_cells_grid(side, grids, s[CUBES + p], card)
+                while m:
+                    out[n] = A.PLACE_CUBE + MAX_CELLS * h + lowest_cell(m)
+                    m &= m - 1
+                    n += 1
+    if s[TOOK_TOKENS] and not placeable:
+        if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
+            for k in range(s[NUM_MARKET]):
+                if s[MARKET + k] >= 0:
+                    out[n] = A.SOLO_REPLACE + k
+                    n += 1
+        out[n] = A.END_TURN
+        n += 1
+    return n
+
+
+#: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).
+MASK_TOKENS, MASK_PLACE, MASK_CARD, MASK_CUBE, MASK_TAIL = 1, 2, 4, 8, 16
+MASK_ALL = 31
+
+
+@njit(cache=True, inline="always")
+def _set_bits(mask, base: int, m: int) -> None:
+    while m:
+        mask[base + lowest_cell(m)] = 1
+        m &= m - 1
+
+
+@njit(cache=True, inline="always")
+def _clear(mask, lo: int, hi: int, clear: bool) -> None:
+    if clear:
+        for k in range(lo, hi):
+            mask[k] = 0
+
+
+@njit(cache=True)
+def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
+    """Rewrite the `regions` (MASK_* flags) of mask (bool (NUM_ACTIONS,)) to the legal actions of s.
+
+    MASK_ALL gives exactly `legal_mask`. A part of the regions suffices after an action that cannot have
+    changed the others (the batched engine's incremental masks: see `batch`); MASK_CUBE rewrites only the
+    held-card slots in `cube_slots` (bit h = slot h; 15 = all). grids: int64 (NUM_CLASSES,) scratch.
+    """
+    full = regions == MASK_ALL
+    if full:
+        for k in range(A.NUM_ACTIONS):
+            mask[k] = 0
+        if s[GAME_OVER]:
+            return
+        if s[SPIRITS] and s[SPIRIT_KEPT + s[CURRENT]] < 0:
+            mask[A.KEEP_SPIRIT] = 1
+            mask[A.KEEP_SPIRIT + 1] = 1
+            return
+    part = not full
+    p = s[CURRENT]
+    if regions & MASK_TOKENS:
+        _clear(mask, A.TAKE_TOKENS, A.PLACE_TOKEN, part)
+        if not s[TOOK_TOKENS]:
+            for sp in range(s[NUM_SPACES]):
+                if s[CENTRAL + 3 * sp] >= 0:
+                    mask[A.TAKE_TOKENS + sp] = 1
+    if regions & (MASK_PLACE | MASK_TAIL):
+        placeable = False
+        if regions & MASK_PLACE:
+            _clear(mask, A.PLACE_TOKEN, A.TAKE_CARD, part)
+        for c in range(6):
+            if s[HAND + c] > 0:
+                m = token_cells(s, p, c)
+                if m:
+                    placeable = True
+                    if regions & MASK_PLACE:
+                        _set_bits(mask, A.PLACE_TOKEN + MAX_CELLS * c, m)
+        if regions & MASK_TAIL:
+            _clear(mask, A.SOLO_REPLACE, A.NUM_ACTIONS, part)
+            if s[TOOK_TOKENS] and not placeable:
+                if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
+                    for k in range(s[NUM_MARKET]):
+                        if s[MARKET + k] >= 0:
+                            mask[A.SOLO_REPLACE + k] = 1
+                mask[A.END_TURN] = 1
+    if regions & (MASK_CARD | MASK_CUBE):
+        held = 0
+        for h in range(MAX_SLOTS):
+            if s[SLOT + MAX_SLOTS * p + h] >= 0:
+                held += 1
+        if regions & MASK_CARD:
+            _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
+            if not s[TOOK_CARD] and held < MAX_SLOTS:
+                for k in range(s[NUM_MARKET]):
+                    if s[MARKET + k] >= 0:
+                        mask[A.TAKE_CARD + k] = 1
+        if regions & MASK_CUBE:
+            side = s[SIDE]
+            if held:
+                class_grids(side, _bb(s, p), grids)
+            for h in range(MAX_SLOTS):
+                if (cube_slots >> h) & 1:
+                    base = A.PLACE_CUBE + MAX_CELLS * h
+                    _clear(mask, base, base + MAX_CELLS, part)
+                    card = s[SLOT + MAX_SLOTS * p + h]
+                    if card >= 0:
+                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[CUBES + p], card))
+
+
+@njit(cache=True)
+def random_playout_fast(s, rng, buf, grids) -> int:
+    """`random_playout` (the same games, move for move) with `legal_actions_fast`."""
+    steps = 0
+    while not s[GAME_OVER]:
+        n = legal_actions_fast(s, buf, grids)
+        step(s, buf[random_below(rng, 0, n)])
+        steps += 1
+    return steps
