@@ -3,12 +3,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numba import njit
 
 from harmonies_env import rules
 from harmonies_env import state as S
+from harmonies_env.actions import NUM_ACTIONS
 from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, episode_seed, init_batch, rollout_batch
+from harmonies_env.cards import NUM_CARDS, habitat_cells
 from harmonies_env.game import Game
-from harmonies_env.observation import OBS_SIZE, observe
+from harmonies_env.observation import OBS_SIZE, encode_observation, observe
 
 
 def _pick(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -227,3 +232,167 @@ def test_solo_win_reward_is_suns():
             if games[r].is_over:
                 done[r] = True
                 assert out.terminated[r] and out.rewards[r] == games[r].suns() == out.suns[r]
+
+
+# ---- the incremental observation / mask buffers are always a fresh encoding of the row's state ----------------
+@njit(cache=True)
+def _fresh(states, players, obs, masks):
+    """obs / masks (N, OBS_SIZE) / (N, NUM_ACTIONS) = fresh encode_observation / legal_mask of each row."""
+    buf = np.zeros(NUM_ACTIONS, dtype=np.int64)
+    for r in range(states.shape[0]):
+        encode_observation(states[r], players[r], obs[r])
+        rules.legal_mask(states[r], masks[r], buf)
+
+
+def _check_fresh(b, where: str) -> None:
+    n = b.num_games
+    obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+    masks = np.empty((n, NUM_ACTIONS), dtype=np.bool_)
+    _fresh(b.states, np.ascontiguousarray(b.players), obs, masks)
+    bad = np.flatnonzero((obs != b.obs).any(axis=1) | (masks != b.masks).any(axis=1))
+    if len(bad):
+        r = int(bad[0])
+        cols = np.flatnonzero(obs[r] != b.obs[r])[:10].tolist()
+        acts = np.flatnonzero(masks[r] != b.masks[r])[:10].tolist()
+        pytest.fail(f"{where}: row {r} differs from a fresh encoding (observation entries {cols}, mask entries {acts})")
+
+
+def _drive(b, steps: int, seed: int, illegal_rate: float = 0.03) -> int:
+    """Random legal actions (and now and then an arbitrary, mostly illegal, one), checking every row every step."""
+    rng = np.random.default_rng(seed)
+    ended = 0
+    _check_fresh(b, "after reset")
+    for k in range(steps):
+        acts = _pick(b.masks, rng)
+        wild = rng.random(b.num_games) < illegal_rate
+        acts[wild] = rng.integers(-2, NUM_ACTIONS + 2, size=int(wild.sum()))
+        out = b.step(acts)
+        ended += int((out.terminated | out.truncated).sum())
+        _check_fresh(b, f"step {k}")
+    return ended
+
+
+@pytest.mark.parametrize("num_players,side,spirits,seat,reward,max_steps", [
+    (1, "A", False, 0, "dense", 5000), (1, "B", True, 0, "win", 5000), (1, "A", True, 0, "score", 40),
+    (2, "A", False, None, "win", 5000), (2, "B", True, 1, "dense", 5000), (3, "A", True, None, "score", 5000),
+    (4, "B", False, None, "win", 120), (4, "A", True, 3, "dense", 5000),
+])
+def test_batched_games_buffers_equal_fresh_encoding_every_step(num_players, side, spirits, seat, reward, max_steps):
+    b = BatchedGames(12, num_players=num_players, side=side, spirits=spirits, seat=seat, seed=31 * num_players,
+                     reward=reward, max_steps=max_steps)
+    assert _drive(b, 260, seed=num_players) >= 1  # through auto-resets too
+
+
+@pytest.mark.parametrize("num_players,side,spirits,reward", [
+    (2, "A", False, "win"), (2, "B", True, "dense"), (3, "B", False, "score"), (4, "A", True, "win"),
+])
+def test_selfplay_buffers_equal_fresh_encoding_every_step(num_players, side, spirits, reward):
+    b = SelfPlayBatch(10, num_players=num_players, side=side, spirits=spirits, seed=7 * num_players, reward=reward)
+    assert _drive(b, 300, seed=num_players + 10) >= 1
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(num_players=st.integers(1, 4), side=st.sampled_from("AB"), spirits=st.booleans(),
+       selfplay=st.booleans(), seed=st.integers(0, 2**40), steps=st.integers(1, 80),
+       illegal=st.sampled_from([0.0, 0.2]), threads=st.sampled_from([1, 2]))
+def test_property_buffers_equal_fresh_encoding(num_players, side, spirits, selfplay, seed, steps, illegal, threads):
+    rows = 32  # 2 row ranges of 16 with 2 threads
+    if selfplay and num_players > 1:
+        b = SelfPlayBatch(rows, num_players=num_players, side=side, spirits=spirits, seed=seed, reward="dense",
+                          num_threads=threads)
+    else:
+        b = BatchedGames(rows, num_players=num_players, side=side, spirits=spirits, seat=None, seed=seed,
+                         reward="dense", max_steps=steps // 2 + 1, num_threads=threads)
+    _drive(b, steps, seed=seed % 1000, illegal_rate=illegal)
+
+
+def test_buffers_are_read_only_views_and_refresh_follows_edited_states():
+    b = BatchedGames(3, num_players=2, seed=4)
+    out = b.step(_pick(b.masks, np.random.default_rng(0)))
+    for arr in (b.obs, b.masks, out.obs, out.masks, b.action_masks()):
+        assert not arr.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0, 0] = 1
+    assert np.shares_memory(out.obs, b.obs)  # views: the next step overwrites them
+    g = Game(2, seed=99)
+    for _ in range(7):
+        g.step(int(g.legal_actions()[-1]))
+    b.states[1] = g.state
+    b.book[1, 2] = g.current_player  # the learner's seat (B_SEAT) is the player to move
+    b.refresh()
+    np.testing.assert_array_equal(b.obs[1], observe(g, g.current_player))
+    np.testing.assert_array_equal(b.masks[1], g.action_mask())
+    _drive(b, 30, seed=1)
+
+
+@njit(cache=True)
+def _random_boards(n, seed, bbs, cubes, sides):
+    """Random (not necessarily reachable) boards from a few stack codes each, so that habitats often stand."""
+    rng = np.array([seed], dtype=np.int64)
+    for k in range(n):
+        side = S.random_below(rng, 0, 2)
+        sides[k] = side
+        palette = np.empty(3, dtype=np.int64)
+        for j in range(3):
+            palette[j] = S.random_below(rng, 0, 15)
+        for i in range(23 if side == 0 else 25):
+            bbs[k, palette[S.random_below(rng, 0, 3)]] |= 1 << i
+            if S.random_below(rng, 0, 8) == 0:
+                cubes[k] |= 1 << i
+
+
+@njit(cache=True)
+def _habitat_mismatches(bbs, cubes, sides):
+    grids = np.zeros(rules.NUM_CLASSES, dtype=np.int64)
+    bad = 0
+    found = 0
+    for k in range(bbs.shape[0]):
+        rules.class_grids(sides[k], bbs[k], grids)
+        for card in range(1, NUM_CARDS + 1):
+            ref = habitat_cells(sides[k], bbs[k], cubes[k], card)
+            found += ref != 0
+            bad += ref != rules.habitat_cells_grid(sides[k], grids, cubes[k], card)
+    return bad, found
+
+
+def test_grid_habitat_matcher_equals_habitat_cells():
+    n = 20_000
+    bbs = np.zeros((n, 15), dtype=np.int64)
+    cubes = np.zeros(n, dtype=np.int64)
+    sides = np.zeros(n, dtype=np.int64)
+    _random_boards(n, 5, bbs, cubes, sides)
+    bad, found = _habitat_mismatches(bbs, cubes, sides)
+    assert bad == 0 and found > 10_000
+
+
+@njit(cache=True)
+def _legal_mismatches(num_players, side, spirits, seed, steps):
+    """Random games: legal_actions_fast and write_mask(MASK_ALL) against legal_actions / legal_mask."""
+    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    b1 = np.zeros(NUM_ACTIONS, dtype=np.int64)
+    b2 = np.zeros(NUM_ACTIONS, dtype=np.int64)
+    m1 = np.zeros(NUM_ACTIONS, dtype=np.bool_)
+    m2 = np.ones(NUM_ACTIONS, dtype=np.bool_)
+    grids = np.zeros(rules.NUM_CLASSES, dtype=np.int64)
+    rng = np.array([seed], dtype=np.int64)
+    S.init_state(s, num_players, side, spirits, seed)
+    bad = 0
+    games = 0
+    for _ in range(steps):
+        if s[S.GAME_OVER]:
+            games += 1
+            S.init_state(s, num_players, side, spirits, seed + games)
+        n = rules.legal_actions(s, b1)
+        bad += n != rules.legal_actions_fast(s, b2, grids) or (b1[:n] != b2[:n]).any()
+        rules.legal_mask(s, m1, b2)
+        m2[:] = True
+        rules.write_mask(s, m2, grids, rules.MASK_ALL, 15)
+        bad += (m1 != m2).any()
+        rules.step(s, b1[S.random_below(rng, 0, n)])
+    return bad, games
+
+
+@pytest.mark.parametrize("num_players,side,spirits", [(1, 0, 0), (1, 1, 1), (2, 0, 1), (3, 1, 0), (4, 0, 1)])
+def test_fast_legal_actions_and_mask_equal_the_reference(num_players, side, spirits):
+    bad, games = _legal_mismatches(num_players, side, spirits, 17, 20_000)
+    assert bad == 0 and games >= 20
