@@ -40,8 +40,9 @@ from . import state as S
 from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
 from .env_gym import SCORE_SCALE
 from .game import Game, _check_config, _check_seed
-from .observation import OBS_SIZE, action_card, encode_observation, rewrite_scores, update_observation
+from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
+from .stacks import ACCEPTS
 
 #: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
 OPPONENT_SALT = 0x5DEECE66D
@@ -72,7 +73,8 @@ B_LEN = 4        # decisions sent this episode (illegal ones included)
 B_LAST = 5       # 4 entries: each seat's total score at its last "dense" reward
 B_PLAYER = 9     # seat whose observation was written last
 B_FRESH = 10     # 1 until the first legal action of a solo episode ("dense" counts from 0, not the start score)
-BOOK_SIZE = 11
+B_SCORE = 11     # 4 x NUM_CATEGORIES: each seat's current score breakdown (kept up to date incrementally)
+BOOK_SIZE = B_SCORE + S.MAX_PLAYERS * NUM_CATEGORIES
 #: flags: int64 (N, FLAGS_SIZE), written by each step; the F_LENGTH.. entries only for rows that ended.
 F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS, F_SEAT = range(9)
 FLAGS_SIZE = 9
@@ -120,22 +122,17 @@ def _opponents_move(s, seat: int, rng, i: int, buf, grids) -> None:
 
 
 @njit(cache=True)
-def _opponents_move_observed(s, seat: int, rng, i: int, buf, grids, obs, tmp) -> None:
-    """`_opponents_move`, keeping obs (float32 (OBS_SIZE,)), seat's observation, up to date incrementally.
-
-    The score blocks of the boards that changed are written once at the end (not after every placement).
-    """
-    dirty = 0
+def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
+    """`_opponents_move` with book's generator (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's
+    observation, and the score cache (B_SCORE) up to date incrementally."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
         n = rules.legal_actions_fast(s, buf, grids)
-        a = buf[S.random_below(rng, i, n)]
+        a = buf[S.random_below(book, B_OPP_RNG, n)]
         mover = s[S.CURRENT]
         card = action_card(s, a)
         rules.step(s, a)
-        if update_observation(s, a, mover, card, seat, obs, tmp, False):
-            dirty |= 1 << mover
-    if dirty:
-        rewrite_scores(s, seat, dirty, obs, tmp)
+        sc = B_SCORE + NUM_CATEGORIES * mover
+        update_observation(s, a, mover, card, seat, obs, book[sc: sc + NUM_CATEGORIES])
 
 
 @njit(cache=True)
@@ -196,26 +193,55 @@ def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
     player = s[S.CURRENT] if cfg[CFG_MODE] == MODE_SELFPLAY else book[B_SEAT]
     book[B_PLAYER] = player
     encode_observation(s, player, obs)
+    scores_of(s, book[B_SCORE:])
     rules.write_mask(s, mask, scratch[_GRIDS:], rules.MASK_ALL, 15)
 
 
 @njit(cache=True)
-def _mask_regions(s, a: int, mover: int, card: int) -> tuple[int, int]:
-    """(regions, cube slots) of the mask that the legal action `a` of `mover`, played, can have changed
-    (`rules.write_mask`): everything once the turn passed or for a Spirit choice, else the parts it touches."""
+def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
+    """Bring mask (bool (NUM_ACTIONS,)), the legal actions before `mover` played the legal action `a`, up to
+    date: only the regions of `rules.write_mask` that the action can have changed; everything once the turn
+    passed or after a Spirit choice. card: `observation.action_card` read before the action."""
     if a >= A.KEEP_SPIRIT or s[S.GAME_OVER] or s[S.CURRENT] != mover:
-        return rules.MASK_ALL, 15
-    if a < A.PLACE_TOKEN:
-        return rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0
-    if a < A.TAKE_CARD:
-        return rules.MASK_PLACE | rules.MASK_CUBE | rules.MASK_TAIL, 15
-    if a < A.PLACE_CUBE:  # only the slot the card went to
+        rules.write_mask(s, mask, grids, rules.MASK_ALL, 15)
+    elif a < A.PLACE_TOKEN:  # tokens taken: placements open, no more taking, maybe the end of the turn
+        rules.write_mask(s, mask, grids, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
+    elif a < A.TAKE_CARD:
+        # a token of colour c placed on cell i: only cell i changed for the colours still held (no cube is there),
+        # colour c may be used up; habitats change only for the cards that use the cell's old or new class
+        c = (a - A.PLACE_TOKEN) // A.MAX_CELLS
+        i = (a - A.PLACE_TOKEN) % A.MAX_CELLS
+        new = s[S.STACK + A.MAX_CELLS * mover + i]
+        for c2 in range(6):
+            if s[S.HAND + c2] > 0:
+                mask[A.PLACE_TOKEN + A.MAX_CELLS * c2 + i] = (ACCEPTS[c2] >> new) & 1
+        if s[S.HAND + c] == 0:
+            for j in range(A.MAX_CELLS):
+                mask[A.PLACE_TOKEN + A.MAX_CELLS * c + j] = 0
+        changed = rules.STACK_CLASSES[new] | rules.STACK_CLASSES[STACK_BELOW[new]]
+        slots = 0
+        for h in range(S.MAX_SLOTS):
+            card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
+            if card_h >= 0 and rules.CARD_CLASSES[card_h] & changed:
+                slots |= 1 << h
+        rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
+    elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
         slots = 0
         for h in range(S.MAX_SLOTS):
             if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 slots |= 1 << h
-        return rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots
-    return rules.MASK_PLACE | rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, 15
+        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
+    else:  # a cube placed on cell i: no token and no other cube can go there; a completed card frees its slot
+        i = (a - A.PLACE_CUBE) % A.MAX_CELLS
+        for h in range(S.MAX_SLOTS):
+            mask[A.PLACE_CUBE + A.MAX_CELLS * h + i] = 0
+        for c in range(6):
+            mask[A.PLACE_TOKEN + A.MAX_CELLS * c + i] = 0
+        h = (a - A.PLACE_CUBE) // A.MAX_CELLS
+        if s[S.SLOT + S.MAX_SLOTS * mover + h] < 0:
+            for j in range(A.MAX_CELLS):
+                mask[A.PLACE_CUBE + A.MAX_CELLS * h + j] = 0
+        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_TAIL, 0)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -246,21 +272,21 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
         reward[mover] += illegal_reward
     else:
         player = book[B_PLAYER]
-        changed = update_observation(s, a, mover, card, player, obs, tmp, True)
+        sc = B_SCORE + NUM_CATEGORIES * mover
+        changed = update_observation(s, a, mover, card, player, obs, book[sc: sc + NUM_CATEGORIES])
         if kind == REWARD_DENSE and (changed or book[B_FRESH]):
             # only the mover's score can change, and only when its board did (a solo game's first action
             # also counts the empty board's points, e.g. Side B's island)
-            t = tmp[NUM_CATEGORIES - 1] if changed else _total(s, mover, tmp)
+            t = book[sc + NUM_CATEGORIES - 1]
             reward[mover] += (t - book[B_LAST + mover]) * scale
             book[B_LAST + mover] = t
         book[B_FRESH] = 0
         if mode == MODE_VERSUS:
-            _opponents_move_observed(s, seat, book, B_OPP_RNG, buf, grids, obs, tmp)
+            _opponents_move_observed(s, seat, book, buf, grids, obs)
         if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
             book[B_PLAYER] = s[S.CURRENT]
             encode_observation(s, s[S.CURRENT], obs)
-        regions, slots = _mask_regions(s, a, mover, card)
-        rules.write_mask(s, mask, grids, regions, slots)
+        _update_mask(s, a, mover, card, mask, grids)
     done = s[S.GAME_OVER] != 0
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
@@ -298,7 +324,8 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]
             ep_return[p] = 0.0
-        final_obs[:] = obs  # the ended game's last observation (the deciding seat's / the last mover's)
+        for j in range(OBS_SIZE):  # the ended game's last observation (the deciding seat's / the last mover's)
+            final_obs[j] = obs[j]  # (a plain loop: numba's slice assignment does not become a memcpy)
         flags[F_LENGTH] = book[B_LEN]
         flags[F_EPISODE] = book[B_EPISODE]
         flags[F_SEED] = episode_seed(book[B_BASE], book[B_EPISODE])

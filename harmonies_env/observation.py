@@ -58,10 +58,33 @@ import numpy as np
 from numba import njit
 
 from .actions import KEEP_SPIRIT, PLACE_CUBE, PLACE_TOKEN, SOLO_REPLACE, TAKE_CARD
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
-from .geometry import MAX_CELLS, lowest_cell, popcount
-from .scoring import NUM_CATEGORIES, score_into
-from .stacks import NUM_STACKS, STACKS
+from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
+from .geometry import FULL_MASK, MAX_CELLS, NEIGHBOUR_MASK, lowest_cell, popcount
+from .scoring import (
+    ISLAND_POINTS,
+    NUM_CATEGORIES,
+    building_count,
+    count_groups,
+    river_length,
+    river_points,
+    score_into,
+    spirit_score,
+)
+from .stacks import (
+    NUM_STACKS,
+    S_BLUE,
+    S_BROWN_RED,
+    S_GRAY_RED,
+    S_MOUNTAIN1,
+    S_MOUNTAIN2,
+    S_MOUNTAIN3,
+    S_RED_RED,
+    S_TREE1,
+    S_TREE2,
+    S_TREE3,
+    S_YELLOW,
+    STACKS,
+)
 from .state import (
     ANIMAL_CUBES,
     BITBOARD,
@@ -280,16 +303,67 @@ def action_card(s, a: int) -> int:
 
 
 @njit(cache=True)
-def update_observation(s, a: int, mover: int, card: int, player: int, out, score, with_score: bool) -> bool:
+def score_update(s, p: int, a: int, card: int, score) -> None:
+    """Update score (int64 (NUM_CATEGORIES,)), seat p's breakdown before p played the legal placement `a`, to
+    the breakdown after it (what `scoring.score_into` gives), recomputing only the categories it can change.
+
+    A token on cell i changes trees and mountains (cheap: always recomputed), fields only if it is yellow,
+    water only if blue, buildings only if it is or touches a building (the building rule counts the top
+    colours around), and a placed Spirit's own rule. A cube changes only animals, or the Spirit it completes.
+    card: the held card of a place-cube (`action_card`, read before the action).
+    """
+    side = s[SIDE]
+    bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
+    if a < TAKE_CARD:
+        i = (a - PLACE_TOKEN) % MAX_CELLS
+        new = s[STACK + MAX_CELLS * p + i]
+        score[0] = popcount(bb[S_TREE1]) + 3 * popcount(bb[S_TREE2]) + 7 * popcount(bb[S_TREE3])
+        mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
+        m = 0
+        cells = mountains
+        while cells:
+            j = lowest_cell(cells)
+            cells &= cells - 1
+            if NEIGHBOUR_MASK[side, j] & mountains:
+                bit = 1 << j
+                m += 1 if bb[S_MOUNTAIN1] & bit else (3 if bb[S_MOUNTAIN2] & bit else 7)
+        score[1] = m
+        if new == S_YELLOW:
+            score[2] = 5 * count_groups(side, bb[S_YELLOW], 2)
+        buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+        if (buildings >> i) & 1 or NEIGHBOUR_MASK[side, i] & buildings:
+            score[3] = 5 * building_count(side, bb)
+        if new == S_BLUE:
+            if side == 0:
+                score[4] = river_points(river_length(side, bb[S_BLUE]))
+            else:
+                score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[S_BLUE], 1))
+        kept = s[SPIRIT_KEPT + p]
+        if kept > 0 and s[cp + kept] == CUBES_ON_CARD[kept]:
+            score[6] = spirit_score(side, bb, kept)
+    else:
+        if card < FIRST_SPIRIT:
+            animals = 0
+            for c in range(1, FIRST_SPIRIT):
+                k = s[cp + c]
+                if k > 0:
+                    animals += CARD_POINTS[c, k - 1]
+            score[5] = animals
+        elif s[cp + card] == CUBES_ON_CARD[card]:
+            score[6] = spirit_score(side, bb, card)
+    score[7] = score[0] + score[1] + score[2] + score[3] + score[4] + score[5] + score[6]
+
+
+@njit(cache=True)
+def update_observation(s, a: int, mover: int, card: int, player: int, out, score) -> bool:
     """Bring `out`, seat `player`'s observation BEFORE `mover` played the legal action `a`, up to date with
     the state s after it, writing only the entries the action can change (a full rewrite where the change is
     global: a Spirit choice re-encodes, a turn end rewrites the global part and the to-move flags).
 
     The result is exactly `encode_observation(s, player, out)`. card: `action_card(s, a)` read before the
-    action. score: int64 (NUM_CATEGORIES,) scratch. Returns True when the action changed the mover's board
-    (token or cube placed): score then holds the mover's new score breakdown (the dense reward uses it),
-    unless with_score is False: then the mover's score entries are left stale, for `rewrite_scores` to
-    write once after several actions.
+    action. score: int64 (NUM_CATEGORIES,), the mover's score breakdown before the action, updated in place
+    (`score_update`). Returns True when the action changed the mover's board (token or cube placed).
     """
     n = s[NUM_PLAYERS]
     b = ((mover - player) % n) * PLAYER_BLOCK
@@ -310,9 +384,8 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         if old == 0:
             out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * mover]) / 25.0
         out[G_HAND + c] = s[HAND + c] / 3.0
-        if with_score:
-            _score_of(s, mover, score)
-            _write_score(score, b, out)
+        score_update(s, mover, a, card, score)
+        _write_score(score, b, out)
         return True
     if a < PLACE_CUBE:  # take the market card `card` into the first free slot
         m = a - TAKE_CARD
@@ -340,9 +413,8 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         if card == s[SPIRIT_KEPT + mover] and s[cp + card] >= 1:
             out[b + P_SPIRIT_CUBE] = 1.0
         out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + mover] / 20.0
-        if with_score:
-            _score_of(s, mover, score)
-            _write_score(score, b, out)
+        score_update(s, mover, a, card, score)
+        _write_score(score, b, out)
         return True
     if a < SOLO_REPLACE:  # a Spirit choice (once per player and game)
         encode_observation(s, player, out)
@@ -357,14 +429,10 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
 
 
 @njit(cache=True)
-def rewrite_scores(s, player: int, seats: int, out, score) -> None:
-    """Rewrite the score entries of every seat p with bit p set in `seats` in seat `player`'s observation out.
-    score: int64 (NUM_CATEGORIES,) scratch."""
-    n = s[NUM_PLAYERS]
-    for p in range(n):
-        if (seats >> p) & 1:
-            _score_of(s, p, score)
-            _write_score(score, ((p - player) % n) * PLAYER_BLOCK, out)
+def scores_of(s, out) -> None:
+    """Every seat's score breakdown (int64 (4 * NUM_CATEGORIES,), seat-major; absent seats untouched)."""
+    for p in range(s[NUM_PLAYERS]):
+        _score_of(s, p, out[NUM_CATEGORIES * p: NUM_CATEGORIES * (p + 1)])
 
 
 @njit(cache=True)
@@ -393,4 +461,4 @@ def layout_table() -> str:
 
 
 __all__ = ["OBS_SIZE", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL", "encode_observation",
-           "update_observation", "action_card", "rewrite_scores", "encode_batch", "observe", "layout_table"]
+           "update_observation", "action_card", "score_update", "scores_of", "encode_batch", "observe", "layout_table"]
