@@ -40,8 +40,9 @@ from .observation import OBS_HIGH, OBS_LOW
 class HarmoniesVectorEnv(VectorEnv):
     """N games with one learner each (Solo, or Versus against built-in random opponents), as one VectorEnv.
 
-    See `BatchedGames` for the arguments; `copy=False` returns the engine's observation buffer itself
-    (overwritten by the next step) instead of a copy. Rewards come back as float64 (N,).
+    See `BatchedGames` for the arguments. Observations come back as copies, as Gymnasium's vector envs do
+    (copy=True); `copy=False` returns the engine's own observation buffer instead (faster: a read-only view
+    that the next `step` / `reset` updates in place, so copy what you keep). Rewards come back as float64 (N,).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
@@ -194,7 +195,9 @@ def _sb3_class() -> type:
 
         Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0), plus `seed` for the first reset.
         sb3-contrib's MaskablePPO trains from it directly (no ActionMasker, no SubprocVecEnv: numba steps
-        all games in one call; `num_threads` > 1 spreads them over cores).
+        all games in one call; `num_threads` > 1 spreads them over cores). Observations, masks and terminal
+        observations are handed out as fresh copies: SB3 keeps `_last_obs` across a step, while the engine
+        updates its own buffer in place.
         """
 
         def __init__(self, num_envs: int = 64, num_players: int = 1, side: str = "A", spirits: bool = False,

@@ -185,3 +185,32 @@ def test_maskable_ppo_trains_from_the_sb3_adapter_with_legal_actions_only():
     assert audit.actions >= 4096 and audit.illegal == 0
     assert len(audit.episodes) >= 16 and len(model.ep_info_buffer) > 0
     assert np.isfinite(model.logger.name_to_value.get("train/value_loss", 0.0))
+
+
+def test_observations_handed_out_are_copies_unless_asked_for_views():
+    """The engine updates its observation buffer in place (incrementally): whatever a consumer keeps across a
+    step must be a copy (SB3 keeps `_last_obs`), while copy=False hands out the engine's read-only buffer."""
+    from harmonies_env.vector import make_sb3_vec_env
+
+    rng = np.random.default_rng(3)
+    env = make_sb3_vec_env(4, num_players=2, seed=1)
+    obs = env.reset()
+    kept = obs.copy()
+    assert obs.flags.writeable and not np.shares_memory(obs, env.batch.obs)
+    for _ in range(40):
+        obs2, _, dones, infos = env.step(_pick(env.action_masks(), rng))
+        np.testing.assert_array_equal(obs, kept)  # the previous observation was not overwritten
+        assert not np.shares_memory(obs2, env.batch.obs) and not np.shares_memory(obs2, obs)
+        for r in np.flatnonzero(dones):
+            assert not np.shares_memory(infos[r]["terminal_observation"], env.batch._final_obs)
+        obs, kept = obs2, obs2.copy()
+    masks = env.action_masks()
+    assert masks.flags.writeable and not np.shares_memory(masks, env.batch.masks)
+
+    venv = SoloVectorEnv(3, copy=False)
+    view, _ = venv.reset(seed=2)
+    assert np.shares_memory(view, venv.batch.obs) and not view.flags.writeable
+    copied = SoloVectorEnv(3)
+    o, _ = copied.reset(seed=2)
+    o2, *_ = copied.step(_pick(copied.action_masks(), rng))
+    assert o.flags.writeable and not np.shares_memory(o, o2) and not np.shares_memory(o2, copied.batch.obs)
