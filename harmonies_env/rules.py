@@ -458,6 +458,19 @@ def _grid_tables():
 #: bits of the cube cells where rotation r lies on the board; GRID_ROT_CLASS / GRID_ROT_OFF[side, r, j]: the
 #: j-th pattern cell's habitat class (-1 unused) and grid offset from the cube cell. int64
 CELL2GRID, GRID2CELL, GRID_ROT_START, GRID_ROT_VALID, GRID_ROT_CLASS, GRID_ROT_OFF = _grid_tables()
+#: CARD_CLASSES[card]: bit set of the habitat classes in the card's pattern. int64 (NUM_CARDS + 1,)
+CARD_CLASSES = np.zeros(NUM_CARDS + 1, dtype=np.int64)
+for _cid in range(1, NUM_CARDS + 1):
+    for _q, _r, _lab in CARDS[_cid]["pattern"]:
+        CARD_CLASSES[_cid] |= 1 << LABELS.index(_lab)
+#: STACK_CLASSES[code]: bit set of the habitat classes a stack belongs to (0 for none). int64 (NUM_STACKS,)
+STACK_CLASSES = np.zeros(NUM_STACKS, dtype=np.int64)
+for _cls in range(len(LABELS)):
+    for _code in range(NUM_STACKS):
+        _bbs = np.zeros(NUM_STACKS, dtype=np.int64)
+        _bbs[_code] = 1
+        if class_mask.py_func(_bbs, _cls):
+            STACK_CLASSES[_code] |= 1 << _cls
 
 
 @njit(cache=True, inline="always")
