@@ -71,14 +71,16 @@ MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (
 _NC = NUM_CARDS + 1
 
 
+#: How many potential terms `potential_terms` computes (the length of the weight vector).
+NUM_TERMS = 12
+
+
 @njit(cache=True)
-def evaluate(s, p: int, w, sc) -> float:
-    """Score of player p now plus the potential heuristic. sc: int64 (NUM_CATEGORIES,) scratch."""
+def _terms(s, p: int):
+    """The 12 potential terms of player p as a tuple of floats (no allocation: `evaluate` runs in inner loops)."""
     side = s[SIDE]
     bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
-    score_into(side, bb, s[CUBES_PLACED + _NC * p: CUBES_PLACED + _NC * (p + 1)], sc)
-    v = float(sc[NUM_CATEGORIES - 1])
-    v += w[0] * popcount(bb[S_BROWN1]) + w[1] * popcount(bb[S_BROWN2])
+    t2 = t3 = t5 = t7 = t8 = t10 = t11 = 0.0
     mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
     m = mountains
     while m:
@@ -86,15 +88,14 @@ def evaluate(s, p: int, w, sc) -> float:
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & mountains == 0:
             bit = 1 << i
-            v += w[2] * (1.0 if bb[S_MOUNTAIN1] & bit else (3.0 if bb[S_MOUNTAIN2] & bit else 7.0))
+            t2 += 1.0 if bb[S_MOUNTAIN1] & bit else (3.0 if bb[S_MOUNTAIN2] & bit else 7.0)
     y = bb[S_YELLOW]
     m = y
     while m:
         i = lowest_cell(m)
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & y == 0:
-            v += w[3]
-    v += w[4] * popcount(bb[S_RED1])
+            t3 += 1.0
     buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
     m = buildings
     while m:
@@ -111,31 +112,57 @@ def evaluate(s, p: int, w, sc) -> float:
             if seen:
                 colours += 1
         if colours < 3:
-            v += w[5]
-    if side == 0:
-        v += w[6] * popcount(bb[S_BLUE])
-    v += w[9] * popcount(bb[0])
+            t5 += 1.0
     cubes = s[CUBES + p]
     for h in range(MAX_SLOTS):
         card = s[SLOT + MAX_SLOTS * p + h]
         if card < 0:
             continue
-        v += w[10]
+        t10 += 1.0
         if card >= FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
             if habitat_cells(side, bb, cubes, card):
-                v += w[7] * gain
+                t7 += gain
             else:
-                v += w[11] * gain
+                t11 += gain
             continue
         k = s[CUBES_PLACED + _NC * p + card]
         if k >= CUBES_ON_CARD[card]:
             continue
         gain = float(CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0))
         if habitat_cells(side, bb, cubes, card):
-            v += w[7] * gain
+            t7 += gain
         else:
-            v += w[8] * gain
+            t8 += gain
+    t6 = float(popcount(bb[S_BLUE])) if side == 0 else 0.0
+    return (float(popcount(bb[S_BROWN1])), float(popcount(bb[S_BROWN2])), t2, t3, float(popcount(bb[S_RED1])), t5,
+            t6, t7, t8, float(popcount(bb[0])), t10, t11)
+
+
+@njit(cache=True)
+def potential_terms(s, p: int, t) -> None:
+    """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (12,).
+
+    What `evaluate` weights; the learned plan chooser (`agents.plan_choice`) reads them raw. Depends only on
+    public fields (p's board, cubes, held cards and the cubes placed on them).
+    """
+    x = _terms(s, p)
+    for k in range(NUM_TERMS):
+        t[k] = x[k]
+
+
+@njit(cache=True)
+def evaluate(s, p: int, w, sc) -> float:
+    """Score of player p now plus the potential heuristic: total + w . potential_terms.
+
+    w: float64 (12,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
+    """
+    cp = CUBES_PLACED + _NC * p
+    score_into(s[SIDE], s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
+    x = _terms(s, p)
+    v = float(sc[NUM_CATEGORIES - 1])
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
     return v
 
 
