@@ -1,0 +1,152 @@
+"""`PlanChoiceVecEnv`: many games against the greedy agent as a Stable-Baselines3 `VecEnv` (needs `.[train]`).
+
+Each row is a game of `num_players` (default 2) in which the learner holds one seat (drawn per game) and the
+greedy agent plays the others. A learner step picks one of the greedy planner's `PLAN_CHOICES` best plans for
+its whole turn (see `agents.plan_choice`); the reward comes at the end of the game: +1 win / -1 loss / 0 draw
+(ties broken by animal cubes, as the rules say) plus `margin_reward` x (own total - best other total).
+All rows are stepped in one numba call (`num_threads` > 1: over cores); MaskablePPO reads `action_masks()`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Sequence
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from harmonies_env import state as S
+
+from . import plan_choice as P
+from .greedy import DEFAULT_WEIGHTS, MAX_PLAN
+
+_SIDES = {"A": 0, "B": 1}
+
+
+class PlanChoiceVecEnv(VecEnv):
+    """N games, learner vs greedy, one whole-turn plan choice per step (see the module docstring)."""
+
+    def __init__(self, num_envs: int = 64, num_players: int = 2, side: str = "A", spirits: bool = False,
+                 margin_reward: float = 0.02, opponent_beam: int = P.PLAN_BEAM, opponent_weights: Any = None,
+                 num_threads: int = 1, seed: int | None = None):
+        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
+        if num_players not in (2, 3, 4):
+            raise ValueError(f"num_players must be 2, 3 or 4 (the learner needs greedy opponents), got {num_players!r}")
+        if side not in _SIDES:
+            raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+        if opponent_beam < 1:
+            raise ValueError(f"opponent_beam must be >= 1, got {opponent_beam}")
+        n = int(num_envs)
+        self.num_players, self.side, self.spirits = int(num_players), side, bool(spirits)
+        self.cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
+                            dtype=np.float64)
+        self.weights = DEFAULT_WEIGHTS.copy()
+        ow = DEFAULT_WEIGHTS if opponent_weights is None else np.asarray(opponent_weights, dtype=np.float64)
+        if ow.shape != DEFAULT_WEIGHTS.shape:
+            raise ValueError(f"opponent_weights must have shape {DEFAULT_WEIGHTS.shape}, got {ow.shape}")
+        self.opponent_weights = ow.copy()
+        self.parallel = P.set_threads(num_threads)
+        self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self.seats = np.zeros(n, dtype=np.int64)
+        self.book = np.zeros((n, 3), dtype=np.int64)
+        self.plans = np.zeros((n, P.PLAN_CHOICES, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((n, P.PLAN_CHOICES), dtype=np.int64)
+        self.values = np.zeros((n, P.PLAN_CHOICES), dtype=np.float64)
+        self.obs = np.zeros((n, P.PLAN_OBS_SIZE), dtype=np.float32)
+        self.masks = np.zeros((n, P.PLAN_CHOICES), dtype=bool)
+        self.rewards = np.zeros(n, dtype=np.float32)
+        self.dones = np.zeros(n, dtype=bool)
+        self.results = np.zeros((n, P.RESULT_SIZE), dtype=np.float64)
+        self.render_mode = None
+        super().__init__(n, spaces.Box(-np.inf, np.inf, (P.PLAN_OBS_SIZE,), np.float32),
+                         spaces.Discrete(P.PLAN_CHOICES))
+        self._base = 0 if seed is None else int(seed)
+        self._actions: np.ndarray | None = None
+        self._starts = np.zeros(n, dtype=np.float64)
+        self._returns = np.zeros(n, dtype=np.float64)
+
+    def seed(self, seed: int | None = None) -> Sequence[int | None]:
+        """Row r's games come from base seed `seed + r` (applied at the next reset)."""
+        if seed is not None:
+            self._base = int(seed)
+        return [None if seed is None else int(seed) + r for r in range(self.num_envs)]
+
+    def _run(self, actions: np.ndarray) -> None:
+        P.plan_env_step(self.states, self.seats, self.book, actions, self.cfg, self.weights, self.opponent_weights,
+                        self.plans, self.lens, self.values, self.obs, self.masks, self.rewards, self.dones,
+                        self.results, self.parallel)
+
+    def reset(self) -> np.ndarray:
+        self.book[:, 0] = self._base + np.arange(self.num_envs)
+        self.book[:, 1:] = 0
+        self._run(np.full(self.num_envs, -1, dtype=np.int64))
+        self._starts[:] = time.perf_counter()
+        self._returns[:] = 0.0
+        return self.obs.copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        a = np.asarray(actions).reshape(-1).astype(np.int64)
+        if a.shape != (self.num_envs,):
+            raise ValueError(f"expected {self.num_envs} actions, got shape {np.shape(actions)}")
+        bad = (a < 0) | (a >= P.PLAN_CHOICES)
+        bad[~bad] = ~self.masks[np.flatnonzero(~bad), a[~bad]]
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"row {r}: plan {int(a[r])} is not a candidate (only {int(self.masks[r].sum())} exist)")
+        self._actions = a
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        if self._actions is None:
+            raise RuntimeError("step_wait() without step_async()")
+        self._run(self._actions)
+        self._actions = None
+        self._returns += self.rewards
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if self.dones.any():
+            now = time.perf_counter()
+            for r in np.flatnonzero(self.dones):
+                res = self.results[r]
+                infos[r] = {"terminal_observation": self.obs[r].copy(),  # next game's; the reward is terminal
+                            "TimeLimit.truncated": False,
+                            "episode": {"r": float(self._returns[r]), "l": int(res[P.R_DECISIONS]),
+                                        "t": round(now - self._starts[r], 6)},
+                            "score": int(res[P.R_MINE]), "opponent_score": int(res[P.R_BEST_OTHER]),
+                            "won": float(res[P.R_WON])}
+                self._returns[r] = 0.0
+                self._starts[r] = now
+        return self.obs.copy(), self.rewards.copy(), self.dones.copy(), infos
+
+    def action_masks(self) -> np.ndarray:
+        """bool (N, PLAN_CHOICES): which candidate plans exist in every row."""
+        return self.masks.copy()
+
+    def _rows(self, indices: Any) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, (int, np.integer)):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list:
+        rows = self._rows(indices)
+        if method_name == "action_masks":
+            return [self.masks[r].copy() for r in rows]
+        value = getattr(self, method_name)(*method_args, **method_kwargs)
+        return [value for _ in rows]
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        value = getattr(self, attr_name)
+        return [value for _ in self._rows(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        raise AttributeError(f"the batched env has no per-game attributes to set ({attr_name!r})")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False for _ in self._rows(indices)]
+
+    def close(self) -> None:
+        pass
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None for _ in range(self.num_envs)]
