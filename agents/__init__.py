@@ -1,7 +1,8 @@
 """Agents that play Harmonies through a `PlayerView`: random, greedy turn planner, ISMCTS, MaskablePPO.
 
 `make_agent("greedy")`, `make_agent("mcts:0.5")` (seconds per decision), `make_agent("mcts:200it")`
-(iterations), `make_agent("random")`, `make_agent("ppo:path/to/model.zip")`.
+(iterations), `make_agent("random")`, `make_agent("ppo")` (the shipped checkpoint) or
+`make_agent("ppo:path/to/model.zip")`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ AGENT_KINDS = ("random", "greedy", "mcts", "ppo")
 def make_agent(spec: str, seed: int = 0) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
-    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo:PATH. Unknown kinds or bad arguments raise ValueError.
+    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] (default: the shipped
+    checkpoint). Unknown kinds or bad arguments raise ValueError.
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -32,10 +34,8 @@ def make_agent(spec: str, seed: int = 0) -> Agent:
                 return MCTSAgent(iterations=int(arg[:-2]), seed=seed, name=spec)
             return MCTSAgent(seconds=float(arg), seed=seed, name=spec)
         if kind == "ppo":
-            if not arg:
-                raise ValueError("ppo needs a checkpoint path: ppo:path/to/model.zip")
             from .ppo import PPOAgent
-            return PPOAgent(arg, name=spec)
+            return PPOAgent(arg or None, seed=seed, name=spec)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "

@@ -1,4 +1,15 @@
-"""An agent that plays a trained MaskablePPO policy (sb3-contrib), deterministically, within the legal mask."""
+"""An agent that plays a trained MaskablePPO policy (sb3-contrib), deterministically, within the legal mask.
+
+Two kinds of checkpoint are recognised by their spaces:
+
+* a policy over the flat action space (observation `OBS_SIZE` floats, 268 actions), as trained on the
+  Gymnasium / batched environments (`experiments/train_solo_ppo.py`, `selfplay_ppo.py`, ...): one micro-action
+  per call;
+* a plan-choosing policy (observation `PLAN_OBS_SIZE`, `PLAN_CHOICES` actions; `agents.plan_choice`,
+  `experiments/train_plan_ppo.py`): once per turn it picks one of the greedy planner's best whole-turn plans,
+  then plays that plan one micro-action per call. The checkpoint shipped in `agents/checkpoints/` is of this
+  kind (`make_agent("ppo")`).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,33 +17,76 @@ from typing import Any
 
 import numpy as np
 
-from .base import Agent
+from harmonies_env.observation import OBS_SIZE
+from harmonies_env.rules import step
+
+from .base import Agent, private_copy, public_key
+
+#: The trained checkpoint that ships with the package (plan-choosing, 2 players, Side A, no Spirits).
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "plan_ppo.zip"
 
 
 class PPOAgent(Agent):
-    """Loads a MaskablePPO checkpoint (.zip) and plays its most likely legal action.
+    """Loads a MaskablePPO checkpoint (.zip) and plays its most likely legal action (or plan).
 
-    The policy reads `view.observation` (float32 (OBS_SIZE,)) and is masked with `view.action_mask`, as
-    in the Gymnasium environment it was trained on. torch / sb3-contrib are imported only here.
+    torch / sb3-contrib are imported only here. A flat-action policy reads `view.observation` (float32
+    (OBS_SIZE,)) masked with `view.action_mask`; a plan-choosing policy reads `plan_observation` of a private
+    determinized copy (public fields only) and is masked by which candidate plans exist.
     """
 
-    def __init__(self, path: str | Path, device: str = "cpu", name: str | None = None):
+    def __init__(self, path: str | Path | None = None, device: str = "cpu", seed: int = 0, name: str | None = None):
         from sb3_contrib import MaskablePPO
 
-        p = Path(path)
+        from . import plan_choice as P
+
+        p = Path(DEFAULT_CHECKPOINT if path is None else path)
         if not p.exists() and not p.with_suffix(".zip").exists():
             raise FileNotFoundError(f"no MaskablePPO checkpoint at {p}")
         self.path = p
         self.model = MaskablePPO.load(str(p), device=device)
+        shape = tuple(self.model.observation_space.shape or ())
+        n = int(getattr(self.model.action_space, "n", -1))
+        if shape == (P.PLAN_OBS_SIZE,) and n == P.PLAN_CHOICES:
+            self.kind = "plan"
+        elif shape == (OBS_SIZE,):
+            self.kind = "action"
+        else:
+            raise ValueError(f"{p}: observation shape {shape} and {n} actions match neither the flat action space "
+                             f"({OBS_SIZE},) nor the plan choice ({P.PLAN_OBS_SIZE},) x {P.PLAN_CHOICES}")
+        self.seed = int(seed)
         self.name = name or f"ppo:{p.name}"
+        self.reset()
+
+    def reset(self) -> None:
+        self._plan: list[int] = []
+        self._expect: bytes | None = None
 
     def act(self, view: Any) -> int:
         mask = np.asarray(view.action_mask, dtype=bool)
         if not mask.any():
             raise ValueError("no legal action: it is not this player's turn or the game is over")
+        if self.kind == "plan":
+            return self._act_plan(view)
         obs = np.asarray(view.observation, dtype=np.float32)
         action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
         a = int(np.asarray(action).reshape(-1)[0])
         if not mask[a]:  # a policy trained on another observation layout: never play illegally
             a = int(np.flatnonzero(mask)[0])
         return a
+
+    def _act_plan(self, view: Any) -> int:
+        from .plan_choice import describe
+
+        g = private_copy(view, self.seed)
+        key = public_key(g.state)
+        if not (self._plan and key == self._expect):
+            obs, pmask, plans = describe(g.state)
+            if not plans:  # cannot happen on a legal position
+                return int(view.legal_actions()[0])
+            k, _ = self.model.predict(obs, action_masks=pmask, deterministic=True)
+            k = int(np.asarray(k).reshape(-1)[0])
+            self._plan = list(plans[k if k < len(plans) else 0])
+        a = self._plan.pop(0)
+        step(g.state, a)
+        self._expect = public_key(g.state) if self._plan else None
+        return int(a)

@@ -34,6 +34,8 @@ CASES = {
     "solo_greedy_A_spirits": (["greedy"], 1, "A", True, 200),
     "mcts200it_vs_greedy_A": (["mcts:200it", "greedy"], 2, "A", False, 40),
     "mcts1_vs_greedy_A": (["mcts:1.0", "greedy"], 2, "A", False, 200),
+    "ppo_vs_greedy_A": (["ppo", "greedy"], 2, "A", False, 400),
+    "ppo_vs_greedy_B_spirits": (["ppo", "greedy"], 2, "B", True, 200),
 }
 
 

@@ -132,8 +132,8 @@ def test_make_agent_specs_and_errors():
         make_agent("alphazero")
     with pytest.raises(ValueError, match="bad agent spec"):
         make_agent("mcts:fast")
-    with pytest.raises(ValueError, match="checkpoint path"):
-        make_agent("ppo")
+    with pytest.raises(FileNotFoundError, match="no MaskablePPO checkpoint"):
+        make_agent("ppo:no/such/model.zip")
 
 
 def test_ppo_agent_plays_legal_actions_from_a_tiny_model(tmp_path):
