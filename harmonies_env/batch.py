@@ -113,11 +113,10 @@ def _opponents_move(s, seat: int, rng, i: int, buf, grids) -> None:
     """Uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
 
     rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,), grids int64 (NUM_CLASSES,) scratch.
-    Same draws as `env_gym.random_until` with that generator (`legal_actions_fast` lists the same actions in
-    the same order as `legal_actions`).
+    Same draws as `env_gym.random_until` with that generator.
     """
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions_fast(s, buf, grids)
+        n = rules.legal_actions(s, buf, grids)
         rules.step(s, buf[S.random_below(rng, i, n)])
 
 
@@ -126,7 +125,7 @@ def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
     """`_opponents_move` with book's generator (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's
     observation, and the score cache (B_SCORE) up to date incrementally."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions_fast(s, buf, grids)
+        n = rules.legal_actions(s, buf, grids)
         a = buf[S.random_below(book, B_OPP_RNG, n)]
         mover = s[S.CURRENT]
         card = action_card(s, a)
@@ -423,7 +422,7 @@ def init_batch(states, num_players: int, side: int, spirits: int, seeds) -> None
 def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
-    steps = rules.random_playout_fast(s, rng, scratch[:_NA], scratch[_GRIDS:])
+    steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
     _outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 

@@ -112,58 +112,6 @@ def _can_place_any(s, p: int) -> bool:
 
 
 @njit(cache=True)
-def legal_actions(s, out) -> int:
-    """Write the legal action indices into out (int64, >= NUM_ACTIONS long); return how many."""
-    if s[GAME_OVER]:
-        return 0
-    n = 0
-    p = s[CURRENT]
-    if s[SPIRITS] and s[SPIRIT_KEPT + p] < 0:
-        out[0] = A.KEEP_SPIRIT
-        out[1] = A.KEEP_SPIRIT + 1
-        return 2
-    if not s[TOOK_TOKENS]:
-        for sp in range(s[NUM_SPACES]):
-            if s[CENTRAL + 3 * sp] >= 0:
-                out[n] = A.TAKE_TOKENS + sp
-                n += 1
-    placeable = False
-    for c in range(6):
-        if s[HAND + c] > 0:
-            m = token_cells(s, p, c)
-            if m:
-                placeable = True
-            while m:
-                out[n] = A.PLACE_TOKEN + MAX_CELLS * c + lowest_cell(m)
-                m &= m - 1
-                n += 1
-    if not s[TOOK_CARD] and held_cards(s, p) < MAX_SLOTS:
-        for k in range(s[NUM_MARKET]):
-            if s[MARKET + k] >= 0:
-                out[n] = A.TAKE_CARD + k
-                n += 1
-    side = s[SIDE]
-    bb = _bb(s, p)
-    for h in range(MAX_SLOTS):
-        card = s[SLOT + MAX_SLOTS * p + h]
-        if card >= 0:
-            m = habitat_cells(side, bb, s[CUBES + p], card)
-            while m:
-                out[n] = A.PLACE_CUBE + MAX_CELLS * h + lowest_cell(m)
-                m &= m - 1
-                n += 1
-    if s[TOOK_TOKENS] and not placeable:
-        if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-            for k in range(s[NUM_MARKET]):
-                if s[MARKET + k] >= 0:
-                    out[n] = A.SOLO_REPLACE + k
-                    n += 1
-        out[n] = A.END_TURN
-        n += 1
-    return n
-
-
-@njit(cache=True)
 def legal_mask(s, mask, buf) -> int:
     """Set mask (uint8/int8/bool (NUM_ACTIONS,)) to the legal actions; buf is int64 scratch of that size."""
     mask[:] = 0
@@ -351,15 +299,17 @@ def token_total(s) -> int:
 
 
 @njit(cache=True)
-def random_playout(s, rng, buf) -> int:
+def random_playout(s, rng, buf, grids=None) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS.
+    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch for `legal_actions`.
     """
+    if grids is None:
+        grids = np.empty(NUM_CLASSES, dtype=np.int64)
     steps = 0
     while not s[GAME_OVER]:
-        n = legal_actions(s, buf)
+        n = legal_actions(s, buf, grids)
         step(s, buf[random_below(rng, 0, n)])
         steps += 1
     return steps
@@ -515,9 +465,14 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
 
 
 @njit(cache=True)
-def legal_actions_fast(s, out, grids) -> int:
-    """`legal_actions` (same actions, same order) with the grid habitat matcher; grids: int64 (NUM_CLASSES,)
-    scratch."""
+def legal_actions(s, out, grids=None) -> int:
+    """Write the legal action indices into out (int64, >= NUM_ACTIONS long); return how many.
+
+    Cube placements use the grid habitat matcher (`habitat_cells_grid`, equal to `cards.habitat_cells`);
+    grids: int64 (NUM_CLASSES,) scratch, allocated here if not given (hot loops pass their own).
+    """
+    if grids is None:
+        grids = np.empty(NUM_CLASSES, dtype=np.int64)
     if s[GAME_OVER]:
         return 0
     n = 0
@@ -660,12 +615,3 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
                         _set_bits(mask, base, habitat_cells_grid(side, grids, s[CUBES + p], card))
 
 
-@njit(cache=True)
-def random_playout_fast(s, rng, buf, grids) -> int:
-    """`random_playout` (the same games, move for move) with `legal_actions_fast`."""
-    steps = 0
-    while not s[GAME_OVER]:
-        n = legal_actions_fast(s, buf, grids)
-        step(s, buf[random_below(rng, 0, n)])
-        steps += 1
-    return steps

@@ -9,7 +9,7 @@ from numba import njit
 
 from harmonies_env import rules
 from harmonies_env import state as S
-from harmonies_env.actions import NUM_ACTIONS
+from harmonies_env.actions import NUM_ACTIONS, PLACE_CUBE
 from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, episode_seed, init_batch, rollout_batch
 from harmonies_env.cards import NUM_CARDS, habitat_cells
 from harmonies_env.game import Game
@@ -367,7 +367,8 @@ def test_grid_habitat_matcher_equals_habitat_cells():
 
 @njit(cache=True)
 def _legal_mismatches(num_players, side, spirits, seed, steps):
-    """Random games: legal_actions_fast and write_mask(MASK_ALL) against legal_actions / legal_mask."""
+    """Random games: the cube actions of legal_actions (grid matcher) against `cards.habitat_cells`, and
+    write_mask(MASK_ALL) against legal_mask."""
     s = np.zeros(S.STATE_SIZE, dtype=np.int64)
     b1 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     b2 = np.zeros(NUM_ACTIONS, dtype=np.int64)
@@ -382,8 +383,23 @@ def _legal_mismatches(num_players, side, spirits, seed, steps):
         if s[S.GAME_OVER]:
             games += 1
             S.init_state(s, num_players, side, spirits, seed + games)
-        n = rules.legal_actions(s, b1)
-        bad += n != rules.legal_actions_fast(s, b2, grids) or (b1[:n] != b2[:n]).any()
+        n = rules.legal_actions(s, b1, grids)
+        p = s[S.CURRENT]
+        for h in range(S.MAX_SLOTS):  # cube actions of slot h, in order, are exactly the habitat's cells
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            want = 0
+            if card >= 0 and not (s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0):
+                want = habitat_cells(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p],
+                                     card)
+            got = 0
+            last = -1
+            for k in range(n):
+                a = b1[k] - PLACE_CUBE - 25 * h
+                if 0 <= a < 25:
+                    got |= 1 << a
+                    bad += a <= last
+                    last = a
+            bad += got != want
         rules.legal_mask(s, m1, b2)
         m2[:] = True
         rules.write_mask(s, m2, grids, rules.MASK_ALL, 15)
