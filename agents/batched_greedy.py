@@ -17,7 +17,7 @@ from numba import njit
 from harmonies_env import state as S
 from harmonies_env.rules import legal_actions
 
-from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
+from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn, planner_settings
 
 __all__ = ["greedy_rows", "random_rows", "GreedyPlans", "DEFAULT_WEIGHTS", "MAX_PLAN"]
 
@@ -69,12 +69,7 @@ class GreedyPlans:
     """Plan buffers of `greedy_rows` for a batch of N games (one plan per game: only one seat moves at a time)."""
 
     def __init__(self, num_games: int, beam: int = 24, weights: np.ndarray | None = None):
-        if beam < 1:
-            raise ValueError(f"beam must be >= 1, got {beam}")
-        self.beam = int(beam)
-        self.weights = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
-        if self.weights.shape != DEFAULT_WEIGHTS.shape:
-            raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {self.weights.shape}")
+        self.beam, self.weights = planner_settings(beam, weights)
         self.plans = np.zeros((num_games, MAX_PLAN), dtype=np.int64)
         self.lens = np.zeros(num_games, dtype=np.int64)
         self.pos = np.zeros(num_games, dtype=np.int64)

@@ -338,6 +338,16 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     return out
 
 
+def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
+    """Validated (beam, weights) for `plan_turn`: beam >= 1; weights float64 (12,), default `DEFAULT_WEIGHTS`."""
+    if beam < 1:
+        raise ValueError(f"beam must be >= 1, got {beam}")
+    w = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
+    if w.shape != DEFAULT_WEIGHTS.shape:
+        raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {w.shape}")
+    return int(beam), w
+
+
 class GreedyAgent(Agent):
     """Plans its whole turn with `plan_turn` and plays it one micro-action per call.
 
@@ -346,12 +356,7 @@ class GreedyAgent(Agent):
     """
 
     def __init__(self, beam: int = 24, weights: np.ndarray | None = None, seed: int = 0, name: str = "greedy"):
-        if beam < 1:
-            raise ValueError(f"beam must be >= 1, got {beam}")
-        self.beam = int(beam)
-        self.weights = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
-        if self.weights.shape != DEFAULT_WEIGHTS.shape:
-            raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {self.weights.shape}")
+        self.beam, self.weights = planner_settings(beam, weights)
         self.seed = int(seed)
         self.name = name
         self._plans = np.zeros((1, MAX_PLAN), dtype=np.int64)

@@ -16,14 +16,15 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
 from harmonies_env import state as S
+from harmonies_env.vector import BatchVecEnvMethods
 
 from . import plan_choice as P
-from .greedy import DEFAULT_WEIGHTS, MAX_PLAN
+from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
 
 _SIDES = {"A": 0, "B": 1}
 
 
-class PlanChoiceVecEnv(VecEnv):
+class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
     """N games, learner vs greedy, one whole-turn plan choice per step (see the module docstring)."""
 
     def __init__(self, num_envs: int = 64, num_players: int = 2, side: str = "A", spirits: bool = False,
@@ -35,17 +36,12 @@ class PlanChoiceVecEnv(VecEnv):
             raise ValueError(f"num_players must be 2, 3 or 4 (the learner needs greedy opponents), got {num_players!r}")
         if side not in _SIDES:
             raise ValueError(f"side must be 'A' or 'B', got {side!r}")
-        if opponent_beam < 1:
-            raise ValueError(f"opponent_beam must be >= 1, got {opponent_beam}")
+        opponent_beam, self.opponent_weights = planner_settings(opponent_beam, opponent_weights)
         n = int(num_envs)
         self.num_players, self.side, self.spirits = int(num_players), side, bool(spirits)
         self.cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
                             dtype=np.float64)
         self.weights = DEFAULT_WEIGHTS.copy()
-        ow = DEFAULT_WEIGHTS if opponent_weights is None else np.asarray(opponent_weights, dtype=np.float64)
-        if ow.shape != DEFAULT_WEIGHTS.shape:
-            raise ValueError(f"opponent_weights must have shape {DEFAULT_WEIGHTS.shape}, got {ow.shape}")
-        self.opponent_weights = ow.copy()
         self.parallel = P.set_threads(num_threads)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self.seats = np.zeros(n, dtype=np.int64)
@@ -120,33 +116,3 @@ class PlanChoiceVecEnv(VecEnv):
     def action_masks(self) -> np.ndarray:
         """bool (N, PLAN_CHOICES): which candidate plans exist in every row."""
         return self.masks.copy()
-
-    def _rows(self, indices: Any) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, (int, np.integer)):
-            return [int(indices)]
-        return [int(i) for i in indices]
-
-    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list:
-        rows = self._rows(indices)
-        if method_name == "action_masks":
-            return [self.masks[r].copy() for r in rows]
-        value = getattr(self, method_name)(*method_args, **method_kwargs)
-        return [value for _ in rows]
-
-    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        value = getattr(self, attr_name)
-        return [value for _ in self._rows(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        raise AttributeError(f"the batched env has no per-game attributes to set ({attr_name!r})")
-
-    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        return [False for _ in self._rows(indices)]
-
-    def close(self) -> None:
-        pass
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None for _ in range(self.num_envs)]

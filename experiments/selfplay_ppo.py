@@ -71,6 +71,7 @@ from harmonies_env.batch import SelfPlayBatch, episode_seed  # noqa: E402
 from harmonies_env.env_gym import VersusEnv  # noqa: E402
 from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation  # noqa: E402
 from harmonies_env.scoring import NUM_CATEGORIES  # noqa: E402
+from harmonies_env.vector import BatchVecEnvMethods  # noqa: E402
 
 #: Mixed into a game's seed to draw that episode's seats and opponents (see `draw_episode`).
 POOL_SALT = 0x51F1A7
@@ -109,7 +110,7 @@ def draw_episode(game_seed: int, num_players: int, pool_size: int,
     return learner, members, int(rng.integers(2**62))
 
 
-class PoolVecEnv(VecEnv):
+class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     """N self-play games as an SB3 VecEnv that stops only at the learner's decisions; opponents from a pool.
 
     Built on `SelfPlayBatch`. `step_wait` plays the learner's action in every game, then, while some games
@@ -378,37 +379,6 @@ class PoolVecEnv(VecEnv):
     def action_masks(self) -> np.ndarray:
         """bool (N, NUM_ACTIONS): the learner's legal actions in every game."""
         return self._masks.copy()
-
-    # -- the per-sub-env API of VecEnv: there are no sub-env objects, the batch answers for all --
-    def _rows(self, indices: Any) -> list[int]:
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, (int, np.integer)):
-            return [int(indices)]
-        return [int(i) for i in indices]
-
-    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list:
-        rows = self._rows(indices)
-        if method_name == "action_masks":
-            return [self._masks[r].copy() for r in rows]
-        value = getattr(self, method_name)(*method_args, **method_kwargs)  # once, for the whole batch
-        return [value for _ in rows]
-
-    def get_attr(self, attr_name: str, indices: Any = None) -> list:
-        value = getattr(self, attr_name)
-        return [value for _ in self._rows(indices)]
-
-    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-        raise AttributeError(f"the batched env has no per-game attributes to set ({attr_name!r})")
-
-    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-        return [False for _ in self._rows(indices)]
-
-    def close(self) -> None:
-        pass
-
-    def get_images(self) -> Sequence[np.ndarray | None]:
-        return [None for _ in range(self.num_envs)]
 
 
 # ---------------------------------------------------------------------------------------------------------

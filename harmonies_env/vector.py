@@ -186,11 +186,53 @@ def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> di
 # ---------------------------------------------------------------------------------------------------------
 # Stable-Baselines3 adapter (loaded lazily: importing SB3 pulls in torch)
 # ---------------------------------------------------------------------------------------------------------
+class BatchVecEnvMethods:
+    """The per-sub-env part of SB3's `VecEnv` API for an env that is one batch with no sub-env objects: the
+    batch answers for all rows. Mixed in first by `SB3VecEnv`, `agents.plan_env.PlanChoiceVecEnv` and
+    `experiments.selfplay_ppo.PoolVecEnv`; needs `num_envs` and `action_masks()`."""
+
+    num_envs: int
+
+    def action_masks(self) -> np.ndarray:  # pragma: no cover - provided by the env
+        raise NotImplementedError
+
+    def _rows(self, indices: Any) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, (int, np.integer)):
+            return [int(indices)]
+        return [int(i) for i in indices]
+
+    def env_method(self, method_name: str, *method_args: Any, indices: Any = None, **method_kwargs: Any) -> list:
+        rows = self._rows(indices)
+        if method_name == "action_masks":
+            masks = self.action_masks()
+            return [masks[r] for r in rows]
+        value = getattr(self, method_name)(*method_args, **method_kwargs)  # once, for the whole batch
+        return [value for _ in rows]
+
+    def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
+        value = getattr(self, attr_name)  # AttributeError if absent, as VecEnv.has_attr expects
+        return [value for _ in self._rows(indices)]
+
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
+        raise AttributeError(f"the batched env has no per-game attributes to set ({attr_name!r})")
+
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
+        return [False for _ in self._rows(indices)]
+
+    def close(self) -> None:
+        pass
+
+    def get_images(self) -> Sequence[np.ndarray | None]:
+        return [None for _ in range(self.num_envs)]
+
+
 @functools.cache
 def _sb3_class() -> type:
     from stable_baselines3.common.vec_env import VecEnv
 
-    class SB3VecEnv(VecEnv):
+    class SB3VecEnv(BatchVecEnvMethods, VecEnv):
         """N Harmonies games (Solo, or Versus against built-in random opponents) as an SB3 `VecEnv`.
 
         Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0), plus `seed` for the first reset.
@@ -264,38 +306,6 @@ def _sb3_class() -> type:
         def action_masks(self) -> np.ndarray:
             """bool (N, NUM_ACTIONS): the learner's legal actions in every game."""
             return self.batch.masks.copy()
-
-        # -- the per-sub-env API of VecEnv: there are no sub-env objects, the batch answers for all --
-        def _rows(self, indices: Any) -> list[int]:
-            if indices is None:
-                return list(range(self.num_envs))
-            if isinstance(indices, (int, np.integer)):
-                return [int(indices)]
-            return [int(i) for i in indices]
-
-        def env_method(self, method_name: str, *method_args: Any, indices: Any = None,
-                       **method_kwargs: Any) -> list[Any]:
-            rows = self._rows(indices)
-            if method_name == "action_masks":
-                return [self.batch.masks[r].copy() for r in rows]
-            value = getattr(self, method_name)(*method_args, **method_kwargs)
-            return [value for _ in rows]
-
-        def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-            value = getattr(self, attr_name)  # AttributeError if absent, as VecEnv.has_attr expects
-            return [value for _ in self._rows(indices)]
-
-        def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
-            raise AttributeError(f"the batched env has no per-game attributes to set ({attr_name!r})")
-
-        def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
-            return [False for _ in self._rows(indices)]
-
-        def close(self) -> None:
-            pass
-
-        def get_images(self) -> Sequence[np.ndarray | None]:
-            return [None for _ in range(self.num_envs)]
 
     SB3VecEnv.__module__ = __name__
     SB3VecEnv.__qualname__ = "SB3VecEnv"
