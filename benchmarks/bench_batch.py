@@ -6,7 +6,8 @@ Cases:
   actions are uniformly random legal ones picked by a small numba kernel outside the timed region. steps/s
   counts learner decisions (Versus opponents' moves come on top).
 - `gym_single`: the single-env Gymnasium path (harmonies/Solo-v0 `step` + `action_masks()` per action, the
-  picking of the action not timed), the baseline the batched path is compared with (`speedup_vs_gym`).
+  picking of the action not timed) on the env class itself, the strict baseline (`speedup_vs_gym`);
+  `gym_make_single`: the same through `gym.make("harmonies/Solo-v0")`'s wrappers (`speedup_vs_gym_make`).
 - `rollout`: whole random 2-player games from fresh states with `rollout_batch` (games/s and actions/s).
 - `threads_step` / `threads_rollout`: the batch-1024 (and 4096) step and the rollout case with 1 and 2 threads;
   `speedup_vs_gym` there is the machine-level figure (the single env cannot use a second core).
@@ -26,6 +27,7 @@ import os
 import platform
 import time
 
+import gymnasium as gym
 import numba
 import numpy as np
 from numba import njit
@@ -83,19 +85,24 @@ def bench_step(batch: int, num_players: int, seconds: float, threads: int = 1) -
             "us_per_step": round(1e6 * timed / steps, 3), "episodes": episodes}
 
 
-def bench_gym_single(seconds: float) -> dict:
-    """harmonies/Solo-v0 stepped one action per call; timed: env.step + env.action_masks (not the picking)."""
-    env = SoloEnv()
+def bench_gym_single(seconds: float, make: bool = False) -> dict:
+    """harmonies/Solo-v0 stepped one action per call; timed: env.step + env.action_masks (not the picking).
+
+    make=False: the env class itself (the strictest baseline); make=True: `gym.make("harmonies/Solo-v0")`,
+    what a user gets, with Gymnasium's checker and order-enforcing wrappers (masks via `env.unwrapped`).
+    """
+    env = gym.make("harmonies/Solo-v0") if make else SoloEnv()
+    masks = env.unwrapped.action_masks if make else env.action_masks
     env.reset(seed=0)
     rng = np.array([777], dtype=np.int64)
     act = np.zeros(1, dtype=np.int64)
-    mask = env.action_masks()
+    mask = masks()
     for _ in range(200):
         pick_random_legal(mask[None], rng, act)
         _, _, term, trunc, _ = env.step(int(act[0]))
         if term or trunc:
             env.reset()
-        mask = env.action_masks()
+        mask = masks()
     steps = 0
     timed = 0.0
     t_end = time.perf_counter() + seconds
@@ -105,11 +112,11 @@ def bench_gym_single(seconds: float) -> dict:
         _, _, term, trunc, _ = env.step(int(act[0]))
         if term or trunc:
             env.reset()
-        mask = env.action_masks()
+        mask = masks()
         timed += time.perf_counter() - t
         steps += 1
-    return {"case": "gym_single", "mode": "solo", "batch": 1, "threads": 1, "steps": steps,
-            "seconds": round(timed, 3), "steps_per_s": round(steps / timed),
+    return {"case": "gym_make_single" if make else "gym_single", "mode": "solo", "batch": 1, "threads": 1,
+            "steps": steps, "seconds": round(timed, 3), "steps_per_s": round(steps / timed),
             "us_per_step": round(1e6 * timed / steps, 3)}
 
 
@@ -152,14 +159,17 @@ def main(argv: list[str] | None = None) -> None:
                       "loadavg": os.getloadavg()[0], "python": platform.python_version(), "numba": numba.__version__,
                       "note": "other processes on a shared machine make these numbers noisy"}), flush=True)
     gym = best_of(bench_gym_single, rep, "steps_per_s", sec)
+    gym_make = best_of(bench_gym_single, rep, "steps_per_s", sec, True)
     if "gym" in only:
         print(json.dumps(gym), flush=True)
+        print(json.dumps(gym_make), flush=True)
     if "step" in only:
         for num_players in (1, 2):
             for batch in (1, 64, 1024):
                 r = best_of(bench_step, rep, "steps_per_s", batch, num_players, sec)
                 if num_players == 1:
                     r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
+                    r["speedup_vs_gym_make"] = round(r["steps_per_s"] / gym_make["steps_per_s"], 1)
                 print(json.dumps(r), flush=True)
     if "rollout" in only:
         print(json.dumps(best_of(bench_rollout, rep, "games_per_s", 1024, sec)), flush=True)
