@@ -26,7 +26,7 @@ __all__ = ["greedy_rows", "random_rows", "GreedyPlans", "DEFAULT_WEIGHTS", "MAX_
 def greedy_rows(states, rows, weights, beam: int, plans, lens, pos, owner, out) -> None:
     """The greedy move of the player to move in each listed row, planning a new turn where needed.
 
-    states: int64 (N, STATE_SIZE), read only. rows: int64 (M,) the rows to decide. weights: float64 (12,)
+    states: int64 (N, STATE_SIZE), read only. rows: int64 (M,) the rows to decide. weights: float64 (NUM_TERMS,)
     potential weights; beam: partial turns kept per token level (as `GreedyAgent(beam=...)`).
     Per-row plan buffers, kept by the caller between calls: plans int64 (N, MAX_PLAN), lens int64 (N,),
     pos int64 (N,) the next index into the plan, owner int64 (N,) the (turn, seat) the plan was made for

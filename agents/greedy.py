@@ -19,7 +19,13 @@ exactly on any determinized copy. The kernel `plan_turn` searches it as a beam o
  6 blue cell (river growth, Side A only)                    7 held card whose next habitat stands now
    (x the points of its next cube)                          8 held card otherwise (x next cube's points)
  9 empty cells (room left)                                 10 incomplete card held (slot pressure)
-11 Spirit kept without its cube (x its rule's points now)
+11 Spirit kept without its cube (x its rule's points now)  12 held card whose next habitat is 1 token away
+13 held card whose next habitat is 2 tokens away              (12, 13: x the points of its next cube)
+
+Terms 12-13 are what makes the planner build towards its cards' habitats over several turns ("habitats nearly
+complete"): a habitat's distance is the fewest tokens still to place on its cells, over every placement of the
+pattern whose cells can still become what it asks (`habitat_distance`). They lift the planner's mean from 77
+to about 89 in 2-player games and win 80% against the same planner without them (`experiments/tune_greedy.py`).
 """
 from __future__ import annotations
 
@@ -29,7 +35,19 @@ import numpy as np
 from numba import njit
 
 from harmonies_env import actions as A
-from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_POINTS, habitat_cells
+from harmonies_env.cards import (
+    CARD_POINTS,
+    CLASS_STACK,
+    CUBES_ON_CARD,
+    FIRST_SPIRIT,
+    HABITAT_CLASS,
+    HABITAT_CUBE,
+    HABITAT_MASK,
+    HABITAT_START,
+    NUM_CARDS,
+    SPIRIT_POINTS,
+    habitat_cells,
+)
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
@@ -45,6 +63,7 @@ from harmonies_env.stacks import (
     S_RED1,
     S_RED_RED,
     S_YELLOW,
+    STACKS,
     TOP_COLOUR,
 )
 from harmonies_env.state import (
@@ -65,22 +84,88 @@ from harmonies_env.state import (
 
 from .base import Agent, private_copy, public_key
 
-#: Potential weights (see the module docstring for each index). float64 (12,)
-DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0.34, 0.2, -0.66, 0.92], dtype=np.float64)
+#: Potential weights (see the module docstring for each index). float64 (NUM_TERMS,)
+DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26, 0.17, -0.87, 0.92, 0.34, 0.10],
+                           dtype=np.float64)
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
 _NC = NUM_CARDS + 1
+_FAR = 99  # habitat distance of a pattern that can no longer be formed
 
 
 #: How many potential terms `potential_terms` computes (the length of the weight vector).
-NUM_TERMS = 12
+NUM_TERMS = 14
+
+
+def _need_codes() -> np.ndarray:
+    """NEED_CODES[cls, k]: mask over stack codes that become habitat class cls with k more tokens (k = 0..3)."""
+    out = np.zeros((9, 4), dtype=np.int64)
+    for cls in range(9):
+        targets = [S_BROWN_RED, S_GRAY_RED, S_RED_RED] if CLASS_STACK[cls] < 0 else [int(CLASS_STACK[cls])]
+        for code, stack in enumerate(STACKS):
+            need = min((len(STACKS[t]) - len(stack) for t in targets if STACKS[t][: len(stack)] == stack),
+                       default=_FAR)
+            if need <= 3:
+                out[cls, need] |= 1 << code
+    return out
+
+
+#: NEED_CODES[habitat class, k] -> stack codes k tokens short of that class (k = 0..3). int64 (9, 4)
+NEED_CODES = _need_codes()
+
+
+@njit(cache=True)
+def need_masks(bb, cubes: int, out) -> None:
+    """out[cls, k] = cells k tokens short of habitat class cls (cells under a cube only when k = 0).
+
+    bb: int64 (15,) one board's bitboards; cubes: its cube mask; out: int64 (9, 4).
+    """
+    for cls in range(9):
+        for k in range(4):
+            codes = NEED_CODES[cls, k]
+            m = 0
+            for code in range(15):
+                if (codes >> code) & 1:
+                    m |= bb[code]
+            out[cls, k] = m if k == 0 else m & ~cubes
+
+
+@njit(cache=True)
+def habitat_distance(side: int, cubes: int, card: int, need) -> int:
+    """Fewest tokens still to place before a habitat of `card` stands with a free cube cell (0 = stands now).
+
+    need: int64 (9, 4) from `need_masks`. Returns `_FAR` (99) when no placement can be formed any more.
+    """
+    best = _FAR
+    for q in range(HABITAT_START[side, card], HABITAT_START[side, card + 1]):
+        if (cubes >> HABITAT_CUBE[side, q]) & 1:
+            continue
+        cost = 0
+        for j in range(4):
+            cls = HABITAT_CLASS[side, q, j]
+            if cls < 0:
+                break
+            m = HABITAT_MASK[side, q, j]
+            if m & ~(need[cls, 0] | need[cls, 1] | need[cls, 2] | need[cls, 3]):
+                cost = _FAR
+                break
+            cost += popcount(m & need[cls, 1]) + 2 * popcount(m & need[cls, 2]) + 3 * popcount(m & need[cls, 3])
+            if cost >= best:
+                break
+        if cost < best:
+            best = cost
+            if best == 0:
+                break
+    return best
 
 
 @njit(cache=True)
 def _terms(s, p: int):
-    """The 12 potential terms of player p as a tuple of floats (no allocation: `evaluate` runs in inner loops)."""
+    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: the only
+    allocation is the need masks, and only while a held Animal card's habitat does not stand)."""
     side = s[SIDE]
     bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
-    t2 = t3 = t5 = t7 = t8 = t10 = t11 = 0.0
+    t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    need = np.empty((0, 0), dtype=np.int64)
     mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
     m = mountains
     while m:
@@ -132,16 +217,24 @@ def _terms(s, p: int):
         gain = float(CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0))
         if habitat_cells(side, bb, cubes, card):
             t7 += gain
-        else:
-            t8 += gain
+            continue
+        t8 += gain
+        if need.shape[0] == 0:
+            need = np.empty((9, 4), dtype=np.int64)
+            need_masks(bb, cubes, need)
+        d = habitat_distance(side, cubes, card, need)
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
     t6 = float(popcount(bb[S_BLUE])) if side == 0 else 0.0
     return (float(popcount(bb[S_BROWN1])), float(popcount(bb[S_BROWN2])), t2, t3, float(popcount(bb[S_RED1])), t5,
-            t6, t7, t8, float(popcount(bb[0])), t10, t11)
+            t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
 
 
 @njit(cache=True)
 def potential_terms(s, p: int, t) -> None:
-    """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (12,).
+    """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (NUM_TERMS,).
 
     What `evaluate` weights; the learned plan chooser (`agents.plan_choice`) reads them raw. Depends only on
     public fields (p's board, cubes, held cards and the cubes placed on them).
@@ -155,7 +248,7 @@ def potential_terms(s, p: int, t) -> None:
 def evaluate(s, p: int, w, sc) -> float:
     """Score of player p now plus the potential heuristic: total + w . potential_terms.
 
-    w: float64 (12,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
+    w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
     cp = CUBES_PLACED + _NC * p
     score_into(s[SIDE], s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
@@ -211,7 +304,7 @@ def _spirit_plans(s, plans, lens, values) -> int:
 def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     """Best turn plans for the player to move in s0 (not modified), best first.
 
-    w: float64 (12,) potential weights; beam: partial turns kept per token level.
+    w: float64 (NUM_TERMS,) potential weights; beam: partial turns kept per token level.
     plans: int64 (K, MAX_PLAN) out, lens: int64 (K,) out, values: float64 (K,) out. Returns how many
     plans were written (<= K). Each plan ends with END_TURN (or is the Spirit choice, which does not end
     the turn: plan again afterwards).
@@ -339,7 +432,7 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
 
 
 def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
-    """Validated (beam, weights) for `plan_turn`: beam >= 1; weights float64 (12,), default `DEFAULT_WEIGHTS`."""
+    """Validated (beam, weights) for `plan_turn`: beam >= 1; weights float64 (NUM_TERMS,), default `DEFAULT_WEIGHTS`."""
     if beam < 1:
         raise ValueError(f"beam must be >= 1, got {beam}")
     w = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)

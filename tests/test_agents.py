@@ -5,8 +5,12 @@ import numpy as np
 import pytest
 
 from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
+from agents.greedy import DEFAULT_WEIGHTS, habitat_distance, need_masks
 from harmonies_env import Game
 from harmonies_env import state as S
+from harmonies_env.cards import FIRST_SPIRIT, habitat_cells, habitat_placements
+from harmonies_env.data import LABELS
+from harmonies_env.stacks import STACKS
 from harmonies_env.tournament import play_game
 from harmonies_env.view import PlayerView
 
@@ -53,6 +57,64 @@ def test_greedy_beats_random_by_a_wide_margin():
         r_scores.append(totals[1 - gi])
         assert game.winners() == [gi]
     assert np.mean(g_scores) >= np.mean(r_scores) + 25
+
+
+# Plain-Python statement of a habitat's distance: the stack each habitat class ends as, by label.
+_CLASS_TARGETS = {"blue": [("blue",)], "yellow": [("yellow",)], "tree1": [("green",)], "tree2": [("brown", "green")],
+                  "tree3": [("brown", "brown", "green")], "mountain1": [("gray",)], "mountain2": [("gray", "gray")],
+                  "mountain3": [("gray", "gray", "gray")],
+                  "building": [("brown", "red"), ("gray", "red"), ("red", "red")]}
+
+
+def _reference_distance(side: str, stacks: list[tuple[str, ...]], cubes: set[int], card: int) -> int:
+    """Fewest tokens to add so that some placement of the card's pattern stands with its cube cell free."""
+    best = 99
+    for placed, cube_cell in habitat_placements(side, card):
+        if cube_cell in cubes:
+            continue
+        cost = 0
+        for cell, cls in placed:
+            have = stacks[cell]
+            needs = [len(t) - len(have) for t in _CLASS_TARGETS[LABELS[cls]] if t[: len(have)] == have]
+            if not needs or (min(needs) > 0 and cell in cubes):
+                cost = 99
+                break
+            cost += min(needs)
+        best = min(best, cost)
+    return best
+
+
+def test_habitat_distance_matches_a_plain_reference_and_the_habitat_matcher():
+    rng = np.random.default_rng(0)
+    need = np.zeros((9, 4), dtype=np.int64)
+    checked = {0: 0, 1: 0, 2: 0}
+    for seed in range(12):
+        g = Game(2, "AB"[seed % 2], False, seed=seed)
+        for _ in range(int(rng.integers(0, 60))):  # random boards, from empty to crowded
+            if g.is_over:
+                break
+            g.step(int(rng.choice(g.legal_actions())))
+        side = seed % 2
+        for p in range(2):
+            bb = g.state[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+            cubes = int(g.state[S.CUBES + p])
+            need_masks(bb, cubes, need)
+            stacks = [STACKS[c] for c in g.field("stack")[p]]
+            cube_cells = {i for i in range(25) if cubes >> i & 1}
+            for card in range(1, FIRST_SPIRIT):
+                d = habitat_distance(side, cubes, card, need)
+                assert d == _reference_distance("AB"[side], stacks, cube_cells, card), (seed, p, card)
+                assert (d == 0) == bool(habitat_cells(side, bb, cubes, card))
+                if d in checked:
+                    checked[d] += 1
+    assert min(checked.values()) > 0  # standing, 1 and 2 tokens away all occurred
+
+
+def test_habitat_distance_terms_make_the_planner_much_stronger():
+    from experiments.tune_greedy import NO_DISTANCE_WEIGHTS, compare
+
+    r = compare(DEFAULT_WEIGHTS, NO_DISTANCE_WEIGHTS, games=120)
+    assert r["margin"] > 6 and r["win_rate_a"] > 0.65, r
 
 
 def test_greedy_is_deterministic_and_replans_after_unexpected_positions():
