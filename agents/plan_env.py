@@ -28,7 +28,7 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
     """N games, learner vs greedy, one whole-turn plan choice per step (see the module docstring)."""
 
     def __init__(self, num_envs: int = 64, num_players: int = 2, side: str = "A", spirits: bool = False,
-                 margin_reward: float = 0.02, opponent_beam: int = P.PLAN_BEAM, opponent_weights: Any = None,
+                 margin_reward: float = 0.02, opponent_beam: int = 24, opponent_weights: Any = None,
                  num_threads: int = 1, seed: int | None = None):
         if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")

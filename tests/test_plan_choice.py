@@ -9,6 +9,7 @@ from agents import GreedyAgent, make_agent
 from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, evaluate, potential_terms
 from agents.plan_choice import (
     GLOBAL_FEATURES,
+    PLAN_BEAM,
     PLAN_CHOICES,
     PLAN_FEATURES,
     PLAN_OBS_SIZE,
@@ -57,7 +58,7 @@ def test_plan_zero_is_the_greedy_plan_and_features_describe_each_plan():
     obs, mask, plans = describe(g)
     assert obs.shape == (PLAN_OBS_SIZE,) and obs.dtype == np.float32
     assert mask.sum() == len(plans) > 1
-    greedy = GreedyAgent()
+    greedy = GreedyAgent(beam=PLAN_BEAM)  # the candidates come from the wider planner
     from harmonies_env.view import PlayerView
 
     view = PlayerView(g, g.current_player)
@@ -110,10 +111,12 @@ def test_training_env_plan_zero_replays_greedy_vs_greedy_and_is_seeded():
                 results[r] = infos[r]
                 assert rewards[r] == pytest.approx(infos[r]["won"] + 0.02 * (infos[r]["score"]
                                                                              - infos[r]["opponent_score"]))
-    for r in range(3):  # episode 0 of row r is the game with seed 40 + r, greedy in both seats
+    for r in range(3):  # episode 0 of row r is the game with seed 40 + r: plan 0 = the beam-PLAN_BEAM planner
         seed = int(game_seed(40 + r, 0))
         seat = (seed >> 17) % 2
-        game = play_game([GreedyAgent(), GreedyAgent()], 2, "A", False, seed=seed)
+        agents = [GreedyAgent(), GreedyAgent()]
+        agents[seat] = GreedyAgent(beam=PLAN_BEAM)
+        game = play_game(agents, 2, "A", False, seed=seed)
         totals = [sc["total"] for sc in game.scores()]
         assert results[r]["score"] == totals[seat] and results[r]["opponent_score"] == totals[1 - seat]
     env2 = PlanChoiceVecEnv(3, seed=40, num_threads=2)
@@ -144,7 +147,8 @@ def test_train_plan_ppo_and_distill_scripts_run_and_resume(tmp_path):
     from experiments import distill_mcts, train_plan_ppo
 
     out = train_plan_ppo.main(["--timesteps", "128", "--n-envs", "8", "--n-steps", "8", "--batch-size", "32",
-                               "--eval-freq", "64", "--eval-games", "8", "--checkpoint-dir", str(tmp_path / "ck"),
+                               "--warm-start", "64", "--eval-freq", "64", "--eval-games", "8",
+                               "--checkpoint-dir", str(tmp_path / "ck"),
                                "--logdir", "", "--no-progress"])
     assert out["timesteps"] >= 128 and 0.0 <= out["best_win_rate"] <= 1.0
     assert (tmp_path / "ck" / "last.zip").exists() and (tmp_path / "ck" / "best.zip").exists()
