@@ -6,8 +6,8 @@ sits in seat i % 2, so each pair of games shares its seeds across seats (common 
 
     # the default weights against the pre-habitat-distance weights (terms 12-13 off), 2,000 games
     PYTHONPATH=. python experiments/tune_greedy.py --against no-distance --games 2000
-    # a beam-96 planner against the default beam 24
-    PYTHONPATH=. python experiments/tune_greedy.py --beam 96 --games 1000
+    # the wide planner (beam 800, what MCTS and the plan chooser use) against the default beam 24
+    PYTHONPATH=. python experiments/tune_greedy.py --beam 800 --games 1000
     # random-mutation hill climbing on the weights for 5 minutes, measured against the defaults
     PYTHONPATH=. python experiments/tune_greedy.py --search-minutes 5 --games 1000
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
-from agents.greedy import DEFAULT_WEIGHTS, habitat_distance, need_masks
+from agents.greedy import DEFAULT_WEIGHTS, evaluate, habitat_distance, need_masks, no_turn_left, potential_terms
 from harmonies_env import Game
 from harmonies_env import state as S
 from harmonies_env.cards import FIRST_SPIRIT, habitat_cells, habitat_placements
@@ -115,6 +115,51 @@ def test_habitat_distance_terms_make_the_planner_much_stronger():
 
     r = compare(DEFAULT_WEIGHTS, NO_DISTANCE_WEIGHTS, games=120)
     assert r["margin"] > 6 and r["win_rate_a"] > 0.65, r
+
+
+def _midgame(seed: int = 4, turns: int = 10) -> Game:
+    game = Game(2, "A", False, seed=seed)
+    agent = GreedyAgent()
+    while game.turn < turns:
+        game.step(agent.act(PlayerView(game, game.current_player)))
+    return game
+
+
+def test_no_turn_left_follows_the_end_of_game_rules():
+    game = _midgame()
+    s = game.state
+    mover = int(s[S.CURRENT])
+    assert not no_turn_left(s, 0) and not no_turn_left(s, 1)
+    t = s.copy()
+    t[S.END_TRIGGER] = 1  # the final round: whoever has played it (seats <= the mover) is done
+    assert no_turn_left(t, 0) and no_turn_left(t, mover) and no_turn_left(t, 1) == (mover == 1)
+    t = s.copy()
+    t[S.BITBOARD + 15 * mover] = 0b11  # the mover's board would trigger the end: 2 empty cells
+    assert no_turn_left(t, mover) and not no_turn_left(t, 1 - mover)
+    t = s.copy()
+    S.field(t, "pouch")[:] = [2, 0, 0, 0, 0, 0]  # the pouch cannot refill the space being taken
+    assert not no_turn_left(t, mover)  # no space taken yet this turn
+    t[S.TAKEN_SPACE] = 0
+    assert no_turn_left(t, mover) and not no_turn_left(t, 1 - mover)
+    solo = Game(1, "A", False, seed=1).state.copy()
+    S.field(solo, "pouch")[:] = [8, 0, 0, 0, 0, 0]  # solo refills all 3 spaces: 9 tokens needed
+    assert no_turn_left(solo, 0)
+    t = s.copy()
+    t[S.GAME_OVER] = 1
+    assert no_turn_left(t, 0) and no_turn_left(t, 1)
+
+
+def test_evaluate_drops_the_potential_on_a_players_last_turn():
+    game = _midgame()
+    s = game.state.copy()
+    p = int(s[S.CURRENT])
+    sc = np.zeros(8, dtype=np.int64)
+    terms = np.zeros(len(DEFAULT_WEIGHTS))
+    potential_terms(s, p, terms)
+    assert abs(float(DEFAULT_WEIGHTS @ terms)) > 0.1  # this position has potential
+    assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == pytest.approx(sc[7] + DEFAULT_WEIGHTS @ terms)
+    s[S.END_TRIGGER] = 2
+    assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == sc[7] == game.scores()[p]["total"]
 
 
 def test_greedy_is_deterministic_and_replans_after_unexpected_positions():

@@ -6,7 +6,7 @@ import pytest
 from test_agents import Checked
 
 from agents import GreedyAgent, make_agent
-from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, evaluate, potential_terms
+from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, evaluate, no_turn_left, potential_terms
 from agents.plan_choice import (
     GLOBAL_FEATURES,
     PLAN_BEAM,
@@ -43,13 +43,17 @@ def _to_turn_start(g: Game) -> None:
 def test_evaluate_is_score_plus_weighted_potential_terms():
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     t = np.zeros(NUM_TERMS, dtype=np.float64)
+    seen = set()
     for seed in range(30):
         g = _midgame(seed, 10 + 3 * seed)
         for p in range(2):
             potential_terms(g.state, p, t)
             v = evaluate(g.state, p, DEFAULT_WEIGHTS, sc)
-            assert v == pytest.approx(g.scores()[p]["total"] + float(DEFAULT_WEIGHTS @ t), abs=1e-9)
+            last = no_turn_left(g.state, p)  # on a last turn only points count
+            seen.add(bool(last))
+            assert v == pytest.approx(g.scores()[p]["total"] + (0.0 if last else float(DEFAULT_WEIGHTS @ t)), abs=1e-9)
             assert t[9] == 23 - int((g.field("stack")[p][:23] > 0).sum())  # empty cells
+    assert seen == {False, True}  # both mid-game and last-turn positions were checked
 
 
 def test_plan_zero_is_the_greedy_plan_and_features_describe_each_plan():
