@@ -277,12 +277,13 @@ def no_turn_left(s, p: int) -> bool:
         return False
     if popcount(s[BITBOARD + 15 * p]) <= 2:
         return True
+    solo = s[NUM_PLAYERS] == 1
+    if not solo and s[TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
+        return False
     pouch = 0
     for c in range(6):
         pouch += s[POUCH + c]
-    if s[NUM_PLAYERS] == 1:
-        return pouch < 3 * s[NUM_SPACES]
-    return s[TAKEN_SPACE] >= 0 and pouch < 3
+    return pouch < (3 * s[NUM_SPACES] if solo else 3)
 
 
 @njit(cache=True)
