@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from .base import Agent, private_copy
+from .base import Agent, PlanAgent, private_copy
 from .greedy import GreedyAgent
 from .mcts import MCTSAgent
 from .random_agent import RandomAgent
@@ -42,4 +42,4 @@ def make_agent(spec: str, seed: int = 0) -> Agent:
                      "mcts:200it, random, ppo:model.zip)")
 
 
-__all__ = ["Agent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS"]
+__all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS"]

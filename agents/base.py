@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from harmonies_env import state as S
+from harmonies_env.rules import step
 
 
 class Agent:
@@ -52,3 +53,42 @@ PUBLIC_FIELDS = ("stack", "cubes", "hand", "central", "market", "slot", "cubes_p
 def public_key(state: np.ndarray) -> bytes:
     """Bytes of the public fields of a state vector: equal keys mean the same position for planning."""
     return b"".join(np.ascontiguousarray(S.field(state, f)).tobytes() for f in PUBLIC_FIELDS)
+
+
+class PlanAgent(Agent):
+    """An agent that decides a whole turn at once and plays it one micro-action per call.
+
+    Why: a Harmonies turn holds no chance, so a plan made on any private copy stays valid for the whole turn.
+    Subclasses implement `choose_plan(view, game)`: the micro-actions of the mover's whole turn, given the view and
+    a private copy `game = private_copy(view, self.plan_seed(view))` (search agents draw more copies from the view).
+    This base caches the plan and plans again whenever the view is not the position the plan expects (another seat
+    moved, or a new game started).
+    """
+
+    seed: int = 0
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def plan_seed(self, view: Any) -> int:
+        """Seed of the private copy a plan is made on (only hidden parts depend on it; a plan never does)."""
+        return self.seed
+
+    def reset(self) -> None:
+        self._plan: list[int] = []
+        self._expect: bytes | None = None
+
+    def act(self, view: Any) -> int:
+        if not hasattr(self, "_plan"):
+            self.reset()
+        g = private_copy(view, self.plan_seed(view))
+        key = public_key(g.state)
+        if not (self._plan and key == self._expect):
+            plan = list(self.choose_plan(view, g)) if not g.is_over else []
+            if not plan:  # cannot happen on a legal position; fall back to the first legal action
+                return int(view.legal_actions()[0])
+            self._plan = [int(a) for a in plan]
+        a = self._plan.pop(0)
+        step(g.state, a)
+        self._expect = public_key(g.state) if self._plan else None
+        return int(a)

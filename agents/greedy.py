@@ -94,7 +94,7 @@ from harmonies_env.state import (
     TOOK_TOKENS,
 )
 
-from .base import Agent, private_copy, public_key
+from .base import PlanAgent
 
 #: Potential weights (see the module docstring for each index). float64 (NUM_TERMS,)
 DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26, 0.17, -0.87, 0.92, 0.34, 0.10],
@@ -486,11 +486,11 @@ def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
     return int(beam), w
 
 
-class GreedyAgent(Agent):
+class GreedyAgent(PlanAgent):
     """Plans its whole turn with `plan_turn` and plays it one micro-action per call.
 
     The plan is computed on a private determinized copy (a turn involves no chance, so any copy gives the
-    same plan) and cached; if the view is not the position the plan expects, it plans again.
+    same plan) and cached by `PlanAgent`, which plans again when the view is not the position it expects.
     """
 
     def __init__(self, beam: int = 24, weights: np.ndarray | None = None, seed: int = 0, name: str = "greedy"):
@@ -502,20 +502,6 @@ class GreedyAgent(Agent):
         self._values = np.zeros(1, dtype=np.float64)
         self.reset()
 
-    def reset(self) -> None:
-        self._plan: list[int] = []
-        self._expect: bytes | None = None
-        self._copy = None
-
-    def act(self, view: Any) -> int:
-        g = private_copy(view, self.seed)
-        key = public_key(g.state)
-        if not (self._plan and key == self._expect):
-            n = plan_turn(g.state, self.weights, self.beam, self._plans, self._lens, self._values)
-            if n == 0:  # cannot happen on a legal position; fall back to the first legal action
-                return int(view.legal_actions()[0])
-            self._plan = self._plans[0, : self._lens[0]].tolist()
-        a = self._plan.pop(0)
-        step(g.state, a)
-        self._expect = public_key(g.state) if self._plan else None
-        return int(a)
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        n = plan_turn(game.state, self.weights, self.beam, self._plans, self._lens, self._values)
+        return self._plans[0, : self._lens[0]].tolist() if n else []

@@ -36,7 +36,7 @@ from harmonies_env.rules import scores_into, step
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
 
-from .base import Agent, private_copy, public_key
+from .base import PlanAgent, private_copy
 from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, WIDE_BEAM, GreedyAgent, evaluate, plan_turn
 
 
@@ -81,7 +81,7 @@ def rollout_value(s, me: int, w, beam: int, turns: int, scale: float) -> float:
     return 1.0 / (1.0 + math.exp(-(mine - best) / scale))
 
 
-class MCTSAgent(Agent):
+class MCTSAgent(PlanAgent):
     """ISMCTS over the greedy planner's whole-turn plans (see the module docstring for the design)."""
 
     def __init__(self, iterations: int | None = None, seconds: float | None = None, seed: int = 0,
@@ -108,10 +108,6 @@ class MCTSAgent(Agent):
         self.name = name or ("mcts" + (f":{self.seconds:g}s" if self.iterations is None else f":{self.iterations}it"))
         self.last_iterations = 0
         self.reset()
-
-    def reset(self) -> None:
-        self._plan: list[int] = []
-        self._expect: bytes | None = None
 
     def _seed_for(self, turn: int, i: int) -> int:
         x = (self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + i * 0xC2B2AE3D + 0x27D4EB2F) & (2**62 - 1)
@@ -157,19 +153,15 @@ class MCTSAgent(Agent):
         self.last_iterations = i
         return cands, visits, total / np.maximum(visits, 1)
 
-    def act(self, view: Any) -> int:
-        g = private_copy(view, self._seed_for(0, 0))
-        key = public_key(g.state)
-        if not (self._plan and key == self._expect):
-            cands, visits, means = self.search(view)
-            if not cands:
-                return int(view.legal_actions()[0])
-            j = int(np.argmax(np.where(visits > 0, means, -1.0))) if visits.sum() else 0
-            self._plan = list(cands[j])
-        a = self._plan.pop(0)
-        step(g.state, a)
-        self._expect = public_key(g.state) if self._plan else None
-        return int(a)
+    def plan_seed(self, view: Any) -> int:
+        return self._seed_for(0, 0)
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        cands, visits, means = self.search(view)
+        if not cands:
+            return []
+        j = int(np.argmax(np.where(visits > 0, means, -1.0))) if visits.sum() else 0
+        return list(cands[j])
 
 
 __all__ = ["MCTSAgent", "rollout_value", "GreedyAgent"]

@@ -18,15 +18,14 @@ from typing import Any
 import numpy as np
 
 from harmonies_env.observation import OBS_SIZE
-from harmonies_env.rules import step
 
-from .base import Agent, private_copy, public_key
+from .base import PlanAgent
 
 #: The trained checkpoint that ships with the package (plan-choosing, 2 players, Side A, no Spirits).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "plan_ppo.zip"
 
 
-class PPOAgent(Agent):
+class PPOAgent(PlanAgent):
     """Loads a MaskablePPO checkpoint (.zip) and plays its most likely legal action (or plan).
 
     torch / sb3-contrib are imported only here. A flat-action policy reads `view.observation` (float32
@@ -57,16 +56,12 @@ class PPOAgent(Agent):
         self.name = name or f"ppo:{p.name}"
         self.reset()
 
-    def reset(self) -> None:
-        self._plan: list[int] = []
-        self._expect: bytes | None = None
-
     def act(self, view: Any) -> int:
         mask = np.asarray(view.action_mask, dtype=bool)
         if not mask.any():
             raise ValueError("no legal action: it is not this player's turn or the game is over")
         if self.kind == "plan":
-            return self._act_plan(view)
+            return super().act(view)
         obs = np.asarray(view.observation, dtype=np.float32)
         action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
         a = int(np.asarray(action).reshape(-1)[0])
@@ -74,19 +69,12 @@ class PPOAgent(Agent):
             a = int(np.flatnonzero(mask)[0])
         return a
 
-    def _act_plan(self, view: Any) -> int:
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
         from .plan_choice import describe
 
-        g = private_copy(view, self.seed)
-        key = public_key(g.state)
-        if not (self._plan and key == self._expect):
-            obs, pmask, plans = describe(g.state)
-            if not plans:  # cannot happen on a legal position
-                return int(view.legal_actions()[0])
-            k, _ = self.model.predict(obs, action_masks=pmask, deterministic=True)
-            k = int(np.asarray(k).reshape(-1)[0])
-            self._plan = list(plans[k if k < len(plans) else 0])
-        a = self._plan.pop(0)
-        step(g.state, a)
-        self._expect = public_key(g.state) if self._plan else None
-        return int(a)
+        obs, pmask, plans = describe(game.state)
+        if not plans:  # cannot happen on a legal position
+            return []
+        k, _ = self.model.predict(obs, action_masks=pmask, deterministic=True)
+        k = int(np.asarray(k).reshape(-1)[0])
+        return list(plans[k if k < len(plans) else 0])

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harmonies_env.tournament import run_games, summarize  # noqa: E402
+from harmonies_apps.tournament import run_games, summarize  # noqa: E402
 
 #: name -> (agent specs, players, side, spirits, default games)
 CASES = {

@@ -6,12 +6,12 @@ import pytest
 
 from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
 from agents.greedy import DEFAULT_WEIGHTS, evaluate, habitat_distance, need_masks, no_turn_left, potential_terms
+from harmonies_apps.tournament import play_game
 from harmonies_env import Game
 from harmonies_env import state as S
 from harmonies_env.cards import FIRST_SPIRIT, habitat_cells, habitat_placements
 from harmonies_env.data import LABELS
 from harmonies_env.stacks import STACKS
-from harmonies_env.tournament import play_game
 from harmonies_env.view import PlayerView
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harmonies_env import cli
+from harmonies_apps import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_play_reprompts_on_bad_input_then_plays_to_the_end():
 
 
 def test_play_through_stdin_quits_cleanly():
-    p = subprocess.run([sys.executable, "-m", "harmonies_env.cli", "play", "--opponents", "random"],
+    p = subprocess.run([sys.executable, "-m", "harmonies_apps.cli", "play", "--opponents", "random"],
                        input="abc\nq\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert "'abc' is not a move number" in p.stdout
     assert "game abandoned" in p.stderr and p.returncode != 0

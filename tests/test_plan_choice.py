@@ -16,10 +16,10 @@ from agents.plan_choice import (
     describe,
     game_seed,
 )
+from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
 from harmonies_env import state as S
 from harmonies_env.scoring import CATEGORIES, NUM_CATEGORIES
-from harmonies_env.tournament import play_game
 
 
 def _midgame(seed: int, actions: int) -> Game:

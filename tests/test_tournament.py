@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harmonies_env.tournament import run_games, summarize, wilson_interval, write_outputs
+from harmonies_apps.tournament import run_games, summarize, wilson_interval, write_outputs
 
 
 def test_wilson_interval_known_values():

@@ -16,8 +16,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .game import Game
-from .scoring import CATEGORIES
+from harmonies_env.game import Game
+from harmonies_env.scoring import CATEGORIES
 
 
 def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -37,7 +37,7 @@ def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits:
 
     on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
     """
-    from .view import PlayerView
+    from harmonies_env.view import PlayerView
 
     if len(agents) != num_players:
         raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")

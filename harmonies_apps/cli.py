@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Callable, TextIO
 
-from .render import board_lines
-from .scoring import CATEGORIES
+from harmonies_env.render import board_lines
+from harmonies_env.scoring import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[1]
 
