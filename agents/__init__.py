@@ -2,7 +2,8 @@
 
 `make_agent("greedy")`, `make_agent("mcts:0.5")` (seconds per decision), `make_agent("mcts:200it")`
 (iterations), `make_agent("random")`, `make_agent("ppo")` (the shipped checkpoint) or
-`make_agent("ppo:path/to/model.zip")`.
+`make_agent("ppo:path/to/model.zip")`, `make_agent("learned")` (the shipped afterstate value network) and
+`make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that network inside a search).
 """
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from .greedy import GreedyAgent
 from .mcts import MCTSAgent
 from .random_agent import RandomAgent
 
-AGENT_KINDS = ("random", "greedy", "mcts", "ppo")
+AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
 
 
 def make_agent(spec: str, seed: int = 0) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
-    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] (default: the shipped
-    checkpoint). Unknown kinds or bad arguments raise ValueError.
+    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] | learned[:PATH] | learned-search[:SECONDS | :Nit]
+    (`learned` and `ppo` default to the shipped checkpoints; `learned-search` uses the shipped network).
+    Unknown kinds or bad arguments raise ValueError.
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -33,13 +35,23 @@ def make_agent(spec: str, seed: int = 0) -> Agent:
             if arg.endswith("it"):
                 return MCTSAgent(iterations=int(arg[:-2]), seed=seed, name=spec)
             return MCTSAgent(seconds=float(arg), seed=seed, name=spec)
+        if kind == "learned":
+            from .learned import LearnedAgent
+            return LearnedAgent(arg or None, seed=seed, name=spec)
+        if kind == "learned-search":
+            from .learned import LearnedSearchAgent
+            if not arg:
+                return LearnedSearchAgent(seconds=1.0, seed=seed, name=spec)
+            if arg.endswith("it"):
+                return LearnedSearchAgent(iterations=int(arg[:-2]), seed=seed, name=spec)
+            return LearnedSearchAgent(seconds=float(arg), seed=seed, name=spec)
         if kind == "ppo":
             from .ppo import PPOAgent
             return PPOAgent(arg or None, seed=seed, name=spec)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "
-                     "mcts:200it, random, ppo:model.zip)")
+                     "mcts:200it, random, ppo:model.zip, learned, learned-search:1.0, learned-search:200it)")
 
 
 __all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS"]

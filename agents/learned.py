@@ -1,0 +1,372 @@
+"""The learned agents: an afterstate value network over whole-turn plans, alone (`learned`) or inside a search
+(`learned-search`).
+
+Why this design (TD-Gammon's, for a game whose turns hold no chance): the greedy planner's wide beam
+(`agents.greedy.plan_turn`, beam `WIDE_BEAM`) proposes the `candidates` best whole-turn plans by its hand-written
+heuristic; each plan leads to an exact afterstate (`agents.afterstate`), and a small network that has learned, from
+self-play outcomes alone, what an afterstate is worth picks among them. The candidate generator is the same as
+`greedy:800`'s, so any gain over `greedy:800` is the network's (benchmarks/STRENGTH.md compares the two).
+
+The network (`ValueNet`, float32): an MLP over `NUM_FEATURES` public features with ReLU hidden layers and 8
+outputs: the predicted final totals of the 4 relative seats / 100 (seat 0 = the player who just moved) and 4
+logits of who wins. A candidate's value for its mover (`decision_values`) = P(win) + `margin` x (own - best other)
+/ 100 + `score` x own / 100 (solo: own / 100 only); the weights are stored in the checkpoint's config.
+
+Checkpoints are a weights-only file (`NAME.pt`: `torch.save` of a state dict of tensors, loaded with
+`torch.load(..., weights_only=True)`, which never unpickles code) plus `NAME.json` (architecture, feature
+version, value weights, how it was trained). Nothing shipped is a pickle. Inference here runs in numpy
+(weights converted once), so playing never depends on torch's threads; torch is only needed to load the file.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from harmonies_env import actions as A
+from harmonies_env import state as S
+from harmonies_env.rules import step
+
+from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, final_outcome
+from .base import PlanAgent, private_copy
+from .greedy import MAX_PLAN, WIDE_BEAM, plan_turn, planner_settings
+
+#: The checkpoint shipped with the package (2 players, Side A, no Spirits, trained from scratch by self-play).
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "learned.pt"
+#: Outputs of the network: 4 predicted final totals / 100 (relative seats), then 4 win logits.
+NUM_OUTPUTS = 8
+#: Default architecture and decision weights of a new network.
+DEFAULT_CONFIG: dict[str, Any] = {
+    "feature_version": FEATURE_VERSION,
+    "num_features": NUM_FEATURES,
+    "hidden": [256, 256],
+    "value": {"win": 1.0, "margin": 0.5, "score": 0.25},
+}
+
+
+def torch_net(config: dict[str, Any]):
+    """The network as a torch module (training): Linear+ReLU per hidden width, then Linear to NUM_OUTPUTS."""
+    import torch.nn as nn
+
+    layers: list[Any] = []
+    width = int(config["num_features"])
+    for h in config["hidden"]:
+        layers += [nn.Linear(width, int(h)), nn.ReLU()]
+        width = int(h)
+    layers.append(nn.Linear(width, NUM_OUTPUTS))
+    return nn.Sequential(*layers)
+
+
+def check_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A validated copy of a network config (ValueError naming what is wrong)."""
+    cfg = {**DEFAULT_CONFIG, **config}
+    if cfg["feature_version"] != FEATURE_VERSION:
+        raise ValueError(f"checkpoint features are version {cfg['feature_version']}, this code computes version "
+                         f"{FEATURE_VERSION}: retrain (python -m experiments.train_learned)")
+    if cfg["num_features"] != NUM_FEATURES:
+        raise ValueError(f"checkpoint expects {cfg['num_features']} features, this code computes {NUM_FEATURES}")
+    hidden = cfg["hidden"]
+    if not (isinstance(hidden, list) and hidden and all(isinstance(h, int) and 0 < h <= 4096 for h in hidden)):
+        raise ValueError(f"hidden must be a list of layer widths 1..4096, got {hidden!r}")
+    v = cfg["value"]
+    if not (isinstance(v, dict) and set(v) == {"win", "margin", "score"}
+            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v.values())):
+        raise ValueError(f"value must be {{'win', 'margin', 'score'}} finite weights, got {v!r}")
+    return cfg
+
+
+class ValueNet:
+    """The value network for inference, in numpy: weights float32 [(out, in)], biases float32 [(out,)]."""
+
+    def __init__(self, config: dict[str, Any], state_dict: dict[str, Any]):
+        self.config = check_config(config)
+        widths = [self.config["num_features"], *self.config["hidden"], NUM_OUTPUTS]
+        self.weights: list[np.ndarray] = []
+        self.biases: list[np.ndarray] = []
+        keys = sorted({k.rsplit(".", 1)[0] for k in state_dict}, key=lambda k: int(k))
+        if len(keys) != len(widths) - 1:
+            raise ValueError(f"state dict has {len(keys)} layers, config says {len(widths) - 1}")
+        for k, (i, o) in zip(keys, zip(widths[:-1], widths[1:])):
+            w = np.asarray(_numpy(state_dict[f"{k}.weight"]), dtype=np.float32)
+            b = np.asarray(_numpy(state_dict[f"{k}.bias"]), dtype=np.float32)
+            if w.shape != (o, i) or b.shape != (o,) or not (np.isfinite(w).all() and np.isfinite(b).all()):
+                raise ValueError(f"layer {k}: expected finite weight ({o}, {i}) and bias ({o},), got {w.shape}, "
+                                 f"{b.shape}")
+            self.weights.append(np.ascontiguousarray(w.T))
+            self.biases.append(b)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Outputs float32 (B, NUM_OUTPUTS) for features float32 (B, NUM_FEATURES)."""
+        h = np.asarray(x, dtype=np.float32)
+        last = len(self.weights) - 1
+        for k, (w, b) in enumerate(zip(self.weights, self.biases)):
+            h = h @ w + b
+            if k < last:
+                np.maximum(h, 0.0, out=h)
+        return h
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ValueNet":
+        """Load NAME.pt (weights only) and NAME.json beside it. No pickle is ever run."""
+        config, state = load_checkpoint(path)
+        return cls(config, state)
+
+
+def _numpy(t: Any) -> np.ndarray:
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(config, state dict of tensors) from NAME.pt + NAME.json; `torch.load(weights_only=True)` refuses code."""
+    p = Path(path)
+    if p.suffix != ".pt":
+        p = p.with_suffix(".pt")
+    meta = p.with_suffix(".json")
+    if not p.is_file() or not meta.is_file():
+        raise FileNotFoundError(f"a learned checkpoint is two files, {p.name} and {meta.name}; not found in "
+                                f"{p.parent}")
+    try:
+        import torch
+    except ImportError:
+        raise ImportError('the learned agents load their weights with torch: pip install -e ".[train]"') from None
+    config = json.loads(meta.read_text())
+    if not isinstance(config, dict) or "network" not in config:
+        raise ValueError(f"{meta}: not a learned-agent config (no 'network' entry)")
+    state = torch.load(p, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"{p}: expected a state dict of tensors")
+    return config["network"], state
+
+
+def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], seat: int = 0) -> np.ndarray:
+    """Value for relative seat `seat` of each row of network outputs out (B, NUM_OUTPUTS): float64 (B,).
+
+    P(seat wins) (softmax over the present seats' logits) + margin x (its total - best other) / 100 + score x its
+    total / 100, totals as predicted (outputs are totals / 100). Solo: the predicted total / 100.
+    """
+    n = int(num_players)
+    tot = out[:, :4].astype(np.float64)
+    if n == 1:
+        return tot[:, 0]
+    logits = out[:, 4: 4 + n].astype(np.float64)
+    logits = logits - logits.max(axis=1, keepdims=True)
+    p = np.exp(logits)
+    p /= p.sum(axis=1, keepdims=True)
+    others = np.delete(tot[:, :n], seat, axis=1).max(axis=1)
+    return value["win"] * p[:, seat] + value["margin"] * (tot[:, seat] - others) + value["score"] * tot[:, seat]
+
+
+class LearnedAgent(PlanAgent):
+    """Plays the candidate whole-turn plan whose afterstate the value network rates best (network only).
+
+    beam / candidates: the planner that proposes the plans (`greedy.plan_turn`, heuristic order). The first-turn
+    Spirit choice (Spirit variant) is left to the planner's order.
+    """
+
+    def __init__(self, path: str | Path | None = None, beam: int = WIDE_BEAM, candidates: int = 32, seed: int = 0,
+                 name: str | None = None, net: ValueNet | None = None):
+        self.net = net if net is not None else ValueNet.load(DEFAULT_CHECKPOINT if path is None else path)
+        self.beam, self.planner_weights = planner_settings(beam, None)
+        if candidates < 1:
+            raise ValueError(f"candidates must be >= 1, got {candidates}")
+        self.candidates = int(candidates)
+        self.seed = int(seed)
+        self.name = name or "learned"
+        self._plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
+        self._lens = np.zeros(self.candidates, dtype=np.int64)
+        self._values = np.zeros(self.candidates, dtype=np.float64)
+        self._feats = np.zeros((self.candidates, NUM_FEATURES), dtype=np.float32)
+        self.last_values: np.ndarray = np.zeros(0)
+        self.reset()
+
+    def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray, bool]:
+        """Candidate plans for the mover of `game` (a private copy), the network's value of each, and whether this
+        is the first-turn Spirit choice (then the values are the planner's order, not the network's)."""
+        n = candidate_features(game.state, self.planner_weights, self.beam, self._plans, self._lens, self._values,
+                               self._feats)
+        plans = [self._plans[k, : self._lens[k]].tolist() for k in range(n)]
+        if n == 0:
+            return plans, np.zeros(0), False
+        if A.KEEP_SPIRIT <= plans[0][0] < A.KEEP_SPIRIT + 2:  # Spirit choice: the planner's order
+            return plans, -np.arange(n, dtype=np.float64), True
+        out = self.net(self._feats[:n])
+        return plans, decision_values(out, game.num_players, self.net.config["value"]), False
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        plans, values, _ = self.rank(game)
+        self.last_values = values
+        return plans[int(np.argmax(values))] if plans else []
+
+
+@njit(cache=True)
+def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exact, exact_totals, exact_won) -> None:
+    """Leaves of the search: for each leaf i, play candidate which[i] on its own determinized root, then let every
+    opponent play its whole turn with the greedy planner (beam `beam`) until the searching player is to move again.
+
+    roots int64 (L, STATE_SIZE) (modified); plans int64 (C, MAX_PLAN), lens int64 (C,); which int64 (L,).
+    Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
+    leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
+    (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written).
+    """
+    tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
+    tl = np.zeros(1, dtype=np.int64)
+    tv = np.zeros(1, dtype=np.float64)
+    for i in range(roots.shape[0]):
+        s = roots[i]
+        me = s[S.CURRENT]
+        n = s[S.NUM_PLAYERS]
+        c = which[i]
+        for j in range(lens[c]):
+            step(s, plans[c, j])
+        exact[i] = False
+        while True:
+            if s[S.GAME_OVER]:
+                exact[i] = True
+                final_outcome(s, exact_totals[i], exact_won[i])
+                break
+            mover = s[S.CURRENT]
+            if mover == me:  # solo, or a Spirit choice left us to move: value our own position
+                afterstate_features(s, me, feats[i])
+                leaf_seat[i] = 0
+                break
+            k = plan_turn(s, w, beam, tp, tl, tv)
+            last = (mover + 1) % n == me
+            if k == 0:
+                exact[i] = True
+                final_outcome(s, exact_totals[i], exact_won[i])
+                break
+            if last and tp[0, tl[0] - 1] == A.END_TURN:
+                for j in range(tl[0] - 1):
+                    step(s, tp[0, j])
+                afterstate_features(s, mover, feats[i])
+                leaf_seat[i] = (me - mover) % n
+                break
+            for j in range(tl[0]):
+                step(s, tp[0, j])
+
+
+class LearnedSearchAgent(LearnedAgent):
+    """Sequential-halving search over the network's best candidate plans, with the network's value at the leaves.
+
+    Why: the network alone judges an afterstate before the refill and the opponents' replies; the search samples
+    them. Each leaf plays a candidate on its own determinized copy (`private_copy`, so the real hidden order is
+    never seen), refills, lets the opponents play their turns with the greedy planner (beam `reply_beam`), and asks
+    the network what the last opponent's afterstate is worth to us (or reads the exact result if the game ended).
+    The root keeps the network's `root` best candidates; sequential halving (as in Gumbel MuZero) spends the
+    budget in rounds, halving the candidates each round by mean leaf value plus `prior` x the network's own value.
+    Budget: `iterations` leaves per decision, or `seconds` of wall time (split evenly over the rounds).
+    """
+
+    def __init__(self, path: str | Path | None = None, iterations: int | None = None, seconds: float | None = None,
+                 root: int = 8, reply_beam: int = 24, prior: float = 1.0, seed: int = 0, name: str | None = None,
+                 **kwargs: Any):
+        if iterations is None and seconds is None:
+            seconds = 1.0
+        if iterations is not None and (isinstance(iterations, bool) or int(iterations) < 1):
+            raise ValueError(f"iterations must be a whole number >= 1, got {iterations!r}")
+        if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+            raise ValueError(f"seconds must be finite and > 0, got {seconds!r}")
+        if root < 1 or reply_beam < 1:
+            raise ValueError(f"root and reply_beam must be >= 1, got {root}, {reply_beam}")
+        super().__init__(path, seed=seed, name=name, **kwargs)
+        self.iterations = None if iterations is None else int(iterations)
+        self.seconds = None if seconds is None else float(seconds)
+        self.root = int(root)
+        self.reply_beam = int(reply_beam)
+        self.prior = float(prior)
+        self.name = name or ("learned-search" + (f":{self.seconds:g}" if self.iterations is None
+                                                 else f":{self.iterations}it"))
+        self.last_iterations = 0
+
+    def _seed_for(self, turn: int, i: int) -> int:
+        return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + i * 0xC2B2AE3D + 0x165667B1) & (2**62 - 1))
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        plans, values, spirit = self.rank(game)
+        self.last_values = values
+        if len(plans) <= 1 or spirit:
+            return plans[0] if plans else []
+        width = self.root if self.iterations is None else max(1, min(self.root, self.iterations))
+        order = np.argsort(-values, kind="stable")[:width]
+        cand = [plans[k] for k in order]
+        prior = values[order]
+        C = len(cand)
+        cp = np.zeros((C, MAX_PLAN), dtype=np.int64)
+        cl = np.zeros(C, dtype=np.int64)
+        for k, pl in enumerate(cand):
+            cp[k, : len(pl)] = pl
+            cl[k] = len(pl)
+        me = int(view.player)
+        n = int(game.num_players)
+        turn = int(game.turn)
+        total = np.zeros(C)
+        count = np.zeros(C)
+        alive = list(range(C))
+        rounds = max(1, math.ceil(math.log2(C)))
+        start = time.perf_counter()
+        used = 0
+        for r in range(rounds):
+            if self.iterations is not None:
+                if self.iterations - used < len(alive):  # budget spent: decide on what was seen
+                    break
+                per = max(1, (self.iterations - used) // ((rounds - r) * len(alive)))
+                deadline = None
+            else:
+                per = None
+                deadline = start + self.seconds * (r + 1) / rounds
+            while True:
+                reps = per if per is not None else 1
+                which = np.repeat(np.array(alive, dtype=np.int64), reps)
+                vals = self._leaves(view, turn, used, which, cp, cl, me, n)
+                np.add.at(total, which, vals)
+                np.add.at(count, which, 1.0)
+                used += len(which)
+                if per is not None or time.perf_counter() >= deadline:
+                    break
+            if len(alive) > 1 and r < rounds - 1:
+                score = total[alive] / np.maximum(count[alive], 1) + self.prior * prior[alive]
+                keep = max(1, len(alive) // 2)
+                alive = [alive[k] for k in np.argsort(-score, kind="stable")[:keep]]
+        self.last_iterations = used
+        score = total[alive] / np.maximum(count[alive], 1) + self.prior * prior[alive]
+        return cand[alive[int(np.argmax(score))]]
+
+    def _leaves(self, view: Any, turn: int, used: int, which: np.ndarray, cp: np.ndarray, cl: np.ndarray, me: int,
+                n: int) -> np.ndarray:
+        L = len(which)
+        roots = np.stack([private_copy(view, self._seed_for(turn, used + i + 1)).state for i in range(L)])
+        feats = np.zeros((L, NUM_FEATURES), dtype=np.float32)
+        seat = np.zeros(L, dtype=np.int64)
+        exact = np.zeros(L, dtype=np.bool_)
+        et = np.zeros((L, 4), dtype=np.int64)
+        ew = np.zeros((L, 4), dtype=np.int64)
+        search_leaves(roots, cp, cl, which, self.planner_weights, self.reply_beam, feats, seat, exact, et, ew)
+        out = np.zeros(L)
+        v = self.net.config["value"]
+        todo = np.flatnonzero(~exact)
+        if len(todo):
+            o = self.net(feats[todo])
+            for j in np.unique(seat[todo]):
+                rows = todo[seat[todo] == j]
+                out[rows] = decision_values(o[seat[todo] == j], n, v, seat=int(j))
+        for i in np.flatnonzero(exact):
+            out[i] = exact_value(et[i], ew[i], me, n, v)
+        return out
+
+
+def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dict[str, float]) -> float:
+    """`decision_values` of a finished game for seat me (absolute): the same scale with the true outcome."""
+    if n == 1:
+        return totals[me] / 100.0
+    others = max(int(totals[o]) for o in range(n) if o != me)
+    pw = won[me] / max(1, int(won[:n].sum()))
+    return value["win"] * pw + value["margin"] * (totals[me] - others) / 100.0 + value["score"] * totals[me] / 100.0
+
+
+__all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "torch_net",
+           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "NUM_OUTPUTS", "final_outcome"]

@@ -1,0 +1,573 @@
+"""Train the afterstate value network (`agents.learned`) from scratch by batched self-play.
+
+    python -m experiments.train_learned --config experiments/configs/learned.toml --run runs/learned --max-minutes 60
+
+Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
+(`agents.afterstate.candidate_rows`, threads over row ranges) and writes each candidate's afterstate features, ONE
+forward pass of the network scores all candidates of all games, each game plays its best candidate (a uniformly
+random one with probability `epsilon`), and ONE numba call plays the chosen plans (`play_rows`). A game's recorded
+afterstates get Monte-Carlo targets when it ends (every seat's final total and who won, relative to the mover) and
+go to a replay buffer; `steps_per_iter` Adam steps on minibatches from it follow each iteration. A fraction of the
+games (`greedy_games`) seats the heuristic (the planner's first plan) in one seat, so the network also meets the
+hand-written evaluation; the rest is pure self-play.
+
+Every `eval_every` iterations the network (alone, `eval_beam` candidates as `learned` plays) meets GreedyAgent's
+planner (beam 24) on `eval_games` fixed seeds that training never uses (each seed with both seatings); the rows go
+to `progress.csv` (and TensorBoard when installed), the best network by win rate to `best.pt/.json`.
+
+Reproducible and kill-safe: a run is a function of its config and `--seed` alone (iteration-based schedules,
+one numpy generator whose state is checkpointed, deterministic torch CPU kernels); every `checkpoint_every`
+iterations the complete trainer state (network, optimizer, generator, games in flight, replay buffer) is written to
+a fresh folder `ckpt-NNNNNNNN` that is renamed into place only when complete (files fsynced), and `--resume` (the
+default when the run folder has one) continues from the newest complete checkpoint, so a run killed at any moment
+and resumed ends bit-identical to one never interrupted. Nothing is pickled: tensors go through
+`torch.save`/`torch.load(weights_only=True)`, everything else is JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.afterstate import (
+    FEATURE_VERSION,
+    NUM_FEATURES,
+    candidate_rows,
+    final_outcome,
+    play_rows,
+)
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
+from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
+from harmonies_env import actions as A
+from harmonies_env import state as S
+
+#: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"])},
+    "selfplay": {
+        "games": 128,            # games played at once (one decision each per iteration)
+        "players": [2],          # drawn per game
+        "sides": ["A"],          # drawn per game
+        "spirits": [False],      # drawn per game
+        "beam": 48,              # candidate planner beam while training
+        "candidates": 24,        # candidates per decision
+        "epsilon": 0.05,         # chance of a uniformly random candidate
+        "greedy_games": 0.2,     # fraction of games with one seat played by the heuristic (planner's first plan)
+        "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
+    },
+    "train": {
+        "lr": 1e-3, "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
+        "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
+    },
+    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "opponent_beam": 24, "seed": 1_000_000},
+    "run": {"checkpoint_every": 50, "keep": 2, "threads": 2},
+}
+#: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
+TRAIN_SEED_LOW = 2**40
+
+
+# ------------------------------------------------------------------------------------------------ configuration
+
+def load_config(path: str | Path | None, overrides: list[str]) -> dict[str, dict[str, Any]]:
+    """DEFAULTS, updated by the TOML file and by `section.key=value` overrides (values parsed as TOML)."""
+    cfg = json.loads(json.dumps(DEFAULTS))
+    if path:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        _merge(cfg, data, str(path))
+    for item in overrides:
+        key, eq, value = item.partition("=")
+        if not eq or "." not in key:
+            raise ValueError(f"--set takes section.key=value, got {item!r}")
+        sec, _, name = key.partition(".")
+        parsed = tomllib.loads(f"v = {value}")["v"] if value.strip() else ""
+        _merge(cfg, {sec: {name: parsed}}, "--set")
+    return cfg
+
+
+def _merge(cfg: dict, data: dict, where: str) -> None:
+    for sec, values in data.items():
+        if sec not in cfg or not isinstance(values, dict):
+            raise ValueError(f"{where}: unknown section {sec!r} (sections: {', '.join(cfg)})")
+        for k, v in values.items():
+            if k not in cfg[sec]:
+                raise ValueError(f"{where}: unknown setting {sec}.{k} (known: {', '.join(cfg[sec])})")
+            cfg[sec][k] = v
+
+
+def network_config(cfg: dict) -> dict[str, Any]:
+    return check_config({"feature_version": FEATURE_VERSION, "num_features": NUM_FEATURES,
+                         "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"])})
+
+
+# ------------------------------------------------------------------------------------------------ atomic files
+
+def _fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write bytes to path through a temp file in the same folder, fsync, os.replace: never a half file."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _torch_bytes(obj: Any) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
+    """NAME.pt (weights only) + NAME.json (config the agent needs, and how it was trained), each atomically."""
+    atomic_write(path.with_suffix(".pt"), _torch_bytes({k: v.detach().cpu().clone() for k, v in state_dict.items()}))
+    atomic_write(path.with_suffix(".json"), json.dumps({"network": netcfg, "training": info}, indent=1).encode())
+
+
+# ------------------------------------------------------------------------------------------------ the trainer
+
+class Trainer:
+    """Batched self-play + replay-buffer training of the value network (see the module docstring)."""
+
+    def __init__(self, cfg: dict, seed: int, run: Path, device: str = "cpu", progress: bool = True):
+        import torch
+
+        self.cfg = cfg
+        self.sp = cfg["selfplay"]
+        self.tr = cfg["train"]
+        self.ev = cfg["eval"]
+        self.seed = int(seed)
+        self.run = run
+        self.device = torch.device(device)
+        self.progress = progress
+        self.netcfg = network_config(cfg)
+        threads = int(cfg["run"]["threads"])
+        torch.set_num_threads(max(1, threads))
+        torch.use_deterministic_algorithms(True)
+        torch.manual_seed(self.seed)
+        self.threads = max(1, threads)
+        self.pool = ThreadPoolExecutor(max_workers=self.threads) if self.threads > 1 else None
+        self.net = torch_net(self.netcfg).to(self.device)
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=float(self.tr["lr"]),
+                                    weight_decay=float(self.tr["weight_decay"]))
+        self.rng = np.random.default_rng(self.seed)
+        G, K = int(self.sp["games"]), int(self.sp["candidates"])
+        self.G, self.K = G, K
+        self.D = int(self.sp["max_decisions"])
+        self.states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.greedy_seat = np.full(G, -1, dtype=np.int64)     # seat played by the heuristic, -1 = none
+        self.pend_x = np.zeros((G, self.D, NUM_FEATURES), dtype=np.float16)
+        self.pend_seat = np.zeros((G, self.D), dtype=np.int64)
+        self.pend_n = np.zeros(G, dtype=np.int64)
+        cap = int(self.tr["buffer"])
+        self.buf_x = np.zeros((cap, NUM_FEATURES), dtype=np.float16)
+        self.buf_tot = np.zeros((cap, 4), dtype=np.float32)
+        self.buf_win = np.zeros((cap, 4), dtype=np.float32)
+        self.buf_np = np.zeros(cap, dtype=np.int64)
+        self.buf_size = 0
+        self.buf_pos = 0
+        self.iteration = 0
+        self.games_done = 0
+        self.decisions = 0
+        self.samples_trained = 0
+        self.loss_ema = float("nan")
+        self.best_win = -1.0
+        self.evals: list[dict[str, Any]] = []
+        self.started = time.time()
+        self.elapsed_before = 0.0
+        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((G, K), dtype=np.int64)
+        self.values = np.zeros((G, K), dtype=np.float64)
+        self.feats = np.zeros((G, K, NUM_FEATURES), dtype=np.float32)
+        self.counts = np.zeros(G, dtype=np.int64)
+        for r in range(G):
+            self._new_game(r)
+
+    # ---- games ----
+    def _new_game(self, r: int) -> None:
+        sp = self.sp
+        n = int(self.rng.choice(np.asarray(sp["players"], dtype=np.int64)))
+        side = 0 if str(self.rng.choice(np.asarray(sp["sides"]))) == "A" else 1
+        spirits = int(bool(self.rng.choice(np.asarray(sp["spirits"], dtype=bool))))
+        seed = int(self.rng.integers(TRAIN_SEED_LOW, 2**62))
+        S.init_state(self.states[r], n, side, spirits, seed)
+        g = self.rng.random() < float(sp["greedy_games"]) and n > 1
+        self.greedy_seat[r] = int(self.rng.integers(n)) if g else -1
+        self.pend_n[r] = 0
+
+    def _rows(self, fn: Any, n: int, *args: Any) -> None:
+        if self.pool is None or n < 2 * self.threads:
+            fn(0, n, *args)
+            return
+        bounds = [n * j // self.threads for j in range(self.threads + 1)]
+        futs = [self.pool.submit(fn, bounds[j], bounds[j + 1], *args) for j in range(1, self.threads)]
+        fn(0, bounds[1], *args)
+        for f in futs:
+            f.result()
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return self.net(torch.from_numpy(x).to(self.device)).cpu().numpy()
+
+    def selfplay_step(self) -> None:
+        """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
+        G = self.G
+        active = np.ones(G, dtype=np.bool_)
+        self._rows(candidate_rows, G, self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]), self.plans,
+                   self.lens, self.values, self.feats, self.counts)
+        movers = self.states[:, S.CURRENT]
+        choice = np.zeros(G, dtype=np.int64)
+        spirit = (self.plans[:, 0, 0] >= A.KEEP_SPIRIT) & (self.plans[:, 0, 0] < A.KEEP_SPIRIT + 2)
+        use_net = (self.counts > 1) & (movers != self.greedy_seat) & ~spirit
+        rows = np.flatnonzero(use_net)
+        explore = self.rng.random(G) < float(self.sp["epsilon"])
+        if len(rows):
+            k = self.counts[rows]
+            flat = np.concatenate([self.feats[r, : k[i]] for i, r in enumerate(rows)])
+            out = self._forward(flat)
+            ofs = np.concatenate([[0], np.cumsum(k)])
+            value = self.netcfg["value"]
+            for i, r in enumerate(rows):
+                n = int(self.states[r, S.NUM_PLAYERS])
+                v = decision_values(out[ofs[i]: ofs[i + 1]], n, value)
+                choice[r] = int(np.argmax(v))
+        rand = self.rng.integers(0, np.maximum(self.counts, 1))
+        choice = np.where(use_net & explore, rand, choice)
+        for r in range(G):  # record the chosen afterstate (not the Spirit choice: the board does not change)
+            if self.counts[r] and not spirit[r] and self.pend_n[r] < self.D:
+                j = self.pend_n[r]
+                self.pend_x[r, j] = self.feats[r, choice[r]]
+                self.pend_seat[r, j] = movers[r]
+                self.pend_n[r] += 1
+        self.decisions += int((self.counts > 0).sum())
+        self._rows(play_rows, G, self.states, active, self.plans, self.lens, choice)
+        totals = np.zeros(4, dtype=np.int64)
+        won = np.zeros(4, dtype=np.int64)
+        for r in np.flatnonzero(self.states[:, S.GAME_OVER] | (self.counts == 0)):
+            if self.states[r, S.GAME_OVER]:
+                final_outcome(self.states[r], totals, won)
+                self._store(r, totals, won)
+                self.games_done += 1
+            self._new_game(int(r))
+
+    def _store(self, r: int, totals: np.ndarray, won: np.ndarray) -> None:
+        n = int(self.states[r, S.NUM_PLAYERS])
+        m = int(self.pend_n[r])
+        cap = self.buf_x.shape[0]
+        nw = max(1, int(won[:n].sum()))
+        for j in range(m):
+            p = int(self.pend_seat[r, j])
+            rel = [(p + q) % n for q in range(n)]
+            i = self.buf_pos
+            self.buf_x[i] = self.pend_x[r, j]
+            self.buf_tot[i] = 0.0
+            self.buf_win[i] = 0.0
+            self.buf_tot[i, :n] = totals[rel] / 100.0
+            self.buf_win[i, :n] = won[rel] / nw
+            self.buf_np[i] = n
+            self.buf_pos = (i + 1) % cap
+            self.buf_size = min(cap, self.buf_size + 1)
+
+    def train_step(self) -> float:
+        import torch
+
+        B = int(self.tr["batch"])
+        idx = self.rng.integers(0, self.buf_size, size=B)
+        x = torch.from_numpy(self.buf_x[idx].astype(np.float32)).to(self.device)
+        tot = torch.from_numpy(self.buf_tot[idx]).to(self.device)
+        win = torch.from_numpy(self.buf_win[idx]).to(self.device)
+        npl = torch.from_numpy(self.buf_np[idx]).to(self.device)
+        seats = torch.arange(4, device=self.device)[None, :]
+        present = (seats < npl[:, None]).float()
+        out = self.net(x)
+        score_loss = (((out[:, :4] - tot) ** 2) * present).sum() / present.sum()
+        logits = out[:, 4:].masked_fill(present == 0, -1e9)
+        multi = (npl > 1).float()
+        ce = -(win * torch.log_softmax(logits, dim=1)).sum(dim=1)
+        win_loss = (ce * multi).sum() / multi.sum().clamp(min=1.0)
+        loss = score_loss + float(self.tr["win_loss"]) * win_loss
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        self.samples_trained += B
+        return float(loss.item())
+
+    # ---- evaluation ----
+    def evaluate(self) -> dict[str, Any]:
+        """The network (argmax over `eval.candidates` of beam `eval.beam`) vs the heuristic planner (beam
+        `eval.opponent_beam`, GreedyAgent's) on fixed seeds, each with both seatings; 2 players, Side A."""
+        ev = self.ev
+        E = int(ev["games"])
+        base = int(ev["seed"])
+        states = np.zeros((E, S.STATE_SIZE), dtype=np.int64)
+        net_seat = np.zeros(E, dtype=np.int64)
+        for i in range(E):
+            S.init_state(states[i], 2, 0, 0, base + i // 2)
+            net_seat[i] = i % 2
+        K = int(ev["candidates"])
+        plans = np.zeros((E, K, MAX_PLAN), dtype=np.int64)
+        lens = np.zeros((E, K), dtype=np.int64)
+        vals = np.zeros((E, K), dtype=np.float64)
+        feats = np.zeros((E, K, NUM_FEATURES), dtype=np.float32)
+        counts = np.zeros(E, dtype=np.int64)
+        gp = np.zeros((E, 1, MAX_PLAN), dtype=np.int64)
+        gl = np.zeros((E, 1), dtype=np.int64)
+        gv = np.zeros((E, 1), dtype=np.float64)
+        gf = np.zeros((E, 1, NUM_FEATURES), dtype=np.float32)
+        gc = np.zeros(E, dtype=np.int64)
+        zero = np.zeros(E, dtype=np.int64)
+        value = self.netcfg["value"]
+        while not states[:, S.GAME_OVER].all():
+            live = states[:, S.GAME_OVER] == 0
+            mine = live & (states[:, S.CURRENT] == net_seat)
+            theirs = live & ~mine
+            self._rows(candidate_rows, E, states, mine, DEFAULT_WEIGHTS, int(ev["beam"]), plans, lens, vals, feats,
+                       counts)
+            self._rows(candidate_rows, E, states, theirs, DEFAULT_WEIGHTS, int(ev["opponent_beam"]), gp, gl, gv, gf,
+                       gc)
+            choice = np.zeros(E, dtype=np.int64)
+            rows = np.flatnonzero(mine & (counts > 1))
+            rows = rows[~((plans[rows, 0, 0] >= A.KEEP_SPIRIT) & (plans[rows, 0, 0] < A.KEEP_SPIRIT + 2))]
+            if len(rows):
+                k = counts[rows]
+                out = self._forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
+                ofs = np.concatenate([[0], np.cumsum(k)])
+                for i, r in enumerate(rows):
+                    choice[r] = int(np.argmax(decision_values(out[ofs[i]: ofs[i + 1]], 2, value)))
+            self._rows(play_rows, E, states, mine, plans, lens, choice)
+            self._rows(play_rows, E, states, theirs, gp, gl, zero)
+        totals = np.zeros(4, dtype=np.int64)
+        won = np.zeros(4, dtype=np.int64)
+        wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
+        for i in range(E):
+            final_outcome(states[i], totals, won)
+            p = int(net_seat[i])
+            wins += won[p] / max(1, int(won[:2].sum()))
+            mine_pts += totals[p]
+            theirs_pts += totals[1 - p]
+        return {"win_rate": wins / E, "mean_score": mine_pts / E, "greedy_score": theirs_pts / E}
+
+    # ---- checkpoints ----
+    def state_tensors(self) -> dict[str, Any]:
+        import torch
+
+        n = self.buf_size
+        t = torch.from_numpy
+        return {
+            "net": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
+            "opt": self.opt.state_dict(),
+            "states": t(self.states.copy()), "greedy_seat": t(self.greedy_seat.copy()),
+            "pend_x": t(self.pend_x.copy()), "pend_seat": t(self.pend_seat.copy()), "pend_n": t(self.pend_n.copy()),
+            "buf_x": t(self.buf_x[:n].copy()), "buf_tot": t(self.buf_tot[:n].copy()),
+            "buf_win": t(self.buf_win[:n].copy()), "buf_np": t(self.buf_np[:n].copy()),
+        }
+
+    def meta(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
+                "samples_trained": self.samples_trained, "buf_size": self.buf_size, "buf_pos": self.buf_pos,
+                "best_win": self.best_win, "loss_ema": self.loss_ema, "evals": self.evals,
+                "rng": self.rng.bit_generator.state, "seed": self.seed, "config": self.cfg,
+                "elapsed": self.elapsed()}
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    def save(self) -> Path:
+        """Write the complete trainer state into a new ckpt folder, renamed into place once every file is synced."""
+        final = self.run / f"ckpt-{self.iteration:08d}"
+        tmp = self.run / f".ckpt-{self.iteration:08d}.tmp{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        atomic_write(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
+        atomic_write(tmp / "trainer.json", json.dumps(self.meta()).encode())
+        _fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        _fsync_dir(self.run)
+        info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+                "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg}
+        save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
+        self._write_progress()
+        ckpts = complete_checkpoints(self.run)
+        for old in ckpts[: -int(self.cfg["run"]["keep"])]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def load(self, ckpt: Path) -> None:
+        import torch
+
+        meta = json.loads((ckpt / "trainer.json").read_text())
+        st = torch.load(ckpt / "trainer.pt", map_location="cpu", weights_only=True)
+        self.net.load_state_dict(st["net"])
+        self.opt.load_state_dict(st["opt"])
+        self.states[:] = st["states"].numpy()
+        self.greedy_seat[:] = st["greedy_seat"].numpy()
+        self.pend_x[:] = st["pend_x"].numpy()
+        self.pend_seat[:] = st["pend_seat"].numpy()
+        self.pend_n[:] = st["pend_n"].numpy()
+        n = int(meta["buf_size"])
+        self.buf_x[:n] = st["buf_x"].numpy()
+        self.buf_tot[:n] = st["buf_tot"].numpy()
+        self.buf_win[:n] = st["buf_win"].numpy()
+        self.buf_np[:n] = st["buf_np"].numpy()
+        self.buf_size, self.buf_pos = n, int(meta["buf_pos"])
+        for k in ("iteration", "games_done", "decisions", "samples_trained"):
+            setattr(self, k, int(meta[k]))
+        self.best_win = float(meta["best_win"])
+        self.loss_ema = float(meta["loss_ema"])
+        self.evals = list(meta["evals"])
+        self.rng.bit_generator.state = meta["rng"]
+        self.elapsed_before = float(meta["elapsed"])
+        self.started = time.time()
+
+    def _write_progress(self) -> None:
+        if not self.evals:
+            return
+        out = io.StringIO()
+        w = csv.DictWriter(out, fieldnames=list(self.evals[0]))
+        w.writeheader()
+        w.writerows(self.evals)
+        atomic_write(self.run / "progress.csv", out.getvalue().encode())
+
+    # ---- the loop ----
+    def train(self, iterations: int, max_minutes: float | None, log: Any = None) -> None:
+        from tqdm import tqdm
+
+        deadline = None if max_minutes is None else time.time() + 60.0 * max_minutes
+        bar = tqdm(total=iterations, initial=self.iteration, unit="it", dynamic_ncols=True, disable=not self.progress,
+                   desc="self-play")
+        every_ck = int(self.cfg["run"]["checkpoint_every"])
+        every_ev = int(self.ev["every"])
+        while self.iteration < iterations:
+            self.selfplay_step()
+            if self.buf_size >= int(self.tr["min_buffer"]):
+                for _ in range(int(self.tr["steps_per_iter"])):
+                    loss = self.train_step()
+                    self.loss_ema = loss if math.isnan(self.loss_ema) else 0.98 * self.loss_ema + 0.02 * loss
+            self.iteration += 1
+            bar.update(1)
+            bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.4f}", best=f"{self.best_win:.3f}")
+            if every_ev > 0 and self.iteration % every_ev == 0:
+                row = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+                       "hours": round(self.elapsed() / 3600, 4), "loss": round(self.loss_ema, 6),
+                       **{k: round(v, 4) for k, v in self.evaluate().items()}}
+                self.evals.append(row)
+                if log is not None:
+                    for k in ("win_rate", "mean_score", "loss"):
+                        log.add_scalar(f"eval/{k}", row[k], self.games_done)
+                bar.write(json.dumps(row))
+                if row["win_rate"] > self.best_win:
+                    self.best_win = row["win_rate"]
+                    info = {"iteration": self.iteration, "games": self.games_done, "eval": row, "seed": self.seed,
+                            "config": self.cfg}
+                    save_agent_checkpoint(self.run / "best", self.net.state_dict(), self.netcfg, info)
+            if self.iteration % every_ck == 0 or self.iteration == iterations:
+                self.save()
+            if deadline is not None and time.time() >= deadline:
+                if self.iteration % every_ck:
+                    self.save()
+                bar.write(f"--max-minutes reached at iteration {self.iteration}")
+                break
+        bar.close()
+
+
+def complete_checkpoints(run: Path) -> list[Path]:
+    """Complete checkpoint folders of a run, oldest first (a folder exists only once renamed into place)."""
+    return sorted(p for p in run.glob("ckpt-*") if p.is_dir() and (p / "trainer.json").is_file()
+                  and (p / "trainer.pt").is_file())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m experiments.train_learned", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--config", default=None, help="TOML file of settings (see experiments/configs/learned.toml)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override one setting (TOML value), repeatable")
+    ap.add_argument("--run", default="runs/learned", help="run folder: checkpoints, model.pt/.json, progress.csv")
+    ap.add_argument("--seed", type=int, default=0, help="the run is a function of config and seed")
+    ap.add_argument("--iterations", type=int, default=None, help="stop after this many iterations (default: config)")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this wall time")
+    ap.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available)")
+    ap.add_argument("--fresh", action="store_true", help="start over even if the run folder has a checkpoint")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--tensorboard", action="store_true", help="also log to RUN/tb (needs tensorboard)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print('train_learned needs torch: pip install -e ".[train]"', file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config, args.set)
+    except (ValueError, OSError, tomllib.TOMLDecodeError) as e:
+        print(f"train_learned: {e}", file=sys.stderr)
+        return 2
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    run = Path(args.run).resolve()
+    run.mkdir(parents=True, exist_ok=True)
+    iterations = int(args.iterations if args.iterations is not None else cfg["train"]["iterations"])
+    trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress)
+    ckpts = [] if args.fresh else complete_checkpoints(run)
+    if ckpts:
+        trainer.load(ckpts[-1])
+        saved = trainer.cfg
+        if json.loads(json.dumps(cfg)) != json.loads((ckpts[-1] / "trainer.json").read_text())["config"] or \
+                trainer.seed != json.loads((ckpts[-1] / "trainer.json").read_text())["seed"]:
+            print(f"train_learned: {ckpts[-1]} was made with another config or seed; use --fresh or the same "
+                  "settings", file=sys.stderr)
+            return 2
+        del saved
+        print(f"resumed from {ckpts[-1].name} (iteration {trainer.iteration})", file=sys.stderr)
+    log = None
+    if args.tensorboard:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            log = SummaryWriter(str(run / "tb"))
+        except ImportError:
+            print('tensorboard is not installed (pip install -e ".[train]"); logging to progress.csv only',
+                  file=sys.stderr)
+    trainer.train(iterations, args.max_minutes, log)
+    if log is not None:
+        log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,318 @@
+"""The learned agents: afterstate features, the value network, checkpoints, the self-play trainer and the specs."""
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from agents import GreedyAgent, RandomAgent, make_agent  # noqa: E402
+from agents.afterstate import (  # noqa: E402
+    GLOBAL,
+    NUM_FEATURES,
+    SEAT,
+    SEAT_HEAD,
+    afterstate_features,
+    candidate_features,
+    plan_afterstate,
+)
+from agents.base import private_copy  # noqa: E402
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, potential_terms  # noqa: E402
+from agents.learned import (  # noqa: E402
+    DEFAULT_CHECKPOINT,
+    DEFAULT_CONFIG,
+    LearnedAgent,
+    LearnedSearchAgent,
+    ValueNet,
+    decision_values,
+    load_checkpoint,
+    torch_net,
+)
+from experiments.train_learned import Trainer, load_config, save_agent_checkpoint  # noqa: E402
+from harmonies_apps.tournament import play_game  # noqa: E402
+from harmonies_env import Game  # noqa: E402
+from harmonies_env import state as S  # noqa: E402
+from harmonies_env.scoring import CATEGORIES  # noqa: E402
+from harmonies_env.view import PlayerView  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "experiments" / "configs" / "learned_tiny.toml"
+
+
+def _midgame(seed: int, turns: int, players: int = 2, side: str = "A", spirits: bool = False) -> Game:
+    g = Game(players, side, spirits, seed=seed)
+    agents = [GreedyAgent(beam=4, seed=k) for k in range(players)]
+    while not g.is_over and g.turn < turns:
+        g.step(agents[g.current_player].act(PlayerView(g, g.current_player)))
+    return g
+
+
+def _random_net(hidden=(16,), seed=0) -> ValueNet:
+    cfg = {**DEFAULT_CONFIG, "hidden": list(hidden)}
+    torch.manual_seed(seed)
+    return ValueNet(cfg, torch_net(cfg).state_dict())
+
+
+# ---------------------------------------------------------------------------------------------- features
+
+@pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True), (1, "B", False)])
+def test_features_read_the_position(players, side, spirits):
+    """Seat blocks hold each seat's score, potential terms and board, relative to the seat that moved."""
+    g = _midgame(seed=players * 7, turns=3 * players + 1, players=players, side=side, spirits=spirits)
+    s = g.state
+    p = g.current_player
+    f = np.zeros(NUM_FEATURES, dtype=np.float32)
+    afterstate_features(s, p, f)
+    assert f[players - 1] == 1.0 and f[4] == (side == "B") and f[5] == spirits
+    assert f[8:14] * 20 == pytest.approx(S.field(s, "pouch").astype(np.float32))
+    scores = g.scores()
+    terms = np.zeros(NUM_TERMS)
+    for j in range(4):
+        block = f[GLOBAL + j * SEAT: GLOBAL + (j + 1) * SEAT]
+        if j >= players:
+            assert not block.any()
+            continue
+        q = (p + j) % players
+        assert block[len(CATEGORIES) - 1] * 100 == pytest.approx(scores[q]["total"])
+        assert block[0] * 20 == pytest.approx(scores[q]["trees"])
+        potential_terms(s, q, terms)
+        assert block[len(CATEGORIES): len(CATEGORIES) + NUM_TERMS] * 10 == pytest.approx(terms, abs=1e-4)
+        board = block[SEAT_HEAD: SEAT_HEAD + 25 * 15].reshape(25, 15)
+        stack = g.field("stack")[q]
+        ncells = 23 if side == "A" else 25
+        assert board[:ncells].sum(axis=1).tolist() == [1.0] * ncells  # every cell shows exactly one stack code
+        assert board[np.arange(ncells), stack[:ncells]].all()
+        cubes = block[SEAT_HEAD + 25 * 15: SEAT]
+        assert int(sum(1 << i for i in range(25) if cubes[i])) == int(g.field("cubes")[q])
+
+
+def test_features_hide_what_the_mover_cannot_see():
+    """Resampling the hidden parts (draw pile order, generator, others' Spirits) changes no feature and no choice."""
+    g = _midgame(seed=11, turns=6, spirits=True)
+    view = PlayerView(g, g.current_player)
+    K = 16
+    out = []
+    for seed in (1, 2, 3):
+        c = private_copy(view, seed)
+        assert not np.array_equal(c.state, g.state)
+        plans = np.zeros((K, MAX_PLAN), np.int64)
+        lens = np.zeros(K, np.int64)
+        vals = np.zeros(K)
+        feats = np.zeros((K, NUM_FEATURES), np.float32)
+        n = candidate_features(c.state, DEFAULT_WEIGHTS, 16, plans, lens, vals, feats)
+        out.append((plans[:n].copy(), feats[:n].copy()))
+    for plans, feats in out[1:]:
+        assert np.array_equal(plans, out[0][0]) and np.array_equal(feats, out[0][1])
+    net = _random_net()
+    agent = LearnedAgent(net=net, beam=16, candidates=K)
+    choices = {tuple(agent.choose_plan(view, private_copy(view, seed))) for seed in (5, 6, 7)}
+    assert len(choices) == 1
+
+
+def test_afterstate_is_the_position_before_end():
+    g = _midgame(seed=3, turns=4)
+    K = 8
+    plans = np.zeros((K, MAX_PLAN), np.int64)
+    lens = np.zeros(K, np.int64)
+    feats = np.zeros((K, NUM_FEATURES), np.float32)
+    n = candidate_features(g.state, DEFAULT_WEIGHTS, 8, plans, lens, np.zeros(K), feats)
+    assert n > 1
+    for k in range(n):
+        c = g.clone()
+        plan = plans[k, : lens[k]].tolist()
+        assert plan[-1] == 267  # END_TURN
+        for a in plan[:-1]:
+            c.step(a)
+        f = np.zeros(NUM_FEATURES, np.float32)
+        afterstate_features(c.state, g.current_player, f)
+        assert np.array_equal(f, feats[k])
+        t = g.state.copy()
+        plan_afterstate(t, plans[k], lens[k])
+        assert np.array_equal(t, c.state)
+
+
+# ---------------------------------------------------------------------------------------------- network
+
+def test_numpy_inference_matches_torch():
+    cfg = {**DEFAULT_CONFIG, "hidden": [24, 12]}
+    torch.manual_seed(3)
+    tnet = torch_net(cfg)
+    net = ValueNet(cfg, tnet.state_dict())
+    x = np.random.default_rng(0).random((7, NUM_FEATURES), dtype=np.float32)
+    with torch.no_grad():
+        want = tnet(torch.from_numpy(x)).numpy()
+    assert net(x) == pytest.approx(want, abs=1e-5)
+
+
+def test_decision_values():
+    out = np.zeros((2, 8), np.float32)
+    out[0, :4] = [0.9, 0.8, 0, 0]    # 90 vs 80
+    out[1, :4] = [0.7, 0.9, 0, 0]    # 70 vs 90
+    out[0, 4:6] = [2.0, 0.0]
+    value = {"win": 1.0, "margin": 0.5, "score": 0.25}
+    v = decision_values(out, 2, value)
+    pw = 1 / (1 + np.exp(-2.0))
+    assert v[0] == pytest.approx(pw + 0.5 * 0.1 + 0.25 * 0.9)
+    assert v[1] == pytest.approx(0.5 + 0.5 * -0.2 + 0.25 * 0.7)
+    assert decision_values(out, 2, value, seat=1)[1] == pytest.approx(0.5 + 0.5 * 0.2 + 0.25 * 0.9)
+    assert decision_values(out, 1, value).tolist() == pytest.approx([0.9, 0.7])
+
+
+def test_checkpoint_round_trip_and_refusals(tmp_path):
+    cfg = {**DEFAULT_CONFIG, "hidden": [8]}
+    tnet = torch_net(cfg)
+    save_agent_checkpoint(tmp_path / "m", tnet.state_dict(), cfg, {"note": "test"})
+    config, state = load_checkpoint(tmp_path / "m.pt")
+    assert config["hidden"] == [8]
+    x = np.ones((1, NUM_FEATURES), np.float32)
+    with torch.no_grad():
+        assert ValueNet(config, state)(x) == pytest.approx(tnet(torch.from_numpy(x)).numpy(), abs=1e-5)
+    with pytest.raises(FileNotFoundError, match="two files"):
+        load_checkpoint(tmp_path / "missing.pt")
+    bad = json.loads((tmp_path / "m.json").read_text())
+    bad["network"]["feature_version"] = 999
+    (tmp_path / "m.json").write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="version 999"):
+        ValueNet.load(tmp_path / "m.pt")
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, (f"touch {_Evil.target}",))
+
+
+def test_checkpoint_with_code_is_refused(tmp_path):
+    """A .pt that would run code when unpickled is refused by weights_only loading; the code never runs."""
+    _Evil.target = str(tmp_path / "pwned")
+    (tmp_path / "evil.json").write_text(json.dumps({"network": DEFAULT_CONFIG}))
+    with open(tmp_path / "evil.pt", "wb") as f:
+        torch.save({"0.weight": _Evil()}, f, pickle_module=pickle)
+    with pytest.raises(pickle.UnpicklingError):
+        ValueNet.load(tmp_path / "evil.pt")
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.skipif(not DEFAULT_CHECKPOINT.exists(), reason="no shipped checkpoint in this checkout")
+def test_shipped_checkpoint_loads_weights_only_and_beats_random():
+    state = torch.load(DEFAULT_CHECKPOINT, map_location="cpu", weights_only=True)
+    assert all(isinstance(v, torch.Tensor) for v in state.values())
+    for seed in range(3):
+        agent = make_agent("learned")
+        g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)
+        sc = g.scores()
+        assert sc[0]["total"] > sc[1]["total"] + 20
+
+
+# ---------------------------------------------------------------------------------------------- agents
+
+def test_specs_and_budgets(tmp_path):
+    net = _random_net()
+    assert isinstance(make_agent("learned-search:3it") if DEFAULT_CHECKPOINT.exists() else
+                      LearnedSearchAgent(net=net, iterations=3), LearnedSearchAgent)
+    for bad in ("learned-search:nan", "learned-search:inf", "learned-search:-1", "learned-search:0it",
+                "learned-search:xit"):
+        with pytest.raises(ValueError):
+            make_agent(bad)
+    with pytest.raises((ValueError, FileNotFoundError)):
+        make_agent(f"learned:{tmp_path / 'nothing.pt'}")
+
+
+@pytest.mark.parametrize("players,spirits", [(2, False), (3, True), (1, False)])
+def test_search_agent_plays_whole_games(players, spirits):
+    net = _random_net()
+    agents = [LearnedSearchAgent(net=net, iterations=6, beam=8, candidates=6, reply_beam=2, seed=k)
+              for k in range(players)]
+    g = play_game(agents, players, "A", spirits, seed=2)
+    assert g.is_over
+    assert all(a.last_iterations <= 6 for a in agents)
+
+
+def test_search_agent_uses_its_budget():
+    net = _random_net()
+    g = _midgame(seed=4, turns=2)
+    view = PlayerView(g, g.current_player)
+    agent = LearnedSearchAgent(net=net, iterations=40, beam=16, candidates=16, root=8, reply_beam=2)
+    plan = agent.choose_plan(view, private_copy(view, 0))
+    assert plan and plan[-1] == 267
+    assert 32 <= agent.last_iterations <= 40
+    agent = LearnedSearchAgent(net=net, seconds=0.3, beam=16, candidates=16, root=4, reply_beam=2)
+    t = time.perf_counter()
+    agent.choose_plan(view, private_copy(view, 0))
+    assert agent.last_iterations >= 4 and time.perf_counter() - t < 5.0
+
+
+# ---------------------------------------------------------------------------------------------- training
+
+def test_training_lowers_the_loss(tmp_path):
+    cfg = load_config(TINY, [])
+    tr = Trainer(cfg, seed=3, run=tmp_path, progress=False)
+    while tr.buf_size < 400:
+        tr.selfplay_step()
+    idx = np.arange(min(tr.buf_size, 400))
+
+    def loss_on_fixed_batch() -> float:
+        with torch.no_grad():
+            out = tr.net(torch.from_numpy(tr.buf_x[idx].astype(np.float32)))
+            return float(((out[:, :2] - torch.from_numpy(tr.buf_tot[idx, :2])) ** 2).mean())
+
+    before = loss_on_fixed_batch()
+    for _ in range(60):
+        tr.train_step()
+    after = loss_on_fixed_batch()
+    assert after < 0.5 * before
+
+
+def test_config_errors():
+    with pytest.raises(ValueError, match="unknown setting"):
+        load_config(TINY, ["train.nope=1"])
+    with pytest.raises(ValueError, match="unknown section"):
+        load_config(TINY, ["nope.lr=1"])
+    assert load_config(TINY, ["train.lr=0.5"])["train"]["lr"] == 0.5
+
+
+def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "experiments.train_learned", "--config", str(TINY), "--run", str(run),
+           "--seed", "5", "--iterations", str(iterations), "--no-progress", *(extra or [])]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _weights(run: Path) -> dict[str, np.ndarray]:
+    return {k: v.numpy() for k, v in torch.load(run / "model.pt", weights_only=True).items()}
+
+
+def test_resume_after_sigkill_is_bit_identical(tmp_path):
+    """A run killed (SIGKILL) at random moments, resumed each time, ends with the same weights as one never killed."""
+    ref = _train(tmp_path / "ref", 40)
+    assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
+    want = _weights(tmp_path / "ref")
+    run = tmp_path / "killed"
+    rng = np.random.default_rng(0)
+    kills = 0
+    for _attempt in range(12):
+        p = _train(run, 40)
+        time.sleep(float(rng.uniform(1.5, 5.0)))
+        if p.poll() is not None:
+            assert p.returncode == 0, p.stdout.read().decode()
+            break
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        kills += 1
+    else:
+        p = _train(run, 40)
+        assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert kills >= 1
+    got = _weights(run)
+    assert got.keys() == want.keys()
+    for k in want:
+        assert np.array_equal(got[k], want[k]), k
+    assert (run / "progress.csv").read_text().splitlines()[0].startswith("iteration,")
