@@ -70,6 +70,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "train": {
         "lr": 1e-3, "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
         "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
+        "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
+                                 # network's own later predictions of the same seat (less variance, some bias)
     },
     "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "opponent_beam": 24, "seed": 1_000_000},
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2},
@@ -185,6 +187,7 @@ class Trainer:
         self.pend_x = np.zeros((G, self.D, NUM_FEATURES), dtype=np.float16)
         self.pend_seat = np.zeros((G, self.D), dtype=np.int64)
         self.pend_n = np.zeros(G, dtype=np.int64)
+        self.pend_v = np.zeros((G, self.D, 8), dtype=np.float32)  # prediction at play time: totals, win probs
         cap = int(self.tr["buffer"])
         self.buf_x = np.zeros((cap, NUM_FEATURES), dtype=np.float16)
         self.buf_tot = np.zeros((cap, 4), dtype=np.float32)
@@ -247,8 +250,10 @@ class Trainer:
         choice = np.zeros(G, dtype=np.int64)
         spirit = (self.plans[:, 0, 0] >= A.KEEP_SPIRIT) & (self.plans[:, 0, 0] < A.KEEP_SPIRIT + 2)
         use_net = (self.counts > 1) & (movers != self.greedy_seat) & ~spirit
-        rows = np.flatnonzero(use_net)
+        lam = float(self.tr["lam"])
+        rows = np.flatnonzero((self.counts > 0) & ~spirit) if lam < 1.0 else np.flatnonzero(use_net)
         explore = self.rng.random(G) < float(self.sp["epsilon"])
+        outs: dict[int, np.ndarray] = {}
         if len(rows):
             k = self.counts[rows]
             flat = np.concatenate([self.feats[r, : k[i]] for i, r in enumerate(rows)])
@@ -256,9 +261,10 @@ class Trainer:
             ofs = np.concatenate([[0], np.cumsum(k)])
             value = self.netcfg["value"]
             for i, r in enumerate(rows):
-                n = int(self.states[r, S.NUM_PLAYERS])
-                v = decision_values(out[ofs[i]: ofs[i + 1]], n, value)
-                choice[r] = int(np.argmax(v))
+                outs[int(r)] = out[ofs[i]: ofs[i + 1]]
+                if use_net[r]:
+                    n = int(self.states[r, S.NUM_PLAYERS])
+                    choice[r] = int(np.argmax(decision_values(outs[int(r)], n, value)))
         rand = self.rng.integers(0, np.maximum(self.counts, 1))
         choice = np.where(use_net & explore, rand, choice)
         for r in range(G):  # record the chosen afterstate (not the Spirit choice: the board does not change)
@@ -266,6 +272,13 @@ class Trainer:
                 j = self.pend_n[r]
                 self.pend_x[r, j] = self.feats[r, choice[r]]
                 self.pend_seat[r, j] = movers[r]
+                if lam < 1.0:
+                    o = outs[r][choice[r]]
+                    n = int(self.states[r, S.NUM_PLAYERS])
+                    self.pend_v[r, j, :4] = o[:4]
+                    e = np.exp(o[4: 4 + n] - o[4: 4 + n].max())
+                    self.pend_v[r, j, 4:] = 0.0
+                    self.pend_v[r, j, 4: 4 + n] = e / e.sum()
                 self.pend_n[r] += 1
         self.decisions += int((self.counts > 0).sum())
         self._rows(play_rows, G, self.states, active, self.plans, self.lens, choice)
@@ -283,15 +296,26 @@ class Trainer:
         m = int(self.pend_n[r])
         cap = self.buf_x.shape[0]
         nw = max(1, int(won[:n].sum()))
-        for j in range(m):
+        lam = float(self.tr["lam"])
+        target = np.zeros((m, 8), dtype=np.float32)
+        nxt: dict[int, np.ndarray] = {}  # seat -> lambda-return of its next afterstate
+        for j in range(m - 1, -1, -1):  # backwards: G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome
             p = int(self.pend_seat[r, j])
-            rel = [(p + q) % n for q in range(n)]
+            if p not in nxt:
+                rel = [(p + q) % n for q in range(n)]
+                z = np.zeros(8, dtype=np.float32)
+                z[:n] = totals[rel] / 100.0
+                z[4: 4 + n] = won[rel] / nw
+                target[j] = z
+            else:
+                g_next, v_next = nxt[p]
+                target[j] = (1.0 - lam) * v_next + lam * g_next
+            nxt[p] = (target[j].copy(), self.pend_v[r, j])
+        for j in range(m):
             i = self.buf_pos
             self.buf_x[i] = self.pend_x[r, j]
-            self.buf_tot[i] = 0.0
-            self.buf_win[i] = 0.0
-            self.buf_tot[i, :n] = totals[rel] / 100.0
-            self.buf_win[i, :n] = won[rel] / nw
+            self.buf_tot[i] = target[j, :4]
+            self.buf_win[i] = target[j, 4:]
             self.buf_np[i] = n
             self.buf_pos = (i + 1) % cap
             self.buf_size = min(cap, self.buf_size + 1)
@@ -386,6 +410,7 @@ class Trainer:
             "opt": self.opt.state_dict(),
             "states": t(self.states.copy()), "greedy_seat": t(self.greedy_seat.copy()),
             "pend_x": t(self.pend_x.copy()), "pend_seat": t(self.pend_seat.copy()), "pend_n": t(self.pend_n.copy()),
+            "pend_v": t(self.pend_v.copy()),
             "buf_x": t(self.buf_x[:n].copy()), "buf_tot": t(self.buf_tot[:n].copy()),
             "buf_win": t(self.buf_win[:n].copy()), "buf_np": t(self.buf_np[:n].copy()),
         }
@@ -435,6 +460,7 @@ class Trainer:
         self.pend_x[:] = st["pend_x"].numpy()
         self.pend_seat[:] = st["pend_seat"].numpy()
         self.pend_n[:] = st["pend_n"].numpy()
+        self.pend_v[:] = st["pend_v"].numpy()
         n = int(meta["buf_size"])
         self.buf_x[:n] = st["buf_x"].numpy()
         self.buf_tot[:n] = st["buf_tot"].numpy()
