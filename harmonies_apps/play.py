@@ -70,7 +70,13 @@ def moves_menu(game: Game, legal: list[int]) -> tuple[str, list[int]]:
     """The moves as text, and the actions the menu numbers (placements are typed, not numbered)."""
     numbered = [a for a in legal if A.decode(a)[0] not in ("place_token", "place_cube")]
     lines = ["your moves:"]
-    lines += [f"  {k:>2}  {_short(game, a)}" for k, a in enumerate(numbered)]
+    dealt = game.field("spirit_dealt")[game.current_player]
+    for k, a in enumerate(numbered):
+        lines.append(f"  {k:>2}  {_short(game, a)}")
+        kind, j, _ = A.decode(a)
+        if kind == "keep_spirit":  # choosing blind would be no choice: show what each Spirit asks and scores
+            lines += ["        " + ln for ln in card_lines(int(dealt[j]))[1:]]
+            lines.append("        " + card_lines(int(dealt[j]))[0].split(": ", 1)[1])
     tokens: dict[int, list[int]] = {}
     cubes: dict[int, list[int]] = {}
     for a in legal:

@@ -252,11 +252,13 @@ def test_play_a_whole_game_through_scripted_input():
     assert ("You won" in last) == (game.winners() == [0])
 
 
-def test_play_solo_ends_with_suns():
+def test_play_solo_with_spirits_shows_the_spirits_and_ends_with_suns():
     out = io.StringIO()
-    game = play.play([], seed=1, input_fn=Script(out, []), out=out)
-    assert out.getvalue().strip().splitlines()[-1] == f"You scored {game.scores()[0]['total']} points: " \
-                                                      f"{game.suns()} suns."
+    game = play.play([], side="B", spirits=True, seed=2, input_fn=Script(out, []), out=out)
+    text = out.getvalue()
+    assert text.strip().splitlines()[-1] == f"You scored {game.scores()[0]['total']} points: {game.suns()} suns."
+    menu = text[text.index("   0  keep Spirit card 0"):]
+    assert menu.index("habitat") < menu.index("   1  keep Spirit card 1")  # each Spirit's habitat and rule
 
 
 def test_result_line_says_who_won():
