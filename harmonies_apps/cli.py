@@ -66,7 +66,7 @@ def extra_message(command: str, module: str, extra: str) -> str:
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
     """The game configuration options shared by the game-playing subcommands."""
     if players:
-        p.add_argument("--players", type=int, default=None, help="1-4 (default None: the number of agents)")
+        p.add_argument("--players", type=int, default=None, help="players; None: as many as agents given")
     p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
     p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
@@ -157,7 +157,9 @@ def cmd_solo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="harmonies", description=__doc__, formatter_class=HelpFormatter)
+    ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+                                 description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+                                 + "\n\n`harmonies COMMAND --help` lists a command's options with their defaults.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn", formatter_class=HelpFormatter,
