@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=lambda a: _run_script(
         ROOT / "experiments" / ("selfplay_ppo.py" if a.selfplay else "train_solo_ppo.py"), a.rest))
+    from . import replay, serve  # browser apps: they define their own options (docs/web.md)
+    replay.add_parser(sub)
+    serve.add_parser(sub)
     return ap
 
 
