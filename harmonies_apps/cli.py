@@ -133,7 +133,7 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         print(f"a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)", file=sys.stderr)
         return 2
     results = run_games(args.agents, n, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet)
+                        progress=not args.quiet, save_games=args.save_games)
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": n, "side": args.side, "spirits": args.spirits,
                          "seed": args.seed, "games": args.games}
@@ -148,7 +148,7 @@ def cmd_solo(args: argparse.Namespace) -> int:
     from .tournament import format_summary, run_games, summarize, write_outputs
 
     results = run_games(args.agents, 1, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet)
+                        progress=not args.quiet, save_games=args.save_games)
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": 1, "side": args.side, "spirits": args.spirits,
                          "seed": args.seed, "games": args.games}
@@ -199,6 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
         p.add_argument("--out", default=None, help="folder for CSV, JSON and PNG outputs")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
+                       "(one JSON per game; view them with `harmonies replay DIR`)")
         _add_config(p, players=name == "tournament")
         p.set_defaults(func=fn)
 

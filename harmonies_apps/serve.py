@@ -245,7 +245,7 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         if unknown:
             return err(f"unknown fields {sorted(unknown)}; a new game takes opponents, seat, side, spirits")
         try:
-            sess = await run_in_threadpool(mgr.new_game, data.get("opponents", ["greedy"]), data.get("seat", 0),
+            sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
                                            data.get("side", "A"), data.get("spirits", False), data.get("seed"))
         except ValueError as e:
             return err(str(e))

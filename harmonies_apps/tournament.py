@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import multiprocessing as mp
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -18,6 +19,8 @@ import numpy as np
 
 from harmonies_env.game import Game
 from harmonies_env.scoring import CATEGORIES
+
+from .table import write_text_atomic
 
 
 def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -68,7 +71,7 @@ def _play_indexed(task: tuple) -> dict:
     """Worker: play game `index` of a match and return its result as plain data."""
     from agents import make_agent
 
-    specs, names, num_players, side, spirits, seed, index = task
+    specs, names, num_players, side, spirits, seed, index, save_dir = task
     n = len(specs)
     rot = index % n
     seat_slots = [(k + rot) % n for k in range(num_players)]
@@ -80,7 +83,16 @@ def _play_indexed(task: tuple) -> dict:
            "scores": scores, "animal_cubes": game.animal_cubes(), "turns": game.turn}
     if num_players == 1:
         res["suns"] = game.suns()
+    if save_dir is not None:
+        record = dict(game.record(), names=res["seats"])
+        stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
+        write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
     return res
+
+
+def _safe(name: str) -> str:
+    """An agent name usable in a file name (e.g. 'mcts:0.5' -> 'mcts_0.5')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
 def _unique_names(specs: Sequence[str]) -> list[str]:
@@ -94,8 +106,13 @@ def _unique_names(specs: Sequence[str]) -> list[str]:
 
 
 def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
-              seed: int = 0, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Play `games` seeded games (seats rotated) and return per-game results in game order."""
+              seed: int = 0, jobs: int = 1, progress: bool = True,
+              save_games: str | Path | None = None) -> list[dict]:
+    """Play `games` seeded games (seats rotated) and return per-game results in game order.
+
+    save_games: a folder to write every game's record to (`Game.record()` plus "names", the agent in each
+    seat), one JSON file per game, written atomically; `harmonies replay FOLDER` shows them.
+    """
     from tqdm import tqdm
 
     if games < 1:
@@ -105,10 +122,13 @@ def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
     names = _unique_names(list(specs))
+    save = None if save_games is None else str(save_games)
+    if save is not None:
+        Path(save).mkdir(parents=True, exist_ok=True)
     if num_players == 1:
-        tasks = [((s,), (nm,), 1, side, spirits, seed, i) for s, nm in zip(specs, names) for i in range(games)]
+        tasks = [((s,), (nm,), 1, side, spirits, seed, i, save) for s, nm in zip(specs, names) for i in range(games)]
     else:
-        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, i) for i in range(games)]
+        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, i, save) for i in range(games)]
     bar = tqdm(total=len(tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = []
     if jobs == 1:
