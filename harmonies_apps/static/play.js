@@ -43,14 +43,14 @@
     var cells = selSlot !== null ? g.cube[selSlot] : (selColour !== null ? g.place[selColour] : null);
     $("cfg").textContent = (t.num_players === 1 ? "solo" : t.num_players + " players") + " \u00b7 Side " + t.side +
       " \u00b7 Spirits " + (t.spirits ? "on" : "off");
-    $("status").innerHTML = H.statusHTML(t, s.names) + (s.result ? ' &middot; <span class="over">' + H.esc(s.result) + "</span>" : "");
+    $("status").innerHTML = s.result ? '<span class="over">' + H.esc(s.result) + "</span>" : H.statusHTML(t, s.names);
     $("thinking").className = "thinking" + (s.thinking ? " on" : "");
     $("thinker").textContent = s.bot || "";
     $("central").innerHTML = H.centralHTML(ST, t, {legal: g.take});
     var handLegal = {};
     Object.keys(g.place).forEach(function (c) { handLegal[c] = true; });
     $("hand").innerHTML = t.current === me ? H.handHTML(ST, t, {legal: handLegal, selected: selSlot === null ? selColour : null})
-      : '<span class="help">not your turn</span>';
+      : '<span class="help">' + (t.over ? "the game is over" : "not your turn") + "</span>";
     $("pouch").innerHTML = H.pouchHTML(ST, t);
     $("market").innerHTML = t.market.map(function (c, m) {
       var extra = g.replace[m] !== undefined ? '<div><button class="btn2" data-action="' + g.replace[m] +
@@ -90,6 +90,8 @@
     $("hint").textContent = hint;
     if (s.error) message(s.error);
     $("after").style.display = t.over ? "" : "none";
+    $("endTurn").style.display = t.over ? "none" : "";
+    $("newGame").style.display = t.over ? "none" : "";
     if (t.over) {
       $("download").href = "/api/games/" + s.id + "/record";
       $("replayLink").href = "/api/games/" + s.id + "/replay";
@@ -99,6 +101,9 @@
   }
 
   function setState(data) {
+    var prevId = S && S.id, prevOver = S && S.table.over;
+    if (data.id !== prevId) $("setupBox").style.display = "none";  // a new game: the table takes the page
+    if (data.table.over && !(data.id === prevId && prevOver)) $("setupBox").style.display = "";
     S = data;
     if (data.static) ST = data.static;
     render();
@@ -151,6 +156,10 @@
       step(parseInt(el.getAttribute("data-action"), 10));
     }
   });
+  $("newGame").onclick = function () {
+    var box = $("setupBox");
+    box.style.display = box.style.display === "none" ? "" : "none";
+  };
   $("endTurn").onclick = function () {
     var a = this.getAttribute("data-end");
     if (a !== "") step(parseInt(a, 10));
