@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -180,13 +179,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50, help="most games from a folder put in one page")
     p.set_defaults(func=cmd_replay)
     return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="harmonies-replay")
-    add_parser(ap.add_subparsers(dest="command", required=True))
-    args = ap.parse_args(["replay", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args))
 
 
 __all__ = ["build_game", "render_html", "write_replay", "load_records", "is_record", "add_parser"]

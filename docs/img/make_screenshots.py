@@ -35,7 +35,8 @@ OUT = Path(__file__).resolve().parent
 
 def _driver() -> webdriver.Chrome:
     o = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1120", "--force-device-scale-factor=1"):
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1120",
+              "--force-device-scale-factor=1"):
         o.add_argument(a)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
 
