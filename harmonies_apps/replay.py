@@ -7,10 +7,10 @@ A record is what `Game.record()` / `Game.to_json()` writes: {"version", "num_pla
 "seed", "actions"}. Two optional keys are drawn when present:
 
 - "names": one label per seat (the tournament writes the agent specs here);
-- "annotations": a list of {"ply": k, "candidates": [{"plan": [action, ...], "value": float}, ...],
-  "note": str (optional)}, an agent's candidate plans and their values at the decision before action k
-  (k counts the record's actions from 0). The viewer lists them on that frame, in words, and marks the plan
-  that was played.
+- "annotations": a list of {"ply": k, "candidates": [{"plan": [action, ...], "value": float, "visits": int
+  (optional)}, ...], "note": str (optional)}, an agent's candidate plans and their values at the decision before
+  action k (k counts the record's actions from 0). The viewer lists them on that frame, in words, and marks the
+  plan that was played. `tournament --save-games` adds them for search agents (see `annotate`).
 
 Frames are computed here, in Python, by replaying the record (`Game.replay` semantics: one frame per
 micro-action); each frame holds only the public table at that moment (see `table.table_state`), so nothing
@@ -129,7 +129,9 @@ def _annotation(game: Game, ann: Mapping[str, Any], rest: list[int]) -> dict[str
     for c in ann.get("candidates") or []:
         plan = [int(x) for x in c.get("plan", [])]
         value = c.get("value")
+        visits = c.get("visits")
         cands.append({"value": float(value) if isinstance(value, (int, float)) else None,
+                      "visits": int(visits) if isinstance(visits, int) else None,
                       "words": _describe_plan(game, plan),
                       "played": bool(plan) and list(rest[: len(plan)]) == plan})
     return {"note": str(ann.get("note", "")), "candidates": cands}

@@ -20,6 +20,7 @@ import numpy as np
 from harmonies_env.game import Game
 from harmonies_env.scoring import CATEGORIES
 
+from .annotate import annotations, watch
 from .table import write_text_atomic
 
 
@@ -76,6 +77,7 @@ def _play_indexed(task: tuple) -> dict:
     rot = index % n
     seat_slots = [(k + rot) % n for k in range(num_players)]
     agents = [make_agent(specs[j], seed=agent_seed(seed, index, j)) for j in seat_slots]
+    logs = [watch(a) for a in agents] if save_dir is not None else []  # search agents' candidates, for replays
     game = play_game(agents, num_players, side, spirits, seed=seed + index)
     scores = game.scores()
     winners = game.winners()
@@ -85,6 +87,8 @@ def _play_indexed(task: tuple) -> dict:
         res["suns"] = game.suns()
     if save_dir is not None:
         record = dict(game.record(), names=res["seats"])
+        if any(log is not None for log in logs):
+            record["annotations"] = annotations(record, logs)
         stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
         write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
     return res

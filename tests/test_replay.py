@@ -10,7 +10,7 @@ from agents import make_agent
 from harmonies_apps.cli import main
 from harmonies_apps.replay import build_game, load_records, render_html, write_replay
 from harmonies_apps.table import table_state
-from harmonies_apps.tournament import play_game, run_games
+from harmonies_apps.tournament import agent_seed, play_game, run_games
 from harmonies_env.game import Game
 
 
@@ -123,3 +123,29 @@ def test_cli_replay_writes_the_page(tmp_path, capsys):
     assert data["games"][0]["frames"][-1]["suns"] == g.suns()
     assert main(["replay", str(tmp_path / "nope.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_search_agents_candidates_become_annotations_without_changing_play(tmp_path):
+    from harmonies_apps.annotate import annotations, watch
+
+    seeds = [agent_seed(12, 0, j) for j in range(2)]  # as the tournament seeds game 0 of base seed 12
+    plain = play_game([make_agent("mcts:4it", seed=seeds[0]), make_agent("random", seed=seeds[1])], 2, seed=12)
+    agents = [make_agent("mcts:4it", seed=seeds[0]), make_agent("random", seed=seeds[1])]
+    logs = [watch(a) for a in agents]
+    assert logs[1] is None  # random has no search: left untouched
+    watched = play_game(agents, 2, seed=12)
+    assert watched.history == plain.history  # watching returns exactly what the search returned
+    rec = watched.record()
+    notes = annotations(rec, logs)
+    built = build_game(dict(rec, annotations=notes))
+    starts_of_seat0 = [i for i in built["turn_starts"] if built["frames"][i]["current"] == 0]
+    assert [n["ply"] for n in notes] == starts_of_seat0  # one per turn of the MCTS seat, where the turn began
+    for n in notes:
+        shown = built["annotations"][str(n["ply"])]["candidates"]
+        assert sum(c["played"] for c in shown) <= 1
+        if len(n["candidates"]) > 1:  # searched: the plan played is the best by mean value, listed first
+            assert shown[0]["played"] and shown[0]["visits"] >= 1
+    # the tournament's --save-games writes them for search agents
+    run_games(["mcts:4it", "random"], 2, 1, seed=12, progress=False, save_games=tmp_path)
+    saved = json.loads((tmp_path / "game_00000.json").read_text())
+    assert saved["annotations"] == notes

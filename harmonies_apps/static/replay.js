@@ -61,6 +61,7 @@
       $("annot").innerHTML = '<div class="box annot" style="margin-top:10px"><h3>Agent\u2019s candidate plans here</h3>' +
         (a.note ? '<div class="help">' + H.esc(a.note) + "</div>" : "") + "<ol>" + a.candidates.map(function (c) {
           return '<li class="' + (c.played ? "played" : "") + '"><span class="val">' + (c.value === null ? "\u2013" : c.value.toFixed(2)) +
+            (c.visits === null || c.visits === undefined ? "" : " (" + c.visits + " visits)") +
             "</span>" + H.esc(c.words.join("; ")) + (c.played ? " \u2190 played" : "") + "</li>";
         }).join("") + "</ol></div>";
     } else {
