@@ -229,6 +229,10 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         return JSONResponse({"opponents": mgr.opponents, "sides": ["A", "B"], "max_opponents": 3})
 
     async def body(request: Request) -> dict | JSONResponse:
+        # JSON only: a browser cannot send this content type cross-site without a CORS preflight, which this
+        # server never grants, so another web page cannot make moves for you.
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return err("send the request body as JSON (Content-Type: application/json)", 415)
         try:
             data = await request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):

@@ -75,6 +75,8 @@ def test_step_plays_the_action_and_illegal_steps_change_nothing(client):
     assert r.status_code == 400 and "action" in r.json()["error"]
     r = client.post(f"/api/games/{gid}/step", content=b"not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "JSON" in r.json()["error"]
+    r = client.post(f"/api/games/{gid}/step", content=json.dumps({"action": 0}), headers={"content-type": "text/plain"})
+    assert r.status_code == 415 and "Content-Type: application/json" in r.json()["error"]  # no cross-site moves
     assert np.array_equal(sess.game.state, before) and sess.game.history == []
     take = s["legal"][0]["action"]
     r = client.post(f"/api/games/{gid}/step", json={"action": take})
