@@ -141,7 +141,7 @@
     var c = st.cards[String(id)];
     if (c.spirit) cls += " spirit";
     var txt = '<div class="name" title="' + esc(c.name + (c.spirit ? " Spirit" : "")) + '">' + esc(c.name) +
-      (c.spirit ? " Spirit" : "") + '</div>';
+      (c.spirit ? ' <span class="sub">Spirit</span>' : "") + '</div>';
     if (c.points) {
       var placed = opts.placed || 0;
       txt += '<div class="pts" title="points once 1, 2, ... cubes are on the board">' + c.points.map(function (v, k) {
