@@ -338,9 +338,11 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
 
 def cmd_serve(args: argparse.Namespace) -> int:
     try:
+        import starlette  # noqa: F401
         import uvicorn
-    except ImportError:
-        raise SystemExit('harmonies serve needs the web extra: pip install -e ".[web]"') from None
+    except ImportError as e:
+        raise SystemExit(f'harmonies serve needs the web extra ({e.name} is missing): '
+                         'pip install -e ".[web]"') from None
     app = create_app(args.opponents, bot_delay=args.bot_delay)
     print(f"Harmonies: open http://{args.host}:{args.port}/ in a browser (Ctrl-C stops the server)")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
