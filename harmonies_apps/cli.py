@@ -10,7 +10,7 @@
 `bench` and `train` hand every argument after their name, unchanged, to the `main(argv)` of
 `benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help.
 Applications that add their own subcommand list their module in `APP_MODULES`; the module defines
-`register(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
+`add_parser(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
 """
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ import importlib
 import sys
 from typing import TextIO
 
-#: Modules that add a subcommand: each defines `register(subparsers) -> None`. One line per application.
+#: Modules that add a subcommand: each defines `add_parser(subparsers)`, which adds its parser and sets `func`.
 APP_MODULES: list[str] = [
-    "harmonies_apps.play",
+    "harmonies_apps.play",     # a person against bots in the terminal
+    "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
+    "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
@@ -36,7 +38,7 @@ FORWARDED: dict[str, tuple[str, str]] = {
 #: Optional top-level modules -> the pyproject extra that installs them.
 EXTRA_OF: dict[str, str] = {
     "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
-    "openskill": "train", "matplotlib": "train", "ray": "distributed",
+    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
 AGENTS_HELP = """agent specs: random, greedy[:BEAM], mcts[:SECONDS] or mcts:Nit (N iterations), ppo[:PATH].
@@ -130,7 +132,7 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
 
     _check_specs(list(args.agents))
     results = run_games(args.agents, num_players, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet)
+                        progress=not args.quiet, save_games=args.save_games)
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": num_players, "side": args.side,
                          "spirits": args.spirits, "seed": args.seed, "games": args.games}
@@ -178,11 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes; results are identical for any --jobs with reproducible agents")
         p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
+                       "(one JSON per game; view them with `harmonies replay DIR`)")
         add_config(p, players=name == "tournament")
         p.set_defaults(func=fn)
 
     for module in APP_MODULES:
-        importlib.import_module(module).register(sub)
+        importlib.import_module(module).add_parser(sub)
 
     for name, (_, hlp) in FORWARDED.items():
         sub.add_parser(name, help=hlp, add_help=False)  # never parsed here: main() forwards its argv

@@ -257,7 +257,7 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, o
     return 0
 
 
-def register(sub) -> None:
+def add_parser(sub) -> None:
     """Add the `play` subcommand to the `harmonies` parser (see cli.APP_MODULES)."""
     from .cli import AGENTS_HELP, HelpFormatter, add_config
 
@@ -269,4 +269,4 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_play)
 
 
-__all__ = ["play", "HumanPlayer", "compact_view", "moves_menu", "parse_move", "result_line", "register", "HELP"]
+__all__ = ["play", "HumanPlayer", "compact_view", "moves_menu", "parse_move", "result_line", "add_parser", "HELP"]

@@ -16,8 +16,7 @@ import io
 import json
 import math
 import multiprocessing as mp
-import os
-import tempfile
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -25,6 +24,9 @@ import numpy as np
 
 from harmonies_env.game import Game
 from harmonies_env.scoring import CATEGORIES
+
+from .annotate import annotations, watch
+from .table import write_bytes_atomic, write_text_atomic
 
 
 def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -85,11 +87,12 @@ def _play_indexed(task: tuple) -> dict:
     """Worker: play game `index` of a match and return its result as plain data."""
     from agents import make_agent
 
-    specs, names, num_players, side, spirits, seed, index = task
+    specs, names, num_players, side, spirits, seed, index, save_dir = task
     n = len(specs)
     rot = index % n
     seat_slots = [(k + rot) % n for k in range(num_players)]
     agents = [make_agent(specs[j], seed=agent_seed(seed, index, j)) for j in seat_slots]
+    logs = [watch(a) for a in agents] if save_dir is not None else []  # search agents' candidates, for replays
     game = play_game(agents, num_players, side, spirits, seed=seed + index)
     scores = game.scores()
     winners = game.winners()
@@ -97,7 +100,18 @@ def _play_indexed(task: tuple) -> dict:
            "scores": scores, "animal_cubes": game.animal_cubes(), "turns": game.turn}
     if num_players == 1:
         res["suns"] = game.suns()
+    if save_dir is not None:
+        record = dict(game.record(), names=res["seats"])
+        if any(log is not None for log in logs):
+            record["annotations"] = annotations(record, logs)
+        stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
+        write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
     return res
+
+
+def _safe(name: str) -> str:
+    """An agent name usable in a file name (e.g. 'mcts:0.5' -> 'mcts_0.5')."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
 def _unique_names(specs: Sequence[str]) -> list[str]:
@@ -111,8 +125,13 @@ def _unique_names(specs: Sequence[str]) -> list[str]:
 
 
 def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
-              seed: int = 0, jobs: int = 1, progress: bool = True) -> list[dict]:
-    """Play `games` seeded games (seats rotated) and return per-game results in game order."""
+              seed: int = 0, jobs: int = 1, progress: bool = True,
+              save_games: str | Path | None = None) -> list[dict]:
+    """Play `games` seeded games (seats rotated) and return per-game results in game order.
+
+    save_games: a folder to write every game's record to (`Game.record()` plus "names", the agent in each
+    seat), one JSON file per game, written atomically; `harmonies replay FOLDER` shows them.
+    """
     from tqdm import tqdm
 
     if games < 1:
@@ -122,10 +141,13 @@ def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
     names = _unique_names(list(specs))
+    save = None if save_games is None else str(save_games)
+    if save is not None:
+        Path(save).mkdir(parents=True, exist_ok=True)
     if num_players == 1:
-        tasks = [((s,), (nm,), 1, side, spirits, seed, i) for s, nm in zip(specs, names) for i in range(games)]
+        tasks = [((s,), (nm,), 1, side, spirits, seed, i, save) for s, nm in zip(specs, names) for i in range(games)]
     else:
-        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, i) for i in range(games)]
+        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, i, save) for i in range(games)]
     bar = tqdm(total=len(tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = []
     if jobs == 1:
@@ -197,21 +219,6 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a temporary file in the same folder (fsync, then os.replace)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:
     """Write <stem>_games.csv (one row per game and seat), <stem>.json (summary + games) and <stem>.png.
 
@@ -233,9 +240,9 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
         for p, nm in enumerate(r["seats"]):
             w.writerow([r["game"], r["seed"], p, nm, int(p in r["winners"]),
                         *[r["scores"][p][c] for c in CATEGORIES], r["animal_cubes"][p]])
-    _write_atomic(csv_path, buf.getvalue().encode())
+    write_text_atomic(csv_path, buf.getvalue())
     json_path = out / f"{stem}.json"
-    _write_atomic(json_path, json.dumps({"summary": summary, "games": results}, indent=1).encode())
+    write_text_atomic(json_path, json.dumps({"summary": summary, "games": results}, indent=1))
     if matplotlib is None:
         return [csv_path, json_path]
     matplotlib.use("Agg")
@@ -264,7 +271,7 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=90)
     plt.close(fig)
-    _write_atomic(png_path, png.getvalue())
+    write_bytes_atomic(png_path, png.getvalue())
     return [csv_path, json_path, png_path]
 
 

@@ -64,6 +64,8 @@ def test_tournament_and_solo_parse_every_documented_option(tmp_path):
 def test_app_modules_register_their_subcommand():
     assert "harmonies_apps.play" in cli.APP_MODULES
     assert cli.build_parser().parse_args(["play"]).func is play.cmd_play
+    for name in ("replay", "serve"):
+        assert cli.build_parser().parse_args([name] + (["x.json"] if name == "replay" else [])).command == name
 
 
 # ---- demo, tournament, solo -----------------------------------------------------------------------------
