@@ -293,3 +293,23 @@ def test_play_through_stdin_help_bad_input_and_quit():
 def test_play_bad_seat_is_a_clear_error(capsys):
     assert cli.main(["play", "--opponents", "random", "--seat", "5"]) == 2
     assert "--seat must be 0..1" in capsys.readouterr().err
+
+
+def test_docs_cli_table_matches_the_parser():
+    """docs/cli.md lists every subcommand, and every option it names is one the subcommand takes."""
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    rows = [line for line in (ROOT / "docs" / "cli.md").read_text().splitlines() if line.startswith("| `")]
+    documented = {}
+    for row in rows:
+        first, rest = row.split("|")[1], "|".join(row.split("|")[2:])
+        for name in re.findall(r"`(\w+)`", first):
+            documented[name] = set(re.findall(r"`(--[\w-]+)`", rest))
+    assert set(documented) == set(sub.choices)
+    for name, options in documented.items():
+        if name in cli.FORWARDED:
+            assert not options
+            continue
+        taken = {s for a in sub.choices[name]._actions for s in a.option_strings}
+        assert options <= taken, (name, options - taken)
