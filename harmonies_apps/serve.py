@@ -169,7 +169,7 @@ class Manager:
                 with sess.lock:
                     text = sess.game.describe_action(a)
                     sess.game.step(a)
-                    sess.log.append({"player": p, "text": text})
+                    sess.log.append({"player": p, "action": int(a), "text": text})
                     ended_turn = sess.game.turn != turn
                 if ended_turn and self.bot_delay > 0:
                     time.sleep(self.bot_delay)
@@ -192,7 +192,7 @@ class Manager:
                 raise ValueError(f"it is not your turn: {sess.names[g.current_player]} is to move")
             text = g.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
             g.step(action)  # IllegalActionError (a ValueError) leaves the game unchanged
-            sess.log.append({"player": sess.seat, "text": text})
+            sess.log.append({"player": sess.seat, "action": int(action), "text": text})
         self.start_bots(sess)
 
 

@@ -82,7 +82,8 @@ def test_step_plays_the_action_and_illegal_steps_change_nothing(client):
     r = client.post(f"/api/games/{gid}/step", json={"action": take})
     assert r.status_code == 200
     s2 = r.json()
-    assert sum(s2["table"]["hand"]) == 3 and s2["log"][-1] == {"player": 0, "text": s["legal"][0]["text"]}
+    assert sum(s2["table"]["hand"]) == 3
+    assert s2["log"][-1] == {"player": 0, "action": take, "text": s["legal"][0]["text"]}
     assert sess.game.history == [take]
 
 
