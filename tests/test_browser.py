@@ -120,6 +120,20 @@ def test_replay_page_steps_through_a_recorded_game(browser, tmp_path):
     assert _page_scores(drv, 2) == _expected(game.scores(), True)
     assert "Game over" in drv.find_element("id", "status").text
     assert drv.find_element("id", "next").get_attribute("disabled")
+    # a folder of records: one page, a game selector
+    folder = tmp_path / "games"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(rec))
+    other = play_game([make_agent("random", seed=5)], 1, "B", False, seed=4)
+    (folder / "b.json").write_text(other.to_json())
+    page, n = write_replay(folder, tmp_path / "folder.html")
+    assert n == 2
+    drv.get(page.as_uri())
+    from selenium.webdriver.support.ui import Select
+
+    Select(drv.find_element("id", "game")).select_by_index(1)
+    assert drv.find_element("id", "cfg").text.startswith("b \u00b7 solo \u00b7 Side B")
+    assert _attr(drv, "data-frame") == "0" and len(drv.find_elements("css selector", "svg.board")) == 1
     errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
 
