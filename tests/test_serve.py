@@ -50,7 +50,7 @@ def _wait(client, gid: str) -> dict:
 
 def test_new_game_offers_the_human_legal_actions_and_hides_hidden_information(client):
     s = _new(client, seed=SEED, spirits=True, opponents=["random", "random"], seat=1)
-    assert s["names"] == ["random (bot)", "You", "random (bot)"] and s["static"]["side"] == "A"
+    assert s["names"] == ["random #1 (bot)", "You", "random #2 (bot)"] and s["static"]["side"] == "A"
     s = _wait(client, s["id"])
     assert s["your_turn"] and s["table"]["current"] == 1
     game = client.manager.get(s["id"]).game
