@@ -130,15 +130,15 @@ def static_text(name: str) -> str:
     return (STATIC_DIR / name).read_text(encoding="utf-8")
 
 
-def write_text_atomic(path: str | Path, text: str) -> Path:
-    """Write text to `path` atomically: a temp file in the same folder, fsync, then os.replace."""
+def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
+    """Write bytes to `path` atomically: a temp file in the same folder, fsync, then os.replace."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; these are ordinary shareable outputs
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -151,4 +151,10 @@ def write_text_atomic(path: str | Path, text: str) -> Path:
     return path
 
 
-__all__ = ["table_state", "static_data", "card_info", "static_text", "write_text_atomic", "STATIC_DIR"]
+def write_text_atomic(path: str | Path, text: str) -> Path:
+    """Write text (UTF-8) to `path` atomically (see `write_bytes_atomic`)."""
+    return write_bytes_atomic(path, text.encode("utf-8"))
+
+
+__all__ = ["table_state", "static_data", "card_info", "static_text", "write_text_atomic", "write_bytes_atomic",
+           "STATIC_DIR"]
