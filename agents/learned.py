@@ -259,11 +259,13 @@ class LearnedSearchAgent(LearnedAgent):
     the network what the last opponent's afterstate is worth to us (or reads the exact result if the game ended).
     The root keeps the network's `root` best candidates; sequential halving (as in Gumbel MuZero) spends the
     budget in rounds, halving the candidates each round by mean leaf value plus `prior` x the network's own value.
+    Every candidate alive in a round is played in the same sampled worlds (common random numbers), so the
+    comparison between candidates is not drowned by the luck of the draws.
     Budget: `iterations` leaves per decision, or `seconds` of wall time (split evenly over the rounds).
     """
 
     def __init__(self, path: str | Path | None = None, iterations: int | None = None, seconds: float | None = None,
-                 root: int = 8, reply_beam: int = 24, prior: float = 1.0, seed: int = 0, name: str | None = None,
+                 root: int = 8, reply_beam: int = 4, prior: float = 1.0, seed: int = 0, name: str | None = None,
                  **kwargs: Any):
         if iterations is None and seconds is None:
             seconds = 1.0
@@ -310,6 +312,7 @@ class LearnedSearchAgent(LearnedAgent):
         rounds = max(1, math.ceil(math.log2(C)))
         start = time.perf_counter()
         used = 0
+        nworld = 0
         for r in range(rounds):
             if self.iterations is not None:
                 if self.iterations - used < len(alive):  # budget spent: decide on what was seen
@@ -321,8 +324,12 @@ class LearnedSearchAgent(LearnedAgent):
                 deadline = start + self.seconds * (r + 1) / rounds
             while True:
                 reps = per if per is not None else 1
+                # common random numbers: every alive candidate is played in the same `reps` sampled worlds
+                worlds = [private_copy(view, self._seed_for(turn, nworld + j + 1)).state for j in range(reps)]
+                nworld += reps
                 which = np.repeat(np.array(alive, dtype=np.int64), reps)
-                vals = self._leaves(view, turn, used, which, cp, cl, me, n)
+                roots = np.stack([worlds[j] for j in np.tile(np.arange(reps), len(alive))])
+                vals = self._leaves(roots, which, cp, cl, me, n)
                 np.add.at(total, which, vals)
                 np.add.at(count, which, 1.0)
                 used += len(which)
@@ -336,10 +343,10 @@ class LearnedSearchAgent(LearnedAgent):
         score = total[alive] / np.maximum(count[alive], 1) + self.prior * prior[alive]
         return cand[alive[int(np.argmax(score))]]
 
-    def _leaves(self, view: Any, turn: int, used: int, which: np.ndarray, cp: np.ndarray, cl: np.ndarray, me: int,
+    def _leaves(self, roots: np.ndarray, which: np.ndarray, cp: np.ndarray, cl: np.ndarray, me: int,
                 n: int) -> np.ndarray:
+        """Values for `me` of playing candidate which[i] in world roots[i] (int64 (L, STATE_SIZE), modified)."""
         L = len(which)
-        roots = np.stack([private_copy(view, self._seed_for(turn, used + i + 1)).state for i in range(L)])
         feats = np.zeros((L, NUM_FEATURES), dtype=np.float32)
         seat = np.zeros(L, dtype=np.int64)
         exact = np.zeros(L, dtype=np.bool_)

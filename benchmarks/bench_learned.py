@@ -77,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                               "samples_per_s": round(n * int(cfg["train"]["steps_per_iter"]) *
                                                      int(cfg["train"]["batch"]) / dt, 1)}), flush=True)
     if "learned_decision" in args.cases:
-        from agents.learned import LearnedAgent
         from agents.base import private_copy
+        from agents.learned import LearnedAgent
         from harmonies_env import Game
         from harmonies_env.view import PlayerView
 

@@ -68,7 +68,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
     },
     "train": {
-        "lr": 1e-3, "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
+        "lr": 1e-3, "lr_final": None,  # lr_final: linear decay from lr to it over `iterations` (None: constant)
+        "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
         "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
         "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
                                  # network's own later predictions of the same seat (less variance, some bias)
@@ -338,6 +339,11 @@ class Trainer:
         ce = -(win * torch.log_softmax(logits, dim=1)).sum(dim=1)
         win_loss = (ce * multi).sum() / multi.sum().clamp(min=1.0)
         loss = score_loss + float(self.tr["win_loss"]) * win_loss
+        final = self.tr["lr_final"]
+        if final is not None:  # linear decay over the configured iterations (a function of the iteration alone)
+            frac = min(1.0, self.iteration / max(1, int(self.tr["iterations"])))
+            for group in self.opt.param_groups:
+                group["lr"] = float(self.tr["lr"]) + frac * (float(final) - float(self.tr["lr"]))
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
