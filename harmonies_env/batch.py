@@ -38,9 +38,9 @@ from . import actions as A
 from . import rules
 from . import state as S
 from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
-from .env_gym import SCORE_SCALE
-from .game import Game, _check_config, _check_seed
+from .game import Game, check_config, check_seed
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
+from .rewards import SCORE_SCALE
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 from .stacks import ACCEPTS
 
@@ -553,7 +553,7 @@ class _Batch:
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
                  illegal_reward: float, max_steps: int, num_threads: int):
         self.num_games = n = _check_int("num_games", num_games, 1)
-        self.num_players, self.side_code, sp = _check_config(num_players, side, spirits)
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
@@ -594,9 +594,9 @@ class _Batch:
         """
         n = self.num_games
         if seed is None:
-            base = (_check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
+            base = (check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            b = _check_seed(seed)
+            b = check_seed(seed)
             if b + n > 2**63:
                 raise ValueError(f"seed {b} + {n} rows would pass 2**63")
             base = b + np.arange(n, dtype=np.int64)
@@ -701,7 +701,7 @@ class BatchedGames(_Batch):
                  seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
                  reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
                  num_threads: int = 1):
-        np_, _, _ = _check_config(num_players, side, spirits)
+        np_, _, _ = check_config(num_players, side, spirits)
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < np_):
             raise ValueError(f"seat (the learner's) must be None or 0..{np_ - 1}, got {seat!r}")
@@ -736,7 +736,7 @@ class SelfPlayBatch(_Batch):
     def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
                  seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
                  illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1):
-        np_, _, _ = _check_config(num_players, side, spirits)
+        np_, _, _ = check_config(num_players, side, spirits)
         if np_ < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"
