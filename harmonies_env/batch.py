@@ -37,7 +37,7 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
+from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
 from .game import Game, check_config, check_seed
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
 from .rewards import SCORE_SCALE
@@ -161,7 +161,7 @@ def _outcome(s, totals, tmp, won) -> int:
 _TMP = _NA                          # NUM_CATEGORIES: a score breakdown
 _TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
 _GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
-SCRATCH_SIZE = _GRIDS + rules.NUM_CLASSES
+SCRATCH_SIZE = _GRIDS + NUM_CLASSES
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -217,11 +217,11 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
         if s[S.HAND + c] == 0:
             for j in range(A.MAX_CELLS):
                 mask[A.PLACE_TOKEN + A.MAX_CELLS * c + j] = 0
-        changed = rules.STACK_CLASSES[new] | rules.STACK_CLASSES[STACK_BELOW[new]]
+        changed = STACK_CLASSES[new] | STACK_CLASSES[STACK_BELOW[new]]
         slots = 0
         for h in range(S.MAX_SLOTS):
             card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
-            if card_h >= 0 and rules.CARD_CLASSES[card_h] & changed:
+            if card_h >= 0 and CARD_CLASSES[card_h] & changed:
                 slots |= 1 << h
         rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
     elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
