@@ -109,24 +109,12 @@ def _suns(s, total: int) -> int:
 
 
 @njit(cache=True)
-def _opponents_move(s, seat: int, rng, i: int, buf, grids) -> None:
-    """Uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
-
-    rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,), grids int64 (NUM_CLASSES,) scratch.
-    Same draws as `env_gym.random_until` with that generator.
-    """
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf, grids)
-        rules.step(s, buf[S.random_below(rng, i, n)])
-
-
-@njit(cache=True)
 def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
-    """`_opponents_move` with book's generator (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's
-    observation, and the score cache (B_SCORE) up to date incrementally."""
+    """`rules.random_until` (the same draws, one `rules.random_action` at a time) with book's generator
+    (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's observation, and the score cache (B_SCORE) up to date
+    incrementally after each action."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf, grids)
-        a = buf[S.random_below(book, B_OPP_RNG, n)]
+        a = rules.random_action(s, book, B_OPP_RNG, buf, grids)
         mover = s[S.CURRENT]
         card = action_card(s, a)
         rules.step(s, a)
@@ -177,7 +165,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
     if cfg[CFG_MODE] == MODE_VERSUS:
         if book[B_SEAT] < 0:
             book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
-        _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
+        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
     for p in range(S.MAX_PLAYERS):
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO

@@ -37,16 +37,14 @@ from typing import Any, Callable, Sequence
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from numba import njit
 
 from . import actions as A
 from . import rules
-from . import state as S
+from .cards import NUM_CLASSES
 from .env_render import RENDER_MODES, check_render_mode, render_game
 from .game import Game
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from .rewards import REWARDS, SCORE_SCALE, check_reward, end_infos, final_rewards, totals
-from .state import random_below
 from .view import PlayerView
 
 Opponent = Callable[[np.ndarray, np.ndarray], int] | Any
@@ -56,21 +54,6 @@ def _check_max_steps(max_steps: Any) -> int:
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     return int(max_steps)
-
-
-@njit(cache=True)
-def random_until(s, seat: int, rng, buf) -> int:
-    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
-
-    s: int64 (STATE_SIZE,); rng: int64 (1,) generator of the opponents; buf: int64 (NUM_ACTIONS,) scratch.
-    Returns the number of actions played.
-    """
-    k = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf)
-        rules.step(s, buf[random_below(rng, 0, n)])
-        k += 1
-    return k
 
 
 class _Base(gymnasium.Env):
@@ -184,12 +167,13 @@ class VersusEnv(_Base):
             raise ValueError(f"seat must be None or 0..{self.num_players - 1}, got {seat!r}")
         self.fixed_seat = seat
         self._rng = np.zeros(1, dtype=np.int64)
+        self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._total = 0
 
     def _play_opponents(self) -> None:
         g = self.game
         if self.opponents is None:
-            random_until(g.state, self.seat, self._rng, self._buf)
+            rules.random_until(g.state, self.seat, self._rng, 0, self._buf, self._grids)
             return
         while not g.is_over and g.current_player != self.seat:
             p = g.current_player
@@ -245,5 +229,5 @@ def register_envs() -> None:
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "register_envs", "random_until", "final_rewards", "totals", "REWARDS",
+__all__ = ["SoloEnv", "VersusEnv", "register_envs", "final_rewards", "totals", "REWARDS",
            "SCORE_SCALE"]

@@ -298,20 +298,42 @@ def token_total(s) -> int:
 
 
 @njit(cache=True)
+def random_action(s, rng, i: int, buf, grids) -> int:
+    """A uniformly random legal action of the player to move (the game must not be over).
+
+    rng[i]: the player's int64 generator (`state.random_below`), advanced by one draw; buf: int64 (NUM_ACTIONS,)
+    and grids: int64 (NUM_CLASSES,) scratch.
+    """
+    n = legal_actions(s, buf, grids)
+    return buf[random_below(rng, i, n)]
+
+
+@njit(cache=True)
+def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
+    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
+
+    The engine's one random-play loop: the Versus envs' built-in opponents (`env_gym`, `batch`), whole random
+    games (`random_playout`, `random_games`, `batch.rollout_batch`). seat = -1 plays to the end of the game.
+    rng[i]: the player's int64 generator (`state.random_below`, kept apart from the game's own chance); buf: int64
+    (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
+    """
+    steps = 0
+    while not s[GAME_OVER] and s[CURRENT] != seat:
+        step(s, random_action(s, rng, i, buf, grids))
+        steps += 1
+    return steps
+
+
+@njit(cache=True)
 def random_playout(s, rng, buf, grids=None) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch for `legal_actions`.
+    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch (`random_until` with seat -1).
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    steps = 0
-    while not s[GAME_OVER]:
-        n = legal_actions(s, buf, grids)
-        step(s, buf[random_below(rng, 0, n)])
-        steps += 1
-    return steps
+    return random_until(s, -1, rng, 0, buf, grids)
 
 
 @njit(cache=True)
