@@ -92,7 +92,7 @@ def token_cells(s, p: int, colour: int) -> int:
     return m & ~s[CUBES + p]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
@@ -353,47 +353,94 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
     return total
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Legal actions. The rules of legality are written once, as bit sets per region of the action table (the
+# `_*_bits` helpers below, and `token_cells` / `cards.habitat_cells_grid`); `legal_actions` lists them as action
+# indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
+# rewrites only what an action can have changed). Both give the actions in the same ascending order.
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _choosing_spirit(s, p: int) -> bool:
+    """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
+    return s[SPIRITS] != 0 and s[SPIRIT_KEPT + p] < 0
+
+
+@njit(cache=True, inline="always")
+def _space_bits(s) -> int:
+    """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
+    m = 0
+    if not s[TOOK_TOKENS]:
+        for sp in range(s[NUM_SPACES]):
+            if s[CENTRAL + 3 * sp] >= 0:
+                m |= 1 << sp
+    return m
+
+
+@njit(cache=True, inline="always")
+def _card_bits(s, held: int) -> int:
+    """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
+    m = 0
+    if not s[TOOK_CARD] and held < MAX_SLOTS:
+        for k in range(s[NUM_MARKET]):
+            if s[MARKET + k] >= 0:
+                m |= 1 << k
+    return m
+
+
+@njit(cache=True, inline="always")
+def _replace_bits(s) -> int:
+    """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
+    draw pile to refill from."""
+    m = 0
+    if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
+        for k in range(s[NUM_MARKET]):
+            if s[MARKET + k] >= 0:
+                m |= 1 << k
+    return m
+
+
+@njit(cache=True, inline="always")
+def _may_end(s, placeable: bool) -> bool:
+    """Whether the turn may end: tokens were taken and no held token can be placed."""
+    return s[TOOK_TOKENS] != 0 and not placeable
+
+
+@njit(cache=True, inline="always")
+def _list_bits(out, n: int, base: int, m: int) -> int:
+    """Append base + (each set bit of m, ascending) to out[n:]; return the new count."""
+    while m:
+        out[n] = base + lowest_cell(m)
+        m &= m - 1
+        n += 1
+    return n
+
+
 @njit(cache=True)
 def legal_actions(s, out, grids=None) -> int:
-    """Write the legal action indices into out (int64, >= NUM_ACTIONS long); return how many.
+    """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
-    Cube placements use the grid habitat matcher (`habitat_cells_grid`, equal to `cards.habitat_cells`);
-    grids: int64 (NUM_CLASSES,) scratch, allocated here if not given (hot loops pass their own).
+    grids: int64 (NUM_CLASSES,) scratch for the habitat matcher, allocated here if not given (hot loops pass
+    their own).
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
     if s[GAME_OVER]:
         return 0
-    n = 0
     p = s[CURRENT]
-    if s[SPIRITS] and s[SPIRIT_KEPT + p] < 0:
+    if _choosing_spirit(s, p):
         out[0] = A.KEEP_SPIRIT
         out[1] = A.KEEP_SPIRIT + 1
         return 2
-    if not s[TOOK_TOKENS]:
-        for sp in range(s[NUM_SPACES]):
-            if s[CENTRAL + 3 * sp] >= 0:
-                out[n] = A.TAKE_TOKENS + sp
-                n += 1
+    n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
     placeable = False
     for c in range(6):
         if s[HAND + c] > 0:
             m = token_cells(s, p, c)
             if m:
                 placeable = True
-            while m:
-                out[n] = A.PLACE_TOKEN + MAX_CELLS * c + lowest_cell(m)
-                m &= m - 1
-                n += 1
-    held = 0
-    for h in range(MAX_SLOTS):
-        if s[SLOT + MAX_SLOTS * p + h] >= 0:
-            held += 1
-    if not s[TOOK_CARD] and held < MAX_SLOTS:
-        for k in range(s[NUM_MARKET]):
-            if s[MARKET + k] >= 0:
-                out[n] = A.TAKE_CARD + k
-                n += 1
+                n = _list_bits(out, n, A.PLACE_TOKEN + MAX_CELLS * c, m)
+    held = held_cards(s, p)
+    n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
     if held:
         side = s[SIDE]
         class_grids(side, _bb(s, p), grids)
@@ -401,16 +448,9 @@ def legal_actions(s, out, grids=None) -> int:
             card = s[SLOT + MAX_SLOTS * p + h]
             if card >= 0:
                 m = habitat_cells_grid(side, grids, s[CUBES + p], card)
-                while m:
-                    out[n] = A.PLACE_CUBE + MAX_CELLS * h + lowest_cell(m)
-                    m &= m - 1
-                    n += 1
-    if s[TOOK_TOKENS] and not placeable:
-        if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-            for k in range(s[NUM_MARKET]):
-                if s[MARKET + k] >= 0:
-                    out[n] = A.SOLO_REPLACE + k
-                    n += 1
+                n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
+    if _may_end(s, placeable):
+        n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
         out[n] = A.END_TURN
         n += 1
     return n
@@ -423,6 +463,7 @@ MASK_ALL = 31
 
 @njit(cache=True, inline="always")
 def _set_bits(mask, base: int, m: int) -> None:
+    """Set mask[base + each set bit of m]."""
     while m:
         mask[base + lowest_cell(m)] = 1
         m &= m - 1
@@ -439,28 +480,26 @@ def _clear(mask, lo: int, hi: int, clear: bool) -> None:
 def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
     """Rewrite the `regions` (MASK_* flags) of mask (bool (NUM_ACTIONS,)) to the legal actions of s.
 
-    MASK_ALL gives exactly `legal_mask`. A part of the regions suffices after an action that cannot have
-    changed the others (the batched engine's incremental masks: see `batch`); MASK_CUBE rewrites only the
-    held-card slots in `cube_slots` (bit h = slot h; 15 = all). grids: int64 (NUM_CLASSES,) scratch.
+    MASK_ALL gives exactly `legal_mask` (the same rules as `legal_actions`, from the same helpers). A part of the
+    regions suffices after an action that cannot have changed the others (the batched engine's incremental
+    masks: see `batch`); MASK_CUBE rewrites only the held-card slots in `cube_slots` (bit h = slot h; 15 = all).
+    grids: int64 (NUM_CLASSES,) scratch.
     """
     full = regions == MASK_ALL
+    p = s[CURRENT]
     if full:
         for k in range(A.NUM_ACTIONS):
             mask[k] = 0
         if s[GAME_OVER]:
             return
-        if s[SPIRITS] and s[SPIRIT_KEPT + s[CURRENT]] < 0:
+        if _choosing_spirit(s, p):
             mask[A.KEEP_SPIRIT] = 1
             mask[A.KEEP_SPIRIT + 1] = 1
             return
     part = not full
-    p = s[CURRENT]
     if regions & MASK_TOKENS:
         _clear(mask, A.TAKE_TOKENS, A.PLACE_TOKEN, part)
-        if not s[TOOK_TOKENS]:
-            for sp in range(s[NUM_SPACES]):
-                if s[CENTRAL + 3 * sp] >= 0:
-                    mask[A.TAKE_TOKENS + sp] = 1
+        _set_bits(mask, A.TAKE_TOKENS, _space_bits(s))
     if regions & (MASK_PLACE | MASK_TAIL):
         placeable = False
         if regions & MASK_PLACE:
@@ -474,23 +513,14 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
                         _set_bits(mask, A.PLACE_TOKEN + MAX_CELLS * c, m)
         if regions & MASK_TAIL:
             _clear(mask, A.SOLO_REPLACE, A.NUM_ACTIONS, part)
-            if s[TOOK_TOKENS] and not placeable:
-                if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-                    for k in range(s[NUM_MARKET]):
-                        if s[MARKET + k] >= 0:
-                            mask[A.SOLO_REPLACE + k] = 1
+            if _may_end(s, placeable):
+                _set_bits(mask, A.SOLO_REPLACE, _replace_bits(s))
                 mask[A.END_TURN] = 1
     if regions & (MASK_CARD | MASK_CUBE):
-        held = 0
-        for h in range(MAX_SLOTS):
-            if s[SLOT + MAX_SLOTS * p + h] >= 0:
-                held += 1
+        held = held_cards(s, p)
         if regions & MASK_CARD:
             _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
-            if not s[TOOK_CARD] and held < MAX_SLOTS:
-                for k in range(s[NUM_MARKET]):
-                    if s[MARKET + k] >= 0:
-                        mask[A.TAKE_CARD + k] = 1
+            _set_bits(mask, A.TAKE_CARD, _card_bits(s, held))
         if regions & MASK_CUBE:
             side = s[SIDE]
             if held:
@@ -502,5 +532,3 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
                     card = s[SLOT + MAX_SLOTS * p + h]
                     if card >= 0:
                         _set_bits(mask, base, habitat_cells_grid(side, grids, s[CUBES + p], card))
-
-
