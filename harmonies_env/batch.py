@@ -123,8 +123,13 @@ def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
 
 
 @njit(cache=True)
-def _outcome(s, totals, tmp, won) -> int:
-    """Fill totals (int64 (4,)) and won (int64 (4,): 1 for each winner); return how many seats won."""
+def outcome(s, totals, tmp, won) -> int:
+    """Who won a finished game (the rules: most points, ties broken by most animal cubes, then shared).
+
+    Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
+    winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_env`).
+    """
     n = s[S.NUM_PLAYERS]
     best_t = -1
     best_c = -1
@@ -278,7 +283,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
     if done or trunc:
-        k = _outcome(s, totals, tmp, final_won)
+        k = outcome(s, totals, tmp, final_won)
     if done:
         if kind == REWARD_SCORE:
             for p in range(n):
@@ -328,7 +333,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
 # They are compiled WITHOUT numba's reference counting (`_nrt=False`): arrays coming from Python then carry no
 # memory-manager record, so the views the kernels below take of them (a row, a board's bitboards ...) cost no
 # atomic increment / decrement. With it, those atomics were over half of a row-step's time. The kernels they
-# call allocate and free their own small arrays normally. nogil: `_run_rows` runs row ranges in threads.
+# call allocate and free their own small arrays normally. nogil: `run_rows` runs row ranges in threads.
 # ---------------------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, _nrt=False)
 def _step_rows(lo, hi, states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks,
@@ -357,10 +362,14 @@ _POOL: list[ThreadPoolExecutor] = []
 MIN_ROWS_PER_THREAD = 16
 
 
-def _run_rows(fn: Any, n: int, threads: int, *args: Any) -> None:
-    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in `threads` row ranges run at once (the
-    kernels release the GIL; every row depends only on itself, so results do not depend on the split)."""
-    k = min(threads, n // MIN_ROWS_PER_THREAD)
+def run_rows(fn: Any, n: int, threads: int, *args: Any, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
+    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in up to `threads` row ranges run at once.
+
+    The thread runner of every batched stepper (this module's drivers, `agents.plan_env`). fn must be a numba
+    kernel compiled with nogil=True, and every row must depend only on itself, so that results do not depend on
+    the split. min_rows: fewest rows worth handing to another thread (lower it for expensive rows).
+    """
+    k = min(threads, n // max(1, min_rows))
     if k <= 1:
         fn(0, n, *args)
         return
@@ -394,7 +403,7 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
     seat / last mover). scratch: int64 (N, SCRATCH_SIZE). num_threads > 1 splits the rows over threads.
     All arrays C-contiguous.
     """
-    _run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
+    run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
               ep_returns, final_returns, obs, masks, rewards, learner_rewards, ended, flags, final_scores, final_won,
               final_obs, scratch)
 
@@ -411,7 +420,7 @@ def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
     steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
-    _outcome(s, totals, scratch[_TMP:_TOTALS], won)
+    outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 
 
@@ -464,11 +473,11 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     steps = np.zeros(n, dtype=np.int64)
     scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
-    _run_rows(_rollout_rows, n, _check_threads(num_threads), work, seeds, totals, won, steps, scratch)
+    run_rows(_rollout_rows, n, check_threads(num_threads), work, seeds, totals, won, steps, scratch)
     return Rollouts(totals, won, steps)
 
 
-def _check_threads(num_threads: Any) -> int:
+def check_threads(num_threads: Any) -> int:
     """Validate a thread count (threads that step row ranges of a batch at once; 1 = the calling thread only)."""
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -551,7 +560,7 @@ class _Batch:
         self.reward_scale = _check_float("reward_scale", reward_scale)
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
-        self.num_threads = _check_threads(num_threads)
+        self.num_threads = check_threads(num_threads)
         self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
                             dtype=np.int64)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
@@ -593,13 +602,13 @@ class _Batch:
         self.book[:] = 0
         self.book[:, B_BASE] = base
         self._ep_returns[:] = 0.0
-        _run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
+        run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
                   self._scratch)
         return self._obs_view, self._masks_view
 
     def refresh(self) -> None:
         """Re-encode every row's observation and mask from `states` (after editing `states` in place)."""
-        _run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
+        run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
                   self._masks, self._scratch)
 
     # ---- stepping --------------------------------------------------------------------------------------
@@ -738,4 +747,4 @@ class SelfPlayBatch(_Batch):
 
 
 __all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch", "step_rows", "rollout_batch",
-           "episode_seed", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]
+           "episode_seed", "outcome", "run_rows", "check_threads", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]
