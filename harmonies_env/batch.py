@@ -646,6 +646,11 @@ class _Batch:
         return self.book[:, B_PLAYER]
 
     @property
+    def errors(self) -> np.ndarray:
+        """int64 (N,): the last step's `rules.step` error code per row (0 = legal; `rules.ERRORS` says why)."""
+        return self._flags[:, F_ERROR]
+
+    @property
     def episodes(self) -> np.ndarray:
         """int64 (N,): each row's episode number (0 for the first game after `reset`)."""
         return self.book[:, B_EPISODE]

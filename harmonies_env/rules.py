@@ -10,44 +10,11 @@ import numpy as np
 from numba import njit
 
 from . import actions as A
+from . import state as S
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
 from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
-from .state import (
-    ANIMAL_CUBES,
-    BITBOARD,
-    CENTRAL,
-    CUBES,
-    CUBES_PLACED,
-    CURRENT,
-    DECK,
-    DECK_COUNT,
-    DISCARDED,
-    END_TRIGGER,
-    GAME_OVER,
-    HAND,
-    MARKET,
-    MAX_SLOTS,
-    NUM_MARKET,
-    NUM_PLAYERS,
-    NUM_SPACES,
-    POUCH,
-    SIDE,
-    SLOT,
-    SPIRIT_DEALT,
-    SPIRIT_KEPT,
-    SPIRITS,
-    STACK,
-    STATE_SIZE,
-    TAKEN_SPACE,
-    TOOK_CARD,
-    TOOK_TOKENS,
-    TURN,
-    fill_space,
-    init_state,
-    random_below,
-)
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -78,7 +45,7 @@ OK = 0
 
 @njit(cache=True, inline="always")
 def _bb(s, p: int):
-    return s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+    return s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
 
 
 @njit(cache=True)
@@ -88,16 +55,16 @@ def token_cells(s, p: int, colour: int) -> int:
     m = 0
     for k in range(NUM_STACKS):
         if (acc >> k) & 1:
-            m |= s[BITBOARD + 15 * p + k]
-    return m & ~s[CUBES + p]
+            m |= s[S.BITBOARD + 15 * p + k]
+    return m & ~s[S.CUBES + p]
 
 
 @njit(cache=True, inline="always")
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
-    for h in range(MAX_SLOTS):
-        if s[SLOT + MAX_SLOTS * p + h] >= 0:
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
             n += 1
     return n
 
@@ -105,7 +72,7 @@ def held_cards(s, p: int) -> int:
 @njit(cache=True)
 def _can_place_any(s, p: int) -> bool:
     for c in range(6):
-        if s[HAND + c] > 0 and token_cells(s, p, c) != 0:
+        if s[S.HAND + c] > 0 and token_cells(s, p, c) != 0:
             return True
     return False
 
@@ -122,152 +89,152 @@ def legal_mask(s, mask, buf) -> int:
 
 @njit(cache=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
-    base = STACK + MAX_CELLS * p
+    base = S.STACK + MAX_CELLS * p
     old = s[base + i]
     bit = 1 << i
-    s[BITBOARD + 15 * p + old] &= ~bit
-    s[BITBOARD + 15 * p + new] |= bit
+    s[S.BITBOARD + 15 * p + old] &= ~bit
+    s[S.BITBOARD + 15 * p + new] |= bit
     s[base + i] = new
 
 
 @njit(cache=True)
 def end_turn(s) -> None:
     """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
-    p = s[CURRENT]
-    np_ = s[NUM_PLAYERS]
+    p = s[S.CURRENT]
+    np_ = s[S.NUM_PLAYERS]
     for c in range(6):
-        s[DISCARDED + c] += s[HAND + c]
-        s[HAND + c] = 0
+        s[S.DISCARDED + c] += s[S.HAND + c]
+        s[S.HAND + c] = 0
     if np_ == 1:
-        for k in range(3 * s[NUM_SPACES]):
-            c = s[CENTRAL + k]
+        for k in range(3 * s[S.NUM_SPACES]):
+            c = s[S.CENTRAL + k]
             if c >= 0:
-                s[DISCARDED + c] += 1
-            s[CENTRAL + k] = -1
-        for sp in range(s[NUM_SPACES]):
-            if not fill_space(s, sp):
-                s[END_TRIGGER] = 1
+                s[S.DISCARDED + c] += 1
+            s[S.CENTRAL + k] = -1
+        for sp in range(s[S.NUM_SPACES]):
+            if not S.fill_space(s, sp):
+                s[S.END_TRIGGER] = 1
                 break
-    elif s[TAKEN_SPACE] >= 0:
-        if not fill_space(s, s[TAKEN_SPACE]):
-            if s[END_TRIGGER] == 0:
-                s[END_TRIGGER] = 1
-    for k in range(s[NUM_MARKET]):
-        if s[MARKET + k] < 0 and s[DECK_COUNT] > 0:
-            s[DECK_COUNT] -= 1
-            s[MARKET + k] = s[DECK + s[DECK_COUNT]]
-            s[DECK + s[DECK_COUNT]] = 0
-    if popcount(s[BITBOARD + 15 * p]) <= 2 and s[END_TRIGGER] == 0:
-        s[END_TRIGGER] = 2
-    s[TURN] += 1
-    s[TOOK_TOKENS] = 0
-    s[TOOK_CARD] = 0
-    s[TAKEN_SPACE] = -1
-    if s[END_TRIGGER] and p == np_ - 1:
-        s[GAME_OVER] = 1
+    elif s[S.TAKEN_SPACE] >= 0:
+        if not S.fill_space(s, s[S.TAKEN_SPACE]):
+            if s[S.END_TRIGGER] == 0:
+                s[S.END_TRIGGER] = 1
+    for k in range(s[S.NUM_MARKET]):
+        if s[S.MARKET + k] < 0 and s[S.DECK_COUNT] > 0:
+            s[S.DECK_COUNT] -= 1
+            s[S.MARKET + k] = s[S.DECK + s[S.DECK_COUNT]]
+            s[S.DECK + s[S.DECK_COUNT]] = 0
+    if popcount(s[S.BITBOARD + 15 * p]) <= 2 and s[S.END_TRIGGER] == 0:
+        s[S.END_TRIGGER] = 2
+    s[S.TURN] += 1
+    s[S.TOOK_TOKENS] = 0
+    s[S.TOOK_CARD] = 0
+    s[S.TAKEN_SPACE] = -1
+    if s[S.END_TRIGGER] and p == np_ - 1:
+        s[S.GAME_OVER] = 1
     else:
-        s[CURRENT] = (p + 1) % np_
+        s[S.CURRENT] = (p + 1) % np_
 
 
 @njit(cache=True)
 def step(s, a: int) -> int:
     """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
-    if s[GAME_OVER]:
+    if s[S.GAME_OVER]:
         return 1
     if a < 0 or a >= A.NUM_ACTIONS:
         return 2
-    p = s[CURRENT]
-    choosing = s[SPIRITS] and s[SPIRIT_KEPT + p] < 0
+    p = s[S.CURRENT]
+    choosing = s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0
     if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
         if not choosing:
             return 15
-        card = s[SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
-        s[SPIRIT_KEPT + p] = card
-        s[SLOT + MAX_SLOTS * p] = card  # first turn: every slot is free
-        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+        s[S.SPIRIT_KEPT + p] = card
+        s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
         return 0
     if choosing:
         return 3
-    side = s[SIDE]
+    side = s[S.SIDE]
     if a < A.PLACE_TOKEN:
-        if s[TOOK_TOKENS]:
+        if s[S.TOOK_TOKENS]:
             return 4
-        if a >= s[NUM_SPACES] or s[CENTRAL + 3 * a] < 0:
+        if a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
             return 5
         for t in range(3):
-            c = s[CENTRAL + 3 * a + t]
+            c = s[S.CENTRAL + 3 * a + t]
             if c >= 0:
-                s[HAND + c] += 1
-            s[CENTRAL + 3 * a + t] = -1
-        s[TOOK_TOKENS] = 1
-        s[TAKEN_SPACE] = a
+                s[S.HAND + c] += 1
+            s[S.CENTRAL + 3 * a + t] = -1
+        s[S.TOOK_TOKENS] = 1
+        s[S.TAKEN_SPACE] = a
         return 0
     if a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
-        if s[HAND + c] <= 0:
+        if s[S.HAND + c] <= 0:
             return 6
         if i >= NUM_CELLS[side]:
             return 7
-        if (s[CUBES + p] >> i) & 1:
+        if (s[S.CUBES + p] >> i) & 1:
             return 8
-        new = STACK_AFTER[s[STACK + MAX_CELLS * p + i], c]
+        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c]
         if new < 0:
             return 9
         _set_stack(s, p, i, new)
-        s[HAND + c] -= 1
+        s[S.HAND + c] -= 1
         return 0
     if a < A.PLACE_CUBE:
         m = a - A.TAKE_CARD
-        if s[TOOK_CARD]:
+        if s[S.TOOK_CARD]:
             return 10
-        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
             return 11
-        if held_cards(s, p) >= MAX_SLOTS:
+        if held_cards(s, p) >= S.MAX_SLOTS:
             return 12
-        card = s[MARKET + m]
-        for h in range(MAX_SLOTS):
-            if s[SLOT + MAX_SLOTS * p + h] < 0:
-                s[SLOT + MAX_SLOTS * p + h] = card
+        card = s[S.MARKET + m]
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
+                s[S.SLOT + S.MAX_SLOTS * p + h] = card
                 break
-        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        s[MARKET + m] = -1
-        s[TOOK_CARD] = 1
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        s[S.MARKET + m] = -1
+        s[S.TOOK_CARD] = 1
         return 0
     if a < A.KEEP_SPIRIT:
         h = (a - A.PLACE_CUBE) // MAX_CELLS
         i = (a - A.PLACE_CUBE) % MAX_CELLS
-        card = s[SLOT + MAX_SLOTS * p + h]
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             return 13
         if i >= NUM_CELLS[side]:
             return 7
-        if not (habitat_cells(side, _bb(s, p), s[CUBES + p], card) >> i) & 1:
+        if not (habitat_cells(side, _bb(s, p), s[S.CUBES + p], card) >> i) & 1:
             return 14
-        s[CUBES + p] |= 1 << i
-        k = CUBES_PLACED + (NUM_CARDS + 1) * p + card
+        s[S.CUBES + p] |= 1 << i
+        k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
         s[k] += 1
         if card < FIRST_SPIRIT:
-            s[ANIMAL_CUBES + p] += 1
+            s[S.ANIMAL_CUBES + p] += 1
         if s[k] == CUBES_ON_CARD[card]:
-            s[SLOT + MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+            s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
         return 0
     # end of turn, plain or with a solo card replacement
-    if not s[TOOK_TOKENS]:
+    if not s[S.TOOK_TOKENS]:
         return 16
     if _can_place_any(s, p):
         return 17
     if a < A.END_TURN:
         m = a - A.SOLO_REPLACE
-        if s[NUM_PLAYERS] != 1:
+        if s[S.NUM_PLAYERS] != 1:
             return 18
-        if s[TOOK_CARD]:
+        if s[S.TOOK_CARD]:
             return 19
-        if s[DECK_COUNT] == 0:
+        if s[S.DECK_COUNT] == 0:
             return 20
-        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
             return 11
-        s[MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
+        s[S.MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
     end_turn(s)
     return 0
 
@@ -276,9 +243,9 @@ def step(s, a: int) -> int:
 def scores_into(s, out) -> None:
     """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
     out[:] = 0
-    side = s[SIDE]
-    for p in range(s[NUM_PLAYERS]):
-        score_into(side, _bb(s, p), s[CUBES_PLACED + (NUM_CARDS + 1) * p: CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
+    side = s[S.SIDE]
+    for p in range(s[S.NUM_PLAYERS]):
+        score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
                    out[p])
 
 
@@ -287,13 +254,13 @@ def token_total(s) -> int:
     """Tokens accounted for: pouch + central board + hand + boards + discarded (always 120)."""
     n = 0
     for c in range(6):
-        n += s[POUCH + c] + s[HAND + c] + s[DISCARDED + c]
+        n += s[S.POUCH + c] + s[S.HAND + c] + s[S.DISCARDED + c]
     for k in range(15):
-        if s[CENTRAL + k] >= 0:
+        if s[S.CENTRAL + k] >= 0:
             n += 1
-    for p in range(s[NUM_PLAYERS]):
+    for p in range(s[S.NUM_PLAYERS]):
         for i in range(MAX_CELLS):
-            n += HEIGHT[s[STACK + MAX_CELLS * p + i]]
+            n += HEIGHT[s[S.STACK + MAX_CELLS * p + i]]
     return n
 
 
@@ -305,7 +272,7 @@ def random_action(s, rng, i: int, buf, grids) -> int:
     and grids: int64 (NUM_CLASSES,) scratch.
     """
     n = legal_actions(s, buf, grids)
-    return buf[random_below(rng, i, n)]
+    return buf[S.random_below(rng, i, n)]
 
 
 @njit(cache=True)
@@ -318,7 +285,7 @@ def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
     (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
     """
     steps = 0
-    while not s[GAME_OVER] and s[CURRENT] != seat:
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
         step(s, random_action(s, rng, i, buf, grids))
         steps += 1
     return steps
@@ -342,13 +309,13 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 
     Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
     """
-    s = np.zeros(STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     total = 0
     for g in range(games):
-        init_state(s, num_players, side, spirits, seed + g)
+        S.init_state(s, num_players, side, spirits, seed + g)
         total += random_playout(s, rng, buf)
     return total
 
@@ -362,16 +329,16 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 @njit(cache=True, inline="always")
 def _choosing_spirit(s, p: int) -> bool:
     """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
-    return s[SPIRITS] != 0 and s[SPIRIT_KEPT + p] < 0
+    return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
 
 
 @njit(cache=True, inline="always")
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
-    if not s[TOOK_TOKENS]:
-        for sp in range(s[NUM_SPACES]):
-            if s[CENTRAL + 3 * sp] >= 0:
+    if not s[S.TOOK_TOKENS]:
+        for sp in range(s[S.NUM_SPACES]):
+            if s[S.CENTRAL + 3 * sp] >= 0:
                 m |= 1 << sp
     return m
 
@@ -380,9 +347,9 @@ def _space_bits(s) -> int:
 def _card_bits(s, held: int) -> int:
     """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
     m = 0
-    if not s[TOOK_CARD] and held < MAX_SLOTS:
-        for k in range(s[NUM_MARKET]):
-            if s[MARKET + k] >= 0:
+    if not s[S.TOOK_CARD] and held < S.MAX_SLOTS:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
                 m |= 1 << k
     return m
 
@@ -392,9 +359,9 @@ def _replace_bits(s) -> int:
     """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
     draw pile to refill from."""
     m = 0
-    if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-        for k in range(s[NUM_MARKET]):
-            if s[MARKET + k] >= 0:
+    if s[S.NUM_PLAYERS] == 1 and not s[S.TOOK_CARD] and s[S.DECK_COUNT] > 0:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
                 m |= 1 << k
     return m
 
@@ -402,7 +369,7 @@ def _replace_bits(s) -> int:
 @njit(cache=True, inline="always")
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
-    return s[TOOK_TOKENS] != 0 and not placeable
+    return s[S.TOOK_TOKENS] != 0 and not placeable
 
 
 @njit(cache=True, inline="always")
@@ -424,9 +391,9 @@ def legal_actions(s, out, grids=None) -> int:
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    if s[GAME_OVER]:
+    if s[S.GAME_OVER]:
         return 0
-    p = s[CURRENT]
+    p = s[S.CURRENT]
     if _choosing_spirit(s, p):
         out[0] = A.KEEP_SPIRIT
         out[1] = A.KEEP_SPIRIT + 1
@@ -434,7 +401,7 @@ def legal_actions(s, out, grids=None) -> int:
     n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
     placeable = False
     for c in range(6):
-        if s[HAND + c] > 0:
+        if s[S.HAND + c] > 0:
             m = token_cells(s, p, c)
             if m:
                 placeable = True
@@ -442,12 +409,12 @@ def legal_actions(s, out, grids=None) -> int:
     held = held_cards(s, p)
     n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
     if held:
-        side = s[SIDE]
+        side = s[S.SIDE]
         class_grids(side, _bb(s, p), grids)
-        for h in range(MAX_SLOTS):
-            card = s[SLOT + MAX_SLOTS * p + h]
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card >= 0:
-                m = habitat_cells_grid(side, grids, s[CUBES + p], card)
+                m = habitat_cells_grid(side, grids, s[S.CUBES + p], card)
                 n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
     if _may_end(s, placeable):
         n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
@@ -486,11 +453,11 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
     grids: int64 (NUM_CLASSES,) scratch.
     """
     full = regions == MASK_ALL
-    p = s[CURRENT]
+    p = s[S.CURRENT]
     if full:
         for k in range(A.NUM_ACTIONS):
             mask[k] = 0
-        if s[GAME_OVER]:
+        if s[S.GAME_OVER]:
             return
         if _choosing_spirit(s, p):
             mask[A.KEEP_SPIRIT] = 1
@@ -505,7 +472,7 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
         if regions & MASK_PLACE:
             _clear(mask, A.PLACE_TOKEN, A.TAKE_CARD, part)
         for c in range(6):
-            if s[HAND + c] > 0:
+            if s[S.HAND + c] > 0:
                 m = token_cells(s, p, c)
                 if m:
                     placeable = True
@@ -522,13 +489,13 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
             _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
             _set_bits(mask, A.TAKE_CARD, _card_bits(s, held))
         if regions & MASK_CUBE:
-            side = s[SIDE]
+            side = s[S.SIDE]
             if held:
                 class_grids(side, _bb(s, p), grids)
-            for h in range(MAX_SLOTS):
+            for h in range(S.MAX_SLOTS):
                 if (cube_slots >> h) & 1:
                     base = A.PLACE_CUBE + MAX_CELLS * h
                     _clear(mask, base, base + MAX_CELLS, part)
-                    card = s[SLOT + MAX_SLOTS * p + h]
+                    card = s[S.SLOT + S.MAX_SLOTS * p + h]
                     if card >= 0:
-                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[CUBES + p], card))
+                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[S.CUBES + p], card))
