@@ -264,7 +264,7 @@ def token_total(s) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def random_action(s, rng, i: int, buf, grids) -> int:
     """A uniformly random legal action of the player to move (the game must not be over).
 
