@@ -229,5 +229,4 @@ def register_envs() -> None:
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "register_envs", "final_rewards", "totals", "REWARDS",
-           "SCORE_SCALE"]
+__all__ = ["SoloEnv", "VersusEnv", "register_envs", "REWARDS"]
