@@ -1,7 +1,9 @@
-"""Cards and habitats: card tables, and every habitat precomputed over 6 rotations x all translations.
+"""Cards and habitats: card tables, every habitat precomputed, and the engine's habitat matcher.
 
-A habitat placement is stored as up to 4 (class, mask) requirements plus the cube cell, so matching it
-against a board is a handful of AND operations on the board's bitboards (one mask per stack code).
+Two forms of the same habitats: the placement tables (`HABITAT_*`: every placement over 6 rotations x all
+translations, as up to 4 (class, mask) requirements plus the cube cell; the greedy agent's habitat distance reads
+them) and the grid tables (`GRID_ROT_*`: each distinct rotation once, matched at every position at once by bit
+shifts). `habitat_cells` / `habitat_cells_grid` match on the grid: the one habitat matcher of the rules and agents.
 """
 from __future__ import annotations
 
