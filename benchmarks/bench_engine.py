@@ -107,6 +107,7 @@ def bench_reference(boards: int) -> None:
     emit(case="reference_ratio", what="score both boards of a finished 2p game", games=len(games),
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))
 
+
 @njit(cache=True)
 def _random_boards(bbs, cubes, sides, cards) -> None:
     """Boards met in random games (2p, both sides), each with a card drawn at random: int64 (N, 15), (N,) x 3."""
@@ -162,18 +163,22 @@ def bench_habitat(boards: int) -> None:
          ratio=round(best["placements"] / best["grid"], 2))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", type=int, default=20000)
-    ap.add_argument("--api-actions", type=int, default=200000)
-    ap.add_argument("--reference-games", type=int, default=300)
-    ap.add_argument("--habitat-boards", type=int, default=100000)
-    a = ap.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--games", type=int, default=20000, help="whole random games per configuration, in numba")
+    ap.add_argument("--api-actions", type=int, default=200000, help="actions timed through Game.step from Python")
+    ap.add_argument("--reference-games", type=int, default=300, help="finished games scored by both scorers")
+    ap.add_argument("--habitat-boards", type=int, default=100000,
+                    help="boards on which the habitat matcher and its test reference are timed")
+    a = ap.parse_args(argv)
     bench_numba(a.games)
     bench_api(a.api_actions)
     bench_reference(a.reference_games)
     bench_habitat(a.habitat_boards)
     assert NUM_ACTIONS == 268
+    return 0
 
 
 if __name__ == "__main__":
