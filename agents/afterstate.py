@@ -31,7 +31,7 @@ from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
 from harmonies_env.geometry import popcount
-from harmonies_env.rules import scores_into, step
+from harmonies_env.rules import step
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
 from .greedy import MAX_PLAN, NUM_TERMS, habitat_distance, need_masks, no_turn_left, plan_turn, potential_terms
@@ -201,32 +201,5 @@ def play_rows(lo: int, hi: int, states, active, plans, lens, choice) -> None:
             step(states[r], plans[r, k, j])
 
 
-@njit(cache=True)
-def final_outcome(s, totals, won) -> int:
-    """Final totals (int64 (4,)) and winners (won int64 (4,), 1 per winner: best total, then most animal cubes).
-
-    Returns the number of winners. s: a finished game's state.
-    """
-    out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-    scores_into(s, out)
-    n = s[S.NUM_PLAYERS]
-    best_t = -1
-    best_c = -1
-    for q in range(S.MAX_PLAYERS):
-        totals[q] = out[q, NUM_CATEGORIES - 1] if q < n else 0
-        won[q] = 0
-    for q in range(n):
-        c = s[S.ANIMAL_CUBES + q]
-        if totals[q] > best_t or (totals[q] == best_t and c > best_c):
-            best_t = totals[q]
-            best_c = c
-    k = 0
-    for q in range(n):
-        if totals[q] == best_t and s[S.ANIMAL_CUBES + q] == best_c:
-            won[q] = 1
-            k += 1
-    return k
-
-
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "MAX_PLAN", "afterstate_features",
-           "plan_afterstate", "candidate_features", "candidate_rows", "play_rows", "final_outcome"]
+           "plan_afterstate", "candidate_features", "candidate_rows", "play_rows"]

@@ -30,9 +30,11 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
+from harmonies_env.batch import outcome
 from harmonies_env.rules import step
+from harmonies_env.scoring import NUM_CATEGORIES
 
-from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, final_outcome
+from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features
 from .base import PlanAgent, private_copy
 from .greedy import MAX_PLAN, WIDE_BEAM, plan_turn, planner_settings
 
@@ -216,6 +218,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exa
     tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
     tl = np.zeros(1, dtype=np.int64)
     tv = np.zeros(1, dtype=np.float64)
+    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for i in range(roots.shape[0]):
         s = roots[i]
         me = s[S.CURRENT]
@@ -227,7 +230,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exa
         while True:
             if s[S.GAME_OVER]:
                 exact[i] = True
-                final_outcome(s, exact_totals[i], exact_won[i])
+                outcome(s, exact_totals[i], tmp, exact_won[i])
                 break
             mover = s[S.CURRENT]
             if mover == me:  # solo, or a Spirit choice left us to move: value our own position
@@ -238,7 +241,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exa
             last = (mover + 1) % n == me
             if k == 0:
                 exact[i] = True
-                final_outcome(s, exact_totals[i], exact_won[i])
+                outcome(s, exact_totals[i], tmp, exact_won[i])
                 break
             if last and tp[0, tl[0] - 1] == A.END_TURN:
                 for j in range(tl[0] - 1):
@@ -376,4 +379,4 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
 
 
 __all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "torch_net",
-           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "NUM_OUTPUTS", "final_outcome"]
+           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "NUM_OUTPUTS"]

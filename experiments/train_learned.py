@@ -35,7 +35,6 @@ import shutil
 import sys
 import time
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +44,14 @@ from agents.afterstate import (
     FEATURE_VERSION,
     NUM_FEATURES,
     candidate_rows,
-    final_outcome,
     play_rows,
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
 from harmonies_env import actions as A
 from harmonies_env import state as S
+from harmonies_env.batch import outcome, run_rows
+from harmonies_env.scoring import NUM_CATEGORIES
 
 #: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -175,7 +175,6 @@ class Trainer:
         torch.use_deterministic_algorithms(True)
         torch.manual_seed(self.seed)
         self.threads = max(1, threads)
-        self.pool = ThreadPoolExecutor(max_workers=self.threads) if self.threads > 1 else None
         self.net = torch_net(self.netcfg).to(self.device)
         self.opt = torch.optim.Adam(self.net.parameters(), lr=float(self.tr["lr"]),
                                     weight_decay=float(self.tr["weight_decay"]))
@@ -210,6 +209,7 @@ class Trainer:
         self.values = np.zeros((G, K), dtype=np.float64)
         self.feats = np.zeros((G, K, NUM_FEATURES), dtype=np.float32)
         self.counts = np.zeros(G, dtype=np.int64)
+        self._tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for r in range(G):
             self._new_game(r)
 
@@ -226,14 +226,7 @@ class Trainer:
         self.pend_n[r] = 0
 
     def _rows(self, fn: Any, n: int, *args: Any) -> None:
-        if self.pool is None or n < 2 * self.threads:
-            fn(0, n, *args)
-            return
-        bounds = [n * j // self.threads for j in range(self.threads + 1)]
-        futs = [self.pool.submit(fn, bounds[j], bounds[j + 1], *args) for j in range(1, self.threads)]
-        fn(0, bounds[1], *args)
-        for f in futs:
-            f.result()
+        run_rows(fn, n, self.threads, *args, min_rows=2)  # a row's planning costs milliseconds: split even few rows
 
     def _forward(self, x: np.ndarray) -> np.ndarray:
         import torch
@@ -287,7 +280,7 @@ class Trainer:
         won = np.zeros(4, dtype=np.int64)
         for r in np.flatnonzero(self.states[:, S.GAME_OVER] | (self.counts == 0)):
             if self.states[r, S.GAME_OVER]:
-                final_outcome(self.states[r], totals, won)
+                outcome(self.states[r], totals, self._tmp, won)
                 self._store(r, totals, won)
                 self.games_done += 1
             self._new_game(int(r))
@@ -398,7 +391,7 @@ class Trainer:
         won = np.zeros(4, dtype=np.int64)
         wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
         for i in range(E):
-            final_outcome(states[i], totals, won)
+            outcome(states[i], totals, self._tmp, won)
             p = int(net_seat[i])
             wins += won[p] / max(1, int(won[:2].sum()))
             mine_pts += totals[p]
