@@ -69,11 +69,12 @@ def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits:
 
 
 def time_budget_specs(specs: Sequence[str]) -> list[str]:
-    """The specs whose agents search for a wall-clock time (`mcts`, `mcts:SECONDS`): not reproducible."""
+    """The specs whose agents search for a wall-clock time (`mcts`, `mcts:SECONDS`, `learned-search`,
+    `learned-search:SECONDS`): not reproducible."""
     out = []
     for s in specs:
         kind, _, arg = s.partition(":")
-        if kind.strip().lower() == "mcts" and not arg.strip().endswith("it"):
+        if kind.strip().lower() in ("mcts", "learned-search") and not arg.strip().endswith("it"):
             out.append(s)
     return list(dict.fromkeys(out))
 

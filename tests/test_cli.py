@@ -102,6 +102,8 @@ def test_bad_arguments_give_clear_errors(capsys):
 def test_time_budgets_are_named_as_not_reproducible(capsys):
     assert time_budget_specs(["mcts", "mcts:0.5", "mcts:200it", "greedy", "random", "ppo", "mcts:0.5"]) == [
         "mcts", "mcts:0.5"]
+    assert time_budget_specs(["learned-search", "learned-search:0.5", "learned-search:64it", "learned"]) == [
+        "learned-search", "learned-search:0.5"]
     assert cli.main(["tournament", "--agents", "mcts:0.001", "random", "--games", "1", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "mcts:0.001" in err and "not reproducible" in err and "mcts:Nit" in err
