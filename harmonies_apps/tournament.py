@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from harmonies_env.game import Game
+from harmonies_env.io import atomic_write_text, atomic_writer
 from harmonies_env.scoring import CATEGORIES
 
 
@@ -173,7 +174,10 @@ def summarize(results: list[dict]) -> dict:
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:
-    """Write <stem>_games.csv (one row per game and seat), <stem>.json (summary + games) and <stem>.png."""
+    """Write <stem>_games.csv (one row per game and seat), <stem>.json (summary + games) and <stem>.png.
+
+    Each file is written atomically (`harmonies_env.io`): an interrupted run leaves the previous file or none.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -182,7 +186,7 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"{stem}_games.csv"
-    with csv_path.open("w", newline="") as f:
+    with atomic_writer(csv_path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(["game", "seed", "seat", "agent", "winner", *CATEGORIES, "animal_cubes"])
         for r in results:
@@ -190,7 +194,7 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
                 w.writerow([r["game"], r["seed"], p, nm, int(p in r["winners"]),
                             *[r["scores"][p][c] for c in CATEGORIES], r["animal_cubes"][p]])
     json_path = out / f"{stem}.json"
-    json_path.write_text(json.dumps({"summary": summary, "games": results}, indent=1))
+    atomic_write_text(json_path, json.dumps({"summary": summary, "games": results}, indent=1))
     png_path = out / f"{stem}.png"
     names = list(summary["agents"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -211,7 +215,8 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
     axes[1].legend()
     fig.suptitle(f"{summary['games']} games")
     fig.tight_layout()
-    fig.savefig(png_path, dpi=90)
+    with atomic_writer(png_path, "wb") as f:
+        fig.savefig(f, format="png", dpi=90)
     plt.close(fig)
     return [csv_path, json_path, png_path]
 
