@@ -42,7 +42,7 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .game import Game
+from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from .scoring import NUM_CATEGORIES
 from .state import random_below
@@ -172,10 +172,12 @@ class _Base(gymnasium.Env):
         """Apply the learner's action; '' if done, else the reason it was refused (game unchanged)."""
         self.steps += 1
         if isinstance(action, np.ndarray) and action.size == 1:
-            action = action.item()
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            return f"actions are integers 0..{A.NUM_ACTIONS - 1}, got {action!r}"
-        code = rules.step(self.game.state, int(action))
+            action = action.reshape(())[()]
+        try:
+            action = check_action(action)  # bool, float, str, beyond int64: refused like any illegal action
+        except IllegalActionError as e:
+            return e.reason
+        code = rules.step(self.game.state, action)
         if code:
             return rules.ERRORS[code]
         self.game.history.append(int(action))
@@ -250,25 +252,45 @@ class VersusEnv(_Base):
         self.fixed_seat = seat
         self._rng = np.zeros(1, dtype=np.int64)
         self._total = 0
+        self._broken = ""
 
     def _play_opponents(self) -> None:
+        """Let the opponents move until the learner's turn. If an opponent raises (or plays an illegal action:
+        IllegalActionError), the episode is marked broken and the error propagates: the game is then at that
+        opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
             random_until(g.state, self.seat, self._rng, self._buf)
             return
+        self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:
             p = g.current_player
             opp = self.opponents[(p - self.seat - 1) % self.num_players]
-            if hasattr(opp, "act"):
-                a = opp.act(PlayerView(g, p))
-            else:
-                obs = np.empty(OBS_SIZE, dtype=np.float32)
-                encode_observation(g.state, p, obs)
-                a = opp(obs, g.action_mask())
-            g.step(int(a))  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            try:
+                if hasattr(opp, "act"):
+                    a = opp.act(PlayerView(g, p))
+                else:
+                    obs = np.empty(OBS_SIZE, dtype=np.float32)
+                    encode_observation(g.state, p, obs)
+                    a = opp(obs, g.action_mask())
+                if isinstance(a, np.ndarray) and a.size == 1:
+                    a = a.reshape(())[()]
+                g.step(a)  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            except Exception as e:
+                self._broken = f"the opponent in seat {p} raised {type(e).__name__}: {e}"
+                raise
+        self._broken = ""
+
+    def _check_turn(self) -> None:
+        if self._broken:
+            raise RuntimeError(f"this episode cannot go on ({self._broken}); call reset()")
+        if self.game.current_player != self.seat:  # cannot happen unless the game was changed from outside
+            raise RuntimeError(f"it is seat {self.game.current_player}'s turn, not the learner's (seat {self.seat}); "
+                               "call reset()")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self._new_game(seed)
+        self._broken = ""
         self.seat = (int(self.np_random.integers(0, self.num_players)) if self.fixed_seat is None
                      else int(self.fixed_seat))
         self._rng[0] = int(self.np_random.integers(0, 2**62))
@@ -279,6 +301,7 @@ class VersusEnv(_Base):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.game.is_over:
             raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._check_turn()
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:

@@ -41,7 +41,7 @@ def _check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, 
     return int(num_players), side_code(side), int(bool(spirits))
 
 
-def _check_action(action: Any) -> int:
+def check_action(action: Any) -> int:
     """A real integer action as int; IllegalActionError for bool, float, str, arrays or values outside int64
     (values in int64 but outside 0..NUM_ACTIONS-1 pass here: the rules refuse them with their reason)."""
     if isinstance(action, np.ndarray) and action.ndim == 0:
@@ -144,7 +144,7 @@ class Game:
         g.spirits = bool(arr[S.SPIRITS])
         g.seed = -1
         g.state = arr
-        g.history = [_check_action(a) for a in history]
+        g.history = [check_action(a) for a in history]
         g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         return g
 
@@ -161,7 +161,7 @@ class Game:
 
     def step(self, action: int) -> None:
         """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
-        action = _check_action(action)
+        action = check_action(action)
         code = rules.step(self.state, action)
         if code:
             desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
@@ -174,7 +174,7 @@ class Game:
         The action is the player to move's. `viewer`: the seat the words are for; what it cannot see (the
         Spirit cards dealt to another seat) is not named. None = no secret is withheld.
         """
-        kind, x, y = A.decode(_check_action(action))
+        kind, x, y = A.decode(check_action(action))
         s = self.state
         p = self.current_player
         if kind == "take_tokens":
