@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -175,6 +176,34 @@ def _run_script(path: Path, argv: list[str]) -> int:
     return 0
 
 
+def _add_trust_option(p: argparse.ArgumentParser) -> None:
+    """--trust-checkpoint: allow ppo:PATH checkpoints that only Stable-Baselines3 can load (see docs/safety.md)."""
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="load ppo:PATH checkpoints through Stable-Baselines3 even when that unpickles objects from "
+                        "the file, which can run arbitrary code: only for files you trust (docs/safety.md)")
+
+
+def _apply_trust_option(args: argparse.Namespace) -> None:
+    """Pass --trust-checkpoint on through the environment, so that worker processes (--jobs) see it too."""
+    if getattr(args, "trust_checkpoint", False):
+        from agents.ppo import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
+
+
+def _prepare_out(args: argparse.Namespace) -> None:
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
+    if getattr(args, "out", None):
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+
+
+def _fail(command: str, e: BaseException) -> int:
+    """One clear line on stderr (no traceback) for errors caused by the user's input or files."""
+    what = f"{type(e).__name__}: {e}" if isinstance(e, OSError) else str(e)
+    print(f"harmonies {command}: {what}", file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="harmonies", description="Harmonies engine, bots and tools.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -183,12 +212,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn")
     p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help=agents_help)
     _add_config(p)
+    _add_trust_option(p)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("play", help="play against bots in the terminal")
     p.add_argument("--opponents", nargs="*", default=["greedy"], help=agents_help + " (none = solo)")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
     _add_config(p, players=False)
+    _add_trust_option(p)
     p.set_defaults(func=cmd_play)
 
     for name, fn, hlp in (("tournament", cmd_tournament, "seeded matches with rotated seats and statistics"),
@@ -200,6 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--out", default=None, help="folder for CSV, JSON and PNG outputs")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         _add_config(p, players=name == "tournament")
+        _add_trust_option(p)
         p.set_defaults(func=fn)
 
     p = sub.add_parser("bench", help="engine benchmark (benchmarks/bench_engine.py), args passed through")
@@ -216,11 +248,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _apply_trust_option(args)
     try:
+        _prepare_out(args)
         return int(args.func(args) or 0)
-    except ValueError as e:
-        print(f"harmonies {args.command}: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad input or files: FileNotFoundError, PermissionError, ...
+        return _fail(args.command, e)
 
 
 if __name__ == "__main__":
