@@ -624,6 +624,12 @@ class _Batch:
         learner seats in `book`. `step` does not re-check (speed): edit `states` only before a `refresh()`.
         """
         check_states(self.states)
+        for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
+                                ("spirits", S.SPIRITS, int(self.spirits))):
+            bad = np.flatnonzero(self.states[:, off] != want)
+            if bad.size:
+                raise ValueError(f"states row {int(bad[0])}, field {name!r}: this batch plays {name} = {want}, "
+                                 f"got {int(self.states[bad[0], off])}")
         if self.cfg[CFG_MODE] != MODE_SELFPLAY:
             seats = self.book[:, B_SEAT]
             bad = np.flatnonzero((seats < 0) | (seats >= self.num_players))
