@@ -8,7 +8,8 @@ through `gymnasium.make` wrappers and in SubprocVecEnv workers, so no ActionMask
 
 Illegal actions (Gymnasium's `check_env` and unmasked learners sample them): the game is left unchanged,
 the step returns `illegal_reward` (Solo: -1.0, one point; Versus: -0.01, one point / 100) with
-`info["illegal_action"] = "<reason>"`, and the episode goes on. An episode is truncated after `max_steps`
+`info["illegal_action"] = "<reason>"`, and the episode goes on. Actions that are not real integers (bool,
+float, str, beyond int64) are illegal actions too. An episode is truncated after `max_steps`
 steps (legal or not; default 5000, far more than any real game takes), so a policy that only plays illegal
 actions cannot loop forever.
 
@@ -23,7 +24,10 @@ Versus-v0: `gymnasium.make("harmonies/Versus-v0", num_players=2, side="A", spiri
 opponents=None, seat=None)`. `opponents`: None (uniform random legal actions, played inside numba), or a
 list of num_players - 1 opponents (or one opponent used for every other seat), each either a callable
 `(observation float32 (OBS_SIZE,), mask bool (268,)) -> action` seeing its own seat, or an object with
-`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again.
+`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again. An
+opponent that raises (or plays an illegal or non-integer action: IllegalActionError) breaks the episode: the
+error propagates, and `step()` then raises RuntimeError until `reset()`, never playing the learner's action
+in the opponent's place.
 `seat`: None = the learner's seat is drawn at random each episode, else fixed (0 plays first). Rewards
 as in the AEC env (`harmonies_env.env_aec`): "win" (+1 sole win, +1/k for k tied winners, -1 for a loss,
 0 for everybody in a complete tie), "score" ((own - best opponent) / 100 at the end), "dense" (the change
