@@ -260,32 +260,11 @@ class Game:
     def replay(cls, record: Mapping[str, Any] | str) -> "Game":
         """Rebuild a game from its record (a dict or its JSON text) by replaying every action.
 
-        ValueError names what is wrong: not a JSON object, a missing key, an unknown `version` (this code reads
-        version 1), a seed that is not a concrete integer (null would replay a different random game), a bad
-        configuration, or the first action that does not replay.
+        ValueError names what is wrong (see `check_record`), or the first action that does not replay.
         """
-        if isinstance(record, (str, bytes)):
-            try:
-                record = json.loads(record)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"game record is not valid JSON: {e}") from None
-        if not isinstance(record, Mapping):
-            raise ValueError(f"a game record is a JSON object, got {type(record).__name__}")
-        missing = {"version", "num_players", "side", "spirits", "seed", "actions"} - set(record)
-        if missing:
-            raise ValueError(f"game record lacks {sorted(missing)}")
-        version = record["version"]
-        if type(version) is not int or version != RECORD_VERSION:
-            raise ValueError(f"game record version {version!r} is not supported (this code reads version "
-                             f"{RECORD_VERSION})")
-        seed = record["seed"]
-        if seed is None:
-            raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
-        actions = record["actions"]
-        if not isinstance(actions, (list, tuple)):
-            raise ValueError(f"game record actions must be a list of integers, got {type(actions).__name__}")
-        g = cls(record["num_players"], record["side"], record["spirits"], seed)
-        for k, a in enumerate(actions):
+        record = check_record(record)
+        g = cls(record["num_players"], record["side"], record["spirits"], record["seed"])
+        for k, a in enumerate(record["actions"]):
             try:
                 g.step(a)
             except IllegalActionError as e:
@@ -298,6 +277,34 @@ class Game:
 
     def render(self) -> str:
         return str(self)
+
+
+def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
+    """The record (parsed if JSON text) if its form is right, else ValueError naming what is wrong.
+
+    Checked: a JSON object with every key (version, num_players, side, spirits, seed, actions); `version` the
+    integer this code reads (RECORD_VERSION); a concrete seed (null would replay a different random game); actions
+    a list. The configuration and seed are checked when the game is made, the actions when they are replayed.
+    """
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"game record is not valid JSON: {e}") from None
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a game record is a JSON object, got {type(record).__name__}")
+    missing = {"version", "num_players", "side", "spirits", "seed", "actions"} - set(record)
+    if missing:
+        raise ValueError(f"game record lacks {sorted(missing)}")
+    version = record["version"]
+    if type(version) is not int or version != RECORD_VERSION:
+        raise ValueError(f"game record version {version!r} is not supported (this code reads version "
+                         f"{RECORD_VERSION})")
+    if record["seed"] is None:
+        raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
+    if not isinstance(record["actions"], (list, tuple)):
+        raise ValueError(f"game record actions must be a list of integers, got {type(record['actions']).__name__}")
+    return record
 
 
 def determinize(game: Game, player: int, seed: int) -> Game:
