@@ -33,17 +33,14 @@ def public_copy(game: Game, player: int) -> Game:
     g = game.clone()
     s = g.state
     s[S.RNG] = 0
-    n = int(s[S.DECK_COUNT])
-    deck = S.field(s, "deck")
-    deck[:n] = np.sort(deck[:n])
+    s[S.DECK:S.DECK + int(s[S.DECK_COUNT])].sort()  # in place: the contents stay, the order goes
     if g.spirits:
-        dealt = S.field(s, "spirit_dealt")
-        kept = S.field(s, "spirit_kept")
         for o in range(g.num_players):
             if o != player:
-                for j in range(2):
-                    if dealt[o, j] != kept[o]:
-                        dealt[o, j] = 0  # hidden (never equal to a kept card, so determinize resamples it)
+                kept = s[S.SPIRIT_KEPT + o]
+                for k in (S.SPIRIT_DEALT + 2 * o, S.SPIRIT_DEALT + 2 * o + 1):
+                    if s[k] != kept:
+                        s[k] = 0  # hidden (never equal to a kept card, so determinize resamples it)
     g.seed = -1
     return g
 
