@@ -155,6 +155,7 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     `HARMONIES_TRUST_CHECKPOINT=1`) loads it with `MaskablePPO.load`, which may run code stored in the file.
     FileNotFoundError if absent, UntrustedCheckpointError / ValueError if it cannot be loaded safely.
     """
+    import sb3_contrib  # noqa: F401  (first: a missing "train" extra is reported before anything else)
     import torch
 
     p = Path(path)

@@ -157,8 +157,11 @@ def test_weights_only_loading_plays_exactly_like_stable_baselines3(tiny_zip):
 
 
 def test_not_a_checkpoint_and_missing_default(tmp_path, monkeypatch):
-    import agents.ppo as ppo
+    import importlib
+
     from agents import make_agent
+
+    ppo = importlib.import_module("agents.ppo")  # the module make_agent imports from (sys.modules)
 
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")
