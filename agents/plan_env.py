@@ -4,7 +4,9 @@ Each row is a game of `num_players` (default 2) in which the learner holds one s
 greedy agent plays the others. A learner step picks one of the greedy planner's `PLAN_CHOICES` best plans for
 its whole turn (see `agents.plan_choice`); the reward comes at the end of the game: +1 win / -1 loss / 0 draw
 (ties broken by animal cubes, as the rules say) plus `margin_reward` x (own total - best other total).
-All rows are stepped in one numba call (`num_threads` > 1: over cores); MaskablePPO reads `action_masks()`.
+All rows are stepped in one numba call through the batched engine's machinery (`harmonies_env.batch`: episode
+seeds, winner test, thread runner; `num_threads` > 1 or 0 = every core: row ranges in threads); MaskablePPO reads
+`action_masks()`.
 """
 from __future__ import annotations
 
@@ -52,7 +54,7 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         self.cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
                             dtype=np.float64)
         self.weights = DEFAULT_WEIGHTS.copy()
-        self.parallel = P.set_threads(num_threads)
+        self.num_threads = P.thread_count(num_threads)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self.seats = np.zeros(n, dtype=np.int64)
         self.book = np.zeros((n, 3), dtype=np.int64)
@@ -81,7 +83,7 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
     def _run(self, actions: np.ndarray) -> None:
         P.plan_env_step(self.states, self.seats, self.book, actions, self.cfg, self.weights, self.opponent_weights,
                         self.plans, self.lens, self.values, self.obs, self.masks, self.rewards, self.dones,
-                        self.results, self.parallel)
+                        self.results, self.num_threads)
 
     def reset(self) -> np.ndarray:
         self.book[:, 0] = self._base + np.arange(self.num_envs)

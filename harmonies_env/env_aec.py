@@ -84,9 +84,10 @@ from pettingzoo.utils import wrappers
 
 from . import actions as A
 from . import rules
-from .env_gym import SCORE_SCALE, check_render_mode, check_reward, end_infos, final_rewards, render_game, totals
+from .env_render import check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
+from .rewards import SCORE_SCALE, check_reward, end_infos, final_rewards, totals
 
 
 class _OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):

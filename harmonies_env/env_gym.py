@@ -41,105 +41,23 @@ from typing import Any, Callable, Sequence
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from numba import njit
 
 from . import actions as A
 from . import rules
-from . import state as S
+from .cards import NUM_CLASSES
+from .env_render import RENDER_MODES, check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
-from .scoring import NUM_CATEGORIES
-from .state import random_below
+from .rewards import REWARDS, SCORE_SCALE, check_reward, end_infos, final_rewards, totals
 from .view import PlayerView
 
-REWARDS = ("win", "score", "dense")
-#: Points are divided by this in the "score" and "dense" rewards of multiplayer games.
-SCORE_SCALE = 100.0
-RENDER_MODES = ("ansi", "rgb_array")
-
 Opponent = Callable[[np.ndarray, np.ndarray], int] | Any
-
-
-# ---- helpers shared with the AEC env ----------------------------------------------------------------------
-def check_reward(reward: Any) -> str:
-    if reward not in REWARDS:
-        raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
-    return reward
-
-
-def check_render_mode(render_mode: Any) -> str | None:
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
-    return render_mode
-
-
-def totals(game: Game) -> np.ndarray:
-    """Current total score of every seat: int64 (num_players,)."""
-    out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-    rules.scores_into(game.state, out)
-    return out[: game.num_players, -1].copy()
-
-
-def final_rewards(game: Game, reward: str) -> np.ndarray:
-    """End-of-game reward of every seat (float64 (num_players,)) for "win" or "score"; zeros for "dense"."""
-    n = game.num_players
-    if reward == "win":
-        if n == 1:
-            return np.array([float(game.suns())])
-        winners = game.winners()
-        if len(winners) == n:
-            return np.zeros(n)
-        r = np.full(n, -1.0)
-        r[winners] = 1.0 / len(winners)
-        return r
-    if reward == "score":
-        t = totals(game).astype(np.float64)
-        if n == 1:
-            return t / SCORE_SCALE
-        best_other = np.array([np.max(np.delete(t, p)) for p in range(n)])
-        return (t - best_other) / SCORE_SCALE
-    return np.zeros(n)
-
-
-def end_infos(game: Game) -> list[dict[str, Any]]:
-    """Per seat: the final score breakdown, the winners and (solo) the suns."""
-    scores = game.scores()
-    winners = game.winners()
-    infos = [{"scores": scores[p], "winners": winners} for p in range(game.num_players)]
-    if game.num_players == 1:
-        infos[0]["suns"] = game.suns()
-    return infos
-
-
-def render_game(game: Game, render_mode: str | None) -> str | np.ndarray | None:
-    if render_mode is None:
-        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-        return None
-    if render_mode == "ansi":
-        return str(game)
-    from .render_image import render_rgb  # lazy: Pillow is only needed for pictures
-    return render_rgb(game)
 
 
 def _check_max_steps(max_steps: Any) -> int:
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     return int(max_steps)
-
-
-@njit(cache=True)
-def random_until(s, seat: int, rng, buf) -> int:
-    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
-
-    s: int64 (STATE_SIZE,); rng: int64 (1,) generator of the opponents; buf: int64 (NUM_ACTIONS,) scratch.
-    Returns the number of actions played.
-    """
-    k = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf)
-        rules.step(s, buf[random_below(rng, 0, n)])
-        k += 1
-    return k
 
 
 class _Base(gymnasium.Env):
@@ -255,6 +173,7 @@ class VersusEnv(_Base):
             raise ValueError(f"seat must be None or 0..{self.num_players - 1}, got {seat!r}")
         self.fixed_seat = seat
         self._rng = np.zeros(1, dtype=np.int64)
+        self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._total = 0
         self._broken = ""
 
@@ -264,7 +183,7 @@ class VersusEnv(_Base):
         opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
-            random_until(g.state, self.seat, self._rng, self._buf)
+            rules.random_until(g.state, self.seat, self._rng, 0, self._buf, self._grids)
             return
         self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:
@@ -337,5 +256,4 @@ def register_envs() -> None:
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "register_envs", "random_until", "final_rewards", "totals", "REWARDS",
-           "SCORE_SCALE"]
+__all__ = ["SoloEnv", "VersusEnv", "register_envs", "REWARDS"]

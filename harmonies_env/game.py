@@ -33,7 +33,8 @@ class IllegalActionError(ValueError):
         super().__init__(f"illegal {what}: {reason}")
 
 
-def _check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
+def check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
+    """Validate a game configuration: (num_players 1-4, side code 0/1, spirits 0/1), or a ValueError naming it."""
     if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= 4:
         raise ValueError(f"num_players must be an integer from 1 to 4 (1 = solo), got {num_players!r}")
     if not isinstance(spirits, (bool, np.bool_)) and spirits not in (0, 1):
@@ -58,7 +59,8 @@ def _new_seed() -> int:
     return secrets.randbits(62)
 
 
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
+    """Validate a game seed (a non-negative integer below 2**63); None draws a fresh one."""
     if seed is None:
         return _new_seed()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**63:
@@ -73,9 +75,9 @@ class Game:
     """
 
     def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, seed: int | None = None):
-        self.num_players, self.side_code, sp = _check_config(num_players, side, spirits)
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         self.state = np.zeros(S.STATE_SIZE, dtype=np.int64)
         S.init_state(self.state, self.num_players, self.side_code, sp, self.seed)
         self.history: list[int] = []
@@ -325,7 +327,7 @@ def determinize(game: Game, player: int, seed: int) -> Game:
     player = int(player)
     g = game.clone()
     s = g.state
-    rng = np.random.default_rng(_check_seed(seed))
+    rng = np.random.default_rng(check_seed(seed))
     s[S.RNG] = int(rng.integers(0, 2**62))
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")

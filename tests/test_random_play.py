@@ -227,10 +227,10 @@ def play_checked(s, seed: int, out_actions, buf, mark, tmp, after, height, cubes
         if err:
             return err, steps
         n = rules.legal_actions(s, buf)
-        a = buf[rules.random_below(rng, 0, n)]
+        a = buf[S.random_below(rng, 0, n)]
         # one random illegal action must be refused without any change
         if n < A.NUM_ACTIONS:
-            b = _unlisted(mark, rules.random_below(rng, 0, A.NUM_ACTIONS))
+            b = _unlisted(mark, S.random_below(rng, 0, A.NUM_ACTIONS))
             tmp[:] = s
             if rules.step(tmp, b) == 0:
                 return 4, steps
