@@ -143,6 +143,19 @@ def test_cli_refuses_a_crafted_checkpoint_in_one_line(tiny_zip, tmp_path):
     assert "--trust-checkpoint" in p.stderr and not marker.exists()
 
 
+def test_cli_trust_checkpoint_is_the_only_way_a_file_runs_code(tiny_zip, tmp_path):
+    marker = tmp_path / "pwned"
+    evil = _craft(tiny_zip, tmp_path / "evil.zip",
+                  lambda d: d["lr_schedule"].__setitem__(":serialized:", _evil_b64(marker)))
+    cmd = [sys.executable, "-m", "harmonies_apps.cli", "solo", "--agents", f"ppo:{evil}", "--games", "1", "--quiet"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr  # weights-only: it plays, and the pickle is never read
+    assert not marker.exists()
+    p = subprocess.run([*cmd, "--trust-checkpoint"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                       timeout=300)
+    assert marker.exists(), p.stderr  # the opt-in loads through SB3, which runs the file's pickle
+
+
 def test_weights_only_loading_plays_exactly_like_stable_baselines3(tiny_zip):
     from agents.ppo import load_policy
 
