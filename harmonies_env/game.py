@@ -45,6 +45,10 @@ def check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, i
 def check_action(action: Any) -> int:
     """A real integer action as int; IllegalActionError for bool, float, str, arrays or values outside int64
     (values in int64 but outside 0..NUM_ACTIONS-1 pass here: the rules refuse them with their reason)."""
+    if type(action) is int and -(2**63) <= action < 2**63:  # the common cases first, fast
+        return action
+    if isinstance(action, np.integer) and type(action) is not np.uint64:
+        return int(action)
     if isinstance(action, np.ndarray) and action.ndim == 0:
         action = action[()]
     if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
