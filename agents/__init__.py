@@ -15,12 +15,13 @@ from .random_agent import RandomAgent
 AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
 
 
-def make_agent(spec: str, seed: int = 0) -> Agent:
+def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
     random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] | learned[:PATH] | learned-search[:SECONDS | :Nit]
-    (`learned` and `ppo` default to the shipped checkpoints; `learned-search` uses the shipped network).
-    Unknown kinds or bad arguments raise ValueError.
+    (`learned` and `ppo` default to the shipped checkpoints, if this checkout has them; `learned-search` uses the
+    shipped network). Unknown kinds or bad arguments raise ValueError. `trust` is passed to `PPOAgent`: by default a
+    checkpoint is loaded without unpickling anything (see docs/safety.md); learned checkpoints never unpickle code.
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -47,7 +48,7 @@ def make_agent(spec: str, seed: int = 0) -> Agent:
             return LearnedSearchAgent(seconds=float(arg), seed=seed, name=spec)
         if kind == "ppo":
             from .ppo import PPOAgent
-            return PPOAgent(arg or None, seed=seed, name=spec)
+            return PPOAgent(arg or None, seed=seed, name=spec, trust=trust)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "

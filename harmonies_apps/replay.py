@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from harmonies_env.game import Game, IllegalActionError
+from harmonies_env.game import Game, IllegalActionError, check_record
 
 from .table import static_data, static_text, table_state, write_text_atomic
 
@@ -87,9 +87,10 @@ def _describe_plan(game: Game, plan: list[int]) -> list[str]:
 
 def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]:
     """Everything the viewer draws for one record: static facts, one frame per micro-action, turn starts."""
-    missing = [k for k in REQUIRED if k not in record]
-    if missing:
-        raise ValueError(f"{label}: game record lacks {missing}")
+    try:
+        check_record(record)  # every key, a known version, a concrete seed
+    except ValueError as e:
+        raise ValueError(f"{label}: {e}") from None
     game = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
     actions = list(record["actions"])
     annotations: dict[int, dict] = {}

@@ -52,7 +52,6 @@ class Session:
         self.seat = seat
         self.specs = specs  # per seat: agent spec, None for the person
         self.agents = agents  # per seat: agent, None for the person
-        self.views = [PlayerView(game, p) for p in range(game.num_players)]
         self.lock = threading.RLock()
         self.idle = threading.Event()
         self.idle.set()
@@ -84,7 +83,7 @@ class Session:
             mine = not self.thinking and not g.is_over and g.current_player == self.seat
             legal = []
             if mine:
-                for a in self.views[self.seat].legal_actions():
+                for a in PlayerView(g, self.seat).legal_actions():
                     kind, x, y = A.decode(a)
                     legal.append({"action": a, "kind": kind, "x": x, "y": y, "text": g.describe_action(a)})
             out: dict[str, Any] = {
@@ -174,7 +173,8 @@ class Manager:
                         break
                     p = sess.game.current_player
                     turn = sess.game.turn
-                a = sess.agents[p].act(sess.views[p])  # only this thread changes the game while thinking
+                    view = PlayerView(sess.game, p)  # a snapshot: views do not follow the game
+                a = sess.agents[p].act(view)  # only this thread changes the game while thinking
                 with sess.lock:
                     text = sess.game.describe_action(a)
                     sess.game.step(a)

@@ -43,6 +43,7 @@ from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation,
 from .rewards import SCORE_SCALE
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 from .stacks import ACCEPTS
+from .validate import check_states
 
 #: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
 OPPONENT_SALT = 0x5DEECE66D
@@ -409,10 +410,25 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
 
 
 @njit(cache=True)
-def init_batch(states, num_players: int, side: int, spirits: int, seeds) -> None:
-    """Set up game r of states (int64 (N, STATE_SIZE)) from seeds[r] (int64 (N,)), as `Game(seed=...)` does."""
+def _init_rows(states, num_players: int, side: int, spirits: int, seeds) -> None:
     for r in range(states.shape[0]):
         S.init_state(states[r], num_players, side, spirits, seeds[r])
+
+
+def init_batch(states: np.ndarray, num_players: int, side: int | str, spirits: int | bool,
+               seeds: Sequence[int] | np.ndarray) -> None:
+    """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
+    `Game(num_players, side, spirits, seed=seeds[r])` does. side: 0 / "A" or 1 / "B". Every argument is
+    validated (ValueError naming it): the kernel writes rows by these values."""
+    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+            or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
+        raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
+                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
+    if isinstance(side, (int, np.integer)) and not isinstance(side, (bool, np.bool_)) and side in (0, 1):
+        side = "AB"[int(side)]
+    n_players, side_c, sp = check_config(num_players, side, spirits)
+    seeds = _as_seeds(seeds, states.shape[0])
+    _init_rows(states, n_players, side_c, sp, seeds)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -438,14 +454,6 @@ class Rollouts(NamedTuple):
     steps: np.ndarray
 
 
-def _check_states(states: Any) -> np.ndarray:
-    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
-            or states.shape[1] != S.STATE_SIZE:
-        raise ValueError(f"states must be an int64 array (N, {S.STATE_SIZE}), got "
-                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
-    return states
-
-
 def _as_seeds(seeds: Any, n: int, what: str = "seeds") -> np.ndarray:
     arr = np.asarray(seeds)
     if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
@@ -463,7 +471,7 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     any thread count). The games are played on a copy unless `inplace`. For MCTS leaf evaluation and
     whole-game random baselines (start from `init_batch`).
     """
-    states = _check_states(states)
+    states = check_states(states)  # every row, every field: the kernels index tables with these values
     n = states.shape[0]
     seeds = _as_seeds(seeds, n)
     work = states if inplace else states.copy()
@@ -607,7 +615,24 @@ class _Batch:
         return self._obs_view, self._masks_view
 
     def refresh(self) -> None:
-        """Re-encode every row's observation and mask from `states` (after editing `states` in place)."""
+        """Re-encode every row's observation and mask from `states` (after editing `states` in place).
+
+        Validates every row first (`harmonies_env.validate`; ValueError names the row and field) and the
+        learner seats in `book`. `step` does not re-check (speed): edit `states` only before a `refresh()`.
+        """
+        check_states(self.states)
+        for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
+                                ("spirits", S.SPIRITS, int(self.spirits))):
+            bad = np.flatnonzero(self.states[:, off] != want)
+            if bad.size:
+                raise ValueError(f"states row {int(bad[0])}, field {name!r}: this batch plays {name} = {want}, "
+                                 f"got {int(self.states[bad[0], off])}")
+        if self.cfg[CFG_MODE] != MODE_SELFPLAY:
+            seats = self.book[:, B_SEAT]
+            bad = np.flatnonzero((seats < 0) | (seats >= self.num_players))
+            if bad.size:
+                raise ValueError(f"book row {int(bad[0])}: the learner's seat must be 0..{self.num_players - 1}, "
+                                 f"got {int(seats[bad[0]])}")
         run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
                   self._masks, self._scratch)
 
@@ -680,12 +705,17 @@ class _Batch:
                         dtype=np.int64)
 
     def game(self, r: int) -> Game:
-        """A `Game` holding a copy of row r's current state (to inspect or render it); its history is empty."""
+        """A `Game` holding a copy of row r's current state (to inspect, render or play on).
+
+        The batch does not record its rows' actions (the kernels step rows without Python), so this game has no
+        history and no seed: its `record()` / `to_json()` raise ValueError rather than export a record that
+        would replay a different game. `current_seeds()[r]` and the actions you sent describe row r's game.
+        """
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
+            raise ValueError(f"row must be an integer, got {r!r}")
         if not 0 <= r < self.num_games:
             raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
-        g = Game(self.num_players, "AB"[self.side_code], self.spirits, int(self.current_seeds()[r]))
-        g.state[:] = self.states[r]
-        return g
+        return Game.from_state(self.states[r])
 
 
 class BatchedGames(_Batch):

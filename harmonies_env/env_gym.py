@@ -8,7 +8,8 @@ through `gymnasium.make` wrappers and in SubprocVecEnv workers, so no ActionMask
 
 Illegal actions (Gymnasium's `check_env` and unmasked learners sample them): the game is left unchanged,
 the step returns `illegal_reward` (Solo: -1.0, one point; Versus: -0.01, one point / 100) with
-`info["illegal_action"] = "<reason>"`, and the episode goes on. An episode is truncated after `max_steps`
+`info["illegal_action"] = "<reason>"`, and the episode goes on. Actions that are not real integers (bool,
+float, str, beyond int64) are illegal actions too. An episode is truncated after `max_steps`
 steps (legal or not; default 5000, far more than any real game takes), so a policy that only plays illegal
 actions cannot loop forever.
 
@@ -23,7 +24,10 @@ Versus-v0: `gymnasium.make("harmonies/Versus-v0", num_players=2, side="A", spiri
 opponents=None, seat=None)`. `opponents`: None (uniform random legal actions, played inside numba), or a
 list of num_players - 1 opponents (or one opponent used for every other seat), each either a callable
 `(observation float32 (OBS_SIZE,), mask bool (268,)) -> action` seeing its own seat, or an object with
-`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again.
+`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again. An
+opponent that raises (or plays an illegal or non-integer action: IllegalActionError) breaks the episode: the
+error propagates, and `step()` then raises RuntimeError until `reset()`, never playing the learner's action
+in the opponent's place.
 `seat`: None = the learner's seat is drawn at random each episode, else fixed (0 plays first). Rewards
 as in the AEC env (`harmonies_env.env_aec`): "win" (+1 sole win, +1/k for k tied winners, -1 for a loss,
 0 for everybody in a complete tie), "score" ((own - best opponent) / 100 at the end), "dense" (the change
@@ -42,7 +46,7 @@ from . import actions as A
 from . import rules
 from .cards import NUM_CLASSES
 from .env_render import RENDER_MODES, check_render_mode, render_game
-from .game import Game
+from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from .rewards import REWARDS, SCORE_SCALE, check_reward, end_infos, final_rewards, totals
 from .view import PlayerView
@@ -90,10 +94,12 @@ class _Base(gymnasium.Env):
         """Apply the learner's action; '' if done, else the reason it was refused (game unchanged)."""
         self.steps += 1
         if isinstance(action, np.ndarray) and action.size == 1:
-            action = action.item()
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            return f"actions are integers 0..{A.NUM_ACTIONS - 1}, got {action!r}"
-        code = rules.step(self.game.state, int(action))
+            action = action.reshape(())[()]
+        try:
+            action = check_action(action)  # bool, float, str, beyond int64: refused like any illegal action
+        except IllegalActionError as e:
+            return e.reason
+        code = rules.step(self.game.state, action)
         if code:
             return rules.ERRORS[code]
         self.game.history.append(int(action))
@@ -169,25 +175,45 @@ class VersusEnv(_Base):
         self._rng = np.zeros(1, dtype=np.int64)
         self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._total = 0
+        self._broken = ""
 
     def _play_opponents(self) -> None:
+        """Let the opponents move until the learner's turn. If an opponent raises (or plays an illegal action:
+        IllegalActionError), the episode is marked broken and the error propagates: the game is then at that
+        opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
             rules.random_until(g.state, self.seat, self._rng, 0, self._buf, self._grids)
             return
+        self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:
             p = g.current_player
             opp = self.opponents[(p - self.seat - 1) % self.num_players]
-            if hasattr(opp, "act"):
-                a = opp.act(PlayerView(g, p))
-            else:
-                obs = np.empty(OBS_SIZE, dtype=np.float32)
-                encode_observation(g.state, p, obs)
-                a = opp(obs, g.action_mask())
-            g.step(int(a))  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            try:
+                if hasattr(opp, "act"):
+                    a = opp.act(PlayerView(g, p))
+                else:
+                    obs = np.empty(OBS_SIZE, dtype=np.float32)
+                    encode_observation(g.state, p, obs)
+                    a = opp(obs, g.action_mask())
+                if isinstance(a, np.ndarray) and a.size == 1:
+                    a = a.reshape(())[()]
+                g.step(a)  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            except Exception as e:
+                self._broken = f"the opponent in seat {p} raised {type(e).__name__}: {e}"
+                raise
+        self._broken = ""
+
+    def _check_turn(self) -> None:
+        if self._broken:
+            raise RuntimeError(f"this episode cannot go on ({self._broken}); call reset()")
+        if self.game.current_player != self.seat:  # cannot happen unless the game was changed from outside
+            raise RuntimeError(f"it is seat {self.game.current_player}'s turn, not the learner's (seat {self.seat}); "
+                               "call reset()")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self._new_game(seed)
+        self._broken = ""
         self.seat = (int(self.np_random.integers(0, self.num_players)) if self.fixed_seat is None
                      else int(self.fixed_seat))
         self._rng[0] = int(self.np_random.integers(0, 2**62))
@@ -198,6 +224,7 @@ class VersusEnv(_Base):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.game.is_over:
             raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._check_turn()
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:

@@ -331,7 +331,7 @@ def test_random_games_keep_every_invariant_and_replay(num_players: int, side: st
         code, n = play_checked(s, seed, acts, buf, mark, tmp, RULE_AFTER, RULE_HEIGHT, CUBES_ON_CARD)
         assert code == 0, (f"{num_players}p side {side} spirits={spirits} seed {seed}, after {n} actions "
                            f"{acts[:n].tolist()}: {FAILURES[code]}")
-        rec = {"num_players": num_players, "side": side, "spirits": spirits, "seed": seed,
+        rec = {"version": 1, "num_players": num_players, "side": side, "spirits": spirits, "seed": seed,
                "actions": acts[:n].tolist()}
         replayed = Game.replay(rec)
         assert replayed.is_over
