@@ -11,7 +11,7 @@ import io
 import sys
 from pathlib import Path
 
-from .train_learned import atomic_write
+from harmonies_env.io import atomic_write_bytes
 
 
 def read_progress(path: str | Path) -> list[dict[str, float]]:
@@ -51,7 +51,7 @@ def plot(rows: list[dict[str, float]], out: Path, title: str, baselines: dict[st
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(out, buf.getvalue())
+    atomic_write_bytes(out, buf.getvalue())
 
 
 def _interp(x, xs, ys):

@@ -51,6 +51,7 @@ from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, run_rows
+from harmonies_env.io import atomic_write_bytes
 from harmonies_env.scoring import NUM_CATEGORIES
 
 #: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
@@ -118,25 +119,12 @@ def network_config(cfg: dict) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ atomic files
 
 def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY)
-    except OSError:
-        return
+    """fsync a folder, so that a rename into it survives a crash."""
+    fd = os.open(d, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write bytes to path through a temp file in the same folder, fsync, os.replace: never a half file."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def _torch_bytes(obj: Any) -> bytes:
@@ -149,8 +137,9 @@ def _torch_bytes(obj: Any) -> bytes:
 
 def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
     """NAME.pt (weights only) + NAME.json (config the agent needs, and how it was trained), each atomically."""
-    atomic_write(path.with_suffix(".pt"), _torch_bytes({k: v.detach().cpu().clone() for k, v in state_dict.items()}))
-    atomic_write(path.with_suffix(".json"), json.dumps({"network": netcfg, "training": info}, indent=1).encode())
+    weights = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+    atomic_write_bytes(path.with_suffix(".pt"), _torch_bytes(weights))
+    atomic_write_bytes(path.with_suffix(".json"), json.dumps({"network": netcfg, "training": info}, indent=1).encode())
 
 
 # ------------------------------------------------------------------------------------------------ the trainer
@@ -431,8 +420,8 @@ class Trainer:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir(parents=True)
-        atomic_write(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
-        atomic_write(tmp / "trainer.json", json.dumps(self.meta()).encode())
+        atomic_write_bytes(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
+        atomic_write_bytes(tmp / "trainer.json", json.dumps(self.meta()).encode())
         _fsync_dir(tmp)
         if final.exists():
             shutil.rmtree(final)
@@ -482,7 +471,7 @@ class Trainer:
         w = csv.DictWriter(out, fieldnames=list(self.evals[0]))
         w.writeheader()
         w.writerows(self.evals)
-        atomic_write(self.run / "progress.csv", out.getvalue().encode())
+        atomic_write_bytes(self.run / "progress.csv", out.getvalue().encode())
 
     # ---- the loop ----
     def train(self, iterations: int, max_minutes: float | None, log: Any = None) -> None:
