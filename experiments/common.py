@@ -128,6 +128,18 @@ def _records(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.name, reverse=True)
 
 
+def remove_temp_files(folder: str | os.PathLike) -> int:
+    """Delete the temp files that killed atomic writes left in `folder` (call only when no writer is running);
+    returns how many there were."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    stale = [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return len(stale)
+
+
 def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict[str, Any]] | None:
     """The newest complete checkpoint in `folder`: (zip path, record), or None if there is none.
 

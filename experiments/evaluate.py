@@ -5,6 +5,13 @@ Works with every env the training commands use: `harmonies_env.vector.SB3VecEnv`
 `agents.pool_env.PoolVecEnv` (vs greedy / a pool) and `agents.plan_env.PlanChoiceVecEnv` (plan choice vs
 greedy). Evaluation envs are seeded from `EVAL_SEED`, far from every training seed (`train_seed`), so the
 figures are on games never used in training.
+
+As a command, it evaluates a run's final policy (or a uniformly random policy, for reference) on the run's own
+evaluation task, on as many games as asked and on seeds of its own (default `FINAL_SEED`: not even the periodic
+evaluations' games):
+
+    python -m experiments.evaluate runs/solo_ppo --games 256
+    python -m experiments.evaluate runs/solo_ppo --policy random --games 256
 """
 from __future__ import annotations
 
@@ -14,6 +21,8 @@ import numpy as np
 
 #: Base seed of evaluation games: row r of an evaluation plays the game of seed EVAL_SEED + r.
 EVAL_SEED = 10**9 + 7
+#: Base seed of `python -m experiments.evaluate` (final figures), away from EVAL_SEED's games.
+FINAL_SEED = 2 * 10**9 + 11
 
 
 def train_seed(seed: int) -> int:
@@ -75,3 +84,56 @@ def summarize(infos: list[dict[str, Any]]) -> dict[str, float]:
 def evaluate(model: Any, venv: Any, seed: int | None = EVAL_SEED, deterministic: bool = True) -> dict[str, float]:
     """`summarize(play_first_episodes(...))`: the policy's figures on the first episodes of `venv`'s rows."""
     return summarize(play_first_episodes(model, venv, seed, deterministic))
+
+
+class RandomPolicy:
+    """A uniformly random legal action per row, seeded; `predict` as SB3's (for reference figures)."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, obs: Any, action_masks: np.ndarray, deterministic: bool = True) -> tuple[np.ndarray, None]:
+        u = self.rng.random(action_masks.shape) * action_masks
+        return u.argmax(axis=1), None
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import importlib
+    import json
+    from pathlib import Path
+
+    from .common import atomic_write_json
+    from .train import COMMANDS
+
+    ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("run", type=Path, help="run folder of python -m experiments.train")
+    ap.add_argument("--policy", default="model", help="model (the run's model.zip), random, or a checkpoint path")
+    ap.add_argument("--games", type=int, default=256)
+    ap.add_argument("--seed", type=int, default=FINAL_SEED, help="game r uses seed + r")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--out", type=Path, default=None, help="also write the result here (JSON)")
+    a = ap.parse_args(argv)
+    saved = json.loads((a.run / "config.json").read_text())
+    module = importlib.import_module(COMMANDS[saved["algo"]][0])
+    if not hasattr(module, "eval_env"):
+        raise SystemExit(f"{saved['algo']} runs have no evaluation task")
+    venv = module.eval_env(saved["algo"], saved["config"], a.games, a.device)
+    if a.policy == "random":
+        policy: Any = RandomPolicy(a.seed)
+    else:
+        from sb3_contrib import MaskablePPO
+
+        path = a.run / "model.zip" if a.policy == "model" else Path(a.policy)
+        policy = MaskablePPO.load(str(path), device=a.device)  # your own run's file: see load_ppo on trust
+    out = {"run": str(a.run), "algo": saved["algo"], "policy": a.policy, "seed": a.seed,
+           **evaluate(policy, venv, a.seed)}
+    if a.out:
+        atomic_write_json(a.out, out)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

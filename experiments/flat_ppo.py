@@ -71,63 +71,88 @@ class _VersusThunk(_SoloThunk):
         return Monitor(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"], reward=e["reward"]))
 
 
-def solo(args: RunArgs) -> dict[str, Any]:
-    """`solo-ppo`: MaskablePPO on the solo rules."""
+def solo_env(env: dict[str, Any], n: int, seed: int, threads: int = 1) -> Any:
+    """n solo games on the batched engine ([env] settings), row r from base seed `seed` + r."""
     from harmonies_env.vector import make_sb3_vec_env
 
+    return make_sb3_vec_env(n, num_players=1, side=env["side"], spirits=env["spirits"], reward=env["reward"],
+                            max_steps=env["max_steps"], num_threads=threads, seed=seed)
+
+
+def versus_env(env: dict[str, Any], n: int, seed: int, threads: int = 1, device: str = "cpu") -> Any:
+    """n Versus games against [env] opponent on the batched engine, row r from base seed `seed` + r."""
+    seat = None if int(env["seat"]) < 0 else int(env["seat"])
+    if env["opponent"] == "random":
+        from harmonies_env.vector import make_sb3_vec_env
+
+        return make_sb3_vec_env(n, num_players=env["players"], side=env["side"], spirits=env["spirits"],
+                                reward=env["reward"], seat=seat, max_steps=env["max_steps"], num_threads=threads,
+                                seed=seed)
+    from agents.pool_env import PoolVecEnv
+
+    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward=env["reward"],
+                      pool=["greedy"], greedy_beam=int(env["greedy_beam"]), seat=seat, max_steps=env["max_steps"],
+                      seed=seed, device=device)
+
+
+def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
+    env = section(config, "env", VERSUS_ENV)
+    _check(env)
+    if env["opponent"] not in ("random", "greedy"):
+        raise ConfigError(f"[env] opponent must be 'random' or 'greedy', got {env['opponent']!r}")
+    if env["opponent"] == "greedy" and env["vec"] != "batched":
+        raise ConfigError("[env] opponent 'greedy' runs on the batched engine only (vec = \"batched\"); "
+                          "selfplay-ppo has a per-env path with agent opponents")
+    return env
+
+
+def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> Any:
+    """The evaluation env of a solo-ppo / versus-ppo / selfplay-ppo run with this config: n games."""
+    threads = int(section(config, "run", RUN_DEFAULTS)["engine_threads"])
+    if algo == "solo-ppo":
+        return solo_env(section(config, "env", SOLO_ENV), n, 0, threads)
+    if algo == "versus-ppo":
+        return versus_env(_versus_settings(config), n, 0, threads, device)
+    from agents.pool_env import PoolVecEnv
+
+    env = section(config, "env", SELFPLAY_ENV)
+    sp = section(config, "selfplay", SELFPLAY)
+    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward="win",
+                      pool=["greedy"], greedy_beam=int(sp["eval_beam"]), seed=0, device=device)
+
+
+def solo(args: RunArgs) -> dict[str, Any]:
+    """`solo-ppo`: MaskablePPO on the solo rules."""
     env = section(args.config, "env", SOLO_ENV)
     _check(env)
     run = section(args.config, "run", RUN_DEFAULTS)
-    threads = int(run.get("engine_threads", 1))
-
-    def batched(n: int, seed: int) -> Any:
-        return make_sb3_vec_env(n, num_players=1, side=env["side"], spirits=env["spirits"], reward=env["reward"],
-                                max_steps=env["max_steps"], num_threads=threads, seed=seed)
+    threads = int(run["engine_threads"])
 
     def make_env(seed: int) -> Any:
         if env["vec"] == "batched":
-            return batched(int(env["n_envs"]), seed)
+            return solo_env(env, int(env["n_envs"]), seed, threads)
         return _gym_vec(_SoloThunk(env), int(env["n_envs"]), env["vec"], seed)
 
     def make_eval_env() -> Any:
-        return batched(int(run.get("eval_episodes", 64)), 0)
+        return solo_env(env, int(run["eval_episodes"]), 0, threads)
 
     return train_ppo(args, PPOTask("solo-ppo", make_env, make_eval_env))
 
 
 def versus(args: RunArgs) -> dict[str, Any]:
     """`versus-ppo`: MaskablePPO against a fixed opponent ("random" or "greedy")."""
-    from harmonies_env.vector import make_sb3_vec_env
-
-    env = section(args.config, "env", VERSUS_ENV)
-    _check(env)
-    if env["opponent"] not in ("random", "greedy"):
-        raise ConfigError(f"[env] opponent must be 'random' or 'greedy', got {env['opponent']!r}")
-    if env["opponent"] == "greedy" and env["vec"] != "batched":
-        raise ConfigError("[env] opponent 'greedy' runs on the batched engine only (vec = \"batched\"); "
-                         "selfplay-ppo has a per-env path with agent opponents")
+    env = _versus_settings(args.config)
     run = section(args.config, "run", RUN_DEFAULTS)
-    threads = int(run.get("engine_threads", 1))
-    seat = None if int(env["seat"]) < 0 else int(env["seat"])
-
-    def batched(n: int, seed: int) -> Any:
-        if env["opponent"] == "random":
-            return make_sb3_vec_env(n, num_players=env["players"], side=env["side"], spirits=env["spirits"],
-                                    reward=env["reward"], seat=seat, max_steps=env["max_steps"],
-                                    num_threads=threads, seed=seed)
-        from agents.pool_env import PoolVecEnv
-
-        return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"],
-                          reward=env["reward"], pool=["greedy"], greedy_beam=int(env["greedy_beam"]), seat=seat,
-                          max_steps=env["max_steps"], seed=seed, device=args.resolved_device())
+    threads = int(run["engine_threads"])
+    device = args.resolved_device()
 
     def make_env(seed: int) -> Any:
         if env["vec"] == "batched":
-            return batched(int(env["n_envs"]), seed)
+            return versus_env(env, int(env["n_envs"]), seed, threads, device)
         return _gym_vec(_VersusThunk(env), int(env["n_envs"]), env["vec"], seed)
 
     def make_eval_env() -> Any:
-        return batched(int(run.get("eval_episodes", 64)), 0)
+        return versus_env(env, int(run["eval_episodes"]), 0, threads, device)
 
     return train_ppo(args, PPOTask(f"versus-ppo-{env['opponent']}", make_env, make_eval_env))
 
@@ -192,9 +217,7 @@ def selfplay(args: RunArgs) -> dict[str, Any]:
         return venv
 
     def make_eval_env() -> Any:
-        return PoolVecEnv(int(run.get("eval_episodes", 64)), num_players=env["players"], side=env["side"],
-                          spirits=env["spirits"], reward="win", pool=["greedy"], greedy_beam=int(sp["eval_beam"]),
-                          seed=0, device=device)
+        return eval_env("selfplay-ppo", args.config, int(run["eval_episodes"]), device)
 
     task = PPOTask("selfplay-ppo", make_env, make_eval_env, state=pool.state, restore=pool.restore,
                    hooks=[(int(sp["snapshot_every"]), pool.snapshot)])

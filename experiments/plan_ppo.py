@@ -68,6 +68,12 @@ def make_env(env: dict[str, Any], n: int, seed: int, threads: int) -> Any:
                             margin_reward=env["margin_reward"], num_threads=threads, seed=seed)
 
 
+def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> Any:
+    """The evaluation env of a plan-ppo run with this config: n games against greedy."""
+    run = section(config, "run", RUN_DEFAULTS)
+    return make_env(section(config, "env", PLAN_ENV), n, 0, int(run["engine_threads"]))
+
+
 def train(args: RunArgs) -> dict[str, Any]:
     """Train (or resume) a plan-choice run; see the module docstring."""
     from .callbacks import model_bytes

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .common import ConfigError, atomic_write_bytes, atomic_write_json, latest_checkpoint, section
+from .common import ConfigError, atomic_write_bytes, atomic_write_json, latest_checkpoint, remove_temp_files, section
 
 
 @dataclass
@@ -119,6 +119,9 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     run = args.run
     tb = str(run / "tb")
     device = args.resolved_device()
+    if args.resume:  # what killed writes left behind
+        remove_temp_files(run / "checkpoints")
+        remove_temp_files(run)
     ck = latest_checkpoint(run / "checkpoints") if args.resume else None
     if args.resume and ck is None:
         raise SystemExit(f"--resume: no complete checkpoint in {run / 'checkpoints'}")
