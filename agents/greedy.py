@@ -26,12 +26,13 @@ turn now triggers it), where only points count:
 
 Terms 12-13 are what makes the planner build towards its cards' habitats over several turns ("habitats nearly
 complete"): a habitat's distance is the fewest tokens still to place on its cells, over every placement of the
-pattern whose cells can still become what it asks (`habitat_distance`). They lift the planner's mean from 77
-to about 89 in 2-player games and win 80% against the same planner without them (`experiments/tune_greedy.py`).
+pattern whose cells can still become what it asks (`habitat_distance`). They raise the planner's score and win
+rate against the same planner without them (`experiments/tune_greedy.py` compares; figures in
+benchmarks/STRENGTH.md).
 
-The beam matters as much as the weights: GreedyAgent's default beam 24 (the reference baseline, kept so its figures
-stay comparable) scores ~87 in 2-player games; beam 800 (`WIDE_BEAM`, ~15 ms a turn) scores ~93 and wins ~65%
-against it, because a narrow beam drops turns whose first token looks poor on its own.
+The beam matters as much as the weights: GreedyAgent's default beam 24 is the reference baseline (kept so its
+figures stay comparable); beam 800 (`WIDE_BEAM`) scores more and beats it, because a narrow beam drops turns whose
+first token looks poor on its own (figures in benchmarks/STRENGTH.md).
 """
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26
                            dtype=np.float64)
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
 #: Beam of the planner that proposes whole-turn candidates to the search and learned agents (MCTSAgent, the plan
-#: chooser). Much wider than GreedyAgent's 24, for ~15 ms a turn: alone it scores ~93 and wins ~65% against beam 24.
+#: chooser). Much wider than GreedyAgent's 24; alone it beats beam 24 (figures in benchmarks/STRENGTH.md).
 WIDE_BEAM = 800
 _NC = NUM_CARDS + 1
 _FAR = 99  # habitat distance of a pattern that can no longer be formed

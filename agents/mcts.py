@@ -5,8 +5,8 @@ Design (why it looks like this):
 * **Macro actions.** A Harmonies turn is 5-30 micro-actions with no chance inside it, so searching
   micro-actions wastes the budget on orderings. The root's children are the `candidates` best whole-turn
   plans of the greedy planner (`agents.greedy.plan_turn`, beam `beam`, `WIDE_BEAM` = 800 by default: much wider
-  than the greedy agent's 24, it costs ~15 ms once per turn and lifts the mean by ~5 points over beam 96), which
-  keeps the tree shallow.
+  than the greedy agent's 24; it runs once per turn and proposes better plans than narrower beams, see
+  benchmarks/STRENGTH.md), which keeps the tree shallow.
 * **Information sets.** Each iteration draws ONE determinization of the hidden information (pouch draws,
   draw-pile order, unseen Spirits) from the view (`agents.base.private_copy`, seeded by the agent's seed,
   the public turn number and the iteration number only), so the search never sees the real hidden order

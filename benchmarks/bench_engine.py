@@ -105,16 +105,19 @@ def bench_reference(boards: int) -> None:
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--games", type=int, default=20000)
-    ap.add_argument("--api-actions", type=int, default=200000)
-    ap.add_argument("--reference-games", type=int, default=300)
-    a = ap.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--games", type=int, default=20000, help="whole random games per configuration, in numba")
+    ap.add_argument("--api-actions", type=int, default=200000, help="actions timed through Game.step from Python")
+    ap.add_argument("--reference-games", type=int, default=300, help="finished games scored by both scorers")
+    a = ap.parse_args(argv)
     bench_numba(a.games)
     bench_api(a.api_actions)
     bench_reference(a.reference_games)
     assert NUM_ACTIONS == 268
+    return 0
 
 
 if __name__ == "__main__":

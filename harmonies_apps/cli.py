@@ -2,34 +2,82 @@
 
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
-    harmonies tournament --agents greedy mcts:0.5 --games 200 --jobs 4 --seed 0 --out results/
+    harmonies tournament --agents greedy mcts:200it --games 200 --jobs 4 --seed 0 --out results/
     harmonies solo --agents greedy random --games 50
-    harmonies bench [args passed to benchmarks/bench_engine.py]
-    harmonies train [args passed to experiments/train_solo_ppo.py]   (--selfplay: the self-play script)
+    harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
+    harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
+
+`bench` and `train` hand every argument after their name, unchanged, to the `main(argv)` of
+`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help.
+Applications that add their own subcommand list their module in `APP_MODULES`; the module defines
+`add_parser(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
 """
 from __future__ import annotations
 
 import argparse
-import runpy
+import importlib
 import sys
-from pathlib import Path
-from typing import Callable, TextIO
+from typing import TextIO
 
-from harmonies_env.render import board_lines
-from harmonies_env.scoring import CATEGORIES
+#: Modules that add a subcommand: each defines `add_parser(subparsers)`, which adds its parser and sets `func`.
+APP_MODULES: list[str] = [
+    "harmonies_apps.play",     # a person against bots in the terminal
+    "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
+    "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
+]
 
-ROOT = Path(__file__).resolve().parents[1]
+#: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
+#: name -> (module, help line).
+FORWARDED: dict[str, tuple[str, str]] = {
+    "bench": ("benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                         "(harmonies bench --help)"),
+    "train": ("experiments.train", "training entry point; options are experiments/train.py's "
+                                   "(harmonies train --help)"),
+}
+
+#: Optional top-level modules -> the pyproject extra that installs them.
+EXTRA_OF: dict[str, str] = {
+    "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
+    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
+}
+
+AGENTS_HELP = """agent specs: random, greedy[:BEAM], mcts[:SECONDS] or mcts:Nit (N iterations), ppo[:PATH].
+Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo.
+Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
 
 
-def _add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Help shows every option's default and keeps the description's line breaks."""
+
+
+def missing_extra(err: ImportError) -> tuple[str, str] | None:
+    """(module, extra) when `err` is an optional module that a pyproject extra installs, else None."""
+    name = getattr(err, "name", None)
+    if not name:  # the name is lost when the error crossed a process boundary: read it from the message
+        msg = str(err)
+        name = msg.split("'")[1] if msg.count("'") >= 2 else ""
+    top = name.split(".")[0]
+    return (top, EXTRA_OF[top]) if top in EXTRA_OF else None
+
+
+def extra_message(command: str, module: str, extra: str) -> str:
+    """The one line printed instead of a traceback when an optional module is missing."""
+    return f'harmonies {command}: needs {module}, from the "{extra}" extra: pip install -e ".[{extra}]"'
+
+
+def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
+    """The game configuration options shared by the game-playing subcommands."""
     if players:
-        p.add_argument("--players", type=int, default=None, help="1-4 (default: number of agents)")
+        p.add_argument("--players", type=int, default=None, help="players; None: as many as agents given")
     p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
     p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
 
 
-def _print_scores(game, out: TextIO) -> None:
+def print_scores(game, out: TextIO) -> None:
+    """Each player's score breakdown, then the winners (and suns in solo)."""
+    from harmonies_env.scoring import CATEGORIES
+
     for p, sc in enumerate(game.scores()):
         print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
     w = game.winners()
@@ -41,6 +89,7 @@ def _print_scores(game, out: TextIO) -> None:
 def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """A seeded game of bots, printed turn by turn (actions in words + the mover's board), then scores."""
     from agents import make_agent
+    from harmonies_env.render import board_lines
 
     from .tournament import agent_seed, play_game
 
@@ -60,166 +109,130 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     print("\n=== final position ===", file=out)
     print(game, file=out)
     print("\n=== final scores ===", file=out)
-    _print_scores(game, out)
+    print_scores(game, out)
     return 0
 
 
-class HumanAgent:
-    """A person at the terminal: the legal moves are listed in words and numbered; bad input re-prompts."""
-
-    name = "human"
-
-    def __init__(self, input_fn: Callable[[str], str] = input, out: TextIO | None = None):
-        self.input_fn = input_fn
-        self.out = out or sys.stdout
-
-    def reset(self) -> None:
-        pass
-
-    def act(self, view) -> int:
-        legal = view.legal_actions()
-        print("\n" + view.text(), file=self.out)
-        print(f"\nyou are player {view.player}; your moves:", file=self.out)
-        for k, a in enumerate(legal):
-            print(f"  {k:>3}: {view.describe_action(a)}", file=self.out)
-        while True:
-            try:
-                raw = self.input_fn(f"choose 0-{len(legal) - 1} (q to quit): ").strip()
-            except EOFError:
-                raise SystemExit("input ended: game abandoned") from None
-            if raw.lower() in ("q", "quit", "exit"):
-                raise SystemExit("game abandoned")
-            try:
-                k = int(raw)
-            except ValueError:
-                print(f"'{raw}' is not a move number: type a number from 0 to {len(legal) - 1}", file=self.out)
-                continue
-            if not 0 <= k < len(legal):
-                print(f"{k} is not in the list: type a number from 0 to {len(legal) - 1}", file=self.out)
-                continue
-            return int(legal[k])
-
-
-def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
-    """A person (seat --seat) against bots, in the terminal."""
+def _check_specs(specs: list[str]) -> None:
+    """Build each distinct agent once before playing: a bad spec or a missing extra fails now, not mid-run."""
     from agents import make_agent
 
-    from .tournament import agent_seed, play_game
+    from .tournament import time_budget_specs
 
-    out = out or sys.stdout
-    n = 1 + len(args.opponents)
-    if not 0 <= args.seat < n:
-        print(f"--seat must be 0..{n - 1}", file=sys.stderr)
-        return 2
-    bots = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(args.opponents)]
-    agents = bots[: args.seat] + [HumanAgent(input_fn, out)] + bots[args.seat:]
+    for s in dict.fromkeys(specs):
+        make_agent(s)
+    timed = time_budget_specs(specs)
+    if timed:
+        print(f"note: {', '.join(timed)} search for a wall-clock time, so results depend on machine speed and "
+              "load and are not reproducible; mcts:Nit (N iterations) is", file=sys.stderr)
 
-    def on_turn(game, p, said):
-        if p != args.seat:
-            print(f"\nplayer {p} ({agents[p].name}): " + "; ".join(said), file=out)
 
-    game = play_game(agents, n, args.side, args.spirits, seed=args.seed, on_turn=on_turn)
-    print("\n=== final position ===", file=out)
-    print(game, file=out)
-    _print_scores(game, out)
+def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
+    from .tournament import format_summary, run_games, summarize, write_outputs
+
+    _check_specs(list(args.agents))
+    results = run_games(args.agents, num_players, args.games, args.side, args.spirits, args.seed, args.jobs,
+                        progress=not args.quiet, save_games=args.save_games)
+    summary = summarize(results)
+    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": args.side,
+                         "spirits": args.spirits, "seed": args.seed, "games": args.games}
+    print(format_summary(summary))
+    if args.out:
+        for p in write_outputs(results, summary, args.out, stem=stem):
+            print(f"wrote {p}")
+    for note in summary.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    from .tournament import format_summary, run_games, summarize, write_outputs
-
     n = args.players or len(args.agents)
     if not 2 <= n <= 4:
-        print(f"a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)", file=sys.stderr)
+        print(f"harmonies tournament: a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)",
+              file=sys.stderr)
         return 2
-    results = run_games(args.agents, n, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet)
-    summary = summarize(results)
-    summary["config"] = {"agents": list(args.agents), "players": n, "side": args.side, "spirits": args.spirits,
-                         "seed": args.seed, "games": args.games}
-    print(format_summary(summary))
-    if args.out:
-        for p in write_outputs(results, summary, args.out, stem="tournament"):
-            print(f"wrote {p}")
-    return 0
+    return _run_match(args, n, "tournament")
 
 
 def cmd_solo(args: argparse.Namespace) -> int:
-    from .tournament import format_summary, run_games, summarize, write_outputs
-
-    results = run_games(args.agents, 1, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet)
-    summary = summarize(results)
-    summary["config"] = {"agents": list(args.agents), "players": 1, "side": args.side, "spirits": args.spirits,
-                         "seed": args.seed, "games": args.games}
-    print(format_summary(summary))
-    if args.out:
-        for p in write_outputs(results, summary, args.out, stem="solo"):
-            print(f"wrote {p}")
-    return 0
-
-
-def _run_script(path: Path, argv: list[str]) -> int:
-    if not path.exists():
-        print(f"{path.relative_to(ROOT)} is not in this checkout", file=sys.stderr)
-        return 2
-    old = sys.argv
-    sys.argv = [str(path), *argv]
-    sys.path.insert(0, str(ROOT))
-    try:
-        runpy.run_path(str(path), run_name="__main__")
-    except SystemExit as e:
-        return int(e.code or 0) if not isinstance(e.code, str) else 1
-    finally:
-        sys.argv = old
-    return 0
+    return _run_match(args, 1, "solo")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="harmonies", description="Harmonies engine, bots and tools.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    agents_help = "agents: random, greedy[:beam], mcts[:SECONDS|:Nit], ppo:PATH"
+    ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+                                 description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+                                 + "\n\n`harmonies COMMAND --help` lists a command's options with their defaults.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn")
-    p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help=agents_help)
-    _add_config(p)
+    p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn", formatter_class=HelpFormatter,
+                       description="A seeded game of bots printed turn by turn, then the score breakdowns.",
+                       epilog=AGENTS_HELP)
+    p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help="one spec per seat (see below)")
+    add_config(p)
     p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("play", help="play against bots in the terminal")
-    p.add_argument("--opponents", nargs="*", default=["greedy"], help=agents_help + " (none = solo)")
-    p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
-    _add_config(p, players=False)
-    p.set_defaults(func=cmd_play)
 
     for name, fn, hlp in (("tournament", cmd_tournament, "seeded matches with rotated seats and statistics"),
                           ("solo", cmd_solo, "seeded solo games per agent: mean score and suns")):
-        p = sub.add_parser(name, help=hlp)
-        p.add_argument("--agents", nargs="+", required=True, help=agents_help)
-        p.add_argument("--games", type=int, default=20, help="games (per agent for solo)")
-        p.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
-        p.add_argument("--out", default=None, help="folder for CSV, JSON and PNG outputs")
+        p = sub.add_parser(name, help=hlp, description=hlp + ".", epilog=AGENTS_HELP, formatter_class=HelpFormatter)
+        p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
+        p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
+        p.add_argument("--jobs", type=int, default=1,
+                       help="worker processes; results are identical for any --jobs with reproducible agents")
+        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
-        _add_config(p, players=name == "tournament")
+        p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
+                       "(one JSON per game; view them with `harmonies replay DIR`)")
+        add_config(p, players=name == "tournament")
         p.set_defaults(func=fn)
 
-    p = sub.add_parser("bench", help="engine benchmark (benchmarks/bench_engine.py), args passed through")
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=lambda a: _run_script(ROOT / "benchmarks" / "bench_engine.py", a.rest))
+    for module in APP_MODULES:
+        importlib.import_module(module).add_parser(sub)
 
-    p = sub.add_parser("train", help="training script (experiments/train_solo_ppo.py), args passed through")
-    p.add_argument("--selfplay", action="store_true", help="run experiments/selfplay_ppo.py instead")
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    p.set_defaults(func=lambda a: _run_script(
-        ROOT / "experiments" / ("selfplay_ppo.py" if a.selfplay else "train_solo_ppo.py"), a.rest))
+    for name, (_, hlp) in FORWARDED.items():
+        sub.add_parser(name, help=hlp, add_help=False)  # never parsed here: main() forwards its argv
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def forward(command: str, argv: list[str]) -> int:
+    """Run `command`'s module main(argv) with argv unchanged; a missing extra is one line and exit 2."""
+    module_name = FORWARDED[command][0]
     try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name or (e.name and module_name.startswith(e.name + ".")):
+            print(f"harmonies {command}: {module_name} is not in this installation", file=sys.stderr)
+            return 2
+        raise
+    old = sys.argv
+    sys.argv = [f"harmonies {command}", *argv]  # so the module's argparse names itself "harmonies <command>"
+    try:
+        return int(module.main(argv) or 0)
+    except SystemExit as e:  # argparse's --help and usage errors
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = old
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 0
+    command = argv[0]
+    try:
+        if command in FORWARDED:
+            return forward(command, argv[1:])
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
+    except ImportError as e:
+        found = missing_extra(e)
+        if found is None:
+            raise
+        print(extra_message(command, *found), file=sys.stderr)
+        return 2
     except ValueError as e:
-        print(f"harmonies {args.command}: {e}", file=sys.stderr)
+        print(f"harmonies {command}: {e}", file=sys.stderr)
         return 2
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cards import CARDS, CUBES_ON_CARD, card_name
+from .cards import CARDS, CUBES_ON_CARD, FIRST_SPIRIT, card_name
 from .data import COLOURS, SIDES
 from .geometry import CELL_QR, NUM_CELLS
 
@@ -14,25 +14,59 @@ LEGEND = ("Wa water  Fi field  T1-T3 tree  M1-M3 mountain  b1/b2 brown trunk  r1
           "Bb/Bg/Br building on brown/gray/red  * cube  .. empty")
 
 
-def board_lines(side: int, stacks: np.ndarray, cubes: int, label_cells: bool = False) -> list[str]:
-    """Lines drawing one board: flat-top hex columns, each cell a label (plus '*' if it holds a cube)."""
-    n = NUM_CELLS[side]
-    qs = CELL_QR[side, :n, 0]
-    rs = CELL_QR[side, :n, 1]
-    ys = 2 * rs + qs
-    y0, y1 = int(ys.min()), int(ys.max())
-    width = 6 if label_cells else 4
-    rows = [[" " * width] * (int(qs.max()) + 1) for _ in range(y1 - y0 + 1)]
-    for i in range(n):
-        text = STACK_LABEL[stacks[i]] + ("*" if (cubes >> i) & 1 else " ")
-        if label_cells:
-            text = f"{i:>2}" + text[:3]
-        rows[ys[i] - y0][qs[i]] = text.ljust(width)
+#: Two-letter labels of a habitat pattern's cells (cards' `pattern` labels), as on the boards.
+PATTERN_LABEL = {"blue": "Wa", "yellow": "Fi", "tree1": "T1", "tree2": "T2", "tree3": "T3", "mountain1": "M1",
+                 "mountain2": "M2", "mountain3": "M3", "building": "Bd"}
+
+
+def _hex_lines(cells: list[tuple[int, int, str]], width: int) -> list[str]:
+    """Texts at axial (q, r) laid out as flat-top hex columns: row 2r + q, column q, `width` characters each."""
+    qs = [q for q, _, _ in cells]
+    ys = [2 * r + q for q, r, _ in cells]
+    q0, y0 = min(qs), min(ys)
+    rows = [[" " * width] * (max(qs) - q0 + 1) for _ in range(max(ys) - y0 + 1)]
+    for (q, _, text), y in zip(cells, ys):
+        rows[y - y0][q - q0] = text.ljust(width)
     return ["".join(r).rstrip() for r in rows]
 
 
-def render_game(game) -> str:
-    """The whole table as text: central board, market, then every board with its cards and score."""
+def board_lines(side: int, stacks: np.ndarray, cubes: int, label_cells: bool = False) -> list[str]:
+    """Lines drawing one board: flat-top hex columns, each cell a label (plus '*' if it holds a cube).
+
+    label_cells=True puts each cell's number before its label ("12:T1*"), the numbers moves use."""
+    n = NUM_CELLS[side]
+    cells = []
+    for i in range(n):
+        text = STACK_LABEL[stacks[i]] + ("*" if (cubes >> i) & 1 else " ")
+        if label_cells:
+            text = f"{i:>2}:" + text
+        cells.append((int(CELL_QR[side, i, 0]), int(CELL_QR[side, i, 1]), text))
+    return _hex_lines(cells, 7 if label_cells else 4)
+
+
+def card_lines(card_id: int, cubes_placed: int | None = None) -> list[str]:
+    """A card in words: name, what it scores, then its habitat drawn as on the boards ('*' = the cube's cell).
+
+    An Animal card scores the value under the last cube taken off its track; `cubes_placed` (a held card)
+    says how many are on the board already. Spirit cards give their end-game rule."""
+    c = CARDS[card_id]
+    head = f"{card_name(card_id)} (#{card_id})"
+    if card_id < FIRST_SPIRIT:
+        n = len(c["points"])
+        head += ": scores " + " / ".join(map(str, c["points"])) + f" with {', '.join(map(str, range(1, n + 1)))} cubes"
+        if cubes_placed is not None:
+            head += f" ({cubes_placed} placed)"
+    else:
+        head += ": " + c["rule"]
+    cells = [(q, r, PATTERN_LABEL[lab] + ("*" if [q, r] == list(c["cube"]) else "")) for q, r, lab in c["pattern"]]
+    return [head] + [("habitat " if k == 0 else " " * 8) + line for k, line in enumerate(_hex_lines(cells, 4))]
+
+
+def render_game(game, numbered: bool = False) -> str:
+    """The whole table as text: central board, market, then every board with its cards and score.
+
+    numbered=True (`harmonies play`) numbers every cell and spells out each market and held card's habitat
+    and points (`card_lines`)."""
     from . import state as S
 
     s = game.state
@@ -44,6 +78,12 @@ def render_game(game) -> str:
         ",".join(COLOURS[c] for c in sp if c >= 0) or "(empty)" for sp in central))
     market = S.field(s, "market")[: int(s[S.NUM_MARKET])]
     out.append("market:  " + " | ".join(f"{card_name(c)}#{c}" if c >= 0 else "(empty)" for c in market))
+    if numbered:
+        for k, c in enumerate(market):
+            if c >= 0:
+                lines = card_lines(int(c))
+                out.append(f"  market {k}: " + lines[0])
+                out.extend("    " + ln for ln in lines[1:])
     out.append(f"pouch:   {int(S.field(s, 'pouch').sum())} tokens  draw pile: {int(s[S.DECK_COUNT])} cards")
     hand = S.field(s, "hand")
     if hand.sum():
@@ -61,10 +101,17 @@ def render_game(game) -> str:
                 cards.append(f"{card_name(cid)} {placed[cid]}/{CUBES_ON_CARD[cid]}")
         if cards:
             out.append("  cards: " + ", ".join(cards))
-        out.extend("  " + line for line in board_lines(game.side_code, S.field(s, "stack")[p], int(s[S.CUBES + p])))
+        if numbered:
+            for h, c in enumerate(S.field(s, "slot")[p]):
+                if c >= 0:
+                    lines = card_lines(int(c), int(placed[c]))
+                    out.append(f"  held {h}: " + lines[0])
+                    out.extend("    " + ln for ln in lines[1:])
+        out.extend("  " + line for line in board_lines(game.side_code, S.field(s, "stack")[p], int(s[S.CUBES + p]),
+                                                       label_cells=numbered))
     out.append("")
     out.append(LEGEND)
     return "\n".join(out)
 
 
-__all__ = ["board_lines", "render_game", "STACK_LABEL", "LEGEND", "CARDS"]
+__all__ = ["board_lines", "card_lines", "render_game", "STACK_LABEL", "PATTERN_LABEL", "LEGEND", "CARDS"]

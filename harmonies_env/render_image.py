@@ -3,9 +3,11 @@
 Every board is drawn as flat-top hexagons placed by axial (q, r): column centre x = 1.5 q, y = sqrt(3) (r + q/2)
 in hex radii. A cell is filled with its top token's colour; a stack whose bottom differs from its top (a tree
 on trunks, a building) shows the bottom colour as a ring, buildings carry a white house outline, pips at the
-bottom give the stack height and a white square near the top is a cube. The cell's centre pixel always shows
-the top token's colour (tests rely on it; `cell_centre` finds it). Beside each board: score breakdown, held,
-completed and Spirit cards. Above the boards: central board, market (with each card's pattern), pouch, turn.
+bottom give the stack height and a white square near the top is a cube; the cell's number (the one moves
+use) is written small at its left. The cell's centre pixel always shows the top token's colour (tests rely
+on it; `cell_centre` finds it). Beside each board: score breakdown, held cards with their points tracks,
+completed and Spirit cards. Above the boards: central board, market (slot number, points track and pattern
+of each card), pouch, turn.
 
 Drawing is deterministic (same game -> same pixels) and takes a few tens of milliseconds.
 """
@@ -211,14 +213,15 @@ def _wrap(d: ImageDraw.ImageDraw, text: str, font, max_w: float) -> list[str]:
 
 
 def _draw_card(d: ImageDraw.ImageDraw, x: float, y: float, w: float, h: float, card: int, scale: float,
-               font) -> None:
-    """A market card: name, cube count / points track, and its habitat pattern in small hexes."""
+               font, slot: int | None = None) -> None:
+    """A market card: slot number and name, points track, and its habitat pattern in small hexes."""
     d.rounded_rectangle((x, y, x + w, y + h), radius=int(5 * scale), fill=(252, 248, 236), outline=OUTLINE_RGB)
     if card < 0:
         d.text((x + 6 * scale, y + 5 * scale), "(empty slot)", fill=DIM_RGB, font=font)
         return
     c = CARDS[card]
-    d.text((x + 6 * scale, y + 4 * scale), card_name(card), fill=TEXT_RGB, font=font)
+    d.text((x + 6 * scale, y + 4 * scale), (f"{slot}: " if slot is not None else "") + card_name(card),
+           fill=TEXT_RGB, font=font)
     info = "pts " + " ".join(map(str, c["points"])) if "points" in c else c["scoring"]["kind"]
     d.text((x + 6 * scale, y + 4 * scale + _LINE * scale), info, fill=DIM_RGB, font=font)
     r = _MINI_HEX * scale
@@ -316,7 +319,7 @@ def render_rgb(game, width: int | None = None) -> np.ndarray:
     cw = min(190 * sc, (lay.width - 2 * pad - 4 * 6 * sc) / 5)
     ch = _CARD_H * line
     for k, card in enumerate(market):
-        _draw_card(d, pad + k * (cw + 6 * sc), y + 1.1 * line, cw, ch, int(card), sc, font)
+        _draw_card(d, pad + k * (cw + 6 * sc), y + 1.1 * line, cw, ch, int(card), sc, font, slot=k)
 
     # ---- one panel per player ------------------------------------------------------------------------
     stacks = S.field(s, "stack")
@@ -338,11 +341,15 @@ def render_rgb(game, width: int | None = None) -> np.ndarray:
             head += "  - to move"
         d.text((x0 + pad, y0 + pad * 0.7), head, fill=border if border != (200, 200, 200) else TEXT_RGB, font=big)
         ox, oy = lay.board_origin[p]
+        num_font = _font(max(6, int(round(0.42 * R))))
         cube_mask = int(cubes[p])
         for i in range(nc):
             cx, cy = ox + R * 1.5 * CELL_QR[game.side_code, i, 0], oy + R * SQRT3 * (
                 CELL_QR[game.side_code, i, 1] + CELL_QR[game.side_code, i, 0] / 2)
             _draw_stack(d, cx, cy, R, STACKS[int(stacks[p, i])], bool((cube_mask >> i) & 1), sc)
+            if R >= 12:  # the cell's number, left of the centre (the centre pixel keeps the top colour)
+                d.text((cx - 0.62 * R, cy), str(i), fill=(255, 255, 255), font=num_font, anchor="mm",
+                       stroke_width=max(1, int(round(R / 20))), stroke_fill=(30, 30, 30))
         # text column
         _, _, bxmax, _ = _board_extent(game.side_code)
         tx = ox + bxmax * R + R + 1.5 * pad
@@ -365,8 +372,11 @@ def render_rgb(game, width: int | None = None) -> np.ndarray:
         ty += line
         for c in held:
             tag = f"  {card_name(c)}  {int(placed[p, c])}/{int(CUBES_ON_CARD[c])} cubes"
-            d.text((tx, ty), tag, fill=TEXT_RGB, font=font)
-            ty += line
+            if "points" in CARDS[c]:
+                tag += "  (pts " + " ".join(map(str, CARDS[c]["points"])) + ")"
+            for ln in _wrap(d, tag, font, tmax):
+                d.text((tx, ty), ln, fill=TEXT_RGB, font=font)
+                ty += line
         if not held:
             d.text((tx, ty), "  none", fill=DIM_RGB, font=font)
             ty += line

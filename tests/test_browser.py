@@ -1,0 +1,228 @@
+"""The browser pages in a real headless Chromium (Selenium): step through a replay, and play a whole game by clicking.
+
+Needs Debian's `chromium` + `chromium-driver` packages and the web extra (selenium, starlette, uvicorn):
+    apt-get install -y chromium chromium-driver && pip install -e ".[web]"
+Without them these tests skip and say so; CI (.ci/run with CI set) installs them. Screenshots are written to
+tests/artifacts/ (git-ignored) for people to look at.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agents import make_agent
+from harmonies_apps.replay import build_game, write_replay
+from harmonies_apps.tournament import play_game
+from harmonies_env.scoring import CATEGORIES
+
+ARTIFACTS = Path(__file__).with_name("artifacts")
+HOW = ('browser tests need Chromium and Selenium: apt-get install -y chromium chromium-driver && '
+       'pip install -e ".[web]" (CI installs them)')
+
+
+def _chrome_paths() -> tuple[str, str] | None:
+    browser = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    driver = shutil.which("chromedriver")
+    return (browser, driver) if browser and driver else None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason=HOW)
+    from selenium.webdriver.chrome.service import Service
+
+    paths = _chrome_paths()
+    if paths is None:
+        pytest.skip(HOW)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = paths[0]
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1250",
+              "--force-device-scale-factor=1"):
+        opts.add_argument(a)
+    drv = webdriver.Chrome(service=Service(paths[1]), options=opts)
+    drv.set_script_timeout(20)
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield drv
+    drv.quit()
+
+
+def _attr(drv, name: str) -> str | None:
+    return drv.find_element("tag name", "body").get_attribute(name)
+
+
+def _until(fn, what: str, timeout: float = 20.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _page_scores(drv, n: int) -> list[dict[str, int]]:
+    cells = drv.find_elements("css selector", "table.scores td[data-player]")
+    out = [dict() for _ in range(n)]
+    for c in cells:
+        out[int(c.get_attribute("data-player"))][c.get_attribute("data-cat")] = int(c.text)
+    return out
+
+
+def _expected(scores: list[dict[str, int]], spirits: bool) -> list[dict[str, int]]:
+    return [{k: v for k, v in sc.items() if spirits or k != "spirit"} for sc in scores]
+
+
+def test_replay_page_steps_through_a_recorded_game(browser, tmp_path):
+    from selenium.webdriver.common.keys import Keys
+
+    game = play_game([make_agent("greedy:4", seed=1), make_agent("random", seed=2)], 2, "A", True, seed=21)
+    rec = dict(game.record(), names=["greedy:4", "random"])
+    built = build_game(rec)
+    ts = built["turn_starts"]
+    rec["annotations"] = [{"ply": ts[1], "candidates": [{"plan": rec["actions"][ts[1]:ts[2]], "value": 3.25}]}]
+    (tmp_path / "g.json").write_text(json.dumps(rec))
+    page, _ = write_replay(tmp_path / "g.json", tmp_path / "g.html")
+    drv = browser
+    drv.get(page.as_uri())
+    body = drv.find_element("tag name", "body")
+    assert _attr(drv, "data-frame") == "0"
+    assert len(drv.find_elements("css selector", "svg.board")) == 2
+    assert len(drv.find_elements("css selector", "svg.board[data-player='0'] g.cell")) == 23
+    body.send_keys(Keys.ARROW_RIGHT)
+    assert _attr(drv, "data-frame") == "1"
+    assert drv.find_element("id", "lastmove").text == "greedy:4: " + built["frames"][1]["last"]["text"]
+    drv.find_element("id", "nextTurn").click()
+    assert _attr(drv, "data-frame") == str(ts[1])
+    annot = drv.find_element("id", "annot").text
+    assert "3.25" in annot and "played" in annot  # the agent's candidate at this decision, marked as played
+    body.send_keys(Keys.ARROW_DOWN)
+    assert _attr(drv, "data-frame") == str(ts[2]) and drv.find_element("id", "annot").text == ""
+    body.send_keys(Keys.ARROW_UP)
+    assert _attr(drv, "data-frame") == str(ts[1])
+    body.send_keys(Keys.ARROW_LEFT)
+    assert _attr(drv, "data-frame") == str(ts[1] - 1)
+    mid = len(built["frames"]) * 3 // 5
+    drv.execute_script("var s = document.getElementById('slider'); s.value = arguments[0];"
+                       "s.dispatchEvent(new Event('input'));", mid)
+    assert _attr(drv, "data-frame") == str(mid)
+    f = built["frames"][mid]
+    assert _page_scores(drv, 2) == _expected([p["scores"] for p in f["players"]], True)
+    drv.save_screenshot(str(ARTIFACTS / "replay.png"))
+    body.send_keys(Keys.END)
+    assert _attr(drv, "data-frame") == str(len(built["frames"]) - 1)
+    assert _page_scores(drv, 2) == _expected(game.scores(), True)
+    assert "Game over" in drv.find_element("id", "status").text
+    assert drv.find_element("id", "next").get_attribute("disabled")
+    errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+@pytest.fixture()
+def server():
+    pytest.importorskip("starlette", reason=HOW)
+    uvicorn = pytest.importorskip("uvicorn", reason=HOW)
+    from harmonies_apps.serve import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(["random", "greedy:4"], bot_delay=0)
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    th = threading.Thread(target=srv.run, daemon=True)
+    th.start()
+    _until(lambda: srv.started, "the server to start")
+    yield f"http://127.0.0.1:{port}", app.state.manager
+    srv.should_exit = True
+    th.join(10)
+
+
+def _settled(drv) -> str | None:
+    """The page's state once it waits for the person (or the game is over), else None."""
+    st = _attr(drv, "data-state")
+    return st if st in ("your-turn", "over") and _attr(drv, "data-busy") != "1" else None
+
+
+def _click(drv, el) -> None:
+    el.click()
+    _until(lambda: _settled(drv), "the page to settle after a click")
+
+
+def test_play_a_whole_game_against_random_by_clicking(browser, server):
+    url, manager = server
+    drv = browser
+    drv.get(url + "/")
+    _until(lambda: _attr(drv, "data-ready") == "1", "the setup form")
+    drv.find_element("css selector", "#opp0 option[value='random']").click()
+    drv.find_element("id", "start").click()
+    _until(lambda: _settled(drv), "the first turn")
+    sess = next(iter(manager.sessions.values()))
+    clicks = turns = 0
+    took_card = False
+    while _settled(drv) == "your-turn":
+        assert clicks < 400, "the game should be over long before this"
+        find = drv.find_elements
+        spaces = find("css selector", ".space.legal")
+        cells = find("css selector", "svg.board[data-player='0'] g.cell.legal")
+        held = find("css selector", ".card.held.legal")
+        market = find("css selector", "#market .card.legal")
+        if spaces:
+            turns += 1
+            _click(drv, spaces[0])
+        elif cells:
+            empty = [c for c in cells if c.get_attribute("data-height") == "0"]
+            if turns == 4 and len(cells) > 1:
+                drv.save_screenshot(str(ARTIFACTS / "play.png"))
+            _click(drv, (empty or cells)[0])
+        elif held and not drv.find_elements("css selector", ".card.held.selected"):
+            _click(drv, held[0])  # select the card: its habitat cells light up (handled in the first branch)
+        elif market and not took_card:
+            took_card = True
+            _click(drv, market[0])
+        else:
+            end = drv.find_element("id", "endTurn")
+            assert end.is_enabled(), "nothing left to click but the turn cannot end"
+            _click(drv, end)
+        clicks += 1
+    assert _settled(drv) == "over" and sess.game.is_over
+    assert took_card and turns >= 5
+    assert _page_scores(drv, 2) == _expected(sess.game.scores(), False)
+    total = drv.find_element("css selector", "[data-total='0']").text
+    assert total == f"{sess.game.scores()[0]['total']} pts"
+    result = drv.find_element("id", "status").text
+    assert result == sess.state()["result"] and result.startswith(("You win", "You lose", "You share"))
+    assert drv.find_element("id", "setupBox").is_displayed()  # ready for the next game
+    drv.save_screenshot(str(ARTIFACTS / "play_over.png"))
+    href = drv.find_element("id", "download").get_attribute("href")
+    with urllib.request.urlopen(href, timeout=10) as r:
+        rec = json.loads(r.read())
+    from harmonies_env.game import Game
+
+    assert Game.replay(rec).scores() == sess.game.scores()
+    assert set(CATEGORIES) <= set(sess.game.scores()[0])
+    errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == [], errors
+
+
+def test_play_page_shows_a_clear_message_for_a_refused_request(browser, server):
+    url, manager = server
+    drv = browser
+    drv.get(url + "/")
+    _until(lambda: _attr(drv, "data-ready") == "1", "the setup form")
+    drv.find_element("css selector", "#opp0 option[value='']").click()  # solo
+    drv.find_element("id", "start").click()
+    _until(lambda: _settled(drv), "the first turn")
+    sess = max(manager.sessions.values(), key=lambda s: s.created)
+    assert sess.game.num_players == 1
+    # a stale page asking for an action that is not legal now: the server refuses, the page says why
+    drv.execute_script("document.getElementById('endTurn').disabled = false;"
+                       "document.getElementById('endTurn').setAttribute('data-end', '267');")
+    drv.find_element("id", "endTurn").click()
+    msg = _until(lambda: drv.find_element("id", "msg").text, "the error message")
+    assert "illegal action 267" in msg and sess.game.history == []
