@@ -61,13 +61,16 @@ class RunCallback(BaseCallback):
     - `hooks`: (every, fn(model, timesteps)) pairs, e.g. freezing a snapshot into a self-play pool;
     - after `max_minutes` of wall time (0: no limit) `learn()` is stopped; the caller writes the last
       checkpoint.
-    `seconds` splits the wall time into rollout (collecting steps), train (PPO updates) and eval.
+    `seconds` splits the wall time into rollout (collecting steps), train (PPO updates) and eval. Evaluation
+    rows carry the training wall `minutes` and the process's `cpu_minutes` (all its threads), both counted
+    over the run's earlier processes too: on a shared machine CPU time is the fairer measure of compute.
     """
 
     def __init__(self, run: Path, evaluate: Callable[[Any], dict] | None, eval_every: int, checkpoint_every: int,
                  state: Callable[[], dict] | None = None, evals: list[dict] | None = None, keep: int = 2,
                  hooks: list[tuple[int, Callable[[Any, int], None]]] | None = None, max_minutes: float = 0.0,
-                 elapsed_minutes: float = 0.0, on_eval: Callable[[Any, dict], None] | None = None):
+                 elapsed_minutes: float = 0.0, elapsed_cpu_minutes: float = 0.0,
+                 on_eval: Callable[[Any, dict], None] | None = None):
         super().__init__()
         self.run = Path(run)
         self.evaluate, self.eval_every, self.checkpoint_every = evaluate, eval_every, checkpoint_every
@@ -76,7 +79,9 @@ class RunCallback(BaseCallback):
         self.keep, self.hooks, self.max_minutes = keep, list(hooks or []), max_minutes
         self.on_eval = on_eval
         self.elapsed0 = elapsed_minutes  # minutes trained before this process (resumed runs)
+        self.cpu0 = elapsed_cpu_minutes
         self.t0 = time.perf_counter()
+        self.c0 = time.process_time()
         self.seconds = {"rollout": 0.0, "train": 0.0, "eval": 0.0, "checkpoint": 0.0}
         self.stopped_by_time = False
         self._last = 0
@@ -100,6 +105,10 @@ class RunCallback(BaseCallback):
     def minutes(self) -> float:
         """Wall minutes of training so far, this run's earlier processes included."""
         return self.elapsed0 + (time.perf_counter() - self.t0) / 60
+
+    def cpu_minutes(self) -> float:
+        """CPU minutes of training so far (this process's threads), this run's earlier processes included."""
+        return self.cpu0 + (time.process_time() - self.c0) / 60
 
     # ---- the periodic work ---------------------------------------------------------------------------------
     def _on_step(self) -> bool:
@@ -126,7 +135,8 @@ class RunCallback(BaseCallback):
     def run_eval(self) -> dict:
         """Evaluate now; record, log and print the row; return it."""
         row = dict(self.evaluate(self.model))
-        row = {"timesteps": int(self.num_timesteps), "minutes": round(self.minutes(), 3), **row}
+        row = {"timesteps": int(self.num_timesteps), "minutes": round(self.minutes(), 3),
+               "cpu_minutes": round(self.cpu_minutes(), 3), **row}
         self.evals.append(row)
         atomic_write_csv(self.run / "eval.csv", self.evals)
         for k, v in row.items():
@@ -141,6 +151,7 @@ class RunCallback(BaseCallback):
 
     def checkpoint(self) -> Path:
         """An atomic checkpoint of the model now, with the caller's state and the evaluations so far."""
-        state = {**self.state(), "evals": self.evals, "minutes": round(self.minutes(), 4)}
+        state = {**self.state(), "evals": self.evals, "minutes": round(self.minutes(), 4),
+                 "cpu_minutes": round(self.cpu_minutes(), 4)}
         return save_checkpoint(self.run / "checkpoints", int(self.model.num_timesteps), model_bytes(self.model),
                                state, keep=self.keep)

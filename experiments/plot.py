@@ -37,11 +37,13 @@ def plot(runs: list[Path], metrics: list[str], out: Path, labels: list[str] | No
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 3.8), squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for rows, label in zip(tables, labels):
-            pts = [(int(x["timesteps"]), float(x[metric]), float(x["minutes"])) for x in rows if x.get(metric, "")]
+            pts = [(int(x["timesteps"]), float(x[metric]), float(x["minutes"]), x.get("cpu_minutes", ""))
+                   for x in rows if x.get(metric, "")]
             if not pts:
                 continue
-            steps, vals, mins = zip(*pts)
-            ax.plot(steps, vals, marker="o", markersize=3, label=f"{label} ({mins[-1]:.0f} min)")
+            steps, vals, mins, cpu = zip(*pts)
+            took = f"{mins[-1]:.0f} min" + (f", {float(cpu[-1]):.0f} CPU-min" if cpu[-1] else "")
+            ax.plot(steps, vals, marker="o", markersize=3, label=f"{label} ({took})")
         for ref_metric, name, value in refs or []:
             if ref_metric != metric:
                 continue

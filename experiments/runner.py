@@ -152,7 +152,8 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     cb = RunCallback(run, run_eval if eval_env is not None else None, int(cfg["eval_every"]),
                      int(cfg["checkpoint_every"]), state=task.state, evals=state.get("evals", []),
                      keep=int(cfg["keep_checkpoints"]), hooks=task.hooks, max_minutes=args.max_minutes,
-                     elapsed_minutes=float(state.get("minutes", 0.0)), on_eval=task.on_eval)
+                     elapsed_minutes=float(state.get("minutes", 0.0)),
+                     elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)), on_eval=task.on_eval)
     remaining = int(cfg["timesteps"]) - start
     t0 = time.perf_counter()
     if remaining > 0:
@@ -169,6 +170,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
                "wall_s": round(wall, 1), "steps_per_s": round(steps / max(wall, 1e-9), 1),
                "seconds": {k: round(v, 1) for k, v in cb.seconds.items()},
                "stopped_by_time": cb.stopped_by_time, "minutes": round(cb.minutes(), 2),
+               "cpu_minutes": round(cb.cpu_minutes(), 2),
                "final_eval": cb.evals[-1] if cb.evals else None, "model": str(run / "model.zip"),
                "seed": args.seed, **extra, **(task.state() if task.state else {})}
     atomic_write_json(run / "summary.json", summary)
