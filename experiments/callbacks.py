@@ -90,6 +90,8 @@ class RunCallback(BaseCallback):
     # ---- time accounting ----------------------------------------------------------------------------------
     def _on_training_start(self) -> None:
         self._last = self.num_timesteps
+        if self.evaluate is not None and self.num_timesteps == 0 and not self.evals:
+            self.run_eval()  # the untrained policy: where the curve starts
         self._mark = time.perf_counter()
 
     def _on_rollout_start(self) -> None:

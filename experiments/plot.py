@@ -24,6 +24,7 @@ def plot(runs: list[Path], metrics: list[str], out: Path, labels: list[str] | No
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     labels = labels or [r.name for r in runs]
     if len(labels) != len(runs):
@@ -50,6 +51,8 @@ def plot(runs: list[Path], metrics: list[str], out: Path, labels: list[str] | No
             ax.axhline(value, color="grey", linestyle="--", linewidth=1)
             ax.annotate(name, (0, value), textcoords="offset points", xytext=(4, 3), fontsize=8, color="grey",
                         xycoords=("axes fraction", "data"))
+        ax.xaxis.set_major_formatter(FuncFormatter(_steps_label))
+        ax.set_xlim(left=0)
         ax.set_xlabel("training steps (learner actions)")
         ax.set_ylabel(metric.replace("_", " "))
         ax.grid(alpha=0.3)
@@ -61,6 +64,10 @@ def plot(runs: list[Path], metrics: list[str], out: Path, labels: list[str] | No
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return atomic_write_bytes(out, buf.getvalue())
+
+
+def _steps_label(x: float, _pos: int) -> str:
+    return f"{x / 1e6:g}M" if x >= 1e6 else f"{x / 1e3:g}k" if x else "0"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -246,14 +246,14 @@ def test_selfplay_batched_runs_and_resumes_from_another_directory(tmp_path, monk
     assert snaps == ["step_000000000128.zip", "step_000000000256.zip"]
     assert first["pool"] == ["random", "greedy", "pool/step_000000000128.zip", "pool/step_000000000256.zip"]
     evals = train_rows(run / "eval.csv")
-    assert [int(e["timesteps"]) for e in evals] == [256] and 0.0 <= float(evals[0]["win_rate"]) <= 1.0
+    assert [int(e["timesteps"]) for e in evals] == [0, 256] and 0.0 <= float(evals[-1]["win_rate"]) <= 1.0
     # resume from elsewhere, with the same relative name meaning nothing there: the pool paths still resolve
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     again = selfplay(run, "--resume", "--set", "run.timesteps=512")
     assert again["timesteps"] == 512 and len(again["pool"]) == 6
-    assert [int(e["timesteps"]) for e in train_rows(run / "eval.csv")] == [256, 512]
+    assert [int(e["timesteps"]) for e in train_rows(run / "eval.csv")] == [0, 256, 512]
     with pytest.raises(SystemExit, match="already holds a run"):
         selfplay(run)
 
