@@ -29,7 +29,6 @@ class RunArgs:
     device: str = "cpu"
     max_minutes: float = 0.0
     progress: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def resolved_device(self) -> str:
         if self.device != "auto":
@@ -160,6 +159,8 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
         model.learn(total_timesteps=remaining, reset_num_timesteps=not ck and not cfg["init"],
                     callback=[cb, ProgressBar(remaining, task.name, disable=not args.progress)],
                     tb_log_name=task.name)
+    else:  # nothing left to train (a finished run resumed): evaluate and save all the same
+        cb.init_callback(model)
     wall = time.perf_counter() - t0
     steps = int(model.num_timesteps) - start
     if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):

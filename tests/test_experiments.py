@@ -222,6 +222,10 @@ def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
                        "--set", "run.eval_every=128", "--set", "run.eval_episodes=2", "--set", "env.n_envs=8",
                        "--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.net_arch=[16]"]) == 0
     assert [int(r["timesteps"]) for r in read_csv(run / "eval.csv")] == [0, 128, 256]  # 0: untrained
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0  # nothing left to do
+    done = json.loads((run / "summary.json").read_text())
+    assert done["timesteps"] == 256 and done["this_process_steps"] == 0
+    assert [int(r["timesteps"]) for r in read_csv(run / "eval.csv")] == [0, 128, 256]
     capsys.readouterr()
     assert evaluate.main([str(run), "--games", "3", "--out", str(tmp_path / "e.json")]) == 0
     model = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
