@@ -11,14 +11,16 @@ settings and `--set section.key=value` overrides of config keys:
     python -m experiments.train distill-mcts --set collect.games=200 --set collect.jobs=2
     tensorboard --logdir runs
 
-Without --config the command's default config (`experiments/configs/<algo with _>.toml`) is used. Every run
+Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). Every run
 writes into --run (default `runs/<algo>-s<seed>`): config.json, atomic checkpoints (newest two kept),
 eval.csv, tb/, model.zip and summary.json; `--resume` continues from the newest complete checkpoint with the
 run's saved config (plus any --set). The same seed gives the same run (up to torch's own nondeterminism on
 some hardware). `harmonies train ALGO ...` forwards here.
 
-Adding a command: one line in `COMMANDS`: name -> (module, function, default config); the function takes a
-`RunArgs` and returns a summary dict.
+Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help); the function takes
+a `RunArgs` (run-level flags parsed here, config loaded) and returns a summary dict. A command whose module
+parses its own flags registers with default config None: `function(argv)` then gets every argument after the
+command's name, unchanged, and returns an exit status.
 """
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ from .runner import RunArgs, save_run_config
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
-#: name -> (module, function, default config file in experiments/configs/, one-line help).
-COMMANDS: dict[str, tuple[str, str, str, str]] = {
+#: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
+#: parses its own flags), one-line help).
+COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
     "solo-ppo": ("experiments.flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
     "versus-ppo": ("experiments.flat_ppo", "versus", "versus_random_ppo.toml",
                    "MaskablePPO against a fixed opponent (random or greedy)"),
@@ -56,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="algo", metavar="ALGO", required=True)
     for name, (_, _, default, help_) in COMMANDS.items():
+        if default is None:  # listed here; its own parser handles its flags (main forwards before parsing)
+            sub.add_parser(name, help=f"{help_} (its own flags: {name} --help)", add_help=False)
+            continue
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         p.add_argument("--config", default=None,
@@ -105,6 +111,10 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. Bad settings exit with a message."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
+        module, function, _, _ = COMMANDS[argv[0]]
+        return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
     try:
         args = resolve(ns)
