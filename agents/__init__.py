@@ -14,11 +14,12 @@ from .random_agent import RandomAgent
 AGENT_KINDS = ("random", "greedy", "mcts", "ppo")
 
 
-def make_agent(spec: str, seed: int = 0) -> Agent:
+def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
     random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] (default: the shipped
-    checkpoint). Unknown kinds or bad arguments raise ValueError.
+    checkpoint, if this checkout has it). Unknown kinds or bad arguments raise ValueError. `trust` is passed to
+    `PPOAgent`: by default a checkpoint is loaded without unpickling anything (see docs/safety.md).
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -35,7 +36,7 @@ def make_agent(spec: str, seed: int = 0) -> Agent:
             return MCTSAgent(seconds=float(arg), seed=seed, name=spec)
         if kind == "ppo":
             from .ppo import PPOAgent
-            return PPOAgent(arg or None, seed=seed, name=spec)
+            return PPOAgent(arg or None, seed=seed, name=spec, trust=trust)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "

@@ -15,7 +15,8 @@ import numpy as np
 from numba import njit
 
 from harmonies_env import state as S
-from harmonies_env.rules import legal_actions
+from harmonies_env.cards import NUM_CLASSES
+from harmonies_env.rules import random_action
 
 from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn, planner_settings
 
@@ -56,13 +57,14 @@ def random_rows(states, rows, rng, out, buf) -> None:
     """A uniformly random legal action of the player to move in each listed row.
 
     states: int64 (N, STATE_SIZE), read only; rows: int64 (M,); rng: int64 (N,) each row's splitmix64
-    generator (`state.random_below`), advanced here; out: int64 (M,) the actions (-1 where none is legal);
+    generator (`state.random_below`), advanced here (`rules.random_action`, the engine's random player);
+    out: int64 (M,) the actions (-1 where the game is over, the only position without a legal action);
     buf: int64 (NUM_ACTIONS,) scratch.
     """
+    grids = np.empty(NUM_CLASSES, dtype=np.int64)
     for j in range(rows.shape[0]):
         r = rows[j]
-        n = legal_actions(states[r], buf)
-        out[j] = buf[S.random_below(rng, r, n)] if n > 0 else -1
+        out[j] = -1 if states[r, S.GAME_OVER] else random_action(states[r], rng, r, buf, grids)
 
 
 class GreedyPlans:

@@ -477,13 +477,19 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     return out
 
 
+#: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).
+MAX_BEAM = 100_000
+
+
 def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
     """Validated (beam, weights) for `plan_turn`: beam >= 1; weights float64 (NUM_TERMS,), default `DEFAULT_WEIGHTS`."""
-    if beam < 1:
-        raise ValueError(f"beam must be >= 1, got {beam}")
+    if isinstance(beam, (bool, np.bool_)) or not isinstance(beam, (int, np.integer)) or not 1 <= beam <= MAX_BEAM:
+        raise ValueError(f"beam must be an integer 1..{MAX_BEAM}, got {beam!r}")
     w = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
     if w.shape != DEFAULT_WEIGHTS.shape:
         raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("weights must be finite numbers")
     return int(beam), w
 
 

@@ -37,7 +37,7 @@ from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
 
 from .base import PlanAgent, private_copy
-from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, WIDE_BEAM, GreedyAgent, evaluate, plan_turn
+from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, WIDE_BEAM, GreedyAgent, evaluate, plan_turn, planner_settings
 
 
 @njit(cache=True)
@@ -89,18 +89,21 @@ class MCTSAgent(PlanAgent):
                  c: float = 0.4, scale: float = 10.0, name: str | None = None):
         if iterations is None and seconds is None:
             iterations = 100
-        if iterations is not None and iterations < 1:
-            raise ValueError(f"iterations must be >= 1, got {iterations}")
-        if seconds is not None and seconds <= 0:
-            raise ValueError(f"seconds must be > 0, got {seconds}")
-        if candidates < 1:
-            raise ValueError(f"candidates must be >= 1, got {candidates}")
+        if iterations is not None and (isinstance(iterations, (bool, np.bool_))
+                                       or not isinstance(iterations, (int, np.integer)) or iterations < 1):
+            raise ValueError(f"iterations must be an integer >= 1, got {iterations!r}")
+        if seconds is not None and (isinstance(seconds, (bool, np.bool_))
+                                    or not isinstance(seconds, (int, float, np.integer, np.floating))
+                                    or not math.isfinite(seconds) or seconds <= 0):
+            raise ValueError(f"seconds must be a finite number > 0, got {seconds!r}")
+        if isinstance(candidates, (bool, np.bool_)) or not isinstance(candidates, (int, np.integer)) or candidates < 1:
+            raise ValueError(f"candidates must be an integer >= 1, got {candidates!r}")
         self.iterations = None if iterations is None else int(iterations)
         self.seconds = None if seconds is None else float(seconds)
         self.seed = int(seed)
         self.candidates = int(candidates)
-        self.beam = int(beam)
-        self.rollout_beam = int(rollout_beam)
+        self.beam, _ = planner_settings(beam)
+        self.rollout_beam, _ = planner_settings(rollout_beam)
         self.rollout_turns = int(rollout_turns)
         self.c = float(c)
         self.scale = float(scale)

@@ -24,14 +24,15 @@ by `PlanChoiceVecEnv` for Stable-Baselines3); `agents.ppo.PPOAgent` plays a chec
 """
 from __future__ import annotations
 
+import os
 from typing import Any
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
+from harmonies_env.batch import check_threads, episode_seed, outcome, run_rows
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import popcount
 from harmonies_env.rules import step
@@ -154,17 +155,6 @@ CFG_SIZE = 6
 #: result: float64 (N, RESULT_SIZE), written for rows whose game ended in this call.
 R_MINE, R_BEST_OTHER, R_WON, R_DECISIONS = range(4)
 RESULT_SIZE = 4
-_SEED_MIX = 0x2545F4914F6CDD1D
-
-
-@njit(cache=True)
-def game_seed(base: int, episode: int) -> int:
-    """Seed of episode `episode` of a row whose base seed is `base` (episode 0 uses `base` itself)."""
-    if episode == 0:
-        return base
-    tmp = np.empty(1, dtype=np.int64)
-    tmp[0] = base ^ (episode * _SEED_MIX)
-    return S.next_random(tmp, 0)
 
 
 @njit(cache=True)
@@ -196,24 +186,15 @@ def _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, ob
         _greedy_until(s, seats[r], opp_w, int(cfg[C_OPP_BEAM]), opp_plans, opp_lens, opp_values)
     if a >= 0 and s[S.GAME_OVER]:
         me = seats[r]
-        sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-        _score(s, me, sc)
-        mine = sc[NUM_CATEGORIES - 1]
+        totals = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
+        winners = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
+        k = outcome(s, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), winners)
+        mine = totals[me]
         best = -1
-        best_cubes = -1
         for o in range(s[S.NUM_PLAYERS]):
-            if o == me:
-                continue
-            _score(s, o, sc)
-            t = sc[NUM_CATEGORIES - 1]
-            if t > best or (t == best and s[S.ANIMAL_CUBES + o] > best_cubes):
-                best = t
-                best_cubes = s[S.ANIMAL_CUBES + o]
-        won = 0.0
-        if mine > best or (mine == best and s[S.ANIMAL_CUBES + me] > best_cubes):
-            won = 1.0
-        elif mine < best or s[S.ANIMAL_CUBES + me] < best_cubes:
-            won = -1.0
+            if o != me and totals[o] > best:
+                best = totals[o]
+        won = (1.0 if k == 1 else 0.0) if winners[me] else -1.0
         rewards[r] = won + cfg[C_MARGIN] * (mine - best)
         dones[r] = True
         results[r, R_MINE] = mine
@@ -222,7 +203,7 @@ def _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, ob
         results[r, R_DECISIONS] = book[r, 2]
         book[r, 1] += 1
     if a < 0 or s[S.GAME_OVER]:  # start the row's next game
-        seed = game_seed(book[r, 0], book[r, 1])
+        seed = episode_seed(book[r, 0], book[r, 1])
         n = int(cfg[C_PLAYERS])
         S.init_state(s, n, int(cfg[C_SIDE]), int(cfg[C_SPIRITS]), seed)
         seats[r] = (seed >> 17) % n
@@ -231,24 +212,16 @@ def _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, ob
     plan_observation(s, w, beam, plans[r], lens[r], values[r], obs[r], masks[r])
 
 
-@njit(cache=True)
-def _rows_serial(states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
-                 results):
-    for r in range(states.shape[0]):
-        _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
-             results)
-
-
-@njit(cache=True, parallel=True)
-def _rows_parallel(states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
-                   results):
-    for r in prange(states.shape[0]):
+@njit(cache=True, nogil=True)
+def _plan_rows(lo, hi, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
+               results):
+    for r in range(lo, hi):
         _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
              results)
 
 
 def plan_env_step(states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones,
-                  results, parallel: bool) -> None:
+                  results, num_threads: int = 1) -> None:
     """Step every row: play the chosen plan (actions[r] = candidate index; -1 = start a new game), let the
     greedy opponents (weights opp_w) move, score and restart finished games, and describe the next decision.
 
@@ -257,19 +230,19 @@ def plan_env_step(states, seats, book, actions, cfg, w, opp_w, plans, lens, valu
     w, opp_w: float64 (NUM_TERMS,); plans: int64 (N, PLAN_CHOICES, MAX_PLAN); lens: int64 (N, PLAN_CHOICES);
     values: float64 (N, PLAN_CHOICES); obs: float32 (N, PLAN_OBS_SIZE); masks: bool (N, PLAN_CHOICES);
     rewards: float32 (N,); dones: bool (N,); results: float64 (N, RESULT_SIZE) (rows that finished a game).
-    A row's games depend only on its base seed and its actions, not on the other rows or the thread count.
+    Episode k of a row with base seed b is the game `batch.episode_seed(b, k)`, and the winner is decided by
+    `batch.outcome`, as in the batched engine. num_threads > 1 steps row ranges in threads (`batch.run_rows`);
+    a row's games depend only on its base seed and its actions, not on the other rows or the thread count.
     """
-    f = _rows_parallel if parallel else _rows_serial
-    f(states, seats, book, actions, cfg, w, opp_w, plans, lens, values, obs, masks, rewards, dones, results)
+    run_rows(_plan_rows, states.shape[0], num_threads, states, seats, book, actions, cfg, w, opp_w, plans, lens,
+             values, obs, masks, rewards, dones, results, min_rows=1)  # a row plans whole turns: worth a thread
 
 
-def set_threads(num_threads: int) -> bool:
-    """Use `num_threads` numba threads (0 = all); return whether the parallel kernel should be used."""
-    if num_threads == 1:
-        return False
-    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS if num_threads <= 0 else
-                          min(num_threads, numba.config.NUMBA_NUM_THREADS))
-    return True
+def thread_count(num_threads: int) -> int:
+    """Threads to step the rows with: num_threads, or every core for 0 (or less)."""
+    if isinstance(num_threads, (int, np.integer)) and not isinstance(num_threads, bool) and num_threads <= 0:
+        return os.cpu_count() or 1
+    return check_threads(num_threads)
 
 
 def describe(view: Any, w: np.ndarray | None = None, beam: int = PLAN_BEAM):

@@ -4,7 +4,9 @@ Each row is a game of `num_players` (default 2) in which the learner holds one s
 greedy agent plays the others. A learner step picks one of the greedy planner's `PLAN_CHOICES` best plans for
 its whole turn (see `agents.plan_choice`); the reward comes at the end of the game: +1 win / -1 loss / 0 draw
 (ties broken by animal cubes, as the rules say) plus `margin_reward` x (own total - best other total).
-All rows are stepped in one numba call (`num_threads` > 1: over cores); MaskablePPO reads `action_masks()`.
+All rows are stepped in one numba call through the batched engine's machinery (`harmonies_env.batch`: episode
+seeds, winner test, thread runner; `num_threads` > 1 or 0 = every core: row ranges in threads); MaskablePPO reads
+`action_masks()`.
 """
 from __future__ import annotations
 
@@ -30,19 +32,29 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
     def __init__(self, num_envs: int = 64, num_players: int = 2, side: str = "A", spirits: bool = False,
                  margin_reward: float = 0.02, opponent_beam: int = 24, opponent_weights: Any = None,
                  num_threads: int = 1, seed: int | None = None):
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+        if isinstance(num_envs, (bool, np.bool_)) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        if num_players not in (2, 3, 4):
+        if isinstance(num_players, (bool, np.bool_)) or not isinstance(num_players, (int, np.integer)) \
+                or num_players not in (2, 3, 4):
             raise ValueError(f"num_players must be 2, 3 or 4 (the learner needs greedy opponents), got {num_players!r}")
-        if side not in _SIDES:
+        if not isinstance(side, str) or side not in _SIDES:
             raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+        if not isinstance(spirits, (bool, np.bool_)) and spirits not in (0, 1):
+            raise ValueError(f"spirits must be True or False, got {spirits!r}")
+        if isinstance(margin_reward, (bool, np.bool_)) or not isinstance(margin_reward, (int, float, np.integer,
+                                                                                          np.floating)) \
+                or not np.isfinite(margin_reward):
+            raise ValueError(f"margin_reward must be a finite number, got {margin_reward!r}")
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+                                 or not 0 <= seed < 2**62):
+            raise ValueError(f"seed must be None or an integer 0..2**62, got {seed!r}")
         opponent_beam, self.opponent_weights = planner_settings(opponent_beam, opponent_weights)
         n = int(num_envs)
         self.num_players, self.side, self.spirits = int(num_players), side, bool(spirits)
         self.cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
                             dtype=np.float64)
         self.weights = DEFAULT_WEIGHTS.copy()
-        self.parallel = P.set_threads(num_threads)
+        self.num_threads = P.thread_count(num_threads)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self.seats = np.zeros(n, dtype=np.int64)
         self.book = np.zeros((n, 3), dtype=np.int64)
@@ -71,7 +83,7 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
     def _run(self, actions: np.ndarray) -> None:
         P.plan_env_step(self.states, self.seats, self.book, actions, self.cfg, self.weights, self.opponent_weights,
                         self.plans, self.lens, self.values, self.obs, self.masks, self.rewards, self.dones,
-                        self.results, self.parallel)
+                        self.results, self.num_threads)
 
     def reset(self) -> np.ndarray:
         self.book[:, 0] = self._base + np.arange(self.num_envs)
@@ -82,7 +94,12 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         return self.obs.copy()
 
     def step_async(self, actions: np.ndarray) -> None:
-        a = np.asarray(actions).reshape(-1).astype(np.int64)
+        raw = np.asarray(actions)
+        if raw.dtype == np.bool_ or not np.issubdtype(raw.dtype, np.integer):
+            raise ValueError(f"plan choices must be integers 0..{P.PLAN_CHOICES - 1}, got dtype {raw.dtype}")
+        if raw.dtype == np.uint64:
+            raw = np.minimum(raw, P.PLAN_CHOICES)  # out of range either way, but must fit int64
+        a = raw.reshape(-1).astype(np.int64)
         if a.shape != (self.num_envs,):
             raise ValueError(f"expected {self.num_envs} actions, got shape {np.shape(actions)}")
         bad = (a < 0) | (a >= P.PLAN_CHOICES)

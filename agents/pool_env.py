@@ -148,20 +148,19 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
             self.pool.append(member)
             self._kinds = np.append(self._kinds, kind)
 
-    def _model(self, path: str) -> Any:
+    def _policy(self, path: str) -> Any:
+        """A frozen snapshot's policy, loaded weights-only (`agents.ppo.load_policy`: nothing in the file runs)."""
         if path not in self._models:
-            from sb3_contrib import MaskablePPO
+            from .ppo import load_policy
 
-            model = MaskablePPO.load(path, device=self.device)
-            model.policy.set_training_mode(False)
-            self._models[path] = model
+            self._models[path] = load_policy(path, device=self.device)
         return self._models[path]
 
     def _policy_actions(self, path: str, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One forward pass of a frozen snapshot for all its games: masked argmax, or a masked sample."""
         import torch
 
-        policy = self._model(path).policy
+        policy = self._policy(path)
         obs_t, _ = policy.obs_to_tensor(obs)
         with torch.no_grad():
             probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.cpu().numpy()

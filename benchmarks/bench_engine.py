@@ -1,9 +1,10 @@
 """Engine speed: whole random games inside numba, and the Python API (Game.step + action_mask()).
 
 Warms up (compiles) first, then times each case; prints one JSON line per case. Also times the
-plain-Python reference scorer of the tests against the scoring kernel on the same boards, for a ratio.
+plain-Python reference scorer of the tests against the scoring kernel on the same boards, for a ratio, and the
+engine's habitat matcher against the placement-by-placement kernel kept as a test reference.
 
-    python benchmarks/bench_engine.py [--games 20000] [--api-actions 200000]
+    python benchmarks/bench_engine.py [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -22,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 from harmonies_env import Game, rules  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
 from harmonies_env.actions import NUM_ACTIONS  # noqa: E402
+from harmonies_env.cards import NUM_CARDS, habitat_cells  # noqa: E402
 from harmonies_env.scoring import NUM_CATEGORIES  # noqa: E402
 
 CONFIGS = [(1, "A", False), (2, "A", False), (2, "B", True), (3, "A", True), (4, "B", False)]
@@ -105,6 +108,61 @@ def bench_reference(boards: int) -> None:
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))
 
 
+@njit(cache=True)
+def _random_boards(bbs, cubes, sides, cards) -> None:
+    """Boards met in random games (2p, both sides), each with a card drawn at random: int64 (N, 15), (N,) x 3."""
+    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    buf = np.zeros(NUM_ACTIONS, dtype=np.int64)
+    grids = np.zeros(9, dtype=np.int64)
+    rng = np.array([7], dtype=np.int64)
+    g = 0
+    S.init_state(s, 2, 0, 0, g)
+    for k in range(bbs.shape[0]):
+        if s[S.GAME_OVER]:
+            g += 1
+            S.init_state(s, 2, g % 2, 0, g)
+        rules.step(s, rules.random_action(s, rng, 0, buf, grids))
+        p = s[S.CURRENT]
+        bbs[k] = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+        cubes[k] = s[S.CUBES + p]
+        sides[k] = s[S.SIDE]
+        cards[k] = 1 + S.random_below(rng, 0, NUM_CARDS)
+
+
+def _match_all(matcher):
+    @njit
+    def run(bbs, cubes, sides, cards) -> int:
+        found = 0
+        for k in range(bbs.shape[0]):
+            found += matcher(sides[k], bbs[k], cubes[k], cards[k]) != 0
+        return found
+    return run
+
+
+def bench_habitat(boards: int) -> None:
+    try:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from habitat_reference import placement_habitat_cells  # noqa: I001  (test reference, not the engine's)
+    except ImportError:
+        emit(case="habitat_matcher", skipped="tests/habitat_reference.py not found")
+        return
+    bbs = np.zeros((boards, 15), dtype=np.int64)
+    cubes, sides, cards = (np.zeros(boards, dtype=np.int64) for _ in range(3))
+    _random_boards(bbs, cubes, sides, cards)
+    runs = {"grid": _match_all(habitat_cells), "placements": _match_all(placement_habitat_cells)}
+    assert len({f(bbs, cubes, sides, cards) for f in runs.values()}) == 1  # same answers (and compiled)
+    best = dict.fromkeys(runs, np.inf)
+    for _ in range(5):  # interleaved, best of 5: both see the same machine load
+        for name, f in runs.items():
+            t = time.perf_counter()
+            f(bbs, cubes, sides, cards)
+            best[name] = min(best[name], time.perf_counter() - t)
+    emit(case="habitat_matcher", what="cells one card's habitat offers, boards from random 2p games",
+         boards=boards, grid_ns=round(best["grid"] / boards * 1e9, 1),
+         placements_reference_ns=round(best["placements"] / boards * 1e9, 1),
+         ratio=round(best["placements"] / best["grid"], 2))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
@@ -112,10 +170,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--games", type=int, default=20000, help="whole random games per configuration, in numba")
     ap.add_argument("--api-actions", type=int, default=200000, help="actions timed through Game.step from Python")
     ap.add_argument("--reference-games", type=int, default=300, help="finished games scored by both scorers")
+    ap.add_argument("--habitat-boards", type=int, default=100000,
+                    help="boards on which the habitat matcher and its test reference are timed")
     a = ap.parse_args(argv)
     bench_numba(a.games)
     bench_api(a.api_actions)
     bench_reference(a.reference_games)
+    bench_habitat(a.habitat_boards)
     assert NUM_ACTIONS == 268
     return 0
 

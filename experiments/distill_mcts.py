@@ -49,7 +49,6 @@ def _play(task: tuple[int, int]) -> dict[str, np.ndarray]:
     seat = seed % 2
     mcts = MCTSAgent(iterations=iterations, seed=seed, candidates=PLAN_CHOICES, beam=PLAN_BEAM)
     greedy = GreedyAgent()
-    views = [PlayerView(game, p) for p in range(2)]
     plans = np.zeros((PLAN_CHOICES, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(PLAN_CHOICES, dtype=np.int64)
     values = np.zeros(PLAN_CHOICES, dtype=np.float64)
@@ -57,13 +56,14 @@ def _play(task: tuple[int, int]) -> dict[str, np.ndarray]:
     while not game.is_over:
         p = game.current_player
         if p != seat:
-            game.step(greedy.act(views[p]))
+            game.step(greedy.act(PlayerView(game, p)))
             continue
+        view = PlayerView(game, p)  # views are snapshots: one per decision
         obs = np.zeros(PLAN_OBS_SIZE, dtype=np.float32)
         mask = np.zeros(PLAN_CHOICES, dtype=bool)
-        n = plan_observation(private_copy(views[p], 0).state, DEFAULT_WEIGHTS, PLAN_BEAM, plans, lens, values, obs,
+        n = plan_observation(private_copy(view, 0).state, DEFAULT_WEIGHTS, PLAN_BEAM, plans, lens, values, obs,
                              mask)
-        cands, visits, means = mcts.search(views[p])
+        cands, visits, means = mcts.search(view)
         if len(cands) != n or any(cands[k] != plans[k, : lens[k]].tolist() for k in range(n)):
             raise RuntimeError("the search's candidates differ from the observation's")  # same planner, same copy
         j = int(np.argmax(np.where(visits > 0, means, -1.0))) if visits.sum() else 0

@@ -123,10 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.policy == "random":
         policy: Any = RandomPolicy(a.seed)
     else:
-        from sb3_contrib import MaskablePPO
+        from agents.ppo import load_policy
 
         path = a.run / "model.zip" if a.policy == "model" else Path(a.policy)
-        policy = MaskablePPO.load(str(path), device=a.device)  # your own run's file: see load_ppo on trust
+        policy = load_policy(path, device=a.device)  # weights only: nothing in the file runs
     out = {"run": str(a.run), "algo": saved["algo"], "policy": a.policy, "seed": a.seed,
            **evaluate(policy, venv, a.seed)}
     if a.out:

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 from typing import TextIO
 
 #: Modules that add a subcommand: each defines `add_parser(subparsers)`, which adds its parser and sets `func`.
@@ -158,6 +160,38 @@ def cmd_solo(args: argparse.Namespace) -> int:
     return _run_match(args, 1, "solo")
 
 
+#: Subcommands that build agents from specs, so take --trust-checkpoint.
+TRUST_COMMANDS = ("demo", "tournament", "solo", "play", "serve")
+
+
+def _add_trust_option(p: argparse.ArgumentParser) -> None:
+    """--trust-checkpoint: allow ppo:PATH checkpoints that only Stable-Baselines3 can load (see docs/safety.md)."""
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="load ppo:PATH checkpoints through Stable-Baselines3 even when that unpickles objects from "
+                        "the file, which can run arbitrary code: only for files you trust (docs/safety.md)")
+
+
+def _apply_trust_option(args: argparse.Namespace) -> None:
+    """Pass --trust-checkpoint on through the environment, so that worker processes (--jobs) see it too."""
+    if getattr(args, "trust_checkpoint", False):
+        from agents.ppo import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
+
+
+def _prepare_out(args: argparse.Namespace) -> None:
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
+    if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+
+
+def _fail(command: str, e: BaseException) -> int:
+    """One clear line on stderr (no traceback) for errors caused by the user's input or files."""
+    what = f"{type(e).__name__}: {e}" if isinstance(e, OSError) else str(e)
+    print(f"harmonies {command}: {what}", file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=AGENTS_HELP,
                                  description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
@@ -187,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in APP_MODULES:
         importlib.import_module(module).add_parser(sub)
+    for name in TRUST_COMMANDS:
+        if name in sub.choices:
+            _add_trust_option(sub.choices[name])
 
     for name, (_, hlp) in FORWARDED.items():
         sub.add_parser(name, help=hlp, add_help=False)  # never parsed here: main() forwards its argv
@@ -224,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         if command in FORWARDED:
             return forward(command, argv[1:])
         args = parser.parse_args(argv)
+        _apply_trust_option(args)
+        _prepare_out(args)
         return int(args.func(args) or 0)
     except ImportError as e:
         found = missing_extra(e)
@@ -231,9 +270,8 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(extra_message(command, *found), file=sys.stderr)
         return 2
-    except ValueError as e:
-        print(f"harmonies {command}: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad input or files: FileNotFoundError, PermissionError, ...
+        return _fail(command, e)
 
 
 if __name__ == "__main__":

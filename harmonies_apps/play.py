@@ -221,7 +221,6 @@ def play(opponents: list[str], seat: int = 0, side: str = "A", spirits: bool = F
     for b in bots:
         if hasattr(b, "reset"):
             b.reset()
-    views = [PlayerView(game, p) for p in range(n)]
     if n == 1:
         print("Harmonies, solo", file=out)
     else:
@@ -240,7 +239,7 @@ def play(opponents: list[str], seat: int = 0, side: str = "A", spirits: bool = F
         else:
             said = []
             while not game.is_over and game.turn == turn:
-                a = seats[p].act(views[p])
+                a = seats[p].act(PlayerView(game, p))  # a snapshot per decision: views do not follow the game
                 said.append(game.describe_action(a))
                 game.step(a)
             print(f"\nplayer {p} ({names[p]}): " + "; ".join(said), file=out)

@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from harmonies_env.game import Game, IllegalActionError
+from harmonies_env.game import Game, IllegalActionError, check_record
 
 from .table import static_data, static_text, table_state, write_text_atomic
 
@@ -87,9 +87,10 @@ def _describe_plan(game: Game, plan: list[int]) -> list[str]:
 
 def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]:
     """Everything the viewer draws for one record: static facts, one frame per micro-action, turn starts."""
-    missing = [k for k in REQUIRED if k not in record]
-    if missing:
-        raise ValueError(f"{label}: game record lacks {missing}")
+    try:
+        check_record(record)  # every key, a known version, a concrete seed
+    except ValueError as e:
+        raise ValueError(f"{label}: {e}") from None
     game = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
     actions = list(record["actions"])
     annotations: dict[int, dict] = {}
@@ -151,12 +152,16 @@ def render_html(games: list[dict], title: str = "Harmonies replay") -> str:
             .replace("__DATA__", _json_for_script({"games": games})))
 
 
-def write_replay(source: str | Path, out: str | Path, limit: int = 50) -> tuple[Path, int]:
+def write_replay(source: str | Path, out: str | Path, limit: int = 50, progress: bool = False) -> tuple[Path, int]:
     """Build the viewer for a record file or folder and write it atomically; returns (path, games drawn)."""
+    from tqdm import tqdm
+
     recs = load_records(source)
     if limit < 1:
         raise ValueError(f"--limit must be at least 1, got {limit}")
-    games = [build_game(r, label) for label, r in recs[:limit]]
+    todo = recs[:limit]
+    games = [build_game(r, label) for label, r in tqdm(todo, desc="replaying", leave=False,
+                                                        disable=not progress or len(todo) < 2)]
     title = f"Harmonies replay - {Path(source).name}"
     return write_text_atomic(out, render_html(games, title)), len(games)
 
@@ -165,7 +170,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     src = Path(args.record)
     out = args.html or (src / "replay.html" if src.is_dir() else src.with_suffix(".html"))
     total = len(load_records(args.record))
-    path, n = write_replay(args.record, out, args.limit)
+    path, n = write_replay(args.record, out, args.limit, progress=True)
     more = f" (first {n} of {total} records; raise --limit for more)" if total > n else ""
     print(f"wrote {path}: {n} game{'s' if n != 1 else ''}{more}; open it in a browser (no server needed)")
     return 0

@@ -7,7 +7,8 @@ Needs the `web` extra: `pip install -e ".[web]"` (starlette, uvicorn).
 
 HTTP API (JSON), all under /api:
     GET  /api/config                     opponents offered, defaults
-    POST /api/games                      {"opponents": [spec, ...], "seat": 0, "side": "A", "spirits": false}
+    POST /api/games                      {"opponents": [spec, ...], "seat": 0, "side": "A", "spirits": false,
+                                          "seed": int (optional; default: a secret random seed)}
                                          -> a new game's state (no opponents = solo); bots to move first start
     GET  /api/games/{id}[?wait=S]        state; with wait, up to S seconds for the bots to finish first
     POST /api/games/{id}/step            {"action": int} -> new state; illegal -> 400 {"error"}, game unchanged
@@ -51,7 +52,6 @@ class Session:
         self.seat = seat
         self.specs = specs  # per seat: agent spec, None for the person
         self.agents = agents  # per seat: agent, None for the person
-        self.views = [PlayerView(game, p) for p in range(game.num_players)]
         self.lock = threading.RLock()
         self.idle = threading.Event()
         self.idle.set()
@@ -62,7 +62,15 @@ class Session:
 
     @property
     def names(self) -> list[str]:
-        return ["You" if s is None else f"{s} (bot)" for s in self.specs]
+        """Seat labels: "You", "greedy (bot)"; a spec playing twice gets numbered ("random #2 (bot)")."""
+        out, seen = [], {}
+        for s in self.specs:
+            if s is None:
+                out.append("You")
+                continue
+            seen[s] = seen.get(s, 0) + 1
+            out.append(f"{s} #{seen[s]} (bot)" if self.specs.count(s) > 1 else f"{s} (bot)")
+        return out
 
     def bot_to_move(self) -> bool:
         g = self.game
@@ -75,7 +83,7 @@ class Session:
             mine = not self.thinking and not g.is_over and g.current_player == self.seat
             legal = []
             if mine:
-                for a in self.views[self.seat].legal_actions():
+                for a in PlayerView(g, self.seat).legal_actions():
                     kind, x, y = A.decode(a)
                     legal.append({"action": a, "kind": kind, "x": x, "y": y, "text": g.describe_action(a)})
             out: dict[str, Any] = {
@@ -165,11 +173,12 @@ class Manager:
                         break
                     p = sess.game.current_player
                     turn = sess.game.turn
-                a = sess.agents[p].act(sess.views[p])  # only this thread changes the game while thinking
+                    view = PlayerView(sess.game, p)  # a snapshot: views do not follow the game
+                a = sess.agents[p].act(view)  # only this thread changes the game while thinking
                 with sess.lock:
                     text = sess.game.describe_action(a)
                     sess.game.step(a)
-                    sess.log.append({"player": p, "text": text})
+                    sess.log.append({"player": p, "action": int(a), "text": text})
                     ended_turn = sess.game.turn != turn
                 if ended_turn and self.bot_delay > 0:
                     time.sleep(self.bot_delay)
@@ -192,7 +201,7 @@ class Manager:
                 raise ValueError(f"it is not your turn: {sess.names[g.current_player]} is to move")
             text = g.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
             g.step(action)  # IllegalActionError (a ValueError) leaves the game unchanged
-            sess.log.append({"player": sess.seat, "text": text})
+            sess.log.append({"player": sess.seat, "action": int(action), "text": text})
         self.start_bots(sess)
 
 
@@ -247,7 +256,7 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
             return data
         unknown = set(data) - {"opponents", "seat", "side", "spirits", "seed"}
         if unknown:
-            return err(f"unknown fields {sorted(unknown)}; a new game takes opponents, seat, side, spirits")
+            return err(f"unknown fields {sorted(unknown)}; a new game takes opponents, seat, side, spirits, seed")
         try:
             sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
                                            data.get("side", "A"), data.get("spirits", False), data.get("seed"))

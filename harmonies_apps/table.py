@@ -8,8 +8,6 @@ generator, the draw pile's order or the game's seed.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -17,6 +15,7 @@ from harmonies_env import state as S
 from harmonies_env.cards import CUBES_ON_CARD, FIRST_SPIRIT
 from harmonies_env.data import BOARD_CELLS, CARDS, COLOURS, SIDES
 from harmonies_env.game import Game
+from harmonies_env.io import atomic_write_bytes
 from harmonies_env.render_image import EMPTY_RGB, TOKEN_RGB
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.stacks import STACKS, stack_kind
@@ -131,24 +130,11 @@ def static_text(name: str) -> str:
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
-    """Write bytes to `path` atomically: a temp file in the same folder, fsync, then os.replace."""
+    """Write bytes to `path` atomically (`harmonies_env.io`: a temp file in the same folder, fsync, os.replace),
+    creating its folder if needed."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; these are ordinary shareable outputs
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return atomic_write_bytes(path, data)
 
 
 def write_text_atomic(path: str | Path, text: str) -> Path:

@@ -54,11 +54,10 @@ def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits:
     for a in agents:
         if hasattr(a, "reset"):
             a.reset()
-    views = [PlayerView(game, p) for p in range(num_players)]
     said: list[str] = []
     while not game.is_over:
         p, turn = game.current_player, game.turn
-        a = agents[p].act(views[p])
+        a = agents[p].act(PlayerView(game, p))  # a fresh snapshot per decision: views do not follow the game
         if on_turn is not None:
             said.append(game.describe_action(a))
         game.step(a)  # an illegal action raises IllegalActionError naming it

@@ -37,12 +37,13 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import NUM_CARDS, SPIRIT_SUN_BONUS
-from .env_gym import SCORE_SCALE
-from .game import Game, _check_config, _check_seed
+from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
+from .game import Game, check_config, check_seed
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
+from .rewards import SCORE_SCALE
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 from .stacks import ACCEPTS
+from .validate import check_states
 
 #: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
 OPPONENT_SALT = 0x5DEECE66D
@@ -109,24 +110,12 @@ def _suns(s, total: int) -> int:
 
 
 @njit(cache=True)
-def _opponents_move(s, seat: int, rng, i: int, buf, grids) -> None:
-    """Uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
-
-    rng[i]: the opponent generator (int64); buf: int64 (NUM_ACTIONS,), grids int64 (NUM_CLASSES,) scratch.
-    Same draws as `env_gym.random_until` with that generator.
-    """
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf, grids)
-        rules.step(s, buf[S.random_below(rng, i, n)])
-
-
-@njit(cache=True)
 def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
-    """`_opponents_move` with book's generator (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's
-    observation, and the score cache (B_SCORE) up to date incrementally."""
+    """`rules.random_until` (the same draws, one `rules.random_action` at a time) with book's generator
+    (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's observation, and the score cache (B_SCORE) up to date
+    incrementally after each action."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf, grids)
-        a = buf[S.random_below(book, B_OPP_RNG, n)]
+        a = rules.random_action(s, book, B_OPP_RNG, buf, grids)
         mover = s[S.CURRENT]
         card = action_card(s, a)
         rules.step(s, a)
@@ -135,8 +124,13 @@ def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
 
 
 @njit(cache=True)
-def _outcome(s, totals, tmp, won) -> int:
-    """Fill totals (int64 (4,)) and won (int64 (4,): 1 for each winner); return how many seats won."""
+def outcome(s, totals, tmp, won) -> int:
+    """Who won a finished game (the rules: most points, ties broken by most animal cubes, then shared).
+
+    Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
+    winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_env`).
+    """
     n = s[S.NUM_PLAYERS]
     best_t = -1
     best_c = -1
@@ -161,7 +155,7 @@ def _outcome(s, totals, tmp, won) -> int:
 _TMP = _NA                          # NUM_CATEGORIES: a score breakdown
 _TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
 _GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
-SCRATCH_SIZE = _GRIDS + rules.NUM_CLASSES
+SCRATCH_SIZE = _GRIDS + NUM_CLASSES
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -177,7 +171,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
     if cfg[CFG_MODE] == MODE_VERSUS:
         if book[B_SEAT] < 0:
             book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
-        _opponents_move(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
+        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
     for p in range(S.MAX_PLAYERS):
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
@@ -217,11 +211,11 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
         if s[S.HAND + c] == 0:
             for j in range(A.MAX_CELLS):
                 mask[A.PLACE_TOKEN + A.MAX_CELLS * c + j] = 0
-        changed = rules.STACK_CLASSES[new] | rules.STACK_CLASSES[STACK_BELOW[new]]
+        changed = STACK_CLASSES[new] | STACK_CLASSES[STACK_BELOW[new]]
         slots = 0
         for h in range(S.MAX_SLOTS):
             card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
-            if card_h >= 0 and rules.CARD_CLASSES[card_h] & changed:
+            if card_h >= 0 and CARD_CLASSES[card_h] & changed:
                 slots |= 1 << h
         rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
     elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
@@ -290,7 +284,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
     if done or trunc:
-        k = _outcome(s, totals, tmp, final_won)
+        k = outcome(s, totals, tmp, final_won)
     if done:
         if kind == REWARD_SCORE:
             for p in range(n):
@@ -340,7 +334,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
 # They are compiled WITHOUT numba's reference counting (`_nrt=False`): arrays coming from Python then carry no
 # memory-manager record, so the views the kernels below take of them (a row, a board's bitboards ...) cost no
 # atomic increment / decrement. With it, those atomics were over half of a row-step's time. The kernels they
-# call allocate and free their own small arrays normally. nogil: `_run_rows` runs row ranges in threads.
+# call allocate and free their own small arrays normally. nogil: `run_rows` runs row ranges in threads.
 # ---------------------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True, _nrt=False)
 def _step_rows(lo, hi, states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks,
@@ -369,10 +363,14 @@ _POOL: list[ThreadPoolExecutor] = []
 MIN_ROWS_PER_THREAD = 16
 
 
-def _run_rows(fn: Any, n: int, threads: int, *args: Any) -> None:
-    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in `threads` row ranges run at once (the
-    kernels release the GIL; every row depends only on itself, so results do not depend on the split)."""
-    k = min(threads, n // MIN_ROWS_PER_THREAD)
+def run_rows(fn: Any, n: int, threads: int, *args: Any, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
+    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in up to `threads` row ranges run at once.
+
+    The thread runner of every batched stepper (this module's drivers, `agents.plan_env`). fn must be a numba
+    kernel compiled with nogil=True, and every row must depend only on itself, so that results do not depend on
+    the split. min_rows: fewest rows worth handing to another thread (lower it for expensive rows).
+    """
+    k = min(threads, n // max(1, min_rows))
     if k <= 1:
         fn(0, n, *args)
         return
@@ -406,16 +404,31 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
     seat / last mover). scratch: int64 (N, SCRATCH_SIZE). num_threads > 1 splits the rows over threads.
     All arrays C-contiguous.
     """
-    _run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
+    run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
               ep_returns, final_returns, obs, masks, rewards, learner_rewards, ended, flags, final_scores, final_won,
               final_obs, scratch)
 
 
 @njit(cache=True)
-def init_batch(states, num_players: int, side: int, spirits: int, seeds) -> None:
-    """Set up game r of states (int64 (N, STATE_SIZE)) from seeds[r] (int64 (N,)), as `Game(seed=...)` does."""
+def _init_rows(states, num_players: int, side: int, spirits: int, seeds) -> None:
     for r in range(states.shape[0]):
         S.init_state(states[r], num_players, side, spirits, seeds[r])
+
+
+def init_batch(states: np.ndarray, num_players: int, side: int | str, spirits: int | bool,
+               seeds: Sequence[int] | np.ndarray) -> None:
+    """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
+    `Game(num_players, side, spirits, seed=seeds[r])` does. side: 0 / "A" or 1 / "B". Every argument is
+    validated (ValueError naming it): the kernel writes rows by these values."""
+    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+            or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
+        raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
+                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
+    if isinstance(side, (int, np.integer)) and not isinstance(side, (bool, np.bool_)) and side in (0, 1):
+        side = "AB"[int(side)]
+    n_players, side_c, sp = check_config(num_players, side, spirits)
+    seeds = _as_seeds(seeds, states.shape[0])
+    _init_rows(states, n_players, side_c, sp, seeds)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -423,7 +436,7 @@ def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
     steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
-    _outcome(s, totals, scratch[_TMP:_TOTALS], won)
+    outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 
 
@@ -439,14 +452,6 @@ class Rollouts(NamedTuple):
     totals: np.ndarray
     won: np.ndarray
     steps: np.ndarray
-
-
-def _check_states(states: Any) -> np.ndarray:
-    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
-            or states.shape[1] != S.STATE_SIZE:
-        raise ValueError(f"states must be an int64 array (N, {S.STATE_SIZE}), got "
-                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
-    return states
 
 
 def _as_seeds(seeds: Any, n: int, what: str = "seeds") -> np.ndarray:
@@ -466,7 +471,7 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     any thread count). The games are played on a copy unless `inplace`. For MCTS leaf evaluation and
     whole-game random baselines (start from `init_batch`).
     """
-    states = _check_states(states)
+    states = check_states(states)  # every row, every field: the kernels index tables with these values
     n = states.shape[0]
     seeds = _as_seeds(seeds, n)
     work = states if inplace else states.copy()
@@ -476,11 +481,11 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     steps = np.zeros(n, dtype=np.int64)
     scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
-    _run_rows(_rollout_rows, n, _check_threads(num_threads), work, seeds, totals, won, steps, scratch)
+    run_rows(_rollout_rows, n, check_threads(num_threads), work, seeds, totals, won, steps, scratch)
     return Rollouts(totals, won, steps)
 
 
-def _check_threads(num_threads: Any) -> int:
+def check_threads(num_threads: Any) -> int:
     """Validate a thread count (threads that step row ranges of a batch at once; 1 = the calling thread only)."""
     if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
@@ -553,7 +558,7 @@ class _Batch:
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
                  illegal_reward: float, max_steps: int, num_threads: int):
         self.num_games = n = _check_int("num_games", num_games, 1)
-        self.num_players, self.side_code, sp = _check_config(num_players, side, spirits)
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
@@ -563,7 +568,7 @@ class _Batch:
         self.reward_scale = _check_float("reward_scale", reward_scale)
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
-        self.num_threads = _check_threads(num_threads)
+        self.num_threads = check_threads(num_threads)
         self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
                             dtype=np.int64)
         self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
@@ -594,9 +599,9 @@ class _Batch:
         """
         n = self.num_games
         if seed is None:
-            base = (_check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
+            base = (check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            b = _check_seed(seed)
+            b = check_seed(seed)
             if b + n > 2**63:
                 raise ValueError(f"seed {b} + {n} rows would pass 2**63")
             base = b + np.arange(n, dtype=np.int64)
@@ -605,13 +610,30 @@ class _Batch:
         self.book[:] = 0
         self.book[:, B_BASE] = base
         self._ep_returns[:] = 0.0
-        _run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
+        run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
                   self._scratch)
         return self._obs_view, self._masks_view
 
     def refresh(self) -> None:
-        """Re-encode every row's observation and mask from `states` (after editing `states` in place)."""
-        _run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
+        """Re-encode every row's observation and mask from `states` (after editing `states` in place).
+
+        Validates every row first (`harmonies_env.validate`; ValueError names the row and field) and the
+        learner seats in `book`. `step` does not re-check (speed): edit `states` only before a `refresh()`.
+        """
+        check_states(self.states)
+        for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
+                                ("spirits", S.SPIRITS, int(self.spirits))):
+            bad = np.flatnonzero(self.states[:, off] != want)
+            if bad.size:
+                raise ValueError(f"states row {int(bad[0])}, field {name!r}: this batch plays {name} = {want}, "
+                                 f"got {int(self.states[bad[0], off])}")
+        if self.cfg[CFG_MODE] != MODE_SELFPLAY:
+            seats = self.book[:, B_SEAT]
+            bad = np.flatnonzero((seats < 0) | (seats >= self.num_players))
+            if bad.size:
+                raise ValueError(f"book row {int(bad[0])}: the learner's seat must be 0..{self.num_players - 1}, "
+                                 f"got {int(seats[bad[0]])}")
+        run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
                   self._masks, self._scratch)
 
     # ---- stepping --------------------------------------------------------------------------------------
@@ -649,6 +671,11 @@ class _Batch:
         return self.book[:, B_PLAYER]
 
     @property
+    def errors(self) -> np.ndarray:
+        """int64 (N,): the last step's `rules.step` error code per row (0 = legal; `rules.ERRORS` says why)."""
+        return self._flags[:, F_ERROR]
+
+    @property
     def episodes(self) -> np.ndarray:
         """int64 (N,): each row's episode number (0 for the first game after `reset`)."""
         return self.book[:, B_EPISODE]
@@ -678,12 +705,17 @@ class _Batch:
                         dtype=np.int64)
 
     def game(self, r: int) -> Game:
-        """A `Game` holding a copy of row r's current state (to inspect or render it); its history is empty."""
+        """A `Game` holding a copy of row r's current state (to inspect, render or play on).
+
+        The batch does not record its rows' actions (the kernels step rows without Python), so this game has no
+        history and no seed: its `record()` / `to_json()` raise ValueError rather than export a record that
+        would replay a different game. `current_seeds()[r]` and the actions you sent describe row r's game.
+        """
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
+            raise ValueError(f"row must be an integer, got {r!r}")
         if not 0 <= r < self.num_games:
             raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
-        g = Game(self.num_players, "AB"[self.side_code], self.spirits, int(self.current_seeds()[r]))
-        g.state[:] = self.states[r]
-        return g
+        return Game.from_state(self.states[r])
 
 
 class BatchedGames(_Batch):
@@ -701,7 +733,7 @@ class BatchedGames(_Batch):
                  seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
                  reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
                  num_threads: int = 1):
-        np_, _, _ = _check_config(num_players, side, spirits)
+        np_, _, _ = check_config(num_players, side, spirits)
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < np_):
             raise ValueError(f"seat (the learner's) must be None or 0..{np_ - 1}, got {seat!r}")
@@ -736,7 +768,7 @@ class SelfPlayBatch(_Batch):
     def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
                  seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
                  illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1):
-        np_, _, _ = _check_config(num_players, side, spirits)
+        np_, _, _ = check_config(num_players, side, spirits)
         if np_ < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"
@@ -750,4 +782,4 @@ class SelfPlayBatch(_Batch):
 
 
 __all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch", "step_rows", "rollout_batch",
-           "episode_seed", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]
+           "episode_seed", "outcome", "run_rows", "check_threads", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]

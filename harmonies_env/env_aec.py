@@ -49,7 +49,9 @@ take market card, place a cube from held card h on cell i, keep Spirit j, solo c
 
 As in the PettingZoo classic environments, `env()` wraps the raw environment in `TerminateIllegalWrapper`:
 an action outside the mask ends the game, the offending agent gets -1 and the others 0. The unwrapped
-`raw_env` raises `harmonies_env.IllegalActionError` (a ValueError naming the reason) and is left unchanged.
+`raw_env` raises `harmonies_env.IllegalActionError` (a ValueError naming the reason) and is left unchanged,
+the same agent still selected, so it can act again. Actions must be real integers (Python or numpy ints, or a
+one-element integer array): bool, float, str or values beyond int64 raise IllegalActionError too.
 
 ### Rewards
 
@@ -82,9 +84,10 @@ from pettingzoo.utils import wrappers
 
 from . import actions as A
 from . import rules
-from .env_gym import SCORE_SCALE, check_render_mode, check_reward, end_infos, final_rewards, render_game, totals
-from .game import Game, IllegalActionError
+from .env_render import check_render_mode, render_game
+from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
+from .rewards import SCORE_SCALE, check_reward, end_infos, final_rewards, totals
 
 
 class _OrderEnforcingWrapper(wrappers.OrderEnforcingWrapper):
@@ -204,11 +207,17 @@ class raw_env(AECEnv, EzPickle):
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
-        code = rules.step(self.game.state, int(action))
+        if isinstance(action, np.ndarray) and action.size == 1:
+            action = action.reshape(())[()]
+        action = check_action(action)  # only real integers: bool, float, str or beyond int64 -> IllegalActionError
+        if self.game.current_player != self._index[agent]:  # cannot happen unless the game was changed outside
+            raise RuntimeError(f"{agent} is selected but it is player_{self.game.current_player}'s turn; "
+                               "call reset()")
+        code = rules.step(self.game.state, action)
         if code:
-            raise IllegalActionError(int(action), rules.ERRORS[code], self.game.describe_action(int(action))
-                                     if 0 <= int(action) < A.NUM_ACTIONS else "")
-        self.game.history.append(int(action))
+            raise IllegalActionError(action, rules.ERRORS[code], self.game.describe_action(action)
+                                     if 0 <= action < A.NUM_ACTIONS else "")
+        self.game.history.append(action)
         self.steps += 1
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()

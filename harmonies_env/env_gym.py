@@ -8,7 +8,8 @@ through `gymnasium.make` wrappers and in SubprocVecEnv workers, so no ActionMask
 
 Illegal actions (Gymnasium's `check_env` and unmasked learners sample them): the game is left unchanged,
 the step returns `illegal_reward` (Solo: -1.0, one point; Versus: -0.01, one point / 100) with
-`info["illegal_action"] = "<reason>"`, and the episode goes on. An episode is truncated after `max_steps`
+`info["illegal_action"] = "<reason>"`, and the episode goes on. Actions that are not real integers (bool,
+float, str, beyond int64) are illegal actions too. An episode is truncated after `max_steps`
 steps (legal or not; default 5000, far more than any real game takes), so a policy that only plays illegal
 actions cannot loop forever.
 
@@ -23,7 +24,10 @@ Versus-v0: `gymnasium.make("harmonies/Versus-v0", num_players=2, side="A", spiri
 opponents=None, seat=None)`. `opponents`: None (uniform random legal actions, played inside numba), or a
 list of num_players - 1 opponents (or one opponent used for every other seat), each either a callable
 `(observation float32 (OBS_SIZE,), mask bool (268,)) -> action` seeing its own seat, or an object with
-`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again.
+`act(view: PlayerView) -> int`. Opponents play inside `step()` until it is the learner's turn again. An
+opponent that raises (or plays an illegal or non-integer action: IllegalActionError) breaks the episode: the
+error propagates, and `step()` then raises RuntimeError until `reset()`, never playing the learner's action
+in the opponent's place.
 `seat`: None = the learner's seat is drawn at random each episode, else fixed (0 plays first). Rewards
 as in the AEC env (`harmonies_env.env_aec`): "win" (+1 sole win, +1/k for k tied winners, -1 for a loss,
 0 for everybody in a complete tie), "score" ((own - best opponent) / 100 at the end), "dense" (the change
@@ -37,105 +41,23 @@ from typing import Any, Callable, Sequence
 import gymnasium
 import numpy as np
 from gymnasium import spaces
-from numba import njit
 
 from . import actions as A
 from . import rules
-from . import state as S
-from .game import Game
+from .cards import NUM_CLASSES
+from .env_render import RENDER_MODES, check_render_mode, render_game
+from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
-from .scoring import NUM_CATEGORIES
-from .state import random_below
+from .rewards import REWARDS, SCORE_SCALE, check_reward, end_infos, final_rewards, totals
 from .view import PlayerView
 
-REWARDS = ("win", "score", "dense")
-#: Points are divided by this in the "score" and "dense" rewards of multiplayer games.
-SCORE_SCALE = 100.0
-RENDER_MODES = ("ansi", "rgb_array")
-
 Opponent = Callable[[np.ndarray, np.ndarray], int] | Any
-
-
-# ---- helpers shared with the AEC env ----------------------------------------------------------------------
-def check_reward(reward: Any) -> str:
-    if reward not in REWARDS:
-        raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
-    return reward
-
-
-def check_render_mode(render_mode: Any) -> str | None:
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"render_mode must be None, 'ansi' or 'rgb_array', got {render_mode!r}")
-    return render_mode
-
-
-def totals(game: Game) -> np.ndarray:
-    """Current total score of every seat: int64 (num_players,)."""
-    out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-    rules.scores_into(game.state, out)
-    return out[: game.num_players, -1].copy()
-
-
-def final_rewards(game: Game, reward: str) -> np.ndarray:
-    """End-of-game reward of every seat (float64 (num_players,)) for "win" or "score"; zeros for "dense"."""
-    n = game.num_players
-    if reward == "win":
-        if n == 1:
-            return np.array([float(game.suns())])
-        winners = game.winners()
-        if len(winners) == n:
-            return np.zeros(n)
-        r = np.full(n, -1.0)
-        r[winners] = 1.0 / len(winners)
-        return r
-    if reward == "score":
-        t = totals(game).astype(np.float64)
-        if n == 1:
-            return t / SCORE_SCALE
-        best_other = np.array([np.max(np.delete(t, p)) for p in range(n)])
-        return (t - best_other) / SCORE_SCALE
-    return np.zeros(n)
-
-
-def end_infos(game: Game) -> list[dict[str, Any]]:
-    """Per seat: the final score breakdown, the winners and (solo) the suns."""
-    scores = game.scores()
-    winners = game.winners()
-    infos = [{"scores": scores[p], "winners": winners} for p in range(game.num_players)]
-    if game.num_players == 1:
-        infos[0]["suns"] = game.suns()
-    return infos
-
-
-def render_game(game: Game, render_mode: str | None) -> str | np.ndarray | None:
-    if render_mode is None:
-        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-        return None
-    if render_mode == "ansi":
-        return str(game)
-    from .render_image import render_rgb  # lazy: Pillow is only needed for pictures
-    return render_rgb(game)
 
 
 def _check_max_steps(max_steps: Any) -> int:
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
     return int(max_steps)
-
-
-@njit(cache=True)
-def random_until(s, seat: int, rng, buf) -> int:
-    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
-
-    s: int64 (STATE_SIZE,); rng: int64 (1,) generator of the opponents; buf: int64 (NUM_ACTIONS,) scratch.
-    Returns the number of actions played.
-    """
-    k = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        n = rules.legal_actions(s, buf)
-        rules.step(s, buf[random_below(rng, 0, n)])
-        k += 1
-    return k
 
 
 class _Base(gymnasium.Env):
@@ -172,10 +94,12 @@ class _Base(gymnasium.Env):
         """Apply the learner's action; '' if done, else the reason it was refused (game unchanged)."""
         self.steps += 1
         if isinstance(action, np.ndarray) and action.size == 1:
-            action = action.item()
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            return f"actions are integers 0..{A.NUM_ACTIONS - 1}, got {action!r}"
-        code = rules.step(self.game.state, int(action))
+            action = action.reshape(())[()]
+        try:
+            action = check_action(action)  # bool, float, str, beyond int64: refused like any illegal action
+        except IllegalActionError as e:
+            return e.reason
+        code = rules.step(self.game.state, action)
         if code:
             return rules.ERRORS[code]
         self.game.history.append(int(action))
@@ -249,26 +173,47 @@ class VersusEnv(_Base):
             raise ValueError(f"seat must be None or 0..{self.num_players - 1}, got {seat!r}")
         self.fixed_seat = seat
         self._rng = np.zeros(1, dtype=np.int64)
+        self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._total = 0
+        self._broken = ""
 
     def _play_opponents(self) -> None:
+        """Let the opponents move until the learner's turn. If an opponent raises (or plays an illegal action:
+        IllegalActionError), the episode is marked broken and the error propagates: the game is then at that
+        opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
-            random_until(g.state, self.seat, self._rng, self._buf)
+            rules.random_until(g.state, self.seat, self._rng, 0, self._buf, self._grids)
             return
+        self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:
             p = g.current_player
             opp = self.opponents[(p - self.seat - 1) % self.num_players]
-            if hasattr(opp, "act"):
-                a = opp.act(PlayerView(g, p))
-            else:
-                obs = np.empty(OBS_SIZE, dtype=np.float32)
-                encode_observation(g.state, p, obs)
-                a = opp(obs, g.action_mask())
-            g.step(int(a))  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            try:
+                if hasattr(opp, "act"):
+                    a = opp.act(PlayerView(g, p))
+                else:
+                    obs = np.empty(OBS_SIZE, dtype=np.float32)
+                    encode_observation(g.state, p, obs)
+                    a = opp(obs, g.action_mask())
+                if isinstance(a, np.ndarray) and a.size == 1:
+                    a = a.reshape(())[()]
+                g.step(a)  # an opponent's illegal action is a bug in the opponent: IllegalActionError
+            except Exception as e:
+                self._broken = f"the opponent in seat {p} raised {type(e).__name__}: {e}"
+                raise
+        self._broken = ""
+
+    def _check_turn(self) -> None:
+        if self._broken:
+            raise RuntimeError(f"this episode cannot go on ({self._broken}); call reset()")
+        if self.game.current_player != self.seat:  # cannot happen unless the game was changed from outside
+            raise RuntimeError(f"it is seat {self.game.current_player}'s turn, not the learner's (seat {self.seat}); "
+                               "call reset()")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self._new_game(seed)
+        self._broken = ""
         self.seat = (int(self.np_random.integers(0, self.num_players)) if self.fixed_seat is None
                      else int(self.fixed_seat))
         self._rng[0] = int(self.np_random.integers(0, 2**62))
@@ -279,6 +224,7 @@ class VersusEnv(_Base):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.game.is_over:
             raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._check_turn()
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:
@@ -310,5 +256,4 @@ def register_envs() -> None:
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "register_envs", "random_until", "final_rewards", "totals", "REWARDS",
-           "SCORE_SCALE"]
+__all__ = ["SoloEnv", "VersusEnv", "register_envs", "REWARDS"]

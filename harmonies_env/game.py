@@ -33,7 +33,8 @@ class IllegalActionError(ValueError):
         super().__init__(f"illegal {what}: {reason}")
 
 
-def _check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
+def check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
+    """Validate a game configuration: (num_players 1-4, side code 0/1, spirits 0/1), or a ValueError naming it."""
     if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= 4:
         raise ValueError(f"num_players must be an integer from 1 to 4 (1 = solo), got {num_players!r}")
     if not isinstance(spirits, (bool, np.bool_)) and spirits not in (0, 1):
@@ -41,11 +42,29 @@ def _check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, 
     return int(num_players), side_code(side), int(bool(spirits))
 
 
+def check_action(action: Any) -> int:
+    """A real integer action as int; IllegalActionError for bool, float, str, arrays or values outside int64
+    (values in int64 but outside 0..NUM_ACTIONS-1 pass here: the rules refuse them with their reason)."""
+    if type(action) is int and -(2**63) <= action < 2**63:  # the common cases first, fast
+        return action
+    if isinstance(action, np.integer) and type(action) is not np.uint64:
+        return int(action)
+    if isinstance(action, np.ndarray) and action.ndim == 0:
+        action = action[()]
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise IllegalActionError(action, f"actions are integers 0..{A.NUM_ACTIONS - 1}, "
+                                         f"got {type(action).__name__} {action!r}")
+    if not -(2**63) <= int(action) < 2**63:
+        raise IllegalActionError(int(action), f"the action index is outside the action space 0..{A.NUM_ACTIONS - 1}")
+    return int(action)
+
+
 def _new_seed() -> int:
     return secrets.randbits(62)
 
 
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
+    """Validate a game seed (a non-negative integer below 2**63); None draws a fresh one."""
     if seed is None:
         return _new_seed()
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**63:
@@ -60,9 +79,9 @@ class Game:
     """
 
     def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, seed: int | None = None):
-        self.num_players, self.side_code, sp = _check_config(num_players, side, spirits)
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         self.state = np.zeros(S.STATE_SIZE, dtype=np.int64)
         S.init_state(self.state, self.num_players, self.side_code, sp, self.seed)
         self.history: list[int] = []
@@ -96,8 +115,44 @@ class Game:
         return self.turn // self.num_players + 1
 
     def field(self, name: str) -> np.ndarray:
-        """A named state field as an array view (see `state.FIELDS`)."""
-        return S.field(self.state, name)
+        """A named state field as a READ-ONLY array view (see `state.FIELDS`).
+
+        Read-only because the kernels trust the state: a value written by hand can send them out of bounds.
+        To set up a position, build the state vector and call `Game.from_state`, which validates it.
+        """
+        if name not in S.FIELDS:
+            raise ValueError(f"unknown state field {name!r}; fields are {', '.join(S.FIELDS)}")
+        v = S.field(self.state, name)
+        if isinstance(v, np.ndarray):
+            v = v.view()
+            v.flags.writeable = False
+            return v
+        return np.int64(v)
+
+    @classmethod
+    def from_state(cls, state: np.ndarray, history: Iterable[int] = ()) -> "Game":
+        """A game at the position `state` (int64 (STATE_SIZE,), copied), e.g. one set up by hand or taken from a
+        batch row. Every field is validated first (`harmonies_env.validate`): ValueError names the bad field.
+
+        Its generator is the state's `rng` field; it has no seed, so `record()` refuses (the setup cannot be
+        replayed). `history` is informational only.
+        """
+        from .validate import check_state
+
+        arr = np.asarray(state)
+        if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+            raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got dtype {arr.dtype}")
+        arr = np.array(arr, dtype=np.int64, copy=True)
+        check_state(arr)
+        g = cls.__new__(cls)
+        g.num_players = int(arr[S.NUM_PLAYERS])
+        g.side_code = int(arr[S.SIDE])
+        g.spirits = bool(arr[S.SPIRITS])
+        g.seed = -1
+        g.state = arr
+        g.history = [check_action(a) for a in history]
+        g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        return g
 
     # ---- actions -----------------------------------------------------------------------------------
     def action_mask(self) -> np.ndarray:
@@ -112,18 +167,20 @@ class Game:
 
     def step(self, action: int) -> None:
         """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)):
-            raise IllegalActionError(action, f"actions are integers 0..{A.NUM_ACTIONS - 1}, "
-                                             f"got {type(action).__name__}")
-        code = rules.step(self.state, int(action))
+        action = check_action(action)
+        code = rules.step(self.state, action)
         if code:
             desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
             raise IllegalActionError(int(action), rules.ERRORS[code], desc)
         self.history.append(int(action))
 
-    def describe_action(self, action: int) -> str:
-        """The action in a player's words, e.g. 'place gray on cell 7 (q=1, r=2): mountain 2'."""
-        kind, x, y = A.decode(action)
+    def describe_action(self, action: int, viewer: int | None = None) -> str:
+        """The action in a player's words, e.g. 'place gray on cell 7 (q=1, r=2): mountain 2'.
+
+        The action is the player to move's. `viewer`: the seat the words are for; what it cannot see (the
+        Spirit cards dealt to another seat) is not named. None = no secret is withheld.
+        """
+        kind, x, y = A.decode(check_action(action))
         s = self.state
         p = self.current_player
         if kind == "take_tokens":
@@ -147,7 +204,8 @@ class Game:
             return f"place a cube from held card {x} ({name}) on {where}"
         if kind == "keep_spirit":
             card = S.field(s, "spirit_dealt")[p, x]
-            return f"keep Spirit card {x}" + (f" ({card_name(card)})" if card >= 0 else "")
+            hidden = viewer is not None and viewer != p
+            return f"keep Spirit card {x}" + (f" ({card_name(card)})" if card >= 0 and not hidden else "")
         if kind == "solo_replace":
             card = S.field(s, "market")[x]
             return (f"discard market card {x}" + (f" ({card_name(card)})" if card >= 0 else "")
@@ -190,7 +248,14 @@ class Game:
         return g
 
     def record(self) -> dict:
-        """A JSON-able record (configuration, seed, actions) that `Game.replay` reproduces exactly."""
+        """A JSON-able record (version, configuration, seed, actions) that `Game.replay` reproduces exactly.
+
+        Only a game set up from its seed has one: a game built by `from_state`, `determinize` or a batch row
+        (`BatchedGames.game`) raises ValueError, since no seed reproduces its start.
+        """
+        if self.seed < 0:
+            raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row), not "
+                             "from a seed, so no record can replay it; record a game played with Game(seed=...)")
         return {"version": RECORD_VERSION, "num_players": self.num_players, "side": self.side,
                 "spirits": self.spirits, "seed": self.seed, "actions": list(self.history)}
 
@@ -199,12 +264,11 @@ class Game:
 
     @classmethod
     def replay(cls, record: Mapping[str, Any] | str) -> "Game":
-        """Rebuild a game from its record (a dict or its JSON text) by replaying every action."""
-        if isinstance(record, str):
-            record = json.loads(record)
-        missing = {"num_players", "side", "spirits", "seed", "actions"} - set(record)
-        if missing:
-            raise ValueError(f"game record lacks {sorted(missing)}")
+        """Rebuild a game from its record (a dict or its JSON text) by replaying every action.
+
+        ValueError names what is wrong (see `check_record`), or the first action that does not replay.
+        """
+        record = check_record(record)
         g = cls(record["num_players"], record["side"], record["spirits"], record["seed"])
         for k, a in enumerate(record["actions"]):
             try:
@@ -221,6 +285,34 @@ class Game:
         return str(self)
 
 
+def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
+    """The record (parsed if JSON text) if its form is right, else ValueError naming what is wrong.
+
+    Checked: a JSON object with every key (version, num_players, side, spirits, seed, actions); `version` the
+    integer this code reads (RECORD_VERSION); a concrete seed (null would replay a different random game); actions
+    a list. The configuration and seed are checked when the game is made, the actions when they are replayed.
+    """
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"game record is not valid JSON: {e}") from None
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a game record is a JSON object, got {type(record).__name__}")
+    missing = {"version", "num_players", "side", "spirits", "seed", "actions"} - set(record)
+    if missing:
+        raise ValueError(f"game record lacks {sorted(missing)}")
+    version = record["version"]
+    if type(version) is not int or version != RECORD_VERSION:
+        raise ValueError(f"game record version {version!r} is not supported (this code reads version "
+                         f"{RECORD_VERSION})")
+    if record["seed"] is None:
+        raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
+    if not isinstance(record["actions"], (list, tuple)):
+        raise ValueError(f"game record actions must be a list of integers, got {type(record['actions']).__name__}")
+    return record
+
+
 def determinize(game: Game, player: int, seed: int) -> Game:
     """A copy of `game` where what `player` cannot see is resampled consistently with what they saw.
 
@@ -228,11 +320,18 @@ def determinize(game: Game, player: int, seed: int) -> Game:
     that `player` has not seen. Public facts (pouch colour counts, deck contents, kept Spirits) stay. The
     new game's generator comes only from `seed`, so the true hidden order is never revealed.
     """
-    if not 0 <= player < game.num_players:
-        raise ValueError(f"player must be 0..{game.num_players - 1}, got {player}")
+    if not isinstance(game, Game):
+        raise ValueError(f"determinize takes a Game, got {type(game).__name__}")
+    if isinstance(player, (bool, np.bool_)) or not isinstance(player, (int, np.integer)) \
+            or not 0 <= player < game.num_players:
+        raise ValueError(f"player must be a seat 0..{game.num_players - 1}, got {player!r}")
+    if seed is None:
+        raise ValueError("determinize needs a concrete seed (an integer): None would resample at random, "
+                         "and the copy would not be reproducible")
+    player = int(player)
     g = game.clone()
     s = g.state
-    rng = np.random.default_rng(_check_seed(seed))
+    rng = np.random.default_rng(check_seed(seed))
     s[S.RNG] = int(rng.integers(0, 2**62))
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
@@ -261,26 +360,44 @@ def score_board(side: str, board: Mapping[tuple[int, int], Iterable[str]],
     impossible stacks, unknown cards or impossible cube counts raise ValueError saying which.
     """
     sc = side_code(side)
+    if not isinstance(board, Mapping):
+        raise ValueError(f"board must be a mapping {{(q, r): [colour, ...]}}, got {type(board).__name__}")
     bb = np.zeros(15, dtype=np.int64)
     codes = np.zeros(MAX_CELLS, dtype=np.int64)
+    filled: dict[int, tuple[int, int]] = {}
     for qr, colours in board.items():
         if not (isinstance(qr, (tuple, list)) and len(qr) == 2):
-            raise ValueError(f"board keys are axial (q, r) pairs, got {qr!r}")
-        i = cell_index(side, *qr)
+            raise ValueError(f"board keys are axial (q, r) pairs of integers, got {qr!r}")
+        if not all(_is_int(v) for v in qr):
+            raise ValueError(f"board key {qr!r}: cell coordinates must be integers (not bool, float or str)")
+        q, r = int(qr[0]), int(qr[1])
+        i = cell_index(side, q, r)
+        if i in filled:
+            raise ValueError(f"board lists cell (q={q}, r={r}) twice ({filled[i]!r} and {qr!r})")
+        filled[i] = qr
+        if isinstance(colours, str) or not isinstance(colours, Iterable):
+            raise ValueError(f"cell (q={q}, r={r}): a stack is a list of colours bottom -> top, got {colours!r}")
+        colours = list(colours)
+        if not all(isinstance(c, str) for c in colours):
+            raise ValueError(f"cell (q={q}, r={r}): colours are names such as 'blue', got {colours!r}")
         try:
-            codes[i] = stack_code(list(colours))
+            codes[i] = stack_code(colours)
         except ValueError as e:
-            raise ValueError(f"cell (q={qr[0]}, r={qr[1]}): {e}") from None
+            raise ValueError(f"cell (q={q}, r={r}): {e}") from None
     for i in range(NUM_CELLS[sc]):
         bb[codes[i]] |= 1 << i
     placed = np.full(NUM_CARDS + 1, -1, dtype=np.int64)
     spirits = 0
-    for card_id, n in cards:
-        if not 1 <= int(card_id) <= NUM_CARDS:
-            raise ValueError(f"card id must be 1..{NUM_CARDS}, got {card_id!r}")
-        if not 0 <= int(n) <= CUBES_ON_CARD[card_id]:
+    for entry in cards:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError(f"cards are (card_id, cubes_placed) pairs, got {entry!r}")
+        card_id, n = entry
+        if not _is_int(card_id) or not 1 <= card_id <= NUM_CARDS:
+            raise ValueError(f"card id must be 1..{NUM_CARDS}, got {card_id!r} (card ids are integers)")
+        card_id = int(card_id)
+        if not _is_int(n) or not 0 <= n <= CUBES_ON_CARD[card_id]:
             raise ValueError(f"card {card_id} ({card_name(card_id)}) holds {CUBES_ON_CARD[card_id]} cubes, "
-                             f"got cubes_placed={n!r}")
+                             f"got cubes_placed={n!r} (an integer 0..{CUBES_ON_CARD[card_id]})")
         if placed[card_id] >= 0:
             raise ValueError(f"card {card_id} ({card_name(card_id)}) is listed twice")
         spirits += card_id >= FIRST_SPIRIT
@@ -290,3 +407,8 @@ def score_board(side: str, board: Mapping[tuple[int, int], Iterable[str]],
     out = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     score_into(sc, bb, placed, out)
     return dict(zip(CATEGORIES, map(int, out)))
+
+
+def _is_int(v: Any) -> bool:
+    """A real integer: int or numpy integer, not bool (True is not a coordinate, a count or a card)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))

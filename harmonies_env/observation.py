@@ -57,6 +57,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import state as S
 from .actions import KEEP_SPIRIT, PLACE_CUBE, PLACE_TOKEN, SOLO_REPLACE, TAKE_CARD
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from .geometry import FULL_MASK, MAX_CELLS, NEIGHBOUR_MASK, lowest_cell, popcount
@@ -85,38 +86,6 @@ from .stacks import (
     S_YELLOW,
     STACKS,
 )
-from .state import (
-    ANIMAL_CUBES,
-    BITBOARD,
-    CENTRAL,
-    CUBES,
-    CUBES_PLACED,
-    CURRENT,
-    DECK_COUNT,
-    DISCARDED,
-    END_TRIGGER,
-    GAME_OVER,
-    HAND,
-    MARKET,
-    MAX_MARKET,
-    MAX_PLAYERS,
-    MAX_SLOTS,
-    MAX_SPACES,
-    NUM_MARKET,
-    NUM_PLAYERS,
-    NUM_SPACES,
-    POUCH,
-    SIDE,
-    SLOT,
-    SPIRIT_DEALT,
-    SPIRIT_KEPT,
-    SPIRITS,
-    STACK,
-    TAKEN_SPACE,
-    TOOK_CARD,
-    TOOK_TOKENS,
-    TURN,
-)
 
 NUM_SPIRITS = NUM_CARDS + 1 - FIRST_SPIRIT  # 10
 NUM_ANIMALS = FIRST_SPIRIT - 1  # 32
@@ -137,7 +106,7 @@ def _block(name: str, size: int, meaning: str) -> int:
 P_STACKS = _block("stacks", NUM_STACKS * MAX_CELLS,
                   "one-hot, code-major: [code * 25 + cell] = 1 if that cell holds stack code (0 empty .. 14)")
 P_CUBES = _block("cubes", MAX_CELLS, "1 where the cell holds a cube")
-P_SLOTS = _block("held_cards", MAX_SLOTS * (NUM_CARDS + 1),
+P_SLOTS = _block("held_cards", S.MAX_SLOTS * (NUM_CARDS + 1),
                  "4 slots x 43: one-hot card id - 1 (42), then cubes left / 5")
 P_DONE = _block("completed_cards", NUM_CARDS, "1 at card id - 1 for each card with all its cubes placed")
 P_SPIRIT = _block("kept_spirit", NUM_SPIRITS, "kept Spirit one-hot (card id - 33)")
@@ -145,27 +114,27 @@ P_SPIRIT_CUBE = _block("spirit_cube_placed", 1, "the kept Spirit's cube is on th
 P_SCORE = _block("score", NUM_CATEGORIES, "current score breakdown / 100 (trees .. spirit, total)")
 P_ANIMAL_CUBES = _block("animal_cubes", 1, "animal cubes placed / 20")
 P_EMPTY = _block("empty_cells", 1, "empty cells / 25")
-P_SEAT = _block("seat", MAX_PLAYERS, "absolute seat one-hot")
+P_SEAT = _block("seat", S.MAX_PLAYERS, "absolute seat one-hot")
 P_PRESENT = _block("present", 1, "this seat is in the game")
 P_TO_MOVE = _block("to_move", 1, "this seat is to move")
 PLAYER_BLOCK = _off
 # ---- global part ----
-GLOBAL = _off = MAX_PLAYERS * PLAYER_BLOCK
-G_MARKET = _block("market", MAX_MARKET * NUM_ANIMALS, "5 slots x 32: one-hot animal card id - 1")
-G_CENTRAL = _block("central", MAX_SPACES * 6, "5 spaces x 6 colours: tokens of that colour / 3")
+GLOBAL = _off = S.MAX_PLAYERS * PLAYER_BLOCK
+G_MARKET = _block("market", S.MAX_MARKET * NUM_ANIMALS, "5 slots x 32: one-hot animal card id - 1")
+G_CENTRAL = _block("central", S.MAX_SPACES * 6, "5 spaces x 6 colours: tokens of that colour / 3")
 G_POUCH = _block("pouch", 6, "tokens left in the pouch by colour / 30")
 G_DISCARDED = _block("discarded", 6, "tokens out of the game by colour / 30")
 G_DECK = _block("draw_pile", 1, "draw pile size / 32")
 G_HAND = _block("hand", 6, "tokens in hand by colour / 3")
 G_TOOK_TOKENS = _block("took_tokens", 1, "tokens were taken this turn")
 G_TOOK_CARD = _block("took_card", 1, "an Animal card was taken this turn")
-G_TAKEN_SPACE = _block("taken_space", MAX_SPACES, "central space emptied this turn, one-hot")
+G_TAKEN_SPACE = _block("taken_space", S.MAX_SPACES, "central space emptied this turn, one-hot")
 G_DEALT = _block("dealt_spirits", 2 * NUM_SPIRITS, "own dealt Spirits while choosing, 2 x 10 one-hot")
 G_CHOOSING = _block("choosing_spirit", 1, "the observer must choose a Spirit now")
 G_ROUND = _block("round", 1, "round / 25")
 G_END = _block("end_trigger", 2, "[pouch could not refill, a board has <= 2 empty cells]")
 G_OVER = _block("game_over", 1, "game over")
-G_NUM_PLAYERS = _block("num_players", MAX_PLAYERS, "number of players one-hot (1..4)")
+G_NUM_PLAYERS = _block("num_players", S.MAX_PLAYERS, "number of players one-hot (1..4)")
 G_SIDE_B = _block("side_b", 1, "Side B (islands)")
 G_SPIRITS = _block("spirits_variant", 1, "Spirit variant on")
 OBS_SIZE = _off
@@ -176,7 +145,7 @@ del _off
 #: round / 25 below 2. float32 (OBS_SIZE,)
 OBS_LOW = np.zeros(OBS_SIZE, dtype=np.float32)
 OBS_HIGH = np.ones(OBS_SIZE, dtype=np.float32)
-for _k in range(MAX_PLAYERS):
+for _k in range(S.MAX_PLAYERS):
     OBS_HIGH[_k * PLAYER_BLOCK + P_SCORE: _k * PLAYER_BLOCK + P_SCORE + NUM_CATEGORIES] = 5.0
     OBS_HIGH[_k * PLAYER_BLOCK + P_ANIMAL_CUBES] = 2.0
 OBS_HIGH[G_ROUND] = 2.0
@@ -185,9 +154,9 @@ OBS_HIGH[G_ROUND] = 2.0
 @njit(cache=True)
 def _encode_cards(s, p: int, b: int, out) -> None:
     """Seat p's held cards, completed cards and Spirit into block b (those entries must be zero before)."""
-    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
-    for h in range(MAX_SLOTS):
-        card = s[SLOT + MAX_SLOTS * p + h]
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card > 0:
             o = b + P_SLOTS + h * (NUM_CARDS + 1)
             out[o + card - 1] = 1.0
@@ -195,7 +164,7 @@ def _encode_cards(s, p: int, b: int, out) -> None:
     for card in range(1, NUM_CARDS + 1):
         if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
             out[b + P_DONE + card - 1] = 1.0
-    kept = s[SPIRIT_KEPT + p]
+    kept = s[S.SPIRIT_KEPT + p]
     if kept > 0:
         out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1.0
         if s[cp + kept] >= 1:
@@ -210,75 +179,75 @@ def _write_score(score, b: int, out) -> None:
 
 @njit(cache=True)
 def _score_of(s, p: int, score) -> None:
-    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[SIDE], s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
 
 
 @njit(cache=True)
 def _encode_global(s, player: int, out) -> None:
     """The global part (from GLOBAL) of seat `player`'s observation; those entries must be zero before."""
-    n = s[NUM_PLAYERS]
-    for m in range(s[NUM_MARKET]):
-        card = s[MARKET + m]
+    n = s[S.NUM_PLAYERS]
+    for m in range(s[S.NUM_MARKET]):
+        card = s[S.MARKET + m]
         if card > 0:
             out[G_MARKET + m * NUM_ANIMALS + card - 1] = 1.0
-    for sp in range(s[NUM_SPACES]):
+    for sp in range(s[S.NUM_SPACES]):
         for t in range(3):
-            c = s[CENTRAL + 3 * sp + t]
+            c = s[S.CENTRAL + 3 * sp + t]
             if c >= 0:
                 out[G_CENTRAL + 6 * sp + c] += 1.0 / 3.0
     for c in range(6):
-        out[G_POUCH + c] = s[POUCH + c] / 30.0
-        out[G_DISCARDED + c] = s[DISCARDED + c] / 30.0
-        out[G_HAND + c] = s[HAND + c] / 3.0
-    out[G_DECK] = s[DECK_COUNT] / 32.0
-    out[G_TOOK_TOKENS] = s[TOOK_TOKENS]
-    out[G_TOOK_CARD] = s[TOOK_CARD]
-    if s[TAKEN_SPACE] >= 0:
-        out[G_TAKEN_SPACE + s[TAKEN_SPACE]] = 1.0
-    if s[SPIRITS] and s[SPIRIT_KEPT + player] < 0:
+        out[G_POUCH + c] = s[S.POUCH + c] / 30.0
+        out[G_DISCARDED + c] = s[S.DISCARDED + c] / 30.0
+        out[G_HAND + c] = s[S.HAND + c] / 3.0
+    out[G_DECK] = s[S.DECK_COUNT] / 32.0
+    out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
+    out[G_TOOK_CARD] = s[S.TOOK_CARD]
+    if s[S.TAKEN_SPACE] >= 0:
+        out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1.0
+    if s[S.SPIRITS] and s[S.SPIRIT_KEPT + player] < 0:
         for j in range(2):
-            card = s[SPIRIT_DEALT + 2 * player + j]
+            card = s[S.SPIRIT_DEALT + 2 * player + j]
             if card > 0:
                 out[G_DEALT + j * NUM_SPIRITS + card - FIRST_SPIRIT] = 1.0
-        if s[CURRENT] == player and not s[GAME_OVER]:
+        if s[S.CURRENT] == player and not s[S.GAME_OVER]:
             out[G_CHOOSING] = 1.0
-    out[G_ROUND] = (s[TURN] // n + 1) / 25.0
-    if s[END_TRIGGER] > 0:
-        out[G_END + s[END_TRIGGER] - 1] = 1.0
-    out[G_OVER] = s[GAME_OVER]
+    out[G_ROUND] = (s[S.TURN] // n + 1) / 25.0
+    if s[S.END_TRIGGER] > 0:
+        out[G_END + s[S.END_TRIGGER] - 1] = 1.0
+    out[G_OVER] = s[S.GAME_OVER]
     out[G_NUM_PLAYERS + n - 1] = 1.0
-    out[G_SIDE_B] = s[SIDE]
-    out[G_SPIRITS] = s[SPIRITS]
+    out[G_SIDE_B] = s[S.SIDE]
+    out[G_SPIRITS] = s[S.SPIRITS]
 
 
 @njit(cache=True)
 def encode_observation(s, player: int, out) -> None:
     """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
     out[:] = 0.0
-    n = s[NUM_PLAYERS]
+    n = s[S.NUM_PLAYERS]
     score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for k in range(n):
         p = (player + k) % n
         b = k * PLAYER_BLOCK
         for code in range(NUM_STACKS):
-            m = s[BITBOARD + 15 * p + code]
+            m = s[S.BITBOARD + 15 * p + code]
             base = b + P_STACKS + code * MAX_CELLS
             while m:  # visit set bits only: 23-25 cells per board in all
                 out[base + lowest_cell(m)] = 1.0
                 m &= m - 1
-        m = s[CUBES + p]
+        m = s[S.CUBES + p]
         while m:
             out[b + P_CUBES + lowest_cell(m)] = 1.0
             m &= m - 1
         _encode_cards(s, p, b, out)
         _score_of(s, p, score)
         _write_score(score, b, out)
-        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + p] / 20.0
-        out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * p]) / 25.0
+        out[b + P_ANIMAL_CUBES] = s[S.ANIMAL_CUBES + p] / 20.0
+        out[b + P_EMPTY] = popcount(s[S.BITBOARD + 15 * p]) / 25.0
         out[b + P_SEAT + p] = 1.0
         out[b + P_PRESENT] = 1.0
-        if p == s[CURRENT] and not s[GAME_OVER]:
+        if p == s[S.CURRENT] and not s[S.GAME_OVER]:
             out[b + P_TO_MOVE] = 1.0
     _encode_global(s, player, out)
 
@@ -296,9 +265,9 @@ def action_card(s, a: int) -> int:
     market card for a take-card, the held card for a place-cube; 0 otherwise."""
     if a >= TAKE_CARD and a < PLACE_CUBE:
         m = a - TAKE_CARD
-        return s[MARKET + m] if m < s[NUM_MARKET] else 0
+        return s[S.MARKET + m] if m < s[S.NUM_MARKET] else 0
     if a >= PLACE_CUBE and a < KEEP_SPIRIT:
-        return s[SLOT + MAX_SLOTS * s[CURRENT] + (a - PLACE_CUBE) // MAX_CELLS]
+        return s[S.SLOT + S.MAX_SLOTS * s[S.CURRENT] + (a - PLACE_CUBE) // MAX_CELLS]
     return 0
 
 
@@ -312,12 +281,12 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
     colours around), and a placed Spirit's own rule. A cube changes only animals, or the Spirit it completes.
     card: the held card of a place-cube (`action_card`, read before the action).
     """
-    side = s[SIDE]
-    bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
-    cp = CUBES_PLACED + (NUM_CARDS + 1) * p
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
     if a < TAKE_CARD:
         i = (a - PLACE_TOKEN) % MAX_CELLS
-        new = s[STACK + MAX_CELLS * p + i]
+        new = s[S.STACK + MAX_CELLS * p + i]
         score[0] = popcount(bb[S_TREE1]) + 3 * popcount(bb[S_TREE2]) + 7 * popcount(bb[S_TREE3])
         mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
         m = 0
@@ -339,7 +308,7 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
                 score[4] = river_points(river_length(side, bb[S_BLUE]))
             else:
                 score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[S_BLUE], 1))
-        kept = s[SPIRIT_KEPT + p]
+        kept = s[S.SPIRIT_KEPT + p]
         if kept > 0 and s[cp + kept] == CUBES_ON_CARD[kept]:
             score[6] = spirit_score(side, bb, kept)
     else:
@@ -365,54 +334,54 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
     action. score: int64 (NUM_CATEGORIES,), the mover's score breakdown before the action, updated in place
     (`score_update`). Returns True when the action changed the mover's board (token or cube placed).
     """
-    n = s[NUM_PLAYERS]
+    n = s[S.NUM_PLAYERS]
     b = ((mover - player) % n) * PLAYER_BLOCK
     if a < PLACE_TOKEN:  # take the tokens of central space a
         for c in range(6):
             out[G_CENTRAL + 6 * a + c] = 0.0
-            out[G_HAND + c] = s[HAND + c] / 3.0
-        out[G_TOOK_TOKENS] = s[TOOK_TOKENS]
+            out[G_HAND + c] = s[S.HAND + c] / 3.0
+        out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
         out[G_TAKEN_SPACE + a] = 1.0
         return False
     if a < TAKE_CARD:  # place a token of colour c on cell i
         c = (a - PLACE_TOKEN) // MAX_CELLS
         i = (a - PLACE_TOKEN) % MAX_CELLS
-        new = s[STACK + MAX_CELLS * mover + i]
+        new = s[S.STACK + MAX_CELLS * mover + i]
         old = STACK_BELOW[new]
         out[b + P_STACKS + old * MAX_CELLS + i] = 0.0
         out[b + P_STACKS + new * MAX_CELLS + i] = 1.0
         if old == 0:
-            out[b + P_EMPTY] = popcount(s[BITBOARD + 15 * mover]) / 25.0
-        out[G_HAND + c] = s[HAND + c] / 3.0
+            out[b + P_EMPTY] = popcount(s[S.BITBOARD + 15 * mover]) / 25.0
+        out[G_HAND + c] = s[S.HAND + c] / 3.0
         score_update(s, mover, a, card, score)
         _write_score(score, b, out)
         return True
     if a < PLACE_CUBE:  # take the market card `card` into the first free slot
         m = a - TAKE_CARD
         out[G_MARKET + m * NUM_ANIMALS + card - 1] = 0.0
-        cp = CUBES_PLACED + (NUM_CARDS + 1) * mover
-        for h in range(MAX_SLOTS):
-            if s[SLOT + MAX_SLOTS * mover + h] == card:
+        cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 o = b + P_SLOTS + h * (NUM_CARDS + 1)
                 out[o + card - 1] = 1.0
                 out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
-        out[G_TOOK_CARD] = s[TOOK_CARD]
+        out[G_TOOK_CARD] = s[S.TOOK_CARD]
         return False
     if a < KEEP_SPIRIT:  # place a cube of held card `card` (slot h) on cell i
         h = (a - PLACE_CUBE) // MAX_CELLS
         i = (a - PLACE_CUBE) % MAX_CELLS
-        cp = CUBES_PLACED + (NUM_CARDS + 1) * mover
+        cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
         out[b + P_CUBES + i] = 1.0
         o = b + P_SLOTS + h * (NUM_CARDS + 1)
-        if s[SLOT + MAX_SLOTS * mover + h] == card:
+        if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
             out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
         else:  # the card is complete: its slot is free
             out[o + card - 1] = 0.0
             out[o + NUM_CARDS] = 0.0
             out[b + P_DONE + card - 1] = 1.0
-        if card == s[SPIRIT_KEPT + mover] and s[cp + card] >= 1:
+        if card == s[S.SPIRIT_KEPT + mover] and s[cp + card] >= 1:
             out[b + P_SPIRIT_CUBE] = 1.0
-        out[b + P_ANIMAL_CUBES] = s[ANIMAL_CUBES + mover] / 20.0
+        out[b + P_ANIMAL_CUBES] = s[S.ANIMAL_CUBES + mover] / 20.0
         score_update(s, mover, a, card, score)
         _write_score(score, b, out)
         return True
@@ -424,14 +393,14 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
     _encode_global(s, player, out)
     for k in range(n):
         p = (player + k) % n
-        out[k * PLAYER_BLOCK + P_TO_MOVE] = 1.0 if p == s[CURRENT] and not s[GAME_OVER] else 0.0
+        out[k * PLAYER_BLOCK + P_TO_MOVE] = 1.0 if p == s[S.CURRENT] and not s[S.GAME_OVER] else 0.0
     return False
 
 
 @njit(cache=True)
 def scores_of(s, out) -> None:
     """Every seat's score breakdown (int64 (4 * NUM_CATEGORIES,), seat-major; absent seats untouched)."""
-    for p in range(s[NUM_PLAYERS]):
+    for p in range(s[S.NUM_PLAYERS]):
         _score_of(s, p, out[NUM_CATEGORIES * p: NUM_CATEGORIES * (p + 1)])
 
 

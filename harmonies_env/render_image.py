@@ -399,8 +399,11 @@ def render_rgb(game, width: int | None = None) -> np.ndarray:
 
 
 def save_png(game, path: str, width: int | None = None) -> None:
-    """Write `render_rgb(game, width)` to a PNG file."""
-    Image.fromarray(render_rgb(game, width)).save(path)
+    """Write `render_rgb(game, width)` to a PNG file (atomically: see `harmonies_env.io`)."""
+    from .io import atomic_save
+
+    img = Image.fromarray(render_rgb(game, width))
+    atomic_save(path, lambda f: img.save(f, format="PNG"))
 
 
 __all__ = ["render_rgb", "table_layout", "cell_centre", "save_png", "Layout", "TOKEN_RGB", "EMPTY_RGB",

@@ -10,45 +10,11 @@ import numpy as np
 from numba import njit
 
 from . import actions as A
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, class_mask, habitat_cells, rotate
-from .data import BOARD_CELLS, CARDS, LABELS, SIDES
+from . import state as S
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
 from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
-from .state import (
-    ANIMAL_CUBES,
-    BITBOARD,
-    CENTRAL,
-    CUBES,
-    CUBES_PLACED,
-    CURRENT,
-    DECK,
-    DECK_COUNT,
-    DISCARDED,
-    END_TRIGGER,
-    GAME_OVER,
-    HAND,
-    MARKET,
-    MAX_SLOTS,
-    NUM_MARKET,
-    NUM_PLAYERS,
-    NUM_SPACES,
-    POUCH,
-    SIDE,
-    SLOT,
-    SPIRIT_DEALT,
-    SPIRIT_KEPT,
-    SPIRITS,
-    STACK,
-    STATE_SIZE,
-    TAKEN_SPACE,
-    TOOK_CARD,
-    TOOK_TOKENS,
-    TURN,
-    fill_space,
-    init_state,
-    random_below,
-)
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -79,7 +45,7 @@ OK = 0
 
 @njit(cache=True, inline="always")
 def _bb(s, p: int):
-    return s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+    return s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
 
 
 @njit(cache=True)
@@ -89,16 +55,16 @@ def token_cells(s, p: int, colour: int) -> int:
     m = 0
     for k in range(NUM_STACKS):
         if (acc >> k) & 1:
-            m |= s[BITBOARD + 15 * p + k]
-    return m & ~s[CUBES + p]
+            m |= s[S.BITBOARD + 15 * p + k]
+    return m & ~s[S.CUBES + p]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
-    for h in range(MAX_SLOTS):
-        if s[SLOT + MAX_SLOTS * p + h] >= 0:
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
             n += 1
     return n
 
@@ -106,7 +72,7 @@ def held_cards(s, p: int) -> int:
 @njit(cache=True)
 def _can_place_any(s, p: int) -> bool:
     for c in range(6):
-        if s[HAND + c] > 0 and token_cells(s, p, c) != 0:
+        if s[S.HAND + c] > 0 and token_cells(s, p, c) != 0:
             return True
     return False
 
@@ -123,152 +89,152 @@ def legal_mask(s, mask, buf) -> int:
 
 @njit(cache=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
-    base = STACK + MAX_CELLS * p
+    base = S.STACK + MAX_CELLS * p
     old = s[base + i]
     bit = 1 << i
-    s[BITBOARD + 15 * p + old] &= ~bit
-    s[BITBOARD + 15 * p + new] |= bit
+    s[S.BITBOARD + 15 * p + old] &= ~bit
+    s[S.BITBOARD + 15 * p + new] |= bit
     s[base + i] = new
 
 
 @njit(cache=True)
 def end_turn(s) -> None:
     """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
-    p = s[CURRENT]
-    np_ = s[NUM_PLAYERS]
+    p = s[S.CURRENT]
+    np_ = s[S.NUM_PLAYERS]
     for c in range(6):
-        s[DISCARDED + c] += s[HAND + c]
-        s[HAND + c] = 0
+        s[S.DISCARDED + c] += s[S.HAND + c]
+        s[S.HAND + c] = 0
     if np_ == 1:
-        for k in range(3 * s[NUM_SPACES]):
-            c = s[CENTRAL + k]
+        for k in range(3 * s[S.NUM_SPACES]):
+            c = s[S.CENTRAL + k]
             if c >= 0:
-                s[DISCARDED + c] += 1
-            s[CENTRAL + k] = -1
-        for sp in range(s[NUM_SPACES]):
-            if not fill_space(s, sp):
-                s[END_TRIGGER] = 1
+                s[S.DISCARDED + c] += 1
+            s[S.CENTRAL + k] = -1
+        for sp in range(s[S.NUM_SPACES]):
+            if not S.fill_space(s, sp):
+                s[S.END_TRIGGER] = 1
                 break
-    elif s[TAKEN_SPACE] >= 0:
-        if not fill_space(s, s[TAKEN_SPACE]):
-            if s[END_TRIGGER] == 0:
-                s[END_TRIGGER] = 1
-    for k in range(s[NUM_MARKET]):
-        if s[MARKET + k] < 0 and s[DECK_COUNT] > 0:
-            s[DECK_COUNT] -= 1
-            s[MARKET + k] = s[DECK + s[DECK_COUNT]]
-            s[DECK + s[DECK_COUNT]] = 0
-    if popcount(s[BITBOARD + 15 * p]) <= 2 and s[END_TRIGGER] == 0:
-        s[END_TRIGGER] = 2
-    s[TURN] += 1
-    s[TOOK_TOKENS] = 0
-    s[TOOK_CARD] = 0
-    s[TAKEN_SPACE] = -1
-    if s[END_TRIGGER] and p == np_ - 1:
-        s[GAME_OVER] = 1
+    elif s[S.TAKEN_SPACE] >= 0:
+        if not S.fill_space(s, s[S.TAKEN_SPACE]):
+            if s[S.END_TRIGGER] == 0:
+                s[S.END_TRIGGER] = 1
+    for k in range(s[S.NUM_MARKET]):
+        if s[S.MARKET + k] < 0 and s[S.DECK_COUNT] > 0:
+            s[S.DECK_COUNT] -= 1
+            s[S.MARKET + k] = s[S.DECK + s[S.DECK_COUNT]]
+            s[S.DECK + s[S.DECK_COUNT]] = 0
+    if popcount(s[S.BITBOARD + 15 * p]) <= 2 and s[S.END_TRIGGER] == 0:
+        s[S.END_TRIGGER] = 2
+    s[S.TURN] += 1
+    s[S.TOOK_TOKENS] = 0
+    s[S.TOOK_CARD] = 0
+    s[S.TAKEN_SPACE] = -1
+    if s[S.END_TRIGGER] and p == np_ - 1:
+        s[S.GAME_OVER] = 1
     else:
-        s[CURRENT] = (p + 1) % np_
+        s[S.CURRENT] = (p + 1) % np_
 
 
 @njit(cache=True)
 def step(s, a: int) -> int:
     """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
-    if s[GAME_OVER]:
+    if s[S.GAME_OVER]:
         return 1
     if a < 0 or a >= A.NUM_ACTIONS:
         return 2
-    p = s[CURRENT]
-    choosing = s[SPIRITS] and s[SPIRIT_KEPT + p] < 0
+    p = s[S.CURRENT]
+    choosing = s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0
     if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
         if not choosing:
             return 15
-        card = s[SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
-        s[SPIRIT_KEPT + p] = card
-        s[SLOT + MAX_SLOTS * p] = card  # first turn: every slot is free
-        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+        s[S.SPIRIT_KEPT + p] = card
+        s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
         return 0
     if choosing:
         return 3
-    side = s[SIDE]
+    side = s[S.SIDE]
     if a < A.PLACE_TOKEN:
-        if s[TOOK_TOKENS]:
+        if s[S.TOOK_TOKENS]:
             return 4
-        if a >= s[NUM_SPACES] or s[CENTRAL + 3 * a] < 0:
+        if a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
             return 5
         for t in range(3):
-            c = s[CENTRAL + 3 * a + t]
+            c = s[S.CENTRAL + 3 * a + t]
             if c >= 0:
-                s[HAND + c] += 1
-            s[CENTRAL + 3 * a + t] = -1
-        s[TOOK_TOKENS] = 1
-        s[TAKEN_SPACE] = a
+                s[S.HAND + c] += 1
+            s[S.CENTRAL + 3 * a + t] = -1
+        s[S.TOOK_TOKENS] = 1
+        s[S.TAKEN_SPACE] = a
         return 0
     if a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
-        if s[HAND + c] <= 0:
+        if s[S.HAND + c] <= 0:
             return 6
         if i >= NUM_CELLS[side]:
             return 7
-        if (s[CUBES + p] >> i) & 1:
+        if (s[S.CUBES + p] >> i) & 1:
             return 8
-        new = STACK_AFTER[s[STACK + MAX_CELLS * p + i], c]
+        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c]
         if new < 0:
             return 9
         _set_stack(s, p, i, new)
-        s[HAND + c] -= 1
+        s[S.HAND + c] -= 1
         return 0
     if a < A.PLACE_CUBE:
         m = a - A.TAKE_CARD
-        if s[TOOK_CARD]:
+        if s[S.TOOK_CARD]:
             return 10
-        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
             return 11
-        if held_cards(s, p) >= MAX_SLOTS:
+        if held_cards(s, p) >= S.MAX_SLOTS:
             return 12
-        card = s[MARKET + m]
-        for h in range(MAX_SLOTS):
-            if s[SLOT + MAX_SLOTS * p + h] < 0:
-                s[SLOT + MAX_SLOTS * p + h] = card
+        card = s[S.MARKET + m]
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
+                s[S.SLOT + S.MAX_SLOTS * p + h] = card
                 break
-        s[CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        s[MARKET + m] = -1
-        s[TOOK_CARD] = 1
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        s[S.MARKET + m] = -1
+        s[S.TOOK_CARD] = 1
         return 0
     if a < A.KEEP_SPIRIT:
         h = (a - A.PLACE_CUBE) // MAX_CELLS
         i = (a - A.PLACE_CUBE) % MAX_CELLS
-        card = s[SLOT + MAX_SLOTS * p + h]
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             return 13
         if i >= NUM_CELLS[side]:
             return 7
-        if not (habitat_cells(side, _bb(s, p), s[CUBES + p], card) >> i) & 1:
+        if not (habitat_cells(side, _bb(s, p), s[S.CUBES + p], card) >> i) & 1:
             return 14
-        s[CUBES + p] |= 1 << i
-        k = CUBES_PLACED + (NUM_CARDS + 1) * p + card
+        s[S.CUBES + p] |= 1 << i
+        k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
         s[k] += 1
         if card < FIRST_SPIRIT:
-            s[ANIMAL_CUBES + p] += 1
+            s[S.ANIMAL_CUBES + p] += 1
         if s[k] == CUBES_ON_CARD[card]:
-            s[SLOT + MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+            s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
         return 0
     # end of turn, plain or with a solo card replacement
-    if not s[TOOK_TOKENS]:
+    if not s[S.TOOK_TOKENS]:
         return 16
     if _can_place_any(s, p):
         return 17
     if a < A.END_TURN:
         m = a - A.SOLO_REPLACE
-        if s[NUM_PLAYERS] != 1:
+        if s[S.NUM_PLAYERS] != 1:
             return 18
-        if s[TOOK_CARD]:
+        if s[S.TOOK_CARD]:
             return 19
-        if s[DECK_COUNT] == 0:
+        if s[S.DECK_COUNT] == 0:
             return 20
-        if m >= s[NUM_MARKET] or s[MARKET + m] < 0:
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
             return 11
-        s[MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
+        s[S.MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
     end_turn(s)
     return 0
 
@@ -277,9 +243,9 @@ def step(s, a: int) -> int:
 def scores_into(s, out) -> None:
     """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
     out[:] = 0
-    side = s[SIDE]
-    for p in range(s[NUM_PLAYERS]):
-        score_into(side, _bb(s, p), s[CUBES_PLACED + (NUM_CARDS + 1) * p: CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
+    side = s[S.SIDE]
+    for p in range(s[S.NUM_PLAYERS]):
+        score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
                    out[p])
 
 
@@ -288,14 +254,41 @@ def token_total(s) -> int:
     """Tokens accounted for: pouch + central board + hand + boards + discarded (always 120)."""
     n = 0
     for c in range(6):
-        n += s[POUCH + c] + s[HAND + c] + s[DISCARDED + c]
+        n += s[S.POUCH + c] + s[S.HAND + c] + s[S.DISCARDED + c]
     for k in range(15):
-        if s[CENTRAL + k] >= 0:
+        if s[S.CENTRAL + k] >= 0:
             n += 1
-    for p in range(s[NUM_PLAYERS]):
+    for p in range(s[S.NUM_PLAYERS]):
         for i in range(MAX_CELLS):
-            n += HEIGHT[s[STACK + MAX_CELLS * p + i]]
+            n += HEIGHT[s[S.STACK + MAX_CELLS * p + i]]
     return n
+
+
+@njit(cache=True, inline="always")
+def random_action(s, rng, i: int, buf, grids) -> int:
+    """A uniformly random legal action of the player to move (the game must not be over).
+
+    rng[i]: the player's int64 generator (`state.random_below`), advanced by one draw; buf: int64 (NUM_ACTIONS,)
+    and grids: int64 (NUM_CLASSES,) scratch.
+    """
+    n = legal_actions(s, buf, grids)
+    return buf[S.random_below(rng, i, n)]
+
+
+@njit(cache=True)
+def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
+    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
+
+    The engine's one random-play loop: the Versus envs' built-in opponents (`env_gym`, `batch`), whole random
+    games (`random_playout`, `random_games`, `batch.rollout_batch`). seat = -1 plays to the end of the game.
+    rng[i]: the player's int64 generator (`state.random_below`, kept apart from the game's own chance); buf: int64
+    (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
+    """
+    steps = 0
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        step(s, random_action(s, rng, i, buf, grids))
+        steps += 1
+    return steps
 
 
 @njit(cache=True)
@@ -303,16 +296,11 @@ def random_playout(s, rng, buf, grids=None) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch for `legal_actions`.
+    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch (`random_until` with seat -1).
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    steps = 0
-    while not s[GAME_OVER]:
-        n = legal_actions(s, buf, grids)
-        step(s, buf[random_below(rng, 0, n)])
-        steps += 1
-    return steps
+    return random_until(s, -1, rng, 0, buf, grids)
 
 
 @njit(cache=True)
@@ -321,207 +309,115 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 
     Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
     """
-    s = np.zeros(STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     total = 0
     for g in range(games):
-        init_state(s, num_players, side, spirits, seed + g)
+        S.init_state(s, num_players, side, spirits, seed + g)
         total += random_playout(s, rng, buf)
     return total
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Faster legal masks (added for the batched engine; the kernels above are unchanged and stay the reference).
-#
-# `habitat_cells` tries a card's ~70-100 placements one by one, which made it ~90% of `legal_actions`. Here
-# the board is laid on a padded grid where translating a pattern is a bit shift (grid bit = q * 8 + r + 3,
-# within 56 bits for both sides), so ONE rotation of a card is matched at every position at once: the set of
-# cube cells where the pattern stands is an AND of the class masks shifted by each pattern cell's offset from
-# the cube cell, restricted to the cube positions where the whole pattern lies on the board.
+# Legal actions. The rules of legality are written once, as bit sets per region of the action table (the
+# `_*_bits` helpers below, and `token_cells` / `cards.habitat_cells_grid`); `legal_actions` lists them as action
+# indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
+# rewrites only what an action can have changed). Both give the actions in the same ascending order.
 # ---------------------------------------------------------------------------------------------------------
-
-GRID_W = 8  # grid bits per column of the board
-NUM_CLASSES = len(LABELS)  # 9 habitat classes (BUILDING_CLASS = any building)
-
-
-def _grid_tables():
-    rmin = min(r for s in SIDES for _, r in BOARD_CELLS[s])
-    assert max(r for s in SIDES for _, r in BOARD_CELLS[s]) - rmin < GRID_W
-    assert (max(q for s in SIDES for q, _ in BOARD_CELLS[s]) + 1) * GRID_W <= 62
-    cell2grid = np.zeros((2, 4, 256), dtype=np.int64)
-    grid2cell = np.zeros((2, 8, 256), dtype=np.int64)
-    rots: list[list[list[tuple[int, list[tuple[int, int]]]]]] = [[], []]
-    for si, side in enumerate(SIDES):
-        cells = BOARD_CELLS[side]
-        index = {qr: i for i, qr in enumerate(cells)}
-        gbit = [q * GRID_W + r - rmin for q, r in cells]
-        for byte in range(4):
-            for v in range(256):
-                for b in range(8):
-                    if (v >> b) & 1 and 8 * byte + b < len(cells):
-                        cell2grid[si, byte, v] |= 1 << gbit[8 * byte + b]
-        for i, g in enumerate(gbit):
-            for v in range(256):
-                if (v >> (g % 8)) & 1:
-                    grid2cell[si, g // 8, v] |= 1 << i
-        for cid in range(1, NUM_CARDS + 1):
-            card = CARDS[cid]
-            seen = set()
-            per_card = []
-            for k in range(6):
-                cq, cr = rotate(card["cube"][0], card["cube"][1], k)
-                rel = tuple(sorted((rotate(q, r, k)[0] - cq, rotate(q, r, k)[1] - cr, LABELS.index(lab))
-                                   for q, r, lab in card["pattern"]))
-                if rel in seen:
-                    continue
-                seen.add(rel)
-                valid = 0
-                for (q, r), i in index.items():
-                    if all((q + dq, r + dr) in index for dq, dr, _ in rel):
-                        valid |= 1 << gbit[i]
-                per_card.append((valid, [(dq * GRID_W + dr, cls) for dq, dr, cls in rel]))
-            rots[si].append(per_card)
-    most = max(sum(len(c) for c in side) for side in rots)
-    start = np.zeros((2, NUM_CARDS + 2), dtype=np.int64)
-    valid = np.zeros((2, most), dtype=np.int64)
-    cls = np.full((2, most, 4), -1, dtype=np.int64)
-    off = np.zeros((2, most, 4), dtype=np.int64)
-    for si in range(2):
-        n = 0
-        for cid in range(1, NUM_CARDS + 1):
-            start[si, cid] = n
-            for v, elems in rots[si][cid - 1]:
-                valid[si, n] = v
-                for j, (o, c) in enumerate(elems):
-                    off[si, n, j] = o
-                    cls[si, n, j] = c
-                n += 1
-        start[si, NUM_CARDS + 1] = n
-    return cell2grid, grid2cell, start, valid, cls, off
-
-
-#: CELL2GRID[side, byte, v]: grid bits of the cells 8 * byte + (set bits of v). int64 (2, 4, 256)
-#: GRID2CELL[side, byte, v]: cell bits of the grid bits 8 * byte + (set bits of v). int64 (2, 8, 256)
-#: GRID_ROT_START[side, card] .. [side, card + 1]: the card's distinct rotations; GRID_ROT_VALID[side, r]: grid
-#: bits of the cube cells where rotation r lies on the board; GRID_ROT_CLASS / GRID_ROT_OFF[side, r, j]: the
-#: j-th pattern cell's habitat class (-1 unused) and grid offset from the cube cell. int64
-CELL2GRID, GRID2CELL, GRID_ROT_START, GRID_ROT_VALID, GRID_ROT_CLASS, GRID_ROT_OFF = _grid_tables()
-#: CARD_CLASSES[card]: bit set of the habitat classes in the card's pattern. int64 (NUM_CARDS + 1,)
-CARD_CLASSES = np.zeros(NUM_CARDS + 1, dtype=np.int64)
-for _cid in range(1, NUM_CARDS + 1):
-    for _q, _r, _lab in CARDS[_cid]["pattern"]:
-        CARD_CLASSES[_cid] |= 1 << LABELS.index(_lab)
-#: STACK_CLASSES[code]: bit set of the habitat classes a stack belongs to (0 for none). int64 (NUM_STACKS,)
-STACK_CLASSES = np.zeros(NUM_STACKS, dtype=np.int64)
-for _cls in range(len(LABELS)):
-    for _code in range(NUM_STACKS):
-        _bbs = np.zeros(NUM_STACKS, dtype=np.int64)
-        _bbs[_code] = 1
-        if class_mask.py_func(_bbs, _cls):
-            STACK_CLASSES[_code] |= 1 << _cls
+@njit(cache=True, inline="always")
+def _choosing_spirit(s, p: int) -> bool:
+    """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
+    return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
 
 
 @njit(cache=True, inline="always")
-def _to_grid(side: int, m: int) -> int:
-    return (CELL2GRID[side, 0, m & 255] | CELL2GRID[side, 1, (m >> 8) & 255]
-            | CELL2GRID[side, 2, (m >> 16) & 255] | CELL2GRID[side, 3, (m >> 24) & 255])
-
-
-@njit(cache=True, inline="always")
-def _from_grid(side: int, g: int) -> int:
+def _space_bits(s) -> int:
+    """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
-    k = 0
-    while g:
-        m |= GRID2CELL[side, k, g & 255]
-        g >>= 8
-        k += 1
+    if not s[S.TOOK_TOKENS]:
+        for sp in range(s[S.NUM_SPACES]):
+            if s[S.CENTRAL + 3 * sp] >= 0:
+                m |= 1 << sp
     return m
 
 
-@njit(cache=True)
-def class_grids(side: int, bb, out) -> None:
-    """out (int64 (NUM_CLASSES,)) = each habitat class's cells of the board bb (int64 (15,)) as grid bits."""
-    for cls in range(NUM_CLASSES):
-        out[cls] = _to_grid(side, class_mask(bb, cls))
+@njit(cache=True, inline="always")
+def _card_bits(s, held: int) -> int:
+    """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
+    m = 0
+    if not s[S.TOOK_CARD] and held < S.MAX_SLOTS:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
+                m |= 1 << k
+    return m
 
 
-@njit(cache=True)
-def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
-    """Same as `cards.habitat_cells` (cells that can take a cube from `card`), from `class_grids` output."""
-    g = 0
-    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r]
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            m = grids[cls]
-            x &= (m >> o) if o >= 0 else (m << -o)
-        g |= x
-    return _from_grid(side, g) & ~cubes
+@njit(cache=True, inline="always")
+def _replace_bits(s) -> int:
+    """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
+    draw pile to refill from."""
+    m = 0
+    if s[S.NUM_PLAYERS] == 1 and not s[S.TOOK_CARD] and s[S.DECK_COUNT] > 0:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
+                m |= 1 << k
+    return m
+
+
+@njit(cache=True, inline="always")
+def _may_end(s, placeable: bool) -> bool:
+    """Whether the turn may end: tokens were taken and no held token can be placed."""
+    return s[S.TOOK_TOKENS] != 0 and not placeable
+
+
+@njit(cache=True, inline="always")
+def _list_bits(out, n: int, base: int, m: int) -> int:
+    """Append base + (each set bit of m, ascending) to out[n:]; return the new count."""
+    while m:
+        out[n] = base + lowest_cell(m)
+        m &= m - 1
+        n += 1
+    return n
 
 
 @njit(cache=True)
 def legal_actions(s, out, grids=None) -> int:
-    """Write the legal action indices into out (int64, >= NUM_ACTIONS long); return how many.
+    """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
-    Cube placements use the grid habitat matcher (`habitat_cells_grid`, equal to `cards.habitat_cells`);
-    grids: int64 (NUM_CLASSES,) scratch, allocated here if not given (hot loops pass their own).
+    grids: int64 (NUM_CLASSES,) scratch for the habitat matcher, allocated here if not given (hot loops pass
+    their own).
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    if s[GAME_OVER]:
+    if s[S.GAME_OVER]:
         return 0
-    n = 0
-    p = s[CURRENT]
-    if s[SPIRITS] and s[SPIRIT_KEPT + p] < 0:
+    p = s[S.CURRENT]
+    if _choosing_spirit(s, p):
         out[0] = A.KEEP_SPIRIT
         out[1] = A.KEEP_SPIRIT + 1
         return 2
-    if not s[TOOK_TOKENS]:
-        for sp in range(s[NUM_SPACES]):
-            if s[CENTRAL + 3 * sp] >= 0:
-                out[n] = A.TAKE_TOKENS + sp
-                n += 1
+    n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
     placeable = False
     for c in range(6):
-        if s[HAND + c] > 0:
+        if s[S.HAND + c] > 0:
             m = token_cells(s, p, c)
             if m:
                 placeable = True
-            while m:
-                out[n] = A.PLACE_TOKEN + MAX_CELLS * c + lowest_cell(m)
-                m &= m - 1
-                n += 1
-    held = 0
-    for h in range(MAX_SLOTS):
-        if s[SLOT + MAX_SLOTS * p + h] >= 0:
-            held += 1
-    if not s[TOOK_CARD] and held < MAX_SLOTS:
-        for k in range(s[NUM_MARKET]):
-            if s[MARKET + k] >= 0:
-                out[n] = A.TAKE_CARD + k
-                n += 1
+                n = _list_bits(out, n, A.PLACE_TOKEN + MAX_CELLS * c, m)
+    held = held_cards(s, p)
+    n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
     if held:
-        side = s[SIDE]
+        side = s[S.SIDE]
         class_grids(side, _bb(s, p), grids)
-        for h in range(MAX_SLOTS):
-            card = s[SLOT + MAX_SLOTS * p + h]
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card >= 0:
-                m = habitat_cells_grid(side, grids, s[CUBES + p], card)
-                while m:
-                    out[n] = A.PLACE_CUBE + MAX_CELLS * h + lowest_cell(m)
-                    m &= m - 1
-                    n += 1
-    if s[TOOK_TOKENS] and not placeable:
-        if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-            for k in range(s[NUM_MARKET]):
-                if s[MARKET + k] >= 0:
-                    out[n] = A.SOLO_REPLACE + k
-                    n += 1
+                m = habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+                n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
+    if _may_end(s, placeable):
+        n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
         out[n] = A.END_TURN
         n += 1
     return n
@@ -534,6 +430,7 @@ MASK_ALL = 31
 
 @njit(cache=True, inline="always")
 def _set_bits(mask, base: int, m: int) -> None:
+    """Set mask[base + each set bit of m]."""
     while m:
         mask[base + lowest_cell(m)] = 1
         m &= m - 1
@@ -550,34 +447,32 @@ def _clear(mask, lo: int, hi: int, clear: bool) -> None:
 def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
     """Rewrite the `regions` (MASK_* flags) of mask (bool (NUM_ACTIONS,)) to the legal actions of s.
 
-    MASK_ALL gives exactly `legal_mask`. A part of the regions suffices after an action that cannot have
-    changed the others (the batched engine's incremental masks: see `batch`); MASK_CUBE rewrites only the
-    held-card slots in `cube_slots` (bit h = slot h; 15 = all). grids: int64 (NUM_CLASSES,) scratch.
+    MASK_ALL gives exactly `legal_mask` (the same rules as `legal_actions`, from the same helpers). A part of the
+    regions suffices after an action that cannot have changed the others (the batched engine's incremental
+    masks: see `batch`); MASK_CUBE rewrites only the held-card slots in `cube_slots` (bit h = slot h; 15 = all).
+    grids: int64 (NUM_CLASSES,) scratch.
     """
     full = regions == MASK_ALL
+    p = s[S.CURRENT]
     if full:
         for k in range(A.NUM_ACTIONS):
             mask[k] = 0
-        if s[GAME_OVER]:
+        if s[S.GAME_OVER]:
             return
-        if s[SPIRITS] and s[SPIRIT_KEPT + s[CURRENT]] < 0:
+        if _choosing_spirit(s, p):
             mask[A.KEEP_SPIRIT] = 1
             mask[A.KEEP_SPIRIT + 1] = 1
             return
     part = not full
-    p = s[CURRENT]
     if regions & MASK_TOKENS:
         _clear(mask, A.TAKE_TOKENS, A.PLACE_TOKEN, part)
-        if not s[TOOK_TOKENS]:
-            for sp in range(s[NUM_SPACES]):
-                if s[CENTRAL + 3 * sp] >= 0:
-                    mask[A.TAKE_TOKENS + sp] = 1
+        _set_bits(mask, A.TAKE_TOKENS, _space_bits(s))
     if regions & (MASK_PLACE | MASK_TAIL):
         placeable = False
         if regions & MASK_PLACE:
             _clear(mask, A.PLACE_TOKEN, A.TAKE_CARD, part)
         for c in range(6):
-            if s[HAND + c] > 0:
+            if s[S.HAND + c] > 0:
                 m = token_cells(s, p, c)
                 if m:
                     placeable = True
@@ -585,33 +480,22 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
                         _set_bits(mask, A.PLACE_TOKEN + MAX_CELLS * c, m)
         if regions & MASK_TAIL:
             _clear(mask, A.SOLO_REPLACE, A.NUM_ACTIONS, part)
-            if s[TOOK_TOKENS] and not placeable:
-                if s[NUM_PLAYERS] == 1 and not s[TOOK_CARD] and s[DECK_COUNT] > 0:
-                    for k in range(s[NUM_MARKET]):
-                        if s[MARKET + k] >= 0:
-                            mask[A.SOLO_REPLACE + k] = 1
+            if _may_end(s, placeable):
+                _set_bits(mask, A.SOLO_REPLACE, _replace_bits(s))
                 mask[A.END_TURN] = 1
     if regions & (MASK_CARD | MASK_CUBE):
-        held = 0
-        for h in range(MAX_SLOTS):
-            if s[SLOT + MAX_SLOTS * p + h] >= 0:
-                held += 1
+        held = held_cards(s, p)
         if regions & MASK_CARD:
             _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
-            if not s[TOOK_CARD] and held < MAX_SLOTS:
-                for k in range(s[NUM_MARKET]):
-                    if s[MARKET + k] >= 0:
-                        mask[A.TAKE_CARD + k] = 1
+            _set_bits(mask, A.TAKE_CARD, _card_bits(s, held))
         if regions & MASK_CUBE:
-            side = s[SIDE]
+            side = s[S.SIDE]
             if held:
                 class_grids(side, _bb(s, p), grids)
-            for h in range(MAX_SLOTS):
+            for h in range(S.MAX_SLOTS):
                 if (cube_slots >> h) & 1:
                     base = A.PLACE_CUBE + MAX_CELLS * h
                     _clear(mask, base, base + MAX_CELLS, part)
-                    card = s[SLOT + MAX_SLOTS * p + h]
+                    card = s[S.SLOT + S.MAX_SLOTS * p + h]
                     if card >= 0:
-                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[CUBES + p], card))
-
-
+                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[S.CUBES + p], card))

@@ -153,7 +153,7 @@ def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> di
     if out.illegal.any():
         reasons = np.full(batch.num_games, "", dtype=object)
         for r in np.flatnonzero(out.illegal):
-            reasons[r] = rules.ERRORS[batch._flags[r, 3]]
+            reasons[r] = rules.ERRORS[batch.errors[r]]
         infos["illegal_action"] = reasons
         infos["_illegal_action"] = out.illegal.copy()
     if ended.any():
@@ -285,7 +285,7 @@ def _sb3_class() -> type:
             infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
             if out.illegal.any():
                 for r in np.flatnonzero(out.illegal):
-                    infos[r]["illegal_action"] = rules.ERRORS[self.batch._flags[r, 3]]
+                    infos[r]["illegal_action"] = rules.ERRORS[self.batch.errors[r]]
             if dones.any():
                 now = time.perf_counter()
                 for r in np.flatnonzero(dones):

@@ -4,6 +4,12 @@ An agent is any object with `act(view: PlayerView) -> int`. The view exposes the
 player's own secrets (their dealt Spirits), the legal actions when it is their turn, and `determinize`
 to get a full `Game` to search in whose hidden parts (pouch draws, draw pile order, unseen Spirits) are
 resampled, so looking ahead can never peek at the real hidden order.
+
+A view is a SNAPSHOT: it holds no reference to the real game, only a private copy (`public_copy`) whose
+hidden parts are gone: the generator is zeroed, the draw pile is in sorted order (its contents are public),
+the Spirit cards dealt to other seats and not kept are blanked (0), and the seed is -1. So nothing an agent
+reaches from its view (attributes, arrays, the copy's state) tells the real hidden order. Make a new view for
+each decision (`PlayerView(game, p)` is cheap): the view does not follow the game after it is made.
 """
 from __future__ import annotations
 
@@ -13,20 +19,45 @@ import numpy as np
 
 from . import actions as A
 from . import rules
+from . import state as S
 from .game import Game, determinize
 from .observation import OBS_SIZE, encode_observation
 
 
+def public_copy(game: Game, player: int) -> Game:
+    """A copy of `game` holding only what seat `player` may know (see the module docstring).
+
+    `determinize(public_copy(g, p), p, seed)` equals `determinize(g, p, seed)`: determinization already
+    depends only on public facts and `player`'s secrets, and the blanks keep which dealt Spirit was kept.
+    """
+    g = game.clone()
+    s = g.state
+    s[S.RNG] = 0
+    s[S.DECK:S.DECK + int(s[S.DECK_COUNT])].sort()  # in place: the contents stay, the order goes
+    if g.spirits:
+        for o in range(g.num_players):
+            if o != player:
+                kept = s[S.SPIRIT_KEPT + o]
+                for k in (S.SPIRIT_DEALT + 2 * o, S.SPIRIT_DEALT + 2 * o + 1):
+                    if s[k] != kept:
+                        s[k] = 0  # hidden (never equal to a kept card, so determinize resamples it)
+    g.seed = -1
+    return g
+
+
 class PlayerView:
-    """Seat `player`'s view of `game`. It reads the live game: after a step, the view shows the new position."""
+    """Seat `player`'s view of `game` at the moment it is made (a snapshot; see the module docstring)."""
 
     __slots__ = ("_game", "_player", "_buf")
 
     def __init__(self, game: Game, player: int):
-        if isinstance(player, bool) or not isinstance(player, (int, np.integer)) or not 0 <= player < game.num_players:
+        if not isinstance(game, Game):
+            raise ValueError(f"PlayerView takes a Game, got {type(game).__name__}")
+        if isinstance(player, (bool, np.bool_)) or not isinstance(player, (int, np.integer)) \
+                or not 0 <= player < game.num_players:
             raise ValueError(f"player must be a seat 0..{game.num_players - 1}, got {player!r}")
-        self._game = game
         self._player = int(player)
+        self._game = public_copy(game, self._player)
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
 
     # ---- configuration ----
@@ -89,8 +120,9 @@ class PlayerView:
         return self._buf[:n].tolist()
 
     def describe_action(self, action: int) -> str:
-        """The action in the game's words, as it would apply now."""
-        return self._game.describe_action(action)
+        """The action (of the player to move) in the game's words, as it would apply now, told to this view's
+        player: another seat's dealt Spirit cards are not named."""
+        return self._game.describe_action(action, viewer=self._player)
 
     def scores(self) -> list[dict[str, int]]:
         """Everyone's current score breakdown (public: boards and completed cards are on the table)."""
@@ -125,4 +157,4 @@ class Agent(Protocol):
     def act(self, view: PlayerView) -> int: ...
 
 
-__all__ = ["PlayerView", "Agent"]
+__all__ = ["PlayerView", "Agent", "public_copy"]

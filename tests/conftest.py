@@ -41,10 +41,10 @@ def set_cell(g: Game, player: int, cell: int, *colours: str) -> None:
     """Write a stack (bottom -> top colours) on a cell, keeping the bitboards consistent."""
     new = code_of(*colours)
     old = int(g.field("stack")[player, cell])
-    bb = g.field("bitboard")
+    bb = S.field(g.state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, new] |= 1 << cell
-    g.field("stack")[player, cell] = new
+    S.field(g.state, "stack")[player, cell] = new
 
 
 def cell(g: Game, q: int, r: int) -> int:
@@ -53,30 +53,30 @@ def cell(g: Game, q: int, r: int) -> int:
 
 def clear_board(g: Game, player: int) -> None:
     """Take every token and cube off a board; the tokens go to the discarded pile so 120 stay accounted for."""
-    stacks = g.field("stack")
-    disc = g.field("discarded")
+    stacks = S.field(g.state, "stack")
+    disc = S.field(g.state, "discarded")
     for i in range(MAX_CELLS):
         for colour in STACKS[stacks[player, i]]:
             disc[COLOURS.index(colour)] += 1
         if i < g.num_cells and stacks[player, i]:
             set_cell(g, player, i)
-    g.field("cubes")[player] = 0
+    S.field(g.state, "cubes")[player] = 0
 
 
 def give_hand(g: Game, *colours: str) -> None:
     """Put tokens in the hand of the player to move, as if this turn's tokens were taken."""
-    g.field("hand")[:] = 0
+    S.field(g.state, "hand")[:] = 0
     for c in colours:
-        g.field("hand")[COLOURS.index(c)] += 1
+        S.field(g.state, "hand")[COLOURS.index(c)] += 1
     g.state[S.TOOK_TOKENS] = 1
     g.state[S.TAKEN_SPACE] = 0
 
 
 def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     """Give a player an incomplete card in a free slot (returns the slot)."""
-    slots = g.field("slot")
+    slots = S.field(g.state, "slot")
     if slot is None:
         slot = int(np.flatnonzero(slots[player] < 0)[0])
     slots[player, slot] = card
-    g.field("cubes_placed")[player, card] = 0
+    S.field(g.state, "cubes_placed")[player, card] = 0
     return slot

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from habitat_reference import placement_habitat_cells
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
@@ -11,7 +12,7 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.actions import NUM_ACTIONS, PLACE_CUBE
 from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, episode_seed, init_batch, rollout_batch
-from harmonies_env.cards import NUM_CARDS, habitat_cells
+from harmonies_env.cards import NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
 from harmonies_env.game import Game
 from harmonies_env.observation import OBS_SIZE, encode_observation, observe
 
@@ -343,19 +344,21 @@ def _random_boards(n, seed, bbs, cubes, sides):
 
 @njit(cache=True)
 def _habitat_mismatches(bbs, cubes, sides):
-    grids = np.zeros(rules.NUM_CLASSES, dtype=np.int64)
+    grids = np.zeros(NUM_CLASSES, dtype=np.int64)
     bad = 0
     found = 0
     for k in range(bbs.shape[0]):
-        rules.class_grids(sides[k], bbs[k], grids)
+        class_grids(sides[k], bbs[k], grids)
         for card in range(1, NUM_CARDS + 1):
-            ref = habitat_cells(sides[k], bbs[k], cubes[k], card)
+            ref = placement_habitat_cells(sides[k], bbs[k], cubes[k], card)
             found += ref != 0
-            bad += ref != rules.habitat_cells_grid(sides[k], grids, cubes[k], card)
+            bad += ref != habitat_cells_grid(sides[k], grids, cubes[k], card)
+            bad += ref != habitat_cells(sides[k], bbs[k], cubes[k], card)
     return bad, found
 
 
-def test_grid_habitat_matcher_equals_habitat_cells():
+def test_grid_habitat_matcher_equals_placement_reference():
+    """The engine's grid matcher (both entry points) against the placement-by-placement test reference."""
     n = 20_000
     bbs = np.zeros((n, 15), dtype=np.int64)
     cubes = np.zeros(n, dtype=np.int64)
@@ -367,14 +370,14 @@ def test_grid_habitat_matcher_equals_habitat_cells():
 
 @njit(cache=True)
 def _legal_mismatches(num_players, side, spirits, seed, steps):
-    """Random games: the cube actions of legal_actions (grid matcher) against `cards.habitat_cells`, and
+    """Random games: the cube actions of legal_actions (grid matcher) against the placement reference, and
     write_mask(MASK_ALL) against legal_mask."""
     s = np.zeros(S.STATE_SIZE, dtype=np.int64)
     b1 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     b2 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     m1 = np.zeros(NUM_ACTIONS, dtype=np.bool_)
     m2 = np.ones(NUM_ACTIONS, dtype=np.bool_)
-    grids = np.zeros(rules.NUM_CLASSES, dtype=np.int64)
+    grids = np.zeros(NUM_CLASSES, dtype=np.int64)
     rng = np.array([seed], dtype=np.int64)
     S.init_state(s, num_players, side, spirits, seed)
     bad = 0
@@ -389,8 +392,8 @@ def _legal_mismatches(num_players, side, spirits, seed, steps):
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
             want = 0
             if card >= 0 and not (s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0):
-                want = habitat_cells(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p],
-                                     card)
+                want = placement_habitat_cells(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
+                                               s[S.CUBES + p], card)
             got = 0
             last = -1
             for k in range(n):

@@ -153,10 +153,11 @@ def test_bench_help_is_bench_engines_own(capsys):
 
 
 def test_bench_runs_with_its_options(capsys):
-    assert cli.main(["bench", "--games", "3", "--api-actions", "20", "--reference-games", "2"]) == 0
+    assert cli.main(["bench", "--games", "3", "--api-actions", "20", "--reference-games", "2",
+                     "--habitat-boards", "200"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     cases = {r["case"] for r in rows}
-    assert cases == {"numba_random_games", "python_api_step_and_mask", "reference_ratio"}
+    assert cases == {"numba_random_games", "python_api_step_and_mask", "reference_ratio", "habitat_matcher"}
     assert all(r["games"] == 3 for r in rows if r["case"] == "numba_random_games")
     assert cli.main(["bench", "--no-such-option"]) == 2
 

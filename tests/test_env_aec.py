@@ -10,8 +10,8 @@ from pettingzoo.test import api_test, seed_test
 from harmonies_env import IllegalActionError
 from harmonies_env import state as S
 from harmonies_env.env_aec import env, raw_env
-from harmonies_env.env_gym import final_rewards
 from harmonies_env.game import Game
+from harmonies_env.rewards import final_rewards
 
 
 def run_random(e, seed: int = 0, rng_seed: int = 0):

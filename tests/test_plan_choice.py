@@ -14,11 +14,11 @@ from agents.plan_choice import (
     PLAN_FEATURES,
     PLAN_OBS_SIZE,
     describe,
-    game_seed,
 )
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
 from harmonies_env import state as S
+from harmonies_env.batch import episode_seed
 from harmonies_env.scoring import CATEGORIES, NUM_CATEGORIES
 
 
@@ -116,7 +116,7 @@ def test_training_env_plan_zero_replays_greedy_vs_greedy_and_is_seeded():
                 assert rewards[r] == pytest.approx(infos[r]["won"] + 0.02 * (infos[r]["score"]
                                                                              - infos[r]["opponent_score"]))
     for r in range(3):  # episode 0 of row r is the game with seed 40 + r: plan 0 = the beam-PLAN_BEAM planner
-        seed = int(game_seed(40 + r, 0))
+        seed = int(episode_seed(40 + r, 0))
         seat = (seed >> 17) % 2
         agents = [GreedyAgent(), GreedyAgent()]
         agents[seat] = GreedyAgent(beam=PLAN_BEAM)

@@ -227,10 +227,10 @@ def play_checked(s, seed: int, out_actions, buf, mark, tmp, after, height, cubes
         if err:
             return err, steps
         n = rules.legal_actions(s, buf)
-        a = buf[rules.random_below(rng, 0, n)]
+        a = buf[S.random_below(rng, 0, n)]
         # one random illegal action must be refused without any change
         if n < A.NUM_ACTIONS:
-            b = _unlisted(mark, rules.random_below(rng, 0, A.NUM_ACTIONS))
+            b = _unlisted(mark, S.random_below(rng, 0, A.NUM_ACTIONS))
             tmp[:] = s
             if rules.step(tmp, b) == 0:
                 return 4, steps
@@ -331,7 +331,7 @@ def test_random_games_keep_every_invariant_and_replay(num_players: int, side: st
         code, n = play_checked(s, seed, acts, buf, mark, tmp, RULE_AFTER, RULE_HEIGHT, CUBES_ON_CARD)
         assert code == 0, (f"{num_players}p side {side} spirits={spirits} seed {seed}, after {n} actions "
                            f"{acts[:n].tolist()}: {FAILURES[code]}")
-        rec = {"num_players": num_players, "side": side, "spirits": spirits, "seed": seed,
+        rec = {"version": 1, "num_players": num_players, "side": side, "spirits": spirits, "seed": seed,
                "actions": acts[:n].tolist()}
         replayed = Game.replay(rec)
         assert replayed.is_over

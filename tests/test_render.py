@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harmonies_env import actions as A
+from harmonies_env import state as S
 from harmonies_env.game import Game
 from harmonies_env.geometry import CELL_QR, NUM_CELLS
 from harmonies_env.render import STACK_LABEL
@@ -55,14 +56,14 @@ def play(game: Game, max_actions: int, seed: int) -> Game:
 def set_stack(game: Game, player: int, cell: int, code: int) -> None:
     """Put a stack on a cell directly (state kept consistent: stack code and bitboards)."""
     old = int(game.field("stack")[player, cell])
-    game.field("stack")[player, cell] = code
-    bb = game.field("bitboard")
+    S.field(game.state, "stack")[player, cell] = code
+    bb = S.field(game.state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, code] |= 1 << cell
 
 
 def set_cube(game: Game, player: int, cell: int) -> None:
-    game.field("cubes")[player] |= 1 << cell
+    S.field(game.state, "cubes")[player] |= 1 << cell
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,10 @@ from agents.pool_env import PoolVecEnv, draw_episode  # noqa: E402
 from agents.ppo import PPOAgent  # noqa: E402
 from experiments import train  # noqa: E402
 from harmonies_env.batch import episode_seed  # noqa: E402
-from harmonies_env.env_gym import SoloEnv, VersusEnv, final_rewards  # noqa: E402
+from harmonies_env.env_gym import SoloEnv, VersusEnv  # noqa: E402
 from harmonies_env.game import Game  # noqa: E402
 from harmonies_env.observation import OBS_SIZE, encode_observation  # noqa: E402
+from harmonies_env.rewards import final_rewards  # noqa: E402
 from harmonies_env.view import PlayerView  # noqa: E402
 
 

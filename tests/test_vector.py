@@ -8,8 +8,9 @@ import pytest
 from gymnasium.utils.env_checker import data_equivalence
 
 from harmonies_env.batch import OPPONENT_SALT, episode_seed
-from harmonies_env.env_gym import SoloEnv, VersusEnv, totals
+from harmonies_env.env_gym import SoloEnv, VersusEnv
 from harmonies_env.game import Game
+from harmonies_env.rewards import totals
 from harmonies_env.vector import SoloVectorEnv, VersusVectorEnv
 
 

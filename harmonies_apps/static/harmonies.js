@@ -81,13 +81,15 @@
     return [x0 - R - 2, y0 - SQ3 * R / 2 - 2, x1 - x0 + 2 * R + 4, y1 - y0 + SQ3 * R + 4];
   }
 
-  /* A player's board. opts.legal: {cell: action} clickable cells; opts.last: cell changed by the last action. */
+  /* A player's board. opts.legal: {cell: action} clickable cells; opts.last: a cell (or a list of cells) to mark as
+     just changed. */
   function boardSVG(st, frame, p, opts) {
     opts = opts || {};
     var R = opts.R || 27;
     var pl = frame.players[p];
-    var cubes = {};
+    var cubes = {}, marked = {};
     pl.cubes.forEach(function (i) { cubes[i] = true; });
+    [].concat(opts.last === null || opts.last === undefined ? [] : opts.last).forEach(function (i) { marked[i] = true; });
     var b = boardBox(st, R);
     var out = ['<svg class="board" data-player="' + p + '" xmlns="http://www.w3.org/2000/svg" width="' + f1(b[2]) + '" height="' + f1(b[3]) +
       '" viewBox="' + [b[0], b[1], b[2], b[3]].map(f1).join(" ") + '">'];
@@ -95,7 +97,7 @@
       var cx = 1.5 * qr[0] * R, cy = SQ3 * (qr[1] + qr[0] / 2) * R;
       var code = pl.stacks[i];
       var legal = opts.legal && opts.legal[i] !== undefined;
-      var cls = "cell" + (legal ? " legal" : "") + (opts.last === i ? " last" : "");
+      var cls = "cell" + (legal ? " legal" : "") + (marked[i] ? " last" : "");
       out.push('<g class="' + cls + '" data-cell="' + i + '" data-height="' + st.stacks[code].length + '" data-cube="' +
         (cubes[i] ? 1 : 0) + '"' + (legal ? ' data-action="' + opts.legal[i] + '"' : "") + '>');
       out.push('<title>cell ' + i + ' (q=' + qr[0] + ', r=' + qr[1] + '): ' + esc(st.stack_kinds[code]) +
@@ -103,7 +105,7 @@
       out.push(stackSVG(st, cx, cy, R, st.stacks[code], !!cubes[i]));
       out.push('<text class="cidx" x="' + f1(cx - 0.72 * R) + '" y="' + f1(cy + 3) + '">' + i + '</text>');
       if (legal) out.push('<polygon class="hl" points="' + hexPts(cx, cy, R - 2.5) + '"/>');
-      if (opts.last === i) out.push('<polygon class="lastmark" points="' + hexPts(cx, cy, R - 2) + '"/>');
+      if (marked[i]) out.push('<polygon class="lastmark" points="' + hexPts(cx, cy, R - 2) + '"/>');
       out.push('</g>');
     });
     out.push('</svg>');
@@ -252,7 +254,7 @@
   }
 
   /* One seat's panel: name, total, board, score breakdown, held / completed / Spirit cards.
-     opts: legalCells {cell: action}, last (cell), heldSelect {slot: true} (cards that can place a cube), selectedSlot,
+     opts: legalCells {cell: action}, last (cell or cells just changed), heldSelect {slot: true} (cards that can place a cube), selectedSlot,
      dealtActions {j: action}, you (bool). */
   function playerPanel(st, frame, p, names, opts) {
     opts = opts || {};
@@ -306,6 +308,13 @@
     return out.join("");
   }
 
+  /* The board cell an action changes (token or cube placement), or null. */
+  function cellOf(action) {
+    if (action >= 5 && action < 155) return (action - 5) % 25;
+    if (action >= 160 && action < 260) return (action - 160) % 25;
+    return null;
+  }
+
   function statusHTML(frame, names) {
     if (frame.over) {
       if (frame.num_players === 1) {
@@ -322,6 +331,6 @@
   global.H = {
     SEAT: SEAT, esc: esc, boardSVG: boardSVG, stackSVG: stackSVG, patternSVG: patternSVG, cardHTML: cardHTML,
     tokenSVG: tokenSVG, centralHTML: centralHTML, pouchHTML: pouchHTML, handHTML: handHTML, scoreTable: scoreTable,
-    chartSVG: chartSVG, playerPanel: playerPanel, statusHTML: statusHTML
+    chartSVG: chartSVG, playerPanel: playerPanel, statusHTML: statusHTML, cellOf: cellOf
   };
 })(typeof window !== "undefined" ? window : this);

@@ -32,6 +32,27 @@
     return g;
   }
 
+  /* Per other seat, the cells its latest turn changed (marked on its board so you can follow the bots). */
+  function recentCells(log, me) {
+    var out = {}, phase = {};  // phase[p]: undefined = not seen yet, 1 = in p's latest turn, 2 = done
+    var ends = function (a) { return a >= 262; };  // end the turn, or solo: discard a card and end the turn
+    for (var k = log.length - 1; k >= 0; k--) {
+      var e = log[k], p = e.player;
+      if (p === me || phase[p] === 2) continue;
+      if (phase[p] === undefined) {
+        phase[p] = 1;
+        out[p] = [];
+        if (ends(e.action)) continue;
+      } else if (ends(e.action)) {
+        phase[p] = 2;
+        continue;
+      }
+      var c = H.cellOf(e.action);
+      if (c !== null) out[p].push(c);
+    }
+    return out;
+  }
+
   function render() {
     var s = S, t = s.table, me = s.seat, g = grouped(s.legal);
     if (selSlot !== null && !g.cube[selSlot]) selSlot = null;
@@ -59,11 +80,12 @@
     }).join("");
     var heldSelect = {};
     Object.keys(g.cube).forEach(function (k) { heldSelect[k] = true; });
+    var recent = recentCells(s.log, me);
     var order = [me];
     for (var p = 0; p < t.num_players; p++) if (p !== me) order.push(p);
     $("players").innerHTML = order.map(function (p) {
       return H.playerPanel(ST, t, p, s.names, p === me ? {you: true, legalCells: cells, heldSelect: heldSelect,
-        selectedSlot: selSlot, dealtActions: g.keep} : {});
+        selectedSlot: selSlot, dealtActions: g.keep} : {last: recent[p]});
     }).join("");
     $("scores").innerHTML = H.scoreTable(ST, t, s.names);
     $("log").innerHTML = s.log.slice().reverse().map(function (l) {

@@ -6,11 +6,8 @@
   var $ = function (id) { return document.getElementById(id); };
 
   function lastCell(last) {
-    if (!last) return null;
-    var a = last.action;
-    if (a >= 5 && a < 155) return {player: last.player, cell: (a - 5) % 25};
-    if (a >= 160 && a < 260) return {player: last.player, cell: (a - 160) % 25};
-    return null;
+    var c = last ? H.cellOf(last.action) : null;
+    return c === null ? null : {player: last.player, cell: c};
   }
 
   function buildSeries(g) {

@@ -1,0 +1,610 @@
+"""A hostile or careless user: crafted checkpoints, edited states, odd action types, hidden information,
+broken records, bad scoring input, bad budgets, interrupted writes. See docs/safety.md for what is promised.
+
+Every test here checks the promised behaviour: a clear error naming what was wrong (with the state unchanged),
+or a correct result, never code run from a file, a leaked secret or a crashed process.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harmonies_env import state as S
+from harmonies_env.actions import NUM_ACTIONS
+from harmonies_env.batch import BatchedGames, SelfPlayBatch, init_batch, rollout_batch
+from harmonies_env.cards import card_name
+from harmonies_env.env_aec import raw_env
+from harmonies_env.env_gym import SoloEnv, VersusEnv
+from harmonies_env.game import Game, IllegalActionError, determinize, score_board
+from harmonies_env.io import atomic_write_bytes, atomic_write_text, atomic_writer
+from harmonies_env.validate import check_state
+from harmonies_env.view import PlayerView
+
+ROOT = Path(__file__).resolve().parents[1]
+BAD_ACTIONS = [True, False, 4.0, 4.7, "4", np.float32(4.0), np.bool_(True), None, [4], 2**63, 2**64, -(2**63) - 1,
+               10**30]
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 1. checkpoints never run code unless trusted
+# ---------------------------------------------------------------------------------------------------------
+class _CreatesFile:
+    """Unpickling this creates a file: the stand-in for arbitrary code in a crafted checkpoint."""
+
+    def __init__(self, path: Path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def _evil_b64(path: Path) -> str:
+    return base64.b64encode(pickle.dumps(_CreatesFile(path))).decode()
+
+
+@pytest.fixture(scope="module")
+def tiny_zip(tmp_path_factory) -> Path:
+    """A real (untrained) MaskablePPO checkpoint over the flat action space, saved by Stable-Baselines3."""
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import harmonies_env.env_gym  # noqa: F401  (registers the envs)
+
+    model = MaskablePPO("MlpPolicy", gym.make("harmonies/Solo-v0"), n_steps=32, batch_size=32, seed=0,
+                        policy_kwargs={"net_arch": [8]}, verbose=0)
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.zip"
+    model.save(path)
+    return path
+
+
+def _craft(src: Path, dst: Path, data_edit=None, members: dict[str, bytes] | None = None) -> Path:
+    with zipfile.ZipFile(src) as z:
+        items = {n: z.read(n) for n in z.namelist()}
+    data = json.loads(items["data"])
+    if data_edit:
+        data_edit(data)
+    items["data"] = json.dumps(data).encode()
+    items.update(members or {})
+    with zipfile.ZipFile(dst, "w") as z:
+        for n, b in items.items():
+            z.writestr(n, b)
+    return dst
+
+
+def test_crafted_lr_schedule_never_runs_by_default_but_does_when_trusted(tiny_zip, tmp_path):
+    from agents import make_agent
+    from agents.ppo import PPOAgent
+
+    marker = tmp_path / "pwned"
+    evil = _craft(tiny_zip, tmp_path / "evil.zip",
+                  lambda d: d["lr_schedule"].__setitem__(":serialized:", _evil_b64(marker)))
+    agent = PPOAgent(evil)  # weights only: the pickled schedule is never read
+    assert not marker.exists()
+    g = Game(1, seed=3)
+    a = agent.act(PlayerView(g, 0))
+    assert a in g.legal_actions()
+    make_agent(f"ppo:{evil}")
+    assert not marker.exists()
+    # the opt-in is exactly what lets the file run code (which is why it is an opt-in)
+    PPOAgent(evil, trust=True)
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("where", ["policy_kwargs", "policy_class", "action_space", "policy.pth"])
+def test_checkpoints_that_need_unpickling_are_refused_before_anything_runs(tiny_zip, tmp_path, where):
+    from agents.ppo import PPOAgent, UntrustedCheckpointError
+
+    marker = tmp_path / "pwned"
+    evil = _evil_b64(marker)
+    members = None
+    if where == "policy_kwargs":
+        def edit(d):
+            d["policy_kwargs"] = {":type:": "<class 'dict'>", ":serialized:": evil}
+    elif where == "policy_class":
+        def edit(d):
+            d["policy_class"] = {":type:": "<class 'abc.ABCMeta'>", ":serialized:": evil, "__module__": "os"}
+    elif where == "action_space":
+        def edit(d):
+            d["action_space"] = {":type:": "<class 'gymnasium.spaces.multi_discrete.MultiDiscrete'>",
+                                 ":serialized:": evil}
+    else:
+        edit = None
+        members = {"policy.pth": pickle.dumps(_CreatesFile(marker))}
+    path = _craft(tiny_zip, tmp_path / "evil.zip", edit, members)
+    with pytest.raises(UntrustedCheckpointError, match="trust-checkpoint"):
+        PPOAgent(path)
+    assert not marker.exists()
+
+
+def test_cli_refuses_a_crafted_checkpoint_in_one_line(tiny_zip, tmp_path):
+    marker = tmp_path / "pwned"
+    pickled = {":type:": "<class 'dict'>", ":serialized:": _evil_b64(marker)}
+    path = _craft(tiny_zip, tmp_path / "evil.zip", lambda d: d.__setitem__("policy_kwargs", pickled))
+    p = subprocess.run([sys.executable, "-m", "harmonies_apps.cli", "solo", "--agents", f"ppo:{path}", "--games", "1",
+                        "--quiet"], capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "--trust-checkpoint" in p.stderr and not marker.exists()
+
+
+def test_cli_trust_checkpoint_is_the_only_way_a_file_runs_code(tiny_zip, tmp_path):
+    marker = tmp_path / "pwned"
+    evil = _craft(tiny_zip, tmp_path / "evil.zip",
+                  lambda d: d["lr_schedule"].__setitem__(":serialized:", _evil_b64(marker)))
+    cmd = [sys.executable, "-m", "harmonies_apps.cli", "solo", "--agents", f"ppo:{evil}", "--games", "1", "--quiet"]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr  # weights-only: it plays, and the pickle is never read
+    assert not marker.exists()
+    p = subprocess.run([*cmd, "--trust-checkpoint"], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                       timeout=300)
+    assert marker.exists(), p.stderr  # the opt-in loads through SB3, which runs the file's pickle
+
+
+def test_weights_only_loading_plays_exactly_like_stable_baselines3(tiny_zip):
+    from agents.ppo import load_policy
+
+    safe, trusted = load_policy(tiny_zip), load_policy(tiny_zip, trust=True)
+    rng = np.random.default_rng(0)
+    obs = rng.random((64, safe.observation_space.shape[0]), dtype=np.float32)
+    masks = rng.random((64, NUM_ACTIONS)) < 0.3
+    masks[:, 0] = True
+    a1, _ = safe.predict(obs, action_masks=masks, deterministic=True)
+    a2, _ = trusted.predict(obs, action_masks=masks, deterministic=True)
+    np.testing.assert_array_equal(a1, a2)
+
+
+def test_not_a_checkpoint_and_missing_default(tmp_path, monkeypatch):
+    import importlib
+
+    from agents import make_agent
+
+    ppo = importlib.import_module("agents.ppo")  # the module make_agent imports from (sys.modules)
+
+    junk = tmp_path / "junk.zip"
+    junk.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a zip"):
+        make_agent(f"ppo:{junk}")
+    with pytest.raises(FileNotFoundError, match="no MaskablePPO checkpoint"):
+        make_agent("ppo:/missing.zip")
+    monkeypatch.setattr(ppo, "DEFAULT_CHECKPOINT", tmp_path / "gone.zip")
+    with pytest.raises(FileNotFoundError, match="not in this checkout"):
+        make_agent("ppo")
+
+
+def test_shipped_checkpoint_loads_weights_only_if_present():
+    from agents.ppo import DEFAULT_CHECKPOINT, PPOAgent
+
+    if not DEFAULT_CHECKPOINT.is_file():
+        pytest.skip("no default PPO checkpoint in this checkout")
+    agent = PPOAgent()  # the default: no unpickling
+    g = Game(2, seed=4)
+    assert agent.act(PlayerView(g, 0)) in g.legal_actions()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. atomic writes
+# ---------------------------------------------------------------------------------------------------------
+def test_atomic_writes_replace_whole_files_or_leave_the_old_one(tmp_path):
+    p = tmp_path / "out.json"
+    atomic_write_text(p, "old")
+    os.chmod(p, 0o640)
+    with pytest.raises(RuntimeError):
+        with atomic_writer(p, "w") as f:
+            f.write("half of the new conte")
+            raise RuntimeError("killed mid-write")
+    assert p.read_text() == "old" and sorted(x.name for x in tmp_path.iterdir()) == ["out.json"]
+    atomic_write_bytes(p, b"new")
+    assert p.read_bytes() == b"new" and (p.stat().st_mode & 0o777) == 0o640
+    with pytest.raises(OSError):
+        atomic_write_text(tmp_path / "no" / "such" / "dir.txt", "x")
+
+
+def test_save_png_is_atomic(tmp_path):
+    pytest.importorskip("PIL")
+    from harmonies_env.render_image import save_png
+
+    p = tmp_path / "g.png"
+    save_png(Game(2, seed=1), str(p), width=300)
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and len(list(tmp_path.iterdir())) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. no crash from state edits
+# ---------------------------------------------------------------------------------------------------------
+def test_field_views_are_read_only_and_from_state_validates():
+    g = Game(2, "A", False, seed=1)
+    with pytest.raises(ValueError, match="read-only"):
+        g.field("stack")[0, 0] = 10**6
+    assert g.field("current") == 0  # scalars come back as values
+    with pytest.raises(ValueError, match="unknown state field"):
+        g.field("nope")
+    s = g.state.copy()
+    s[S.CURRENT] = 10**6
+    with pytest.raises(ValueError, match="'current'"):
+        Game.from_state(s)
+    h = Game.from_state(g.state)
+    assert h.state is not g.state and np.array_equal(h.state, g.state) and h.legal_actions() == g.legal_actions()
+    with pytest.raises(ValueError, match="no record"):
+        h.to_json()
+
+
+@pytest.mark.parametrize("field,index,value", [
+    ("num_players", 0, 9), ("side", 0, 2), ("spirits", 0, -1), ("num_spaces", 0, 4), ("stack", 3, 15),
+    ("stack", 24, 1), ("bitboard", 0, 0), ("cubes", 0, 1 << 30), ("pouch", 0, 99), ("central", 0, 6),
+    ("market", 0, 40), ("deck", 0, 0), ("deck_count", 0, 33), ("slot", 0, 5), ("cubes_placed", 1, 7),
+    ("spirit_dealt", 0, 33), ("spirit_kept", 0, 40), ("animal_cubes", 0, 3), ("hand", 0, 2),
+    ("took_tokens", 0, 2), ("took_card", 0, -1), ("taken_space", 0, 7), ("turn", 0, -5),
+    ("end_trigger", 0, 3), ("game_over", 0, 1), ("discarded", 0, -1), ("current", 0, -(10**9)),
+])
+def test_each_bad_field_is_named(field, index, value):
+    s = Game(2, "A", False, seed=2).state.copy()
+    S.field(s, field).reshape(-1)[index] = value
+    with pytest.raises(ValueError, match="state field"):
+        Game.from_state(s)
+
+
+def test_all_zero_state_and_bad_batches_raise_clear_errors():
+    with pytest.raises(ValueError, match="'num_players'"):
+        Game.from_state(np.zeros(S.STATE_SIZE, dtype=np.int64))
+    with pytest.raises(ValueError, match="row 0, field 'num_players'"):
+        rollout_batch(np.zeros((2, S.STATE_SIZE), dtype=np.int64), [1, 2])
+    states = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
+    with pytest.raises(ValueError, match="num_players"):
+        init_batch(states, 9, 0, 0, np.arange(3))
+    with pytest.raises(ValueError, match="side"):
+        init_batch(states, 2, 5, 0, np.arange(3))
+    with pytest.raises(ValueError, match="seeds"):
+        init_batch(states, 2, 0, 0, np.arange(10))
+    with pytest.raises(ValueError, match="seeds"):
+        init_batch(states, 2, 0, 0, [-1, 0, 1])
+    init_batch(states, 2, "B", True, np.arange(3))
+    assert np.array_equal(states[1], Game(2, "B", True, seed=1).state)
+    s = Game(2, seed=1).state.copy()
+    s[S.CURRENT] = -(10**9)
+    with pytest.raises(ValueError, match="'current'"):
+        rollout_batch(s[None, :], [0])
+    b = BatchedGames(2, num_players=2, seed=0)
+    before = b.states.copy()
+    b.states[1, S.STACK] = 99
+    with pytest.raises(ValueError, match="row 1, field 'stack'"):
+        b.refresh()
+    b.states[:] = before
+    b.states[0] = Game(3, seed=0).state
+    with pytest.raises(ValueError, match="num_players"):
+        b.refresh()
+
+
+def test_random_field_edits_never_crash_the_process():
+    """Hypothesis writes random values into random fields (tests/hostile_state_fuzz.py) in a subprocess: a
+    segfault there fails this test instead of killing pytest."""
+    p = subprocess.run([sys.executable, str(ROOT / "tests" / "hostile_state_fuzz.py"), "400"], capture_output=True,
+                       text=True, env=_env(), timeout=540)
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    counts = dict(kv.split("=") for kv in p.stdout.split()[-2:])
+    assert int(counts["valid"]) > 0 and int(counts["refused"]) > 0
+
+
+def test_reachable_states_are_valid():
+    rng = np.random.default_rng(0)
+    for n, side, spirits in ((1, "B", True), (2, "A", True), (3, "B", False), (4, "A", True)):
+        g = Game(n, side, spirits, seed=int(rng.integers(1000)))
+        while not g.is_over:
+            check_state(g.state)
+            la = g.legal_actions()
+            g.step(la[int(rng.integers(len(la)))])
+        check_state(g.state)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. hidden information
+# ---------------------------------------------------------------------------------------------------------
+def _walk(obj, seen: set, depth: int = 0):
+    """Everything reachable from obj: attributes, __slots__, __dict__, containers, properties, and the results of
+    the view's public no-argument methods (bounded depth)."""
+    if depth > 8 or id(obj) in seen:
+        return
+    seen.add(id(obj))
+    yield obj
+    if isinstance(obj, (int, float, str, bytes, bool, type(None), np.generic)):
+        return
+    if isinstance(obj, np.ndarray):
+        if obj.base is not None:
+            yield from _walk(obj.base, seen, depth + 1)
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(k, seen, depth + 1)
+            yield from _walk(v, seen, depth + 1)
+        return
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            yield from _walk(v, seen, depth + 1)
+        return
+    if callable(obj) and not hasattr(obj, "__dict__") and not hasattr(type(obj), "__slots__"):
+        return
+    names = set(getattr(obj, "__dict__", {}))
+    for klass in type(obj).__mro__:
+        names |= set(getattr(klass, "__slots__", ()))
+        names |= {k for k, v in vars(klass).items() if isinstance(v, property)}
+    for name in names:
+        try:
+            v = getattr(obj, name)
+        except Exception:
+            continue
+        yield from _walk(v, seen, depth + 1)
+    if isinstance(obj, PlayerView):
+        for meth in ("legal_actions", "scores", "text", "__repr__"):
+            yield from _walk(getattr(obj, meth)(), seen, depth + 1)
+        yield from _walk([obj.describe_action(a) for a in range(NUM_ACTIONS)], seen, depth + 1)
+    if isinstance(obj, Game):
+        yield from _walk(obj.render(), seen, depth + 1)
+
+
+def _contains_run(arr: np.ndarray, run: np.ndarray) -> bool:
+    a = np.asarray(arr).reshape(-1)
+    k = len(run)
+    if k < 2 or a.size < k or not np.issubdtype(a.dtype, np.integer):
+        return False
+    win = np.lib.stride_tricks.sliding_window_view(a, k)
+    return bool((win == run).all(axis=1).any())
+
+
+@pytest.mark.parametrize("num_players", [2, 3, 4])
+def test_nothing_reachable_from_a_view_tells_the_hidden_information(num_players):
+    g = Game(num_players, "A", True, seed=12345)
+    rng = np.random.default_rng(1)
+    for step in range(60):
+        s = g.state
+        n = int(s[S.DECK_COUNT])
+        deck = S.field(s, "deck")[:n].copy()
+        dealt, kept = S.field(s, "spirit_dealt"), S.field(s, "spirit_kept")
+        for p in range(num_players):
+            hidden = {int(dealt[o, j]) for o in range(num_players) if o != p for j in range(2)
+                      if dealt[o, j] != kept[o]} - set(dealt[p].tolist())
+            secrets = {int(s[S.RNG]), g.seed}
+            view = PlayerView(g, p)
+            for x in _walk(view, set()):
+                if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                    assert int(x) not in secrets, f"seat {p} reaches the generator state or the seed"
+                elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.integer):
+                    assert not np.isin(x, list(secrets)).any(), f"seat {p} reaches the generator state or the seed"
+                    if not np.array_equal(deck, np.sort(deck)):
+                        assert not _contains_run(x, deck), f"seat {p} reaches the draw pile order"
+                    if x.shape == (S.STATE_SIZE,):
+                        for f in ("spirit_dealt", "spirit_kept", "slot"):
+                            assert not set(S.field(x, f).reshape(-1).tolist()) & hidden, \
+                                f"seat {p} reaches another seat's dealt Spirits ({f})"
+                        placed = S.field(x, "cubes_placed")
+                        assert all(placed[:, c].max() < 0 for c in hidden), f"seat {p} sees a hidden Spirit held"
+                elif isinstance(x, str):
+                    for c in hidden:
+                        assert card_name(c) not in x, f"seat {p} is told another seat's dealt Spirit: {x!r}"
+            d = view.determinize(7)
+            assert d.seed == -1 and int(d.state[S.RNG]) != int(s[S.RNG])
+        la = g.legal_actions()
+        g.step(la[int(rng.integers(len(la)))])
+
+
+def test_describe_action_speaks_for_the_views_player():
+    g = Game(2, "A", True, seed=9)
+    mine = card_name(int(g.field("spirit_dealt")[0, 1]))
+    assert mine in PlayerView(g, 0).describe_action(261)
+    assert mine not in PlayerView(g, 1).describe_action(261)
+    assert mine in g.describe_action(261)  # the game itself withholds nothing
+
+
+def test_views_are_snapshots_and_determinize_as_before():
+    g = Game(2, "A", True, seed=21)
+    v0, v1 = PlayerView(g, 0), PlayerView(g, 1)
+    for p, v in ((0, v0), (1, v1)):  # the same determinized copies as from the real game
+        assert np.array_equal(v.determinize(5).state, determinize(g, p, 5).state)
+    g.step(260)
+    assert v0.legal_actions() == [260, 261]  # a snapshot: it does not follow the game
+    assert PlayerView(g, 0).legal_actions() != [260, 261]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. envs: whose turn, real integers only
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", BAD_ACTIONS, ids=repr)
+def test_game_and_raw_env_refuse_non_integer_actions(bad):
+    g = Game(2, seed=3)
+    before = g.state.copy()
+    with pytest.raises(IllegalActionError):
+        g.step(bad)
+    assert np.array_equal(g.state, before) and g.history == []
+    e = raw_env(num_players=2)
+    e.reset(seed=3)
+    before = e.game.state.copy()
+    agent = e.agent_selection
+    with pytest.raises(IllegalActionError):
+        e.step(bad)
+    assert np.array_equal(e.game.state, before) and e.agent_selection == agent
+    e.step(int(e.game.legal_actions()[0]))  # and it goes on
+    with pytest.raises(IllegalActionError):
+        g.describe_action(bad)
+
+
+@pytest.mark.parametrize("bad", BAD_ACTIONS, ids=repr)
+def test_gym_envs_treat_non_integer_actions_as_illegal(bad):
+    for env in (SoloEnv(), VersusEnv(seat=0)):
+        env.reset(seed=1)
+        before = env.game.state.copy()
+        _, r, term, _, info = env.step(bad)
+        assert "illegal_action" in info and r == env.illegal_reward and not term
+        assert np.array_equal(env.game.state, before)
+
+
+def test_batch_refuses_non_integer_action_arrays():
+    b = BatchedGames(2, num_players=2, seed=0)
+    before = b.states.copy()
+    for bad in ([True, False], [0.5, 1.0], ["4", "5"], [None, 4], [2**64, 0]):
+        with pytest.raises(ValueError, match="integers|shape"):
+            b.step(bad)
+        assert np.array_equal(b.states, before)
+    out = b.step([2**63, 2**63 + 1])  # uint64 beyond int64: outside the action space, refused as illegal
+    assert out.illegal.all() and np.array_equal(b.states, before)
+    sp = SelfPlayBatch(1, seed=0)
+    with pytest.raises(ValueError):
+        sp.step(np.array([4.0]))
+
+
+def test_versus_refuses_to_go_on_after_an_opponent_error():
+    class Flaky:
+        calls = 0
+
+        def act(self, view):
+            Flaky.calls += 1
+            if Flaky.calls == 3:
+                raise RuntimeError("opponent bug")
+            return view.legal_actions()[0]
+
+    env = VersusEnv(opponents=Flaky(), seat=0)
+    env.reset(seed=2)
+    with pytest.raises(RuntimeError, match="opponent bug"):
+        for _ in range(200):
+            env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert env.game.current_player != env.seat
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
+    obs, info = env.reset(seed=3)
+    assert env.game.current_player == env.seat and env.action_masks().any()
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+
+    def cheater(obs, mask):
+        return 4.7  # not an integer: a bug in the opponent, named
+    env = VersusEnv(opponents=cheater, seat=1)
+    with pytest.raises(IllegalActionError):
+        env.reset(seed=0)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
+
+
+def test_budgets_must_be_finite_and_positive():
+    from agents import make_agent
+
+    for spec in ("mcts:nan", "mcts:inf", "mcts:-inf", "mcts:0", "mcts:-2", "mcts:0it", "greedy:0", "greedy:-3",
+                 "greedy:99999999999", "mcts:fast"):
+        with pytest.raises(ValueError, match="bad agent spec"):
+            make_agent(spec)
+    from agents.mcts import MCTSAgent
+    for kw in ({"seconds": math.nan}, {"seconds": True}, {"iterations": 2.5}, {"candidates": 0}):
+        with pytest.raises(ValueError):
+            MCTSAgent(**kw)
+
+
+@pytest.mark.parametrize("argv", [["tournament", "--agents", "ppo:/missing.zip", "random", "--games", "1"],
+                                  ["tournament", "--agents", "random", "random", "--games", "1", "--out", "/proc/x"],
+                                  ["solo", "--agents", "mcts:nan", "--games", "1"]])
+def test_cli_bad_input_is_one_line_without_traceback(argv, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "harmonies_apps.cli", *argv, "--quiet"], capture_output=True, text=True,
+                       env=_env(), cwd=tmp_path, timeout=300)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith("harmonies ")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. records
+# ---------------------------------------------------------------------------------------------------------
+def test_records_have_a_concrete_seed_and_a_checked_version():
+    g = Game(2, seed=None)
+    for a in g.legal_actions()[:1]:
+        g.step(a)
+    rec = g.record()
+    assert isinstance(rec["seed"], int) and rec["version"] == 1
+    assert Game.replay(json.dumps(rec)).history == g.history
+    for bad, match in (({"seed": None}, "seed is null"), ({"version": 99}, "version 99"),
+                       ({"version": "1"}, "version '1'"), ({"version": True}, "version True"),
+                       ({"actions": "0"}, "actions must be a list"), ({"seed": -1}, "seed"),
+                       ({"actions": [True]}, "action #0"), ({"actions": [1.0]}, "action #0")):
+        with pytest.raises(ValueError, match=match):
+            Game.replay({**rec, **bad})
+    no_version = dict(rec)
+    del no_version["version"]
+    with pytest.raises(ValueError, match="version"):
+        Game.replay(no_version)
+    for junk in ("not json", "[1, 2]", "null"):
+        with pytest.raises(ValueError):
+            Game.replay(junk)
+
+
+def test_batch_rows_and_copies_refuse_to_export_a_record_that_would_not_replay():
+    b = BatchedGames(2, num_players=2, seed=5)
+    b.step(np.argmax(b.masks, axis=1))
+    g = b.game(1)
+    assert np.array_equal(g.state, b.states[1])
+    with pytest.raises(ValueError, match="no record"):
+        g.to_json()
+    with pytest.raises(ValueError, match="no record"):
+        determinize(Game(2, seed=1), 0, 3).record()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 7. score_board
+# ---------------------------------------------------------------------------------------------------------
+def test_score_board_refuses_what_it_would_otherwise_truncate():
+    tree3 = ["brown", "brown", "green"]
+    assert score_board("A", {(np.int64(0), 0): tree3})["trees"] == score_board("A", {(0, 0): tree3})["trees"]
+    for board, match in (({(0.9, 0.9): tree3}, "integers"), ({("0", "0"): tree3}, "integers"),
+                         ({(True, 0): tree3}, "integers"), ({(0, 0): tree3, (0.4, 0): []}, "integers"),
+                         ({(0, 0): "blue"}, "list of colours"), ({(0, 0): [1]}, "colours are names"),
+                         ({(0,): []}, "pairs"), ({(0, 0, 0): []}, "pairs")):
+        with pytest.raises(ValueError, match=match):
+            score_board("A", board)
+    for cards, match in (([(1, 2.9)], "cubes_placed=2.9"), ([(1, True)], "cubes_placed=True"),
+                         ([(True, 0)], "card id"), ([(1.0, 0)], "card id"), ([("1", 0)], "card id"),
+                         ([(1,)], "pairs"), ([(1, 0, 0)], "pairs"), ([(1, -1)], "cubes_placed=-1")):
+        with pytest.raises(ValueError, match=match):
+            score_board("A", {}, cards)
+    with pytest.raises(ValueError, match="mapping"):
+        score_board("A", [((0, 0), tree3)])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 8. determinize and the plan-choice env
+# ---------------------------------------------------------------------------------------------------------
+def test_determinize_arguments():
+    g = Game(2, seed=1)
+    for player in (True, np.bool_(False), 1.0, "0", 2, -1):
+        with pytest.raises(ValueError, match="player must be a seat"):
+            determinize(g, player, 1)
+    with pytest.raises(ValueError, match="concrete seed"):
+        determinize(g, 0, None)
+    with pytest.raises(ValueError, match="seed"):
+        determinize(g, 0, -5)
+    assert np.array_equal(determinize(g, 0, 4).state, determinize(g, np.int64(0), 4).state)
+
+
+def test_plan_choice_env_refuses_non_integer_choices_and_bad_config():
+    pytest.importorskip("stable_baselines3")
+    from agents.plan_env import PlanChoiceVecEnv
+
+    for kw in ({"margin_reward": math.nan}, {"margin_reward": math.inf}, {"margin_reward": "0.1"},
+               {"num_envs": True}, {"num_players": 2.0}, {"side": "C"}, {"spirits": 2}, {"seed": -1}):
+        with pytest.raises(ValueError):
+            PlanChoiceVecEnv(**{"num_envs": 2, **kw})
+    env = PlanChoiceVecEnv(num_envs=2, seed=0)
+    env.reset()
+    for bad in ([0.9, 0.0], ["0", "0"], [True, False]):
+        with pytest.raises(ValueError, match="integers"):
+            env.step_async(np.array(bad))
+    with pytest.raises(ValueError, match="not a candidate"):
+        env.step_async(np.array([99, 0]))
+    env.step_async(np.array([0, 0]))
+    env.step_wait()
