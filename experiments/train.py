@@ -112,7 +112,10 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. Bad settings exit with a message."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv and argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
+    if not argv:  # no command: the list of commands, not an error
+        build_parser().print_help()
+        return 0
+    if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)

@@ -146,6 +146,7 @@ def test_train_command_line_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):  # argparse: unknown command
         train.main(["nope"])
     assert "usage" in capsys.readouterr().err
+    assert train.main([]) == 0 and "solo-ppo" in capsys.readouterr().out  # no command: the help
 
 
 def test_a_command_that_parses_its_own_flags_registers_in_one_line(monkeypatch, capsys):
