@@ -90,7 +90,7 @@ class RunCallback(BaseCallback):
     # ---- time accounting ----------------------------------------------------------------------------------
     def _on_training_start(self) -> None:
         self._last = self.num_timesteps
-        if self.evaluate is not None and self.num_timesteps == 0 and not self.evals:
+        if self.evaluate is not None and self.eval_every > 0 and self.num_timesteps == 0 and not self.evals:
             self.run_eval()  # the untrained policy: where the curve starts
         self._mark = time.perf_counter()
 

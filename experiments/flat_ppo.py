@@ -58,7 +58,7 @@ class _SoloThunk:
 
         from harmonies_env.env_gym import SoloEnv
 
-        return Monitor(SoloEnv(side=self.env["side"], spirits=self.env["spirits"], reward=self.env["reward"]))
+        return Monitor(SoloEnv(side=self.env["side"], spirits=self.env["spirits"], max_steps=self.env["max_steps"]))
 
 
 class _VersusThunk(_SoloThunk):
@@ -68,7 +68,9 @@ class _VersusThunk(_SoloThunk):
         from harmonies_env.env_gym import VersusEnv
 
         e = self.env
-        return Monitor(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"], reward=e["reward"]))
+        seat = None if int(e["seat"]) < 0 else int(e["seat"])
+        return Monitor(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"], reward=e["reward"],
+                                 seat=seat, max_steps=e["max_steps"]))
 
 
 def solo_env(env: dict[str, Any], n: int, seed: int, threads: int = 1) -> Any:
@@ -125,6 +127,8 @@ def solo(args: RunArgs) -> dict[str, Any]:
     """`solo-ppo`: MaskablePPO on the solo rules."""
     env = section(args.config, "env", SOLO_ENV)
     _check(env)
+    if env["vec"] != "batched" and env["reward"] != "dense":
+        raise ConfigError("[env] Solo-v0 per env (vec \"dummy\" / \"subproc\") has the \"dense\" reward only")
     run = section(args.config, "run", RUN_DEFAULTS)
     threads = int(run["engine_threads"])
 

@@ -252,5 +252,12 @@ def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
     assert evaluate.main([str(run), "--games", "3", "--policy", "random"]) == 0
     rand = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert rand["policy"] == "random" and rand["legal_rate"] == 1.0
+    # the per-env path (Solo-v0 in a DummyVecEnv) trains too; evaluation stays batched
+    d = tmp_path / "dummy"
+    assert train.main(["solo-ppo", "--run", str(d), "--no-progress", "--set", 'env.vec="dummy"', "--set",
+                       "env.n_envs=2", "--set", "run.timesteps=64", "--set", "run.eval_every=0", "--set",
+                       "run.eval_episodes=2", "--set", "ppo.n_steps=32", "--set", "ppo.batch_size=32"]) == 0
+    assert json.loads((d / "summary.json").read_text())["timesteps"] == 64
+    assert [int(r["timesteps"]) for r in read_csv(d / "eval.csv")] == [64]  # eval_every 0: the final one only
     png = plot.plot([run], ["mean_score", "mean_suns"], tmp_path / "img" / "c.png", refs=[("mean_score", "x", 5.0)])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
