@@ -1,6 +1,6 @@
 """Heuristic moves for many games in one numba call: `GreedyAgent`'s planner and uniform random play over rows.
 
-Why: in batched self-play (`experiments/selfplay_ppo.py`) the opponents of many games move together. Calling
+Why: in batched self-play (`agents.pool_env.PoolVecEnv`) the opponents of many games move together. Calling
 `GreedyAgent.act` row by row costs a determinization and a Python round trip per micro-action; here one call
 decides every row that needs it, planning a whole turn (`greedy.plan_turn`) only for the rows whose plan ran
 out and keeping each row's plan in arrays between calls.

@@ -3,10 +3,10 @@
 Two kinds of checkpoint are recognised by their spaces:
 
 * a policy over the flat action space (observation `OBS_SIZE` floats, 268 actions), as trained on the
-  Gymnasium / batched environments (`experiments/train_solo_ppo.py`, `selfplay_ppo.py`, ...): one micro-action
-  per call;
+  Gymnasium / batched environments (`python -m experiments.train solo-ppo`, `versus-ppo`, `selfplay-ppo`): one
+  micro-action per call;
 * a plan-choosing policy (observation `PLAN_OBS_SIZE`, `PLAN_CHOICES` actions; `agents.plan_choice`,
-  `experiments/train_plan_ppo.py`): once per turn it picks one of the greedy planner's best whole-turn plans,
+  `python -m experiments.train plan-ppo`): once per turn it picks one of the greedy planner's best whole-turn plans,
   then plays that plan one micro-action per call (`make_agent("ppo")` loads `DEFAULT_CHECKPOINT` if present).
 
 Loading never runs code from the file by default (see docs/safety.md). An SB3 `.zip` stores its spaces, schedules

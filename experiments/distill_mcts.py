@@ -1,33 +1,37 @@
-"""Distil the MCTS agent into the plan-choosing policy (expert iteration's first step), then fine-tune with PPO.
+"""`distill-mcts`: distil the MCTS agent into the plan-choosing policy (expert iteration's first step).
 
-Why: self-play PPO on the plan choice (`experiments/train_plan_ppo.py`) learns to match the greedy agent but
-its win/loss signal is too weak to find the few decisions where greedy's heuristic is wrong. The MCTS agent
-(`agents.mcts`) searches exactly the same candidate plans (the greedy planner's 8 best) and beats greedy, so
-its choices are good labels for the same observation (`agents.plan_choice.plan_observation`).
+Why: PPO on the plan choice (`plan-ppo`) learns to match the greedy agent but its win/loss signal is too weak to
+find the few decisions where greedy's heuristic is wrong. The MCTS agent (`agents.mcts`) searches exactly the
+same candidate plans (the greedy planner's best) and beats greedy, so its choices are good labels for the same
+observation (`agents.plan_choice.plan_observation`).
 
-    # 1. play games MCTS vs greedy; at each MCTS turn record the observation and the search's result
-    PYTHONPATH=. python experiments/distill_mcts.py collect --games 200 --iterations 200 --jobs 2 --out mcts.npz
-    # 2. fit a MaskablePPO policy to the search's choices (cross-entropy), save it as a checkpoint
-    PYTHONPATH=. python experiments/distill_mcts.py train --data mcts.npz --out checkpoints/plan_bc.zip
-    # 3. optionally continue with PPO against greedy
-    PYTHONPATH=. python experiments/train_plan_ppo.py --resume checkpoints/plan_bc.zip --timesteps 500000
+    # play [collect] games MCTS vs greedy, record each search, fit a MaskablePPO policy to its choices
+    python -m experiments.train distill-mcts --set collect.games=200 --set collect.jobs=2 --run runs/bc
+    # reuse recorded searches instead of playing: --set 'collect.data=["runs/bc/mcts.npz"]'
+    # then continue with PPO against greedy
+    python -m experiments.train plan-ppo --set run.init=runs/bc/model.zip
 
-`collect` shows a progress bar over games; game i uses seed `--seed + i` (learner seat i % 2), so a data set
-is reproducible from its arguments. `train` prints the held-out agreement with the search and, with
-`--eval-games`, the win rate against greedy of the fitted policy; its last line is a JSON summary.
+Collecting shows a progress bar over games; game i uses seed `[collect] seed + i` (MCTS in seat i % 2), so a
+data set is reproducible from its settings. The fit prints the held-out agreement with the search and, with
+`[fit] eval_games`, the win rate against greedy of the fitted policy (`experiments.evaluate`). Writes
+`mcts.npz` (the searches), `model.zip` (the fitted policy) and `summary.json` into the run folder, atomically.
 """
 from __future__ import annotations
 
-import argparse
+import io
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from .common import ConfigError, atomic_write_bytes, atomic_write_json, section
+from .runner import RunArgs
+
+COLLECT = {"games": 200, "iterations": 200, "seed": 0, "jobs": 1, "data": []}
+FIT = {"epochs": 20, "batch_size": 512, "lr": 1e-3, "tau": 0.0, "val_fraction": 0.1,
+       "eval_games": 0, "engine_threads": 1, "init": ""}
 
 
 def _play(task: tuple[int, int]) -> dict[str, np.ndarray]:
@@ -78,20 +82,22 @@ def _play(task: tuple[int, int]) -> dict[str, np.ndarray]:
     return out
 
 
-def collect(args: argparse.Namespace) -> dict[str, Any]:
+def collect(c: dict[str, Any], out: Path, max_minutes: float = 0.0, progress: bool = True) -> dict[str, Any]:
+    """Play c["games"] MCTS-vs-greedy games (c["jobs"] processes) and write their searches to `out` (.npz)."""
     from multiprocessing import get_context
 
     from tqdm import tqdm
 
-    tasks = [(args.seed + i, args.iterations) for i in range(args.games)]
+    tasks = [(int(c["seed"]) + i, int(c["iterations"])) for i in range(int(c["games"]))]
     parts: list[dict[str, np.ndarray]] = []
     t0 = time.time()
-    _play((args.seed, 2))  # compile the kernels once here; forked workers inherit them
+    _play((int(c["seed"]), 2))  # compile the kernels once here; forked workers inherit them
     late = False
-    with get_context("fork").Pool(max(1, args.jobs)) as pool:  # games come back in order: a prefix is reproducible
-        for r in tqdm(pool.imap(_play, tasks), total=len(tasks), desc="mcts games", disable=args.no_progress):
+    with get_context("fork").Pool(max(1, int(c["jobs"]))) as pool:  # games come back in order: a prefix is
+        for r in tqdm(pool.imap(_play, tasks), total=len(tasks), desc="mcts games",  # reproducible
+                      disable=not progress):
             parts.append(r)
-            if args.max_minutes and time.time() - t0 > 60 * args.max_minutes:
+            if max_minutes and time.time() - t0 > 60 * max_minutes:
                 late = True
                 pool.terminate()
                 break
@@ -99,50 +105,66 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         print(f"--max-minutes reached: kept the first {len(parts)} games", flush=True)
     data = {k: np.concatenate([p[k] for p in parts if len(p[k])]) for k in ("obs", "mask", "means", "visits")}
     results = np.array([p["result"] for p in parts])
-    np.savez_compressed(args.out, **data, results=results, seeds=np.array([t[0] for t in tasks[: len(parts)]]))
+    save_npz(out, **data, results=results, seeds=np.array([t[0] for t in tasks[: len(parts)]]))
     won = (results[:, 0] > results[:, 1]) + 0.5 * (results[:, 0] == results[:, 1])
-    summary = {"games": len(parts), "iterations": args.iterations, "decisions": int(len(data["obs"])),
+    summary = {"games": len(parts), "iterations": int(c["iterations"]), "decisions": int(len(data["obs"])),
                "wall_s": round(time.time() - t0, 1), "mcts_win_rate": float(won.mean()),
-               "mcts_mean": float(results[:, 0].mean()), "greedy_mean": float(results[:, 1].mean()), "out": args.out}
+               "mcts_mean": float(results[:, 0].mean()), "greedy_mean": float(results[:, 1].mean()), "out": str(out)}
     print(json.dumps(summary), flush=True)
     return summary
 
 
-def train(args: argparse.Namespace) -> dict[str, Any]:
+def save_npz(path: Path, **arrays: np.ndarray) -> None:
+    """np.savez_compressed, written atomically."""
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def load_searches(paths: list[Path]) -> dict[str, np.ndarray]:
+    """The recorded searches of one or more .npz files from `collect`, concatenated."""
+    parts = [np.load(p) for p in paths]
+    return {k: np.concatenate([p[k] for p in parts]) for k in ("obs", "mask", "means", "visits")}
+
+
+def fit(f: dict[str, Any], d: dict[str, np.ndarray], seed: int, ppo: dict[str, Any],
+        device: str = "cpu") -> tuple[Any, dict[str, Any]]:
+    """Fit a MaskablePPO plan-choice policy to the searches `d` (cross-entropy); (model, summary).
+
+    The policy is built from `ppo` (the [ppo] section, as `plan-ppo` uses it), so `plan-ppo` can continue it
+    with `[run] init`; `[fit] init` starts from a checkpoint instead."""
     import torch
-    from sb3_contrib import MaskablePPO
 
     from agents.plan_env import PlanChoiceVecEnv
-    from experiments.train_plan_ppo import evaluate
 
-    torch.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
-    d = np.load(args.data)
+    from .evaluate import EVAL_SEED, evaluate
+    from .runner import load_ppo, make_ppo
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
     obs, mask, means, visits = d["obs"], d["mask"], d["means"], d["visits"]
     ok = mask & (visits > 0)
     label = np.argmax(np.where(ok, means, -1.0), axis=1)
-    # soft target: the search's mean rewards through a softmax of temperature --tau (0: the search's choice only)
-    if args.tau > 0:
-        z = np.where(ok, (means - means.max(axis=1, keepdims=True)) / args.tau, -np.inf)
+    # soft target: the search's mean rewards through a softmax of temperature tau (0: the search's choice only)
+    if f["tau"] > 0:
+        z = np.where(ok, (means - means.max(axis=1, keepdims=True)) / f["tau"], -np.inf)
         target = np.exp(z)
         target /= target.sum(axis=1, keepdims=True)
     else:
         target = np.eye(mask.shape[1], dtype=np.float64)[label]
     n = len(obs)
     order = rng.permutation(n)
-    n_val = max(1, int(n * args.val_fraction))
+    n_val = max(1, int(n * f["val_fraction"]))
     val, tr = order[:n_val], order[n_val:]
     env = PlanChoiceVecEnv(8, seed=0)
-    if args.init:
-        model = MaskablePPO.load(args.init, env=env, device="cpu")
+    if f["init"]:
+        model = load_ppo(f["init"], env, device, None)
     else:
-        model = MaskablePPO("MlpPolicy", env, learning_rate=3e-4, n_steps=32, batch_size=1024, n_epochs=5, gamma=1.0,
-                            ent_coef=0.01, seed=args.seed, verbose=0, device="cpu",
-                            policy_kwargs={"net_arch": list(args.net)})
+        model = make_ppo(env, ppo, seed, device, None)
     policy = model.policy
-    opt = torch.optim.Adam(policy.parameters(), lr=args.lr)
-    obs_t = torch.as_tensor(obs)
-    target_t = torch.as_tensor(target, dtype=torch.float32)
+    opt = torch.optim.Adam(policy.parameters(), lr=f["lr"])
+    obs_t = torch.as_tensor(obs, device=policy.device)
+    target_t = torch.as_tensor(target, dtype=torch.float32, device=policy.device)
 
     def logits(idx: np.ndarray) -> torch.Tensor:
         dist = policy.get_distribution(obs_t[idx], action_masks=mask[idx])
@@ -150,16 +172,17 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
 
     def agreement(idx: np.ndarray) -> float:
         with torch.no_grad():
-            return float((logits(idx).argmax(dim=1).numpy() == label[idx]).mean())
+            return float((logits(idx).argmax(dim=1).cpu().numpy() == label[idx]).mean())
 
     base = float((label[val] == 0).mean())  # how often the search agrees with greedy's own choice
     print(f"{n} decisions ({len(tr)} train, {n_val} held out); the search picks greedy's plan in {base:.3f} of them")
-    for epoch in range(args.epochs):
+    bs = int(f["batch_size"])
+    for epoch in range(int(f["epochs"])):
         policy.train()
         perm = rng.permutation(tr)
         total = 0.0
-        for k in range(0, len(perm), args.batch_size):
-            idx = perm[k: k + args.batch_size]
+        for k in range(0, len(perm), bs):
+            idx = perm[k: k + bs]
             logp = torch.log_softmax(logits(idx), dim=1)
             loss = -(target_t[idx] * torch.where(target_t[idx] > 0, logp, torch.zeros_like(logp))).sum(1).mean()
             opt.zero_grad()
@@ -167,56 +190,32 @@ def train(args: argparse.Namespace) -> dict[str, Any]:
             opt.step()
             total += float(loss.detach()) * len(idx)
         policy.eval()
-        print(f"epoch {epoch + 1}: loss {total / len(tr):.4f}, agreement train {agreement(tr[:20000]):.3f} "
-              f"held out {agreement(val):.3f}", flush=True)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    model.save(args.out)
-    summary: dict[str, Any] = {"decisions": n, "held_out_agreement": agreement(val), "greedy_agreement": base,
-                               "out": args.out}
-    if args.eval_games:
-        summary["eval_vs_greedy"] = evaluate(model, PlanChoiceVecEnv(args.eval_games, seed=10**9 + 7,
-                                                                     num_threads=args.engine_threads))
+        print(f"epoch {epoch + 1}: loss {total / max(len(tr), 1):.4f}, agreement train "
+              f"{agreement(tr[:20000]):.3f} held out {agreement(val):.3f}", flush=True)
+    summary: dict[str, Any] = {"decisions": n, "held_out_agreement": agreement(val), "greedy_agreement": base}
+    if f["eval_games"]:
+        venv = PlanChoiceVecEnv(int(f["eval_games"]), num_threads=int(f["engine_threads"]))
+        summary["eval_vs_greedy"] = evaluate(model, venv, EVAL_SEED)
+    return model, summary
+
+
+def run(args: RunArgs) -> dict[str, Any]:
+    """`distill-mcts`: collect searches (unless [collect] data names recorded ones), fit, save, summarise."""
+    from .callbacks import model_bytes
+
+    c = section(args.config, "collect", COLLECT)
+    f = section(args.config, "fit", FIT)
+    if not isinstance(c["data"], list):
+        raise ConfigError(f"[collect] data must be a list of .npz files, got {c['data']!r}")
+    summary: dict[str, Any] = {"algo": args.algo, "seed": args.seed}
+    if c["data"]:
+        paths = [Path(p).expanduser() for p in c["data"]]
+    else:
+        paths = [args.run / "mcts.npz"]
+        summary["collect"] = collect(c, paths[0], args.max_minutes, args.progress)
+    model, fitted = fit(f, load_searches(paths), args.seed, args.config.get("ppo", {}), args.resolved_device())
+    atomic_write_bytes(args.run / "model.zip", model_bytes(model))
+    summary.update(fitted, model=str(args.run / "model.zip"), data=[str(p) for p in paths])
+    atomic_write_json(args.run / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description="distil MCTS choices into the plan-choosing policy")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("collect", help="play MCTS vs greedy games and record the searches")
-    c.add_argument("--games", type=int, default=200)
-    c.add_argument("--iterations", type=int, default=200, help="MCTS iterations per turn")
-    c.add_argument("--seed", type=int, default=0, help="game i uses seed + i")
-    c.add_argument("--jobs", type=int, default=1, help="parallel processes")
-    c.add_argument("--out", default="mcts_choices.npz")
-    c.add_argument("--max-minutes", type=float, default=0.0, help="stop after this much wall time (0: no limit)")
-    c.add_argument("--no-progress", action="store_true")
-    t = sub.add_parser("train", help="fit a MaskablePPO policy to recorded searches")
-    t.add_argument("--data", nargs="+", required=True, help=".npz files from collect")
-    t.add_argument("--out", default="checkpoints/plan_bc.zip")
-    t.add_argument("--init", default=None, help="start from this checkpoint instead of a fresh policy")
-    t.add_argument("--net", type=int, nargs="+", default=[256, 256])
-    t.add_argument("--epochs", type=int, default=20)
-    t.add_argument("--batch-size", type=int, default=512)
-    t.add_argument("--lr", type=float, default=1e-3)
-    t.add_argument("--tau", type=float, default=0.0, help="soft-target temperature on mean rewards (0: hard)")
-    t.add_argument("--val-fraction", type=float, default=0.1)
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--eval-games", type=int, default=0, help="then play this many games against greedy")
-    t.add_argument("--engine-threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    if args.cmd == "collect":
-        return collect(args)
-    if len(args.data) > 1:  # merge
-        parts = [np.load(f) for f in args.data]
-        merged = Path(args.out).with_suffix(".data.npz")
-        np.savez_compressed(merged, **{k: np.concatenate([p[k] for p in parts]) for k in ("obs", "mask", "means",
-                                                                                         "visits")})
-        args.data = str(merged)
-    else:
-        args.data = args.data[0]
-    return train(args)
-
-
-if __name__ == "__main__":
-    main()

@@ -8,15 +8,16 @@ TerminateIllegalWrapper, which ends a game on an illegal action, never fires).
 
 Needs the optional extra: `pip install -e .[distributed]` (Ray RLlib; see docs/distributed.md).
 
-    python -m experiments.rllib_selfplay --iterations 20 --num-env-runners 2            # this machine
-    python -m experiments.rllib_selfplay --address auto --num-env-runners 32 ...         # on a Ray cluster
+    python -m experiments.train rllib-ppo --set rllib.iterations=20 --set rllib.num_env_runners=2   # here
+    python -m experiments.train rllib-ppo --set rllib.address='"auto"' --set rllib.num_env_runners=32  # cluster
 
-Writes a checkpoint per `--checkpoint-every` iterations under `--out` and prints one JSON line per
-iteration (episode return mean, episode length mean, steps sampled, time).
+Settings in experiments/configs/rllib_ppo.toml. Writes an RLlib checkpoint (a folder, RLlib's own format)
+every `[rllib] checkpoint_every` iterations under `<run>/iter_NNNNN`, prints one JSON line per iteration
+(episode return mean, episode length mean, steps sampled, time) and keeps them in `<run>/progress.csv`
+(rewritten atomically).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -39,6 +40,9 @@ except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError("experiments.rllib_selfplay needs Ray RLlib: pip install -e .[distributed]") from e
 
 from harmonies_env import env_aec
+
+from .common import atomic_write_csv, section
+from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
 POLICY = "shared"
@@ -150,45 +154,40 @@ def summarize(result: dict, iteration: int, started: float) -> dict:
             "seconds": round(time.time() - started, 1)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--num-players", type=int, default=2)
-    p.add_argument("--side", default="A", choices=["A", "B"])
-    p.add_argument("--spirits", action="store_true")
-    p.add_argument("--reward", default="win", choices=["win", "score", "dense"])
-    p.add_argument("--iterations", type=int, default=10)
-    p.add_argument("--num-env-runners", type=int, default=0, help="0 = sample in the driver process")
-    p.add_argument("--envs-per-runner", type=int, default=1)
-    p.add_argument("--train-batch-size", type=int, default=4000)
-    p.add_argument("--minibatch-size", type=int, default=512)
-    p.add_argument("--num-epochs", type=int, default=4)
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--hidden", type=int, nargs="+", default=[256, 256])
-    p.add_argument("--num-learners", type=int, default=0, help="remote learner actors (0 = in the driver)")
-    p.add_argument("--gpus-per-learner", type=float, default=0.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--address", default=None, help="Ray cluster address ('auto' inside a cluster); default local")
-    p.add_argument("--out", default="runs/rllib_selfplay", help="checkpoint directory")
-    p.add_argument("--checkpoint-every", type=int, default=5)
-    a = p.parse_args(argv)
+ENV = {"num_players": 2, "side": "A", "spirits": False, "reward": "win"}
+RLLIB = {"iterations": 10, "num_env_runners": 0, "envs_per_runner": 1, "num_learners": 0, "gpus_per_learner": 0.0,
+         "address": "", "checkpoint_every": 5}
+PPO = {"train_batch_size": 4000, "minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "hidden": [256, 256]}
 
-    ray.init(address=a.address, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    config = build_config(a.num_players, a.side, a.spirits, a.reward, a.num_env_runners, a.envs_per_runner,
-                          a.train_batch_size, a.minibatch_size, a.num_epochs, a.lr, tuple(a.hidden), a.seed,
-                          a.num_learners, a.gpus_per_learner)
+
+def run(args: RunArgs) -> dict[str, Any]:
+    """`rllib-ppo`: train for `[rllib] iterations`, checkpointing into the run folder."""
+    env = section(args.config, "env", ENV)
+    r = section(args.config, "rllib", RLLIB)
+    p = section(args.config, "ppo", PPO)
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    ray.init(address=r["address"] or None, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    config = build_config(env["num_players"], env["side"], env["spirits"], env["reward"], r["num_env_runners"],
+                          r["envs_per_runner"], p["train_batch_size"], p["minibatch_size"], p["num_epochs"],
+                          p["lr"], tuple(p["hidden"]), args.seed, r["num_learners"], r["gpus_per_learner"])
     algo = config.build_algo()
-    out = Path(a.out).resolve()
     started = time.time()
+    rows: list[dict] = []
     try:
-        for it in range(1, a.iterations + 1):
-            result = algo.train()
-            print(json.dumps(summarize(result, it, started)), flush=True)
-            if a.checkpoint_every and (it % a.checkpoint_every == 0 or it == a.iterations):
-                path = algo.save_to_path(str(out / f"iter_{it:05d}"))
+        for it in range(1, int(r["iterations"]) + 1):
+            rows.append(summarize(algo.train(), it, started))
+            atomic_write_csv(args.run / "progress.csv", rows)
+            print(json.dumps(rows[-1]), flush=True)
+            every = int(r["checkpoint_every"])
+            if every and (it % every == 0 or it == int(r["iterations"])):
+                path = algo.save_to_path(str(args.run / f"iter_{it:05d}"))
                 print(json.dumps({"checkpoint": str(path)}), flush=True)
+            if args.max_minutes and time.time() - started > 60 * args.max_minutes:
+                break
     finally:
         algo.stop()
         ray.shutdown()
+    return rows[-1] if rows else {}
 
 
 def legal_action_rate(algo: Any, games: int = 2, seed: int = 0, **env_kwargs: Any) -> float:
@@ -212,7 +211,3 @@ def legal_action_rate(algo: Any, games: int = 2, seed: int = 0, **env_kwargs: An
             e.step(act)
     return legal / max(total, 1)
 
-
-if __name__ == "__main__":
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    main()

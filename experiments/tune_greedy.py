@@ -5,32 +5,37 @@ measure a weight change to a fraction of a point. Game i uses seed `--seed + i`;
 sits in seat i % 2, so each pair of games shares its seeds across seats (common random numbers).
 
     # the default weights against the pre-habitat-distance weights (terms 12-13 off), 2,000 games
-    PYTHONPATH=. python experiments/tune_greedy.py --against no-distance --games 2000
+    python -m experiments.train tune-greedy --set tune.against='"no-distance"' --set tune.games=2000
     # the wide planner (beam 800, what MCTS and the plan chooser use) against the default beam 24
-    PYTHONPATH=. python experiments/tune_greedy.py --beam 800 --games 1000
+    python -m experiments.train tune-greedy --set tune.beam=800
     # random-mutation hill climbing on the weights for 5 minutes, measured against the defaults
-    PYTHONPATH=. python experiments/tune_greedy.py --search-minutes 5 --games 1000
+    python -m experiments.train tune-greedy --set tune.search_minutes=5
+
+Settings in `[tune]` of experiments/configs/tune_greedy.toml; `--seed` is game 0's seed (and the search's).
 
 Each evaluation prints one JSON line: mean totals, mean margin (and its standard error), win rate (ties broken
-by animal cubes, as the rules say; still tied = half a win), mean animal points and turns per game.
+by animal cubes, as the rules say; still tied = half a win), mean animal points and turns per game; the last
+one is also written to the run folder's summary.json.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_turn, planner_settings
+from harmonies_env import state as S
+from harmonies_env.rules import scores_into, step
+from harmonies_env.scoring import NUM_CATEGORIES
 
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_turn, planner_settings  # noqa: E402
-from harmonies_env import state as S  # noqa: E402
-from harmonies_env.rules import scores_into, step  # noqa: E402
-from harmonies_env.scoring import NUM_CATEGORIES  # noqa: E402
+from .common import ConfigError, atomic_write_json, section
+from .runner import RunArgs
+
+TUNE = {"weights": [], "beam": 24, "against": "default", "games": 1000, "side": "A", "spirits": False,
+        "search_minutes": 0.0}
 
 #: The weights before the habitat-distance terms (12, 13) existed, for comparison.
 NO_DISTANCE_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0.34, 0.2, -0.66, 0.92, 0.0, 0.0])
@@ -107,27 +112,25 @@ def search(start: np.ndarray, against: np.ndarray, games: int, minutes: float, s
     return best
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--weights", type=float, nargs=NUM_TERMS, default=None, help="planner under test (default: "
-                    "DEFAULT_WEIGHTS)")
-    ap.add_argument("--beam", type=int, default=24, help="beam of the planner under test")
-    ap.add_argument("--against", choices=["default", "no-distance"], default="default",
-                    help="the other planner's weights (beam 24)")
-    ap.add_argument("--games", type=int, default=1000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--side", choices=["A", "B"], default="A")
-    ap.add_argument("--spirits", action="store_true")
-    ap.add_argument("--search-minutes", type=float, default=0.0, help="tune the weights for this long first")
-    args = ap.parse_args(argv)
-    w = DEFAULT_WEIGHTS if args.weights is None else np.array(args.weights, dtype=np.float64)
-    other = DEFAULT_WEIGHTS if args.against == "default" else NO_DISTANCE_WEIGHTS
-    if args.search_minutes > 0:
-        w = search(w, other, args.games, args.search_minutes, seed=10_000 + args.seed, rng_seed=args.seed)
-    r = compare(w, other, args.games, beam_a=args.beam, seed=args.seed, side="AB".index(args.side),
-                spirits=args.spirits)
-    print(json.dumps({"against": args.against, "beam": args.beam, **r, "weights": [round(float(x), 3) for x in w]}))
-
-
-if __name__ == "__main__":
-    main()
+def run(args: RunArgs) -> dict[str, Any]:
+    """`tune-greedy`: (optionally hill-climb, then) compare the planner under test with the reference one."""
+    t = section(args.config, "tune", TUNE)
+    if t["against"] not in ("default", "no-distance"):
+        raise ConfigError(f"[tune] against must be 'default' or 'no-distance', got {t['against']!r}")
+    if t["side"] not in ("A", "B"):
+        raise ConfigError(f"[tune] side must be 'A' or 'B', got {t['side']!r}")
+    if t["weights"] and len(t["weights"]) != NUM_TERMS:
+        raise ConfigError(f"[tune] weights must be empty (the defaults) or {NUM_TERMS} numbers")
+    w = np.array(t["weights"], dtype=np.float64) if t["weights"] else DEFAULT_WEIGHTS
+    other = DEFAULT_WEIGHTS if t["against"] == "default" else NO_DISTANCE_WEIGHTS
+    minutes = float(t["search_minutes"])
+    if args.max_minutes:
+        minutes = min(minutes, args.max_minutes) if minutes else 0.0
+    if minutes > 0:
+        w = search(w, other, int(t["games"]), minutes, seed=10_000 + args.seed, rng_seed=args.seed)
+    r = compare(w, other, int(t["games"]), beam_a=int(t["beam"]), seed=args.seed, side="AB".index(t["side"]),
+                spirits=bool(t["spirits"]))
+    out = {"against": t["against"], "beam": int(t["beam"]), **r, "weights": [round(float(x), 3) for x in w]}
+    atomic_write_json(args.run / "summary.json", out)
+    print(json.dumps(out), flush=True)
+    return out

@@ -189,7 +189,7 @@ def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> di
 class BatchVecEnvMethods:
     """The per-sub-env part of SB3's `VecEnv` API for an env that is one batch with no sub-env objects: the
     batch answers for all rows. Mixed in first by `SB3VecEnv`, `agents.plan_env.PlanChoiceVecEnv` and
-    `experiments.selfplay_ppo.PoolVecEnv`; needs `num_envs` and `action_masks()`."""
+    `agents.pool_env.PoolVecEnv`; needs `num_envs` and `action_masks()`."""
 
     num_envs: int
 

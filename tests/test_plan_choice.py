@@ -146,24 +146,40 @@ def test_the_shipped_checkpoint_plays_legal_deterministic_games():
     assert g3.is_over
 
 
-def test_train_plan_ppo_and_distill_scripts_run_and_resume(tmp_path):
+def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
     pytest.importorskip("sb3_contrib")
-    from experiments import distill_mcts, train_plan_ppo
+    import json
 
-    out = train_plan_ppo.main(["--timesteps", "128", "--n-envs", "8", "--n-steps", "8", "--batch-size", "32",
-                               "--warm-start", "64", "--eval-freq", "64", "--eval-games", "8",
-                               "--checkpoint-dir", str(tmp_path / "ck"),
-                               "--logdir", "", "--no-progress"])
-    assert out["timesteps"] >= 128 and 0.0 <= out["best_win_rate"] <= 1.0
-    assert (tmp_path / "ck" / "last.zip").exists() and (tmp_path / "ck" / "best.zip").exists()
-    again = train_plan_ppo.main(["--resume", str(tmp_path / "ck" / "last.zip"), "--timesteps", "64", "--n-envs", "8",
-                                 "--n-steps", "8", "--batch-size", "32", "--eval-freq", "0", "--eval-games", "8",
-                                 "--checkpoint-dir", str(tmp_path / "ck2"), "--logdir", "", "--no-progress"])
-    assert again["timesteps"] >= out["timesteps"] + 64
-    data = tmp_path / "m.npz"
-    c = distill_mcts.main(["collect", "--games", "2", "--iterations", "8", "--out", str(data), "--no-progress"])
-    assert c["games"] == 2 and c["decisions"] > 5
-    t = distill_mcts.main(["train", "--data", str(data), "--out", str(tmp_path / "bc.zip"), "--epochs", "2",
-                           "--net", "16", "--eval-games", "4"])
-    assert (tmp_path / "bc.zip").exists() and 0.0 <= t["held_out_agreement"] <= 1.0
-    assert make_agent(f"ppo:{tmp_path / 'bc.zip'}").kind == "plan"
+    from experiments import train
+
+    def summary(run) -> dict:
+        return json.loads((run / "summary.json").read_text())
+
+    small = ["--no-progress", "--set", "env.n_envs=8", "--set", "ppo.n_steps=8", "--set", "ppo.batch_size=32",
+             "--set", "run.eval_episodes=8"]
+    run = tmp_path / "plan"
+    assert train.main(["plan-ppo", "--run", str(run), "--set", "run.timesteps=128", "--set", "run.eval_every=64",
+                       "--set", "plan.warm_start=64", *small]) == 0
+    out = summary(run)
+    assert out["timesteps"] >= 128 and 0.0 <= out["best_win_rate"] <= 1.0 and "warm_start_agreement" in out
+    assert (run / "model.zip").exists() and (run / "best.zip").exists()
+    assert train.main(["plan-ppo", "--run", str(run), "--resume", "--set", "run.timesteps=192", *small]) == 0
+    assert summary(run)["timesteps"] >= out["timesteps"] + 64
+    bc = tmp_path / "bc"
+    assert train.main(["distill-mcts", "--run", str(bc), "--no-progress", "--set", "collect.games=2",
+                       "--set", "collect.iterations=8", "--set", "fit.epochs=2", "--set", "ppo.net_arch=[16]",
+                       "--set", "fit.eval_games=4"]) == 0
+    t = summary(bc)
+    assert t["collect"]["games"] == 2 and t["decisions"] > 5 and 0.0 <= t["held_out_agreement"] <= 1.0
+    assert 0.0 <= t["eval_vs_greedy"]["win_rate"] <= 1.0
+    assert make_agent(f"ppo:{bc / 'model.zip'}").kind == "plan"
+    # fit again on the recorded searches only (no games), then continue it with PPO
+    bc2 = tmp_path / "bc2"
+    assert train.main(["distill-mcts", "--run", str(bc2), "--no-progress",
+                       "--set", f'collect.data=["{bc / "mcts.npz"}"]', "--set", "fit.epochs=1",
+                       "--set", "ppo.net_arch=[16]"]) == 0
+    assert "collect" not in summary(bc2) and summary(bc2)["decisions"] == t["decisions"]
+    run2 = tmp_path / "plan2"
+    assert train.main(["plan-ppo", "--run", str(run2), "--set", "run.timesteps=64", "--set", "run.eval_every=0",
+                       "--set", f'run.init="{bc2 / "model.zip"}"', *small]) == 0
+    assert summary(run2)["timesteps"] >= 64

@@ -1,9 +1,10 @@
 """MaskablePPO trains on Solo-v0 and Versus-v0 (vs random) and then only ever picks legal actions; self-play against
-a pool (experiments/selfplay_ppo.py): the batched PoolVecEnv plays each row as the agents would, and the script runs,
-resumes and reproduces."""
+a pool: the batched `agents.pool_env.PoolVecEnv` plays each row as the agents would, and `experiments.train
+selfplay-ppo` runs, resumes (also from another working directory) and reproduces."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,9 +16,9 @@ from sb3_contrib import MaskablePPO  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
 from agents import GreedyAgent  # noqa: E402
+from agents.pool_env import PoolVecEnv, draw_episode  # noqa: E402
 from agents.ppo import PPOAgent  # noqa: E402
-from experiments import selfplay_ppo  # noqa: E402
-from experiments.selfplay_ppo import PoolVecEnv, draw_episode  # noqa: E402
+from experiments import train  # noqa: E402
 from harmonies_env.batch import episode_seed  # noqa: E402
 from harmonies_env.env_gym import SoloEnv, VersusEnv  # noqa: E402
 from harmonies_env.game import Game  # noqa: E402
@@ -68,7 +69,7 @@ def test_maskable_ppo_versus_random():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# self-play against a pool (experiments/selfplay_ppo.py)
+# self-play against a pool (agents.pool_env, experiments.train selfplay-ppo)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -226,38 +227,55 @@ def test_pool_vec_env_rejects_bad_pools():
         PoolVecEnv(2, seat=2)
 
 
-def selfplay_args(run, *extra: str) -> list[str]:
-    return ["--run", str(run), "--timesteps", "256", "--n-envs", "4", "--n-steps", "32", "--batch-size", "64",
-            "--snapshot-every", "128", "--checkpoint-every", "128", "--eval-every", "256", "--eval-episodes", "2",
-            "--greedy-beam", "2", "--threads", "1", *extra]
+def selfplay(run, *extra: str) -> dict:
+    """A tiny selfplay-ppo run (or resume) in `run`; its summary.json."""
+    argv = ["selfplay-ppo", "--run", str(run), "--no-progress",
+            "--set", "run.timesteps=256", "--set", "run.checkpoint_every=128", "--set", "run.eval_every=256",
+            "--set", "run.eval_episodes=2", "--set", "env.n_envs=4", "--set", "env.greedy_beam=2",
+            "--set", "selfplay.snapshot_every=128", "--set", "selfplay.eval_beam=2",
+            "--set", "ppo.n_steps=32", "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=2", *extra]
+    assert train.main(argv) == 0
+    return json.loads((run / "summary.json").read_text())
 
 
-def test_selfplay_script_batched_runs_and_resumes(tmp_path):
+def test_selfplay_batched_runs_and_resumes_from_another_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    first = selfplay(Path("run"))  # a relative --run
     run = tmp_path / "run"
-    first = selfplay_ppo.main(selfplay_args(run))
-    assert first["vec"] == "batched" and first["timesteps"] == 256
-    assert (run / "checkpoints" / "latest.zip").exists() and list((run / "tb").iterdir())
+    assert first["timesteps"] == 256 and (run / "model.zip").exists() and list((run / "tb").iterdir())
     snaps = sorted(p.name for p in (run / "pool").iterdir())
-    assert snaps == ["step_128.zip", "step_256.zip"]
-    assert first["pool"][:2] == ["random", "greedy"] and len(first["pool"]) == 4
-    evals = [json.loads(line) for line in (run / "eval.jsonl").read_text().splitlines()]
-    assert [e["timesteps"] for e in evals] == [256] and 0.0 <= evals[0]["win_rate_vs_greedy"] <= 1.0
-    again = selfplay_ppo.main(selfplay_args(run, "--resume"))
+    assert snaps == ["step_000000000128.zip", "step_000000000256.zip"]
+    assert first["pool"] == ["random", "greedy", "pool/step_000000000128.zip", "pool/step_000000000256.zip"]
+    evals = train_rows(run / "eval.csv")
+    assert [int(e["timesteps"]) for e in evals] == [0, 256] and 0.0 <= float(evals[-1]["win_rate"]) <= 1.0
+    # resume from elsewhere, with the same relative name meaning nothing there: the pool paths still resolve
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = selfplay(run, "--resume", "--set", "run.timesteps=512")
     assert again["timesteps"] == 512 and len(again["pool"]) == 6
-    assert json.loads((run / "checkpoints" / "state.json").read_text())["timesteps"] == 512
+    assert [int(e["timesteps"]) for e in train_rows(run / "eval.csv")] == [0, 256, 512]
+    with pytest.raises(SystemExit, match="already holds a run"):
+        selfplay(run)
 
 
-def test_selfplay_script_is_reproducible(tmp_path):
-    a = selfplay_ppo.main(selfplay_args(tmp_path / "a", "--seed", "3"))
-    b = selfplay_ppo.main(selfplay_args(tmp_path / "b", "--seed", "3"))
-    pa = MaskablePPO.load(tmp_path / "a" / "checkpoints" / "latest.zip").policy.state_dict()
-    pb = MaskablePPO.load(tmp_path / "b" / "checkpoints" / "latest.zip").policy.state_dict()
+def train_rows(path) -> list[dict]:
+    from experiments.common import read_csv
+
+    return read_csv(path)
+
+
+def test_selfplay_is_reproducible(tmp_path):
+    a = selfplay(tmp_path / "a", "--seed", "3")
+    b = selfplay(tmp_path / "b", "--seed", "3")
+    pa = MaskablePPO.load(tmp_path / "a" / "model.zip").policy.state_dict()
+    pb = MaskablePPO.load(tmp_path / "b" / "model.zip").policy.state_dict()
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
-    assert a["mean_score"] == b["mean_score"]
+    assert a["final_eval"]["mean_score"] == b["final_eval"]["mean_score"]
 
 
-def test_selfplay_script_single_path(tmp_path):
-    out = selfplay_ppo.main(selfplay_args(tmp_path / "s", "--vec", "single", "--n-envs", "2"))
-    assert out["vec"] == "single" and out["timesteps"] == 256 and len(out["pool"]) == 4
-    with pytest.raises(SystemExit):
-        selfplay_ppo.parse_args(["--vec", "single", "--opponent-sample"])
+def test_selfplay_per_env_path(tmp_path):
+    out = selfplay(tmp_path / "s", "--set", 'env.vec="dummy"', "--set", "env.n_envs=2")
+    assert out["timesteps"] == 256 and len(out["pool"]) == 4
+    with pytest.raises(SystemExit, match="opponent_sample"):
+        selfplay(tmp_path / "t", "--set", 'env.vec="dummy"', "--set", "env.opponent_sample=true")

@@ -1,53 +1,21 @@
-"""Self-play MaskablePPO: the learner against a pool of its own frozen past checkpoints and the heuristics.
-
-    PYTHONPATH=. python experiments/selfplay_ppo.py --timesteps 200000 --run runs/selfplay --seed 0
-    PYTHONPATH=. python experiments/selfplay_ppo.py --run runs/selfplay --resume   # carry on after an interruption
-    PYTHONPATH=. python experiments/selfplay_ppo.py --vec single --n-envs 4         # the per-env path
-    tensorboard --logdir runs/selfplay/tb
+"""`PoolVecEnv`: self-play games against a pool of opponents as a Stable-Baselines3 `VecEnv` (needs `.[train]`).
 
 Each episode is a 2-4 player game. At its start the learner's seat and every other seat's opponent are drawn
-from the pool: "random" (uniform legal moves), "greedy" (`GreedyAgent`, beam --greedy-beam) and every frozen
-snapshot of the learner so far. Every --snapshot-every steps the current policy is frozen into the pool.
+from the pool: "random" (uniform legal moves), "greedy" (the greedy planner, beam `greedy_beam`) and frozen
+MaskablePPO snapshots (checkpoint paths). `PoolVecEnv` steps all games on the batched engine
+(`harmonies_env.batch.SelfPlayBatch`): the learner's actions for all games go in one numba call, then the
+opponents of every game that is not at a learner decision move together until all are (one torch forward per
+frozen snapshot for all its games, one numba call for all greedy games (`agents.batched_greedy`), one for all
+random ones, then one batched step). The game, the learner's seat and the opponents of every episode follow
+from the seed (`draw_episode`).
 
-Two paths, the same learner and pool:
-- `--vec batched` (default): `PoolVecEnv`, an SB3 VecEnv over the batched engine (`SelfPlayBatch`): the
-  learner's actions for all games go in one numba call, then the opponents of every game that is not at a
-  learner decision move together until all are (one torch forward per frozen snapshot for all its games,
-  one numba call for all greedy games (`agents.batched_greedy`), one for all random ones, then one batched
-  step). The game, the learner's seat and the opponents of every episode follow from the seed.
-- `--vec single`: `harmonies/Versus-v0` per env with Python pool opponents, in a DummyVecEnv
-  (or SubprocVecEnv with --subproc); episodes seeded per env as before.
+`PoolOpponents` is the per-env path: a `harmonies/Versus-v0` wrapper whose opponents are agent objects redrawn
+from the same kind of pool at every reset.
 
-Flags:
-  --timesteps N          learner steps of this run (default 200000)
-  --run DIR              output folder (default runs/selfplay)
-  --seed S               seeds the games, the opponent draws, torch and PPO (default 0)
-  --players {2,3,4}      seats per game (default 2); --side {A,B}; --spirits (Nature's Spirit variant)
-  --reward {win,score,dense}  learner's reward as Versus-v0 (default score)
-  --vec {batched,single} environment path (default batched)
-  --n-envs N             games stepped together (default 32 batched, 4 single)
-  --subproc              single path only: SubprocVecEnv workers instead of one process
-  --opponent-sample      batched path only: frozen snapshots sample their masked policy (default: its argmax,
-                         as PPOAgent plays)
-  --lr, --n-steps (default 64 batched, 512 single: 2048 steps per update either way), --batch-size (256)
-  --greedy-beam B        beam of the greedy opponent in the pool and in the evaluation (default 8)
-  --no-heuristics        pool of random and the frozen snapshots only (no greedy)
-  --snapshot-every, --checkpoint-every, --eval-every  steps (defaults 50000, 20000, 50000)
-  --eval-episodes N      games of each evaluation (default 20)
-  --threads N            torch CPU threads (default: torch's own choice)
-  --resume               continue from DIR/checkpoints/latest.zip with its pool (new games: the batched env
-                         is seeded from --seed and the step count reached)
-
-Writes, under --run: `tb/` (tensorboard), `checkpoints/` (latest.zip + state.json with the pool, for --resume),
-`pool/` (frozen snapshots), `eval.jsonl` (periodic evaluation against GreedyAgent: the learner's win rate (a
-tie shared among the tied winners) and mean score, one JSON line each). Progress shows as a tqdm bar; the last
-line printed is a JSON summary with the final evaluation and the learner's steps per second.
+Training with it: `python -m experiments.train selfplay-ppo --config experiments/configs/selfplay_ppo.toml`.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -57,21 +25,18 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harmonies_env import actions as A
+from harmonies_env import rules
+from harmonies_env import state as S
+from harmonies_env.batch import SelfPlayBatch, episode_seed
+from harmonies_env.env_gym import VersusEnv
+from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
+from harmonies_env.scoring import NUM_CATEGORIES
+from harmonies_env.vector import BatchVecEnvMethods
 
-from agents import GreedyAgent, RandomAgent  # noqa: E402
-from agents.batched_greedy import GreedyPlans, random_rows  # noqa: E402
-from agents.ppo import PPOAgent  # noqa: E402
-from experiments.common import progress_callback  # noqa: E402
-from harmonies_env import actions as A  # noqa: E402
-from harmonies_env import rules  # noqa: E402
-from harmonies_env import state as S  # noqa: E402
-from harmonies_env.batch import SelfPlayBatch, episode_seed  # noqa: E402
-from harmonies_env.env_gym import VersusEnv  # noqa: E402
-from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation  # noqa: E402
-from harmonies_env.scoring import NUM_CATEGORIES  # noqa: E402
-from harmonies_env.vector import BatchVecEnvMethods  # noqa: E402
+from .batched_greedy import GreedyPlans, random_rows
+from .greedy import GreedyAgent
+from .random_agent import RandomAgent
 
 #: Mixed into a game's seed to draw that episode's seats and opponents (see `draw_episode`).
 POOL_SALT = 0x51F1A7
@@ -183,20 +148,19 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
             self.pool.append(member)
             self._kinds = np.append(self._kinds, kind)
 
-    def _model(self, path: str) -> Any:
+    def _policy(self, path: str) -> Any:
+        """A frozen snapshot's policy, loaded weights-only (`agents.ppo.load_policy`: nothing in the file runs)."""
         if path not in self._models:
-            from sb3_contrib import MaskablePPO
+            from .ppo import load_policy
 
-            model = MaskablePPO.load(path, device=self.device)
-            model.policy.set_training_mode(False)
-            self._models[path] = model
+            self._models[path] = load_policy(path, device=self.device)
         return self._models[path]
 
     def _policy_actions(self, path: str, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """One forward pass of a frozen snapshot for all its games: masked argmax, or a masked sample."""
         import torch
 
-        policy = self._model(path).policy
+        policy = self._policy(path)
         obs_t, _ = policy.obs_to_tensor(obs)
         with torch.no_grad():
             probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.cpu().numpy()
@@ -382,7 +346,7 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the per-env path (--vec single)
+# the per-env path (Versus-v0 per env, e.g. in a DummyVecEnv)
 # ---------------------------------------------------------------------------------------------------------
 class PoolOpponents(gymnasium.Wrapper):
     """Versus-v0 whose opponents are redrawn from a pool at every reset (seeded by the reset's seed)."""
@@ -398,13 +362,15 @@ class PoolOpponents(gymnasium.Wrapper):
         if member not in self.pool:
             self.pool.append(member)
 
-    def _agent(self, member: str):
+    def _agent(self, member: str) -> Any:
         if member not in self._loaded:
             if member == "random":
                 self._loaded[member] = RandomAgent(seed=int(self._rng.integers(2**31)))
             elif member == "greedy":
                 self._loaded[member] = GreedyAgent(beam=self.greedy_beam)
             else:
+                from .ppo import PPOAgent
+
                 self._loaded[member] = PPOAgent(member)
         return self._loaded[member]
 
@@ -423,176 +389,4 @@ class PoolOpponents(gymnasium.Wrapper):
         return self.env.unwrapped.action_masks()
 
 
-def make_env(args: argparse.Namespace, pool: list[str], rank: int):
-    def thunk():
-        env = VersusEnv(num_players=args.players, side=args.side, spirits=args.spirits, reward=args.reward)
-        env = PoolOpponents(env, pool, greedy_beam=args.greedy_beam)
-        env.reset(seed=args.seed * 1000 + rank)
-        return env
-    return thunk
-
-
-def evaluate(model, args: argparse.Namespace, episodes: int, seed: int) -> dict:
-    """Learner (deterministic, masked) vs GreedyAgent in every other seat, one Versus-v0 game at a time."""
-    env = VersusEnv(num_players=args.players, side=args.side, spirits=args.spirits, reward="win",
-                    opponents=GreedyAgent(beam=args.greedy_beam))
-    wins, scores = 0.0, []
-    for ep in range(episodes):
-        obs, _ = env.reset(seed=seed + ep)
-        done = False
-        info: dict = {}
-        while not done:
-            action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
-            obs, _, term, trunc, info = env.step(int(action))
-            done = term or trunc
-        wins += 1.0 / len(info["winners"]) if info.get("won") else 0.0
-        scores.append(info["scores"]["total"])
-    return {"win_rate_vs_greedy": wins / episodes, "mean_score": float(np.mean(scores)),
-            "std_score": float(np.std(scores)), "episodes": episodes}
-
-
-def evaluate_batched(model, args: argparse.Namespace, episodes: int, seed: int) -> dict:
-    """Learner (deterministic, masked) vs the greedy heuristic in every other seat: `episodes` games at once
-    (the first game of each row of a `PoolVecEnv` whose pool is greedy alone); same figures as `evaluate`."""
-    env = PoolVecEnv(episodes, num_players=args.players, side=args.side, spirits=args.spirits, reward="win",
-                     pool=["greedy"], greedy_beam=args.greedy_beam, seed=seed)
-    obs = env.reset()
-    done = np.zeros(episodes, dtype=bool)
-    share = np.zeros(episodes)
-    scores = np.zeros(episodes)
-    while not done.all():
-        actions, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
-        obs, _, dones, infos = env.step(actions)
-        for r in np.flatnonzero(dones & ~done):
-            share[r] = infos[r]["win_share"]
-            scores[r] = infos[r]["score"]
-        done |= dones
-    return {"win_rate_vs_greedy": float(share.mean()), "mean_score": float(scores.mean()),
-            "std_score": float(scores.std()), "episodes": episodes}
-
-
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.splitlines()[2:]))
-    ap.add_argument("--timesteps", type=int, default=200_000)
-    ap.add_argument("--run", default="runs/selfplay", help="output folder (tensorboard, checkpoints, pool)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--players", type=int, default=2, choices=[2, 3, 4])
-    ap.add_argument("--side", default="A", choices=["A", "B"])
-    ap.add_argument("--spirits", action="store_true")
-    ap.add_argument("--reward", default="score", choices=["win", "score", "dense"])
-    ap.add_argument("--vec", default="batched", choices=["batched", "single"],
-                    help="batched: PoolVecEnv on the batched engine; single: Versus-v0 per env")
-    ap.add_argument("--n-envs", type=int, default=None, help="games stepped together (default 32 batched, 4 single)")
-    ap.add_argument("--subproc", action="store_true", help="--vec single: SubprocVecEnv workers, not one process")
-    ap.add_argument("--opponent-sample", action="store_true",
-                    help="--vec batched: frozen snapshots sample their masked policy instead of its argmax")
-    ap.add_argument("--lr", type=float, default=3e-4)
-    ap.add_argument("--n-steps", type=int, default=None, help="steps per env per update (default 64 batched, "
-                    "512 single)")
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--greedy-beam", type=int, default=8, help="beam of the GreedyAgent in the pool and eval")
-    ap.add_argument("--no-heuristics", action="store_true", help="pool of frozen snapshots (and random) only")
-    ap.add_argument("--snapshot-every", type=int, default=50_000)
-    ap.add_argument("--checkpoint-every", type=int, default=20_000)
-    ap.add_argument("--eval-every", type=int, default=50_000)
-    ap.add_argument("--eval-episodes", type=int, default=20)
-    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
-    ap.add_argument("--resume", action="store_true", help="continue from --run/checkpoints/latest.zip")
-    args = ap.parse_args(argv)
-    batched = args.vec == "batched"
-    if args.subproc and batched:
-        ap.error("--subproc is for --vec single (the batched env steps all games in one process)")
-    if args.opponent_sample and not batched:
-        ap.error("--opponent-sample is for --vec batched")
-    if args.n_envs is None:
-        args.n_envs = 32 if batched else 4
-    if args.n_steps is None:
-        args.n_steps = 64 if batched else 512
-    if args.n_envs < 1 or args.n_steps < 1 or args.eval_episodes < 1:
-        ap.error("--n-envs, --n-steps and --eval-episodes must be positive")
-    return args
-
-
-def main(argv: list[str] | None = None) -> dict:
-    args = parse_args(argv)
-
-    import torch
-    from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-    from tqdm import tqdm
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    batched = args.vec == "batched"
-    run = Path(args.run)
-    (run / "checkpoints").mkdir(parents=True, exist_ok=True)
-    (run / "pool").mkdir(parents=True, exist_ok=True)
-    state_file = run / "checkpoints" / "state.json"
-    pool = ["random"] + ([] if args.no_heuristics else ["greedy"])
-    start = 0
-    if args.resume:
-        if not state_file.exists():
-            raise SystemExit(f"--resume: nothing to resume in {run} (no {state_file})")
-        saved = json.loads(state_file.read_text())
-        pool, start = saved["pool"], int(saved.get("timesteps", 0))
-    torch.manual_seed(args.seed)
-    if batched:
-        venv: Any = PoolVecEnv(args.n_envs, num_players=args.players, side=args.side, spirits=args.spirits,
-                               reward=args.reward, pool=pool, greedy_beam=args.greedy_beam,
-                               opponent_sample=args.opponent_sample)
-    else:
-        fns = [make_env(args, pool, r) for r in range(args.n_envs)]
-        venv = SubprocVecEnv(fns) if args.subproc else DummyVecEnv(fns)
-    if args.resume:
-        model = MaskablePPO.load(str(run / "checkpoints" / "latest.zip"), env=venv, device="cpu",
-                                 tensorboard_log=str(run / "tb"))
-    else:
-        model = MaskablePPO("MlpPolicy", venv, learning_rate=args.lr, n_steps=args.n_steps,
-                            batch_size=args.batch_size, seed=args.seed, verbose=0, device="cpu",
-                            tensorboard_log=str(run / "tb"))
-    if batched:  # after the model's own venv.seed(args.seed): a resumed run plays new games
-        venv.seed(args.seed * 1_000_003 + start)
-    evaluate_fn = evaluate_batched if batched else evaluate
-
-    class SelfPlay(BaseCallback):
-        def _on_step(self) -> bool:
-            t = self.num_timesteps
-            n = self.training_env.num_envs
-            if t % args.checkpoint_every < n:
-                self.model.save(run / "checkpoints" / "latest.zip")
-                state_file.write_text(json.dumps({"pool": pool, "timesteps": t}))
-            if t % args.snapshot_every < n:
-                snap = run / "pool" / f"step_{t}.zip"
-                self.model.save(snap)
-                pool.append(str(snap))
-                self.training_env.env_method("add_to_pool", str(snap))
-            if t % args.eval_every < n:
-                res = evaluate_fn(self.model, args, args.eval_episodes, seed=10_000 + t)
-                res["timesteps"] = t
-                with open(run / "eval.jsonl", "a") as f:
-                    f.write(json.dumps(res) + "\n")
-                self.logger.record("eval/win_rate_vs_greedy", res["win_rate_vs_greedy"])
-                self.logger.record("eval/mean_score", res["mean_score"])
-                tqdm.write(json.dumps(res))
-            return True
-
-    callbacks = [SelfPlay(), progress_callback(args.timesteps, "self-play")]
-    t0 = time.perf_counter()
-    model.learn(total_timesteps=args.timesteps, callback=callbacks, reset_num_timesteps=not args.resume,
-                tb_log_name="selfplay")
-    wall = time.perf_counter() - t0
-    model.save(run / "checkpoints" / "latest.zip")
-    state_file.write_text(json.dumps({"pool": pool, "timesteps": int(model.num_timesteps)}))
-    res = evaluate_fn(model, args, args.eval_episodes, seed=99_999)
-    summary = {"final": True, **res, "timesteps": int(model.num_timesteps), "vec": args.vec,
-               "n_envs": args.n_envs, "wall_s": round(wall, 1),
-               "steps_per_s": round((model.num_timesteps - start) / max(wall, 1e-9), 1), "pool": pool}
-    print(json.dumps(summary))
-    return summary
-
-
-if __name__ == "__main__":
-    main()
+__all__ = ["PoolVecEnv", "PoolOpponents", "draw_episode", "member_kind", "POOL_SALT", "RANDOM", "GREEDY", "SNAPSHOT"]

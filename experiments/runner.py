@@ -1,0 +1,179 @@
+"""What every training command shares: the run-level arguments, the run folder and the one MaskablePPO set-up
+and training loop (`train_ppo`) that the PPO commands (solo-ppo, versus-ppo, selfplay-ppo, plan-ppo) plug their
+environments into.
+
+A run folder holds `config.json` (the command, its resolved config and seed: what `--resume` continues),
+`checkpoints/` (atomic checkpoints, the newest two kept), `eval.csv` (periodic evaluations, rewritten
+atomically), `tb/` (TensorBoard), `model.zip` (the final policy) and `summary.json`.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .common import ConfigError, atomic_write_bytes, atomic_write_json, latest_checkpoint, remove_temp_files, section
+
+
+@dataclass
+class RunArgs:
+    """The run-level settings of one training command (everything else is in `config`)."""
+
+    algo: str
+    config: dict[str, Any]
+    seed: int = 0
+    run: Path = Path("runs")
+    resume: bool = False
+    device: str = "cpu"
+    max_minutes: float = 0.0
+    progress: bool = True
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+#: The [run] section: how long to train and how often to evaluate / checkpoint (steps), torch threads.
+RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
+                                "checkpoint_every": 50_000, "keep_checkpoints": 2, "threads": 1,
+                                "engine_threads": 1, "init": ""}
+
+
+def save_run_config(args: RunArgs) -> None:
+    """`run/config.json`: the command, config and seed a `--resume` continues with."""
+    atomic_write_json(args.run / "config.json", {"algo": args.algo, "seed": args.seed, "config": args.config})
+
+
+def make_ppo(venv: Any, ppo: dict[str, Any], seed: int, device: str, tb: str | None) -> Any:
+    """The one MaskablePPO set-up: [ppo] keys are MaskablePPO's own keyword arguments, except `net_arch`
+    (hidden layer sizes, for both heads) and `activation` ("tanh" / "relu"), which go to policy_kwargs."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    kw = dict(ppo)
+    policy_kwargs: dict[str, Any] = {}
+    if "net_arch" in kw:
+        policy_kwargs["net_arch"] = list(kw.pop("net_arch"))
+    if "activation" in kw:
+        act = kw.pop("activation")
+        acts = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
+        if act not in acts:
+            raise ConfigError(f"[ppo] activation must be one of {', '.join(acts)}, got {act!r}")
+        policy_kwargs["activation_fn"] = acts[act]
+    try:
+        return MaskablePPO("MlpPolicy", venv, seed=seed, device=device, verbose=0, tensorboard_log=tb,
+                           policy_kwargs=policy_kwargs, **kw)
+    except TypeError as e:
+        raise ConfigError(f"config section [ppo]: {e}") from None
+
+
+def load_ppo(path: str | Path, venv: Any, device: str, tb: str | None, ppo: dict[str, Any] | None = None) -> Any:
+    """A MaskablePPO checkpoint written by these commands, attached to `venv` (optimizer and step count kept);
+    `ppo` ([ppo] keys but the network's) replaces the saved hyperparameters (n_steps, learning_rate, ...).
+
+    Loading an SB3 zip unpickles parts of it: load only checkpoints you wrote or trust.
+    """
+    from sb3_contrib import MaskablePPO
+
+    kw = {k: v for k, v in (ppo or {}).items() if k not in ("net_arch", "activation")}
+    return MaskablePPO.load(str(path), env=venv, device=device, tensorboard_log=tb, **kw)
+
+
+@dataclass
+class PPOTask:
+    """How a PPO command differs from the others.
+
+    make_env(seed) -> the training VecEnv whose row r plays games from base seed `seed` + r;
+    make_eval_env() -> the evaluation VecEnv (None: no evaluation); state() / restore(state): extra resumable
+    state (e.g. the self-play pool); hooks: periodic (every, fn(model, timesteps)); before_learn(model):
+    called once on a fresh model (e.g. a warm start); on_eval(model, row): e.g. keep the best policy.
+    """
+
+    name: str
+    make_env: Callable[[int], Any]
+    make_eval_env: Callable[[], Any] | None = None
+    state: Callable[[], dict] | None = None
+    restore: Callable[[dict], None] | None = None
+    hooks: list[tuple[int, Callable[[Any, int], None]]] = field(default_factory=list)
+    before_learn: Callable[[Any], dict] | None = None
+    on_eval: Callable[[Any, dict], None] | None = None
+
+
+def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
+    """Train (or resume) a MaskablePPO run; returns the summary also written to `run/summary.json`."""
+    import torch
+    from stable_baselines3.common.utils import set_random_seed
+
+    from .callbacks import ProgressBar, RunCallback, model_bytes
+    from .evaluate import EVAL_SEED, evaluate, train_seed
+
+    cfg = section(args.config, "run", RUN_DEFAULTS)
+    torch.set_num_threads(int(cfg["threads"]))
+    set_random_seed(args.seed)
+    run = args.run
+    tb = str(run / "tb")
+    device = args.resolved_device()
+    if args.resume:  # what killed writes left behind
+        remove_temp_files(run / "checkpoints")
+        remove_temp_files(run)
+    ck = latest_checkpoint(run / "checkpoints") if args.resume else None
+    if args.resume and ck is None:
+        raise SystemExit(f"--resume: no complete checkpoint in {run / 'checkpoints'}")
+    state = ck[1]["state"] if ck else {}
+    if ck and task.restore is not None:
+        task.restore(state)
+    start = int(ck[1]["timesteps"]) if ck else 0
+    venv = task.make_env(train_seed(args.seed) + start)  # a resumed run plays new games
+    extra: dict[str, Any] = {}
+    if ck:
+        model = load_ppo(ck[0], venv, device, tb, args.config.get("ppo", {}))
+        print(f"resumed {args.algo} from {ck[0]} at {start} steps", flush=True)
+    elif cfg["init"]:
+        init = Path(cfg["init"]).expanduser()
+        model = load_ppo(init, venv, device, tb, args.config.get("ppo", {}))
+        model.num_timesteps = 0
+        print(f"initialised from {init}", flush=True)
+    else:
+        model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
+        if task.before_learn is not None:
+            extra.update(task.before_learn(model))
+    venv.seed(train_seed(args.seed) + start)  # the model's own seeding reseeded the env: the run's games again
+    eval_env = task.make_eval_env() if task.make_eval_env is not None else None
+
+    def run_eval(m: Any) -> dict:
+        return evaluate(m, eval_env, EVAL_SEED)
+
+    cb = RunCallback(run, run_eval if eval_env is not None else None, int(cfg["eval_every"]),
+                     int(cfg["checkpoint_every"]), state=task.state, evals=state.get("evals", []),
+                     keep=int(cfg["keep_checkpoints"]), hooks=task.hooks, max_minutes=args.max_minutes,
+                     elapsed_minutes=float(state.get("minutes", 0.0)),
+                     elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)), on_eval=task.on_eval)
+    remaining = int(cfg["timesteps"]) - start
+    t0 = time.perf_counter()
+    if remaining > 0:
+        model.learn(total_timesteps=remaining, reset_num_timesteps=not ck and not cfg["init"],
+                    callback=[cb, ProgressBar(remaining, task.name, disable=not args.progress)],
+                    tb_log_name=task.name)
+    else:  # nothing left to train (a finished run resumed): evaluate and save all the same
+        cb.init_callback(model)
+    wall = time.perf_counter() - t0
+    steps = int(model.num_timesteps) - start
+    if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
+        cb.run_eval()
+    cb.checkpoint()
+    atomic_write_bytes(run / "model.zip", model_bytes(model))
+    summary = {"algo": args.algo, "timesteps": int(model.num_timesteps), "this_process_steps": steps,
+               "wall_s": round(wall, 1), "steps_per_s": round(steps / max(wall, 1e-9), 1),
+               "seconds": {k: round(v, 1) for k, v in cb.seconds.items()},
+               "stopped_by_time": cb.stopped_by_time, "minutes": round(cb.minutes(), 2),
+               "cpu_minutes": round(cb.cpu_minutes(), 2),
+               "final_eval": cb.evals[-1] if cb.evals else None, "model": str(run / "model.zip"),
+               "seed": args.seed, **extra, **(task.state() if task.state else {})}
+    atomic_write_json(run / "summary.json", summary)
+    print(json.dumps(summary), flush=True)
+    return summary

@@ -1,0 +1,263 @@
+"""The experiments layer: atomic writes survive SIGKILL, checkpoints are taken only when complete, configs and
+`--set` overrides are checked, and a real training process killed again and again during its checkpoint writes
+resumes every time and finishes its run."""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from experiments.common import (
+    ConfigError,
+    apply_overrides,
+    atomic_write_bytes,
+    atomic_write_csv,
+    latest_checkpoint,
+    load_config,
+    parse_value,
+    read_csv,
+    remove_temp_files,
+    save_checkpoint,
+    section,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# atomic writes and checkpoints
+# ---------------------------------------------------------------------------------------------------------
+def _writer(path: str) -> None:
+    """Overwrite `path` forever, alternating two 2 MB contents (run in a child that gets SIGKILLed)."""
+    k = 0
+    while True:
+        atomic_write_bytes(path, (b"a" if k % 2 else b"b") * 2_000_000)
+        k += 1
+
+
+def test_atomic_write_survives_sigkill_at_random_moments(tmp_path):
+    path = tmp_path / "f.bin"
+    atomic_write_bytes(path, b"a" * 2_000_000)
+    ctx = mp.get_context("fork")
+    rng = random.Random(0)
+    for _ in range(25):
+        child = ctx.Process(target=_writer, args=(str(path),))
+        child.start()
+        time.sleep(rng.uniform(0.0, 0.05))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        data = path.read_bytes()
+        assert data in (b"a" * 2_000_000, b"b" * 2_000_000)  # the old file or the new one, never a torn one
+    remove_temp_files(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["f.bin"]
+
+
+def test_atomic_write_keeps_the_old_file_when_the_write_fails(tmp_path, monkeypatch):
+    path = tmp_path / "x.json"
+    atomic_write_bytes(path, b"old")
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_checkpoints_newest_complete_one_wins(tmp_path):
+    ck = tmp_path / "ck"
+    assert latest_checkpoint(ck) is None
+    for t in (100, 200, 300):
+        save_checkpoint(ck, t, f"model-{t}".encode(), {"pool": [t]}, keep=2)
+    assert sorted(p.name for p in ck.iterdir()) == ["step_000000000200.json", "step_000000000200.zip",
+                                                    "step_000000000300.json", "step_000000000300.zip"]
+    z, rec = latest_checkpoint(ck)
+    assert z.name == "step_000000000300.zip" and rec["timesteps"] == 300 and rec["state"] == {"pool": [300]}
+    (ck / "step_000000000300.zip").write_bytes(b"model-3")  # torn (shorter than recorded)
+    assert latest_checkpoint(ck)[1]["timesteps"] == 200
+    (ck / "step_000000000300.zip").write_bytes(b"model-301")  # same size, other bytes
+    assert latest_checkpoint(ck)[1]["timesteps"] == 200
+    (ck / "step_000000000400.zip").write_bytes(b"model-400")  # a zip whose record never got written
+    (ck / "step_000000000500.json").write_text('{"timesteps": 5')  # a torn record (not atomic: by hand)
+    (ck / ".step_000000000600.zip.1.ab.tmp").write_bytes(b"partial")
+    assert latest_checkpoint(ck)[1]["timesteps"] == 200
+    assert remove_temp_files(ck) == 1
+    with pytest.raises(ValueError):
+        save_checkpoint(ck, 1, b"x", {}, keep=0)
+
+
+def test_csv_rows_round_trip(tmp_path):
+    atomic_write_csv(tmp_path / "e.csv", [{"timesteps": 1, "score": 2.5}, {"timesteps": 2, "score": 3.0,
+                                                                          "win_rate": 0.5}])
+    rows = read_csv(tmp_path / "e.csv")
+    assert rows == [{"timesteps": "1", "score": "2.5", "win_rate": ""},
+                    {"timesteps": "2", "score": "3.0", "win_rate": "0.5"}]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# configs
+# ---------------------------------------------------------------------------------------------------------
+def test_config_overrides_are_checked():
+    cfg = {"run": {"timesteps": 10}, "ppo": {"learning_rate": 3e-4, "net_arch": [64, 64]}}
+    out = apply_overrides(cfg, ["ppo.learning_rate=1e-4", "ppo.net_arch=[16]", "run.timesteps=5"])
+    assert out == {"run": {"timesteps": 5}, "ppo": {"learning_rate": 1e-4, "net_arch": [16]}}
+    assert cfg["ppo"]["net_arch"] == [64, 64]  # the original is untouched
+    assert parse_value("true") is True and parse_value('"A"') == "A" and parse_value("A") == "A"
+    for bad, msg in (("ppo.learning_rat=1", "no key 'learning_rat'"), ("env.n_envs=2", "no section 'env'"),
+                     ("ppo.learning_rate", "section.key=value")):
+        with pytest.raises(ConfigError, match=msg):
+            apply_overrides(cfg, [bad])
+    with pytest.raises(ConfigError, match=r"\[run\]: unknown key\(s\) timestep"):
+        section({"run": {"timestep": 1}}, "run", {"timesteps": 0})
+    assert section({}, "run", {"timesteps": 7}) == {"timesteps": 7}
+
+
+def test_shipped_configs_parse_and_name_known_keys():
+    from experiments.train import COMMANDS, CONFIGS
+
+    for name, (_, _, file, _) in COMMANDS.items():
+        cfg = load_config(CONFIGS / file)
+        assert cfg, name
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(CONFIGS / "nope.toml")
+
+
+def test_train_command_line_errors(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    from experiments import train
+
+    with pytest.raises(SystemExit, match="no key 'learning_rat'"):
+        train.main(["solo-ppo", "--run", str(tmp_path / "a"), "--set", "ppo.learning_rat=1"])
+    with pytest.raises(SystemExit, match="holds no run"):
+        train.main(["solo-ppo", "--run", str(tmp_path / "b"), "--resume"])
+    with pytest.raises(SystemExit, match=r"\[env\] vec must be"):
+        train.main(["solo-ppo", "--run", str(tmp_path / "c"), "--set", 'env.vec="fast"'])
+    with pytest.raises(SystemExit, match="is a solo-ppo run, not versus-ppo"):
+        train.main(["versus-ppo", "--run", str(tmp_path / "c"), "--resume"])
+    with pytest.raises(SystemExit):  # argparse: unknown command
+        train.main(["nope"])
+    assert "usage" in capsys.readouterr().err
+    assert train.main([]) == 0 and "solo-ppo" in capsys.readouterr().out  # no command: the help
+
+
+def test_a_command_that_parses_its_own_flags_registers_in_one_line(monkeypatch, capsys):
+    import types
+
+    from experiments import train
+
+    calls = []
+    module = types.ModuleType("own_flags_cmd")
+    module.main = lambda argv: calls.append(argv) or 3
+    monkeypatch.setitem(sys.modules, "own_flags_cmd", module)
+    monkeypatch.setitem(train.COMMANDS, "own", ("own_flags_cmd", "main", None, "parses its own flags"))
+    assert train.main(["own", "--config", "x.toml", "--whatever", "1"]) == 3
+    assert calls == [["--config", "x.toml", "--whatever", "1"]]
+    with pytest.raises(SystemExit):
+        train.main(["--help"])
+    assert "parses its own flags (its own flags: own --help)" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a real training process, SIGKILLed during its checkpoint writes, resumes every time
+# ---------------------------------------------------------------------------------------------------------
+TOTAL = 3072  # steps of the killed run: 24 updates of 8 games x 16 steps, a checkpoint after every update
+TINY = ["--set", f"run.timesteps={TOTAL}", "--set", "run.checkpoint_every=128", "--set", "run.eval_every=512",
+        "--set", "run.eval_episodes=2", "--set", "env.n_envs=8", "--set", "ppo.n_steps=16",
+        "--set", "ppo.batch_size=64", "--set", "ppo.n_epochs=1", "--set", "ppo.net_arch=[64]", "--no-progress"]
+
+
+def _launch(run: Path, resume: bool) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "experiments.train", "solo-ppo", "--run", str(run), *TINY]
+    if resume:
+        cmd.append("--resume")
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _steps(run: Path) -> int:
+    found = latest_checkpoint(run / "checkpoints")
+    return -1 if found is None else found[1]["timesteps"]
+
+
+def test_training_resumes_after_sigkill_during_checkpoint_writes(tmp_path):
+    pytest.importorskip("sb3_contrib")
+    run = tmp_path / "run"
+    rng = random.Random(1)
+    ck = run / "checkpoints"
+    reached = [-1]
+    torn = 0
+    for round_ in range(6):
+        proc = _launch(run, resume=round_ > 0)
+        before = reached[-1]
+        # wait until this process has written a checkpoint of its own, then kill it: on odd rounds the moment a
+        # temp file of a checkpoint write shows up (mid-write), on even rounds after a random delay
+        deadline = time.monotonic() + 600  # generous: a loaded machine slows the start (imports, kernels)
+        while _steps(run) <= before and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proc.poll() is None, proc.communicate()[0][-3000:]
+        if round_ % 2:
+            t_end = time.monotonic() + 10
+            while time.monotonic() < t_end and not any(p.name.endswith(".tmp") for p in ck.iterdir()):
+                time.sleep(0.0005)
+        else:
+            time.sleep(rng.uniform(0.0, 0.3))
+        proc.send_signal(signal.SIGKILL)
+        out = proc.communicate()[0]
+        torn += any(p.name.endswith(".tmp") for p in ck.iterdir())
+        now = _steps(run)
+        assert now > before, out[-3000:]  # progress was kept: the newest complete checkpoint is newer
+        if round_ > 0:
+            assert f"at {before} steps" in out  # it resumed from the newest complete checkpoint
+        reached.append(now)
+        assert now < TOTAL, "the run finished before it was killed: make TOTAL larger"
+    proc = _launch(run, resume=True)
+    out = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 0, out[-3000:]
+    assert f"at {reached[-1]} steps" in out
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["timesteps"] == TOTAL
+    assert not any(p.name.endswith(".tmp") for p in ck.iterdir())
+    rows = [int(r["timesteps"]) for r in read_csv(run / "eval.csv")]
+    assert rows == sorted(set(rows)) and rows[-1] == TOTAL  # no evaluation twice after a resume
+    print(f"{len(reached) - 1} kills, {torn} left a torn temp file; checkpoints reached {reached[1:]}")
+
+
+def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    from experiments import evaluate, plot, train
+
+    run = tmp_path / "solo"
+    assert train.main(["solo-ppo", "--run", str(run), "--no-progress", "--set", "run.timesteps=256",
+                       "--set", "run.eval_every=128", "--set", "run.eval_episodes=2", "--set", "env.n_envs=8",
+                       "--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.net_arch=[16]"]) == 0
+    assert [int(r["timesteps"]) for r in read_csv(run / "eval.csv")] == [0, 128, 256]  # 0: untrained
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0  # nothing left to do
+    done = json.loads((run / "summary.json").read_text())
+    assert done["timesteps"] == 256 and done["this_process_steps"] == 0
+    assert [int(r["timesteps"]) for r in read_csv(run / "eval.csv")] == [0, 128, 256]
+    capsys.readouterr()
+    assert evaluate.main([str(run), "--games", "3", "--out", str(tmp_path / "e.json")]) == 0
+    model = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert model["games"] == 3 and model["legal_rate"] == 1.0 and "mean_suns" in model
+    assert json.loads((tmp_path / "e.json").read_text()) == model
+    assert evaluate.main([str(run), "--games", "3", "--policy", "random"]) == 0
+    rand = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rand["policy"] == "random" and rand["legal_rate"] == 1.0
+    # the per-env path (Solo-v0 in a DummyVecEnv) trains too; evaluation stays batched
+    d = tmp_path / "dummy"
+    assert train.main(["solo-ppo", "--run", str(d), "--no-progress", "--set", 'env.vec="dummy"', "--set",
+                       "env.n_envs=2", "--set", "run.timesteps=64", "--set", "run.eval_every=0", "--set",
+                       "run.eval_episodes=2", "--set", "ppo.n_steps=32", "--set", "ppo.batch_size=32"]) == 0
+    assert json.loads((d / "summary.json").read_text())["timesteps"] == 64
+    assert [int(r["timesteps"]) for r in read_csv(d / "eval.csv")] == [64]  # eval_every 0: the final one only
+    png = plot.plot([run], ["mean_score", "mean_suns"], tmp_path / "img" / "c.png", refs=[("mean_score", "x", 5.0)])
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
