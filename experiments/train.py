@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                     "compare / hill-climb the greedy planner's weights in numba"),
     "rllib-ppo": ("experiments.rllib_selfplay", "run", "rllib_ppo.toml",
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
+    "learned": ("experiments.train_learned", "main", None,
+                "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
 }
 
 

@@ -1,6 +1,7 @@
 """Train the afterstate value network (`agents.learned`) from scratch by batched self-play.
 
-    python -m experiments.train_learned --config experiments/configs/learned.toml --run runs/learned --max-minutes 60
+    python -m experiments.train learned --run runs/learned          # = python -m experiments.train_learned ...
+    harmonies train learned --run runs/learned --max-minutes 60      # the same, from the CLI
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
 (`agents.afterstate.candidate_rows`, threads over row ranges) and writes each candidate's afterstate features, ONE
@@ -524,7 +525,8 @@ def complete_checkpoints(run: Path) -> list[Path]:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m experiments.train_learned", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=None, help="TOML file of settings (see experiments/configs/learned.toml)")
+    ap.add_argument("--config", default=str(Path(__file__).resolve().parent / "configs" / "learned.toml"),
+                    help="TOML file of settings (the shipped agent's: experiments/configs/learned.toml)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="override one setting (TOML value), repeatable")
     ap.add_argument("--run", default="runs/learned", help="run folder: checkpoints, model.pt/.json, progress.csv")
