@@ -8,7 +8,8 @@ Cases (each warmed up first, then timed for about --seconds):
   batched forward, playing the chosen plans), with the config's games, beam and candidates;
 * `train`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
 * `iteration`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
-* `learned_decision`: `LearnedAgent` (shipped network, beam 800, 32 candidates) deciding a turn: ms per decision.
+* `learned_decision`: `LearnedAgent` (shipped network, beam 800, 32 candidates) deciding a turn: ms per decision;
+* `search_decision`: `LearnedSearchAgent` with 200 leaves per decision (`learned-search:200it`): ms per decision.
 """
 from __future__ import annotations
 
@@ -43,19 +44,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"))
     ap.add_argument("--threads", type=int, default=None, help="override run.threads")
     ap.add_argument("--seconds", type=float, default=15.0, help="timing per case")
-    ap.add_argument("--cases", nargs="*", default=["selfplay", "train", "iteration", "learned_decision"])
+    ap.add_argument("--cases", nargs="*", default=["selfplay", "train", "iteration", "learned_decision",
+                                                   "search_decision"])
     args = ap.parse_args(argv)
     sets = [] if args.threads is None else [f"run.threads={args.threads}"]
     cfg = load_config(args.config, sets)
     load = os.getloadavg()[0]
+    trainer_cases = {"selfplay", "train", "iteration"} & set(args.cases)
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, seed=0, run=Path(tmp), progress=False)
-        G = tr.G
-        while tr.buf_size < max(int(cfg["train"]["batch"]) * 4, 2048):  # warm-up: compile, fill the buffer
+        if not trainer_cases:
+            tmp = None
+        tr = Trainer(cfg, seed=0, run=Path(tmp), progress=False) if tmp else None
+        # warm-up: compile the kernels, fill the replay buffer
+        while tr is not None and tr.buf_size < max(int(cfg["train"]["batch"]) * 4, 2048):
             tr.selfplay_step()
-        tr.train_step()
-        base = {"threads": int(cfg["run"]["threads"]), "games": G, "beam": cfg["selfplay"]["beam"],
-                "candidates": cfg["selfplay"]["candidates"], "load1": round(load, 2)}
+        if tr is not None:
+            tr.train_step()
+        sp = cfg["selfplay"]
+        base = {"threads": int(cfg["run"]["threads"]), "games": sp["games"], "beam": sp["beam"],
+                "candidates": sp["candidates"], "load1": round(load, 2)}
         if "selfplay" in args.cases:
             before = tr.decisions
             n, dt = _timed(tr.selfplay_step, args.seconds)
@@ -76,15 +83,17 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"case": "iteration", **base, "decisions_per_s": round((tr.decisions - before) / dt, 1),
                               "samples_per_s": round(n * int(cfg["train"]["steps_per_iter"]) *
                                                      int(cfg["train"]["batch"]) / dt, 1)}), flush=True)
-    if "learned_decision" in args.cases:
+    for case in ("learned_decision", "search_decision"):
+        if case not in args.cases:
+            continue
         from agents.base import private_copy
-        from agents.learned import LearnedAgent
+        from agents.learned import LearnedAgent, LearnedSearchAgent
         from harmonies_env import Game
         from harmonies_env.view import PlayerView
 
-        agent = LearnedAgent()
+        agent = LearnedAgent() if case == "learned_decision" else LearnedSearchAgent(iterations=200)
         times = []
-        for seed in range(4):
+        for seed in range(4 if case == "learned_decision" else 2):
             g = Game(2, "A", False, seed=seed)
             while not g.is_over:
                 view = PlayerView(g, g.current_player)
@@ -93,8 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                 times.append(time.perf_counter() - t0)
                 for a in plan:
                     g.step(a)
-        t = np.array(times[4:])  # the first decisions include compilation
-        print(json.dumps({"case": "learned_decision", "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
+        t = np.array(times[2:])  # the first decisions include compilation
+        print(json.dumps({"case": case, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
                           "p95_ms": round(1000 * np.percentile(t, 95), 1), "max_ms": round(1000 * t.max(), 1),
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
     return 0
