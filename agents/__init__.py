@@ -15,6 +15,15 @@ from .random_agent import RandomAgent
 AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
 
 
+def _budget(arg: str) -> dict:
+    """A search budget from a spec's argument: '' (1 second), 'SECONDS' or 'Nit' (N iterations)."""
+    if not arg:
+        return {"seconds": 1.0}
+    if arg.endswith("it"):
+        return {"iterations": int(arg[:-2])}
+    return {"seconds": float(arg)}
+
+
 def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
@@ -31,21 +40,13 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
         if kind == "greedy":
             return GreedyAgent(beam=int(arg) if arg else 24, seed=seed, name=spec)
         if kind == "mcts":
-            if not arg:
-                return MCTSAgent(seconds=1.0, seed=seed, name=spec)
-            if arg.endswith("it"):
-                return MCTSAgent(iterations=int(arg[:-2]), seed=seed, name=spec)
-            return MCTSAgent(seconds=float(arg), seed=seed, name=spec)
+            return MCTSAgent(**_budget(arg), seed=seed, name=spec)
         if kind == "learned":
             from .learned import LearnedAgent
             return LearnedAgent(arg or None, seed=seed, name=spec)
         if kind == "learned-search":
             from .learned import LearnedSearchAgent
-            if not arg:
-                return LearnedSearchAgent(seconds=1.0, seed=seed, name=spec)
-            if arg.endswith("it"):
-                return LearnedSearchAgent(iterations=int(arg[:-2]), seed=seed, name=spec)
-            return LearnedSearchAgent(seconds=float(arg), seed=seed, name=spec)
+            return LearnedSearchAgent(**_budget(arg), seed=seed, name=spec)
         if kind == "ppo":
             from .ppo import PPOAgent
             return PPOAgent(arg or None, seed=seed, name=spec, trust=trust)

@@ -144,6 +144,12 @@ def afterstate_features(s, p: int, out) -> None:
                 out[h + _CODES * _CELLS + i] = 1.0
 
 
+def spirit_choice(first_action):
+    """Whether a plan starting with this action (int or int array) is the first-turn Spirit choice, which changes no
+    board (the planner's order decides it; no afterstate is recorded for it)."""
+    return (first_action >= A.KEEP_SPIRIT) & (first_action < A.KEEP_SPIRIT + 2)
+
+
 @njit(cache=True)
 def plan_afterstate(s, plan, n: int) -> None:
     """Apply plan[:n] to s (int64 (STATE_SIZE,), modified) up to, not including, END_TURN: the exact afterstate."""
@@ -202,4 +208,4 @@ def play_rows(lo: int, hi: int, states, active, plans, lens, choice) -> None:
 
 
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "MAX_PLAN", "afterstate_features",
-           "plan_afterstate", "candidate_features", "candidate_rows", "play_rows"]
+           "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows", "play_rows"]

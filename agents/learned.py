@@ -34,7 +34,7 @@ from harmonies_env.batch import outcome
 from harmonies_env.rules import step
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features
+from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, spirit_choice
 from .base import PlanAgent, private_copy
 from .greedy import MAX_PLAN, WIDE_BEAM, plan_turn, planner_settings
 
@@ -194,7 +194,7 @@ class LearnedAgent(PlanAgent):
         plans = [self._plans[k, : self._lens[k]].tolist() for k in range(n)]
         if n == 0:
             return plans, np.zeros(0), False
-        if A.KEEP_SPIRIT <= plans[0][0] < A.KEEP_SPIRIT + 2:  # Spirit choice: the planner's order
+        if spirit_choice(plans[0][0]):  # the first-turn Spirit choice: the planner's order
             return plans, -np.arange(n, dtype=np.float64), True
         out = self.net(self._feats[:n])
         return plans, decision_values(out, game.num_players, self.net.config["value"]), False

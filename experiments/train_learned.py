@@ -46,10 +46,10 @@ from agents.afterstate import (
     NUM_FEATURES,
     candidate_rows,
     play_rows,
+    spirit_choice,
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
-from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, run_rows
 from harmonies_env.io import atomic_write_bytes
@@ -224,6 +224,15 @@ class Trainer:
         with torch.no_grad():
             return self.net(torch.from_numpy(x).to(self.device)).cpu().numpy()
 
+    def _outputs(self, feats: np.ndarray, counts: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
+        """Network outputs for every candidate of the given rows, in ONE forward pass: row -> (counts[r], 8)."""
+        if not len(rows):
+            return {}
+        k = counts[rows]
+        out = self._forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
+        ofs = np.concatenate([[0], np.cumsum(k)])
+        return {int(r): out[ofs[i]: ofs[i + 1]] for i, r in enumerate(rows)}
+
     def selfplay_step(self) -> None:
         """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
         G = self.G
@@ -232,23 +241,16 @@ class Trainer:
                    self.lens, self.values, self.feats, self.counts)
         movers = self.states[:, S.CURRENT]
         choice = np.zeros(G, dtype=np.int64)
-        spirit = (self.plans[:, 0, 0] >= A.KEEP_SPIRIT) & (self.plans[:, 0, 0] < A.KEEP_SPIRIT + 2)
+        spirit = spirit_choice(self.plans[:, 0, 0])
         use_net = (self.counts > 1) & (movers != self.greedy_seat) & ~spirit
         lam = float(self.tr["lam"])
         rows = np.flatnonzero((self.counts > 0) & ~spirit) if lam < 1.0 else np.flatnonzero(use_net)
         explore = self.rng.random(G) < float(self.sp["epsilon"])
-        outs: dict[int, np.ndarray] = {}
-        if len(rows):
-            k = self.counts[rows]
-            flat = np.concatenate([self.feats[r, : k[i]] for i, r in enumerate(rows)])
-            out = self._forward(flat)
-            ofs = np.concatenate([[0], np.cumsum(k)])
-            value = self.netcfg["value"]
-            for i, r in enumerate(rows):
-                outs[int(r)] = out[ofs[i]: ofs[i + 1]]
-                if use_net[r]:
-                    n = int(self.states[r, S.NUM_PLAYERS])
-                    choice[r] = int(np.argmax(decision_values(outs[int(r)], n, value)))
+        outs = self._outputs(self.feats, self.counts, rows)
+        value = self.netcfg["value"]
+        for r, o in outs.items():
+            if use_net[r]:
+                choice[r] = int(np.argmax(decision_values(o, int(self.states[r, S.NUM_PLAYERS]), value)))
         rand = self.rng.integers(0, np.maximum(self.counts, 1))
         choice = np.where(use_net & explore, rand, choice)
         for r in range(G):  # record the chosen afterstate (not the Spirit choice: the board does not change)
@@ -368,13 +370,9 @@ class Trainer:
                        gc)
             choice = np.zeros(E, dtype=np.int64)
             rows = np.flatnonzero(mine & (counts > 1))
-            rows = rows[~((plans[rows, 0, 0] >= A.KEEP_SPIRIT) & (plans[rows, 0, 0] < A.KEEP_SPIRIT + 2))]
-            if len(rows):
-                k = counts[rows]
-                out = self._forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
-                ofs = np.concatenate([[0], np.cumsum(k)])
-                for i, r in enumerate(rows):
-                    choice[r] = int(np.argmax(decision_values(out[ofs[i]: ofs[i + 1]], 2, value)))
+            rows = rows[~spirit_choice(plans[rows, 0, 0])]
+            for r, o in self._outputs(feats, counts, rows).items():
+                choice[r] = int(np.argmax(decision_values(o, 2, value)))
             self._rows(play_rows, E, states, mine, plans, lens, choice)
             self._rows(play_rows, E, states, theirs, gp, gl, zero)
         totals = np.zeros(4, dtype=np.int64)
