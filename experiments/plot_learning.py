@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import math
 import sys
 from pathlib import Path
 
@@ -16,7 +17,9 @@ from harmonies_env.io import atomic_write_bytes
 
 def read_progress(path: str | Path) -> list[dict[str, float]]:
     with open(path, newline="") as f:
-        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        # empty cells (no loss before training, MCTS columns only on the rows that met MCTS) read as NaN
+        return [{k: float(v) if v not in ("", None) else math.nan for k, v in row.items()}
+                for row in csv.DictReader(f)]
 
 
 def plot(rows: list[dict[str, float]], out: Path, title: str, baselines: dict[str, float] | None = None) -> None:
@@ -34,6 +37,11 @@ def plot(rows: list[dict[str, float]], out: Path, title: str, baselines: dict[st
         ax.plot(games, [r[key] for r in rows], marker="o", ms=3, label="learned (network only)")
         if key == "mean_score":
             ax.plot(games, [r["greedy_score"] for r in rows], ls="--", color="gray", label="greedy opponent")
+        mkey = "mcts_" + key
+        met = [r for r in rows if not math.isnan(r.get(mkey, math.nan))]
+        if met:  # the rarer evaluations against mcts:200it
+            ax.plot([r["games"] for r in met], [r[mkey] for r in met], marker="s", ms=5, ls=":", color="tab:green",
+                    label="learned vs mcts:200it")
         for name, value in (baselines or {}).items():
             if name.startswith(key + ":"):
                 ax.axhline(value, ls=":", color="tab:red", label=name.split(":", 1)[1])

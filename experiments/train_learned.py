@@ -12,9 +12,12 @@ go to a replay buffer; `steps_per_iter` Adam steps on minibatches from it follow
 games (`greedy_games`) seats the heuristic (the planner's first plan) in one seat, so the network also meets the
 hand-written evaluation; the rest is pure self-play.
 
-Every `eval_every` iterations the network (alone, `eval_beam` candidates as `learned` plays) meets GreedyAgent's
-planner (beam 24) on `eval_games` fixed seeds that training never uses (each seed with both seatings); the rows go
-to `progress.csv` (and TensorBoard when installed), the best network by win rate to `best.pt/.json`.
+Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned`
+plays) meets GreedyAgent's planner (beam 24) on `eval.games` fixed seeds that training never uses (each seed with
+both seatings); every `eval.mcts_every` iterations it also meets `mcts:200it` (`eval.mcts_games` games on fixed
+seeds of their own). The rows go to `progress.csv` (and TensorBoard when installed), the best network by win rate
+against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
+the run.
 
 Reproducible and kill-safe: a run is a function of its config and `--seed` alone (iteration-based schedules,
 one numpy generator whose state is checkpointed, deterministic torch CPU kernels); every `checkpoint_every`
@@ -76,7 +79,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
                                  # network's own later predictions of the same seat (less variance, some bias)
     },
-    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "opponent_beam": 24, "seed": 1_000_000},
+    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "opponent_beam": 24, "seed": 1_000_000,
+             "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
+             "mcts_games": 16,       # games (each seed with both seatings), the network as `learned` plays it
+             "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2},
 }
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
@@ -386,6 +392,45 @@ class Trainer:
             theirs_pts += totals[1 - p]
         return {"win_rate": wins / E, "mean_score": mine_pts / E, "greedy_score": theirs_pts / E}
 
+    def evaluate_mcts(self) -> dict[str, Any]:
+        """The network as `learned` plays it (beam `eval.beam`, `eval.candidates` candidates) vs `MCTSAgent`
+        (`eval.mcts_iterations` iterations a decision) on `eval.mcts_games` fixed seeds (2 players, Side A)."""
+        from agents.learned import LearnedAgent, ValueNet
+        from agents.mcts import MCTSAgent
+        from harmonies_env.game import Game
+        from harmonies_env.view import PlayerView
+
+        ev = self.ev
+        net = ValueNet(self.netcfg, {k: v.detach().cpu() for k, v in self.net.state_dict().items()})
+        base = int(ev["seed"]) + 500_000
+        wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
+        E = int(ev["mcts_games"])
+        for i in range(E):
+            me = i % 2
+            agents = [LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"])),
+                      MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=base + i)]
+            seats = agents if me == 0 else agents[::-1]
+            g = Game(2, "A", False, seed=base + i // 2)
+            while not g.is_over:
+                p = g.current_player
+                g.step(seats[p].act(PlayerView(g, p)))
+            totals = [sc["total"] for sc in g.scores()]
+            winners = g.winners()
+            wins += (1.0 / len(winners)) if me in winners else 0.0
+            mine_pts += totals[me]
+            theirs_pts += totals[1 - me]
+        return {"mcts_win_rate": wins / E, "mcts_mean_score": mine_pts / E, "mcts_score": theirs_pts / E}
+
+    def _evaluation_row(self) -> dict[str, Any]:
+        row = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+               "hours": round(self.elapsed() / 3600, 4),
+               "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 6),
+               **{k: round(v, 4) for k, v in self.evaluate().items()}}
+        every_m = int(self.ev["mcts_every"])
+        if every_m > 0 and int(self.ev["mcts_games"]) > 0 and self.iteration % every_m == 0:
+            row.update({k: round(v, 4) for k, v in self.evaluate_mcts().items()})
+        return row
+
     # ---- checkpoints ----
     def state_tensors(self) -> dict[str, Any]:
         import torch
@@ -467,12 +512,26 @@ class Trainer:
         if not self.evals:
             return
         out = io.StringIO()
-        w = csv.DictWriter(out, fieldnames=list(self.evals[0]))
+        fields = list(dict.fromkeys(k for row in self.evals for k in row))  # MCTS columns only on some rows
+        w = csv.DictWriter(out, fieldnames=fields, restval="")
         w.writeheader()
         w.writerows(self.evals)
         atomic_write_bytes(self.run / "progress.csv", out.getvalue().encode())
 
     # ---- the loop ----
+    def _record_evaluation(self, row: dict[str, Any], log: Any, bar: Any) -> None:
+        self.evals.append(row)
+        if log is not None:
+            for k in ("win_rate", "mean_score", "loss", "mcts_win_rate", "mcts_mean_score"):
+                if k in row and not (isinstance(row[k], float) and math.isnan(row[k])):
+                    log.add_scalar(f"eval/{k}", row[k], self.games_done)
+        bar.write(json.dumps(row))
+        if row["win_rate"] > self.best_win:
+            self.best_win = row["win_rate"]
+            info = {"iteration": self.iteration, "games": self.games_done, "eval": row, "seed": self.seed,
+                    "config": self.cfg}
+            save_agent_checkpoint(self.run / "best", self.net.state_dict(), self.netcfg, info)
+
     def train(self, iterations: int, max_minutes: float | None, log: Any = None) -> None:
         from tqdm import tqdm
 
@@ -481,6 +540,8 @@ class Trainer:
                    desc="self-play")
         every_ck = int(self.cfg["run"]["checkpoint_every"])
         every_ev = int(self.ev["every"])
+        if every_ev > 0 and self.iteration == 0 and not self.evals:  # the untrained network: the curve's first point
+            self._record_evaluation(self._evaluation_row(), log, bar)
         while self.iteration < iterations:
             self.selfplay_step()
             if self.buf_size >= int(self.tr["min_buffer"]):
@@ -491,19 +552,7 @@ class Trainer:
             bar.update(1)
             bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.4f}", best=f"{self.best_win:.3f}")
             if every_ev > 0 and self.iteration % every_ev == 0:
-                row = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
-                       "hours": round(self.elapsed() / 3600, 4), "loss": round(self.loss_ema, 6),
-                       **{k: round(v, 4) for k, v in self.evaluate().items()}}
-                self.evals.append(row)
-                if log is not None:
-                    for k in ("win_rate", "mean_score", "loss"):
-                        log.add_scalar(f"eval/{k}", row[k], self.games_done)
-                bar.write(json.dumps(row))
-                if row["win_rate"] > self.best_win:
-                    self.best_win = row["win_rate"]
-                    info = {"iteration": self.iteration, "games": self.games_done, "eval": row, "seed": self.seed,
-                            "config": self.cfg}
-                    save_agent_checkpoint(self.run / "best", self.net.state_dict(), self.netcfg, info)
+                self._record_evaluation(self._evaluation_row(), log, bar)
             if self.iteration % every_ck == 0 or self.iteration == iterations:
                 self.save()
             if deadline is not None and time.time() >= deadline:

@@ -1,6 +1,7 @@
 """The learned agents: afterstate features, the value network, checkpoints, the self-play trainer and the specs."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import pickle
@@ -35,6 +36,7 @@ from agents.learned import (  # noqa: E402
     ValueNet,
     decision_values,
     load_checkpoint,
+    search_leaves,
     torch_net,
 )
 from experiments.train_learned import Trainer, load_config, save_agent_checkpoint  # noqa: E402
@@ -236,6 +238,36 @@ def test_search_agent_plays_whole_games(players, spirits):
     assert all(a.last_iterations <= 6 for a in agents)
 
 
+def test_search_leaf_depth():
+    """`turns` = how many whole turns the leaves play after the candidate before the network judges: 0 judges our
+    own position, 1 (2 players' default) the opponent's reply, more plays further; deeper leaves end more games."""
+    net = _random_net()
+    g = _midgame(seed=4, turns=8)
+    view = PlayerView(g, g.current_player)
+    for turns in (0, 1, 3, 40):
+        agent = LearnedSearchAgent(net=net, iterations=8, beam=8, candidates=4, root=4, reply_beam=2, turns=turns)
+        plan = agent.choose_plan(view, private_copy(view, 0))
+        assert plan and plan[-1] == 267 and agent.last_iterations == 8
+    state = private_copy(view, 1).state
+    for turns, ended in ((1, False), (200, True)):
+        roots = np.stack([state.copy()])
+        cp = np.zeros((1, MAX_PLAN), dtype=np.int64)
+        plans = LearnedAgent(net=net, beam=8, candidates=2).rank(private_copy(view, 1))[0]
+        cp[0, : len(plans[0])] = plans[0]
+        cl = np.array([len(plans[0])], dtype=np.int64)
+        feats = np.zeros((1, NUM_FEATURES), dtype=np.float32)
+        seat, exact = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+        et, ew = np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4), dtype=np.int64)
+        search_leaves(roots, cp, cl, np.zeros(1, dtype=np.int64), DEFAULT_WEIGHTS, 2, turns, feats, seat, exact,
+                      et, ew)
+        assert bool(exact[0]) is ended
+        assert bool(et[0].sum() > 0) is ended and bool(np.abs(feats[0]).sum() > 0) is (not ended)
+        if not ended:
+            assert seat[0] == 1  # judged by the opponent, whose afterstate it is
+    with pytest.raises(ValueError, match="turns"):
+        LearnedSearchAgent(net=net, iterations=8, turns=-1)
+
+
 def test_search_agent_uses_its_budget():
     net = _random_net()
     g = _midgame(seed=4, turns=2)
@@ -269,6 +301,30 @@ def test_training_lowers_the_loss(tmp_path):
         tr.train_step()
     after = loss_on_fixed_batch()
     assert after < 0.5 * before
+
+
+def test_evaluations_start_at_game_zero_and_meet_mcts(tmp_path):
+    """The curve's first row is the untrained network (no loss yet); MCTS columns appear on the rows that met it;
+    evaluating draws nothing from the training generator, so the run is unchanged."""
+    cfg = load_config(TINY, ["eval.mcts_every=2", "eval.mcts_games=2", "eval.mcts_iterations=2", "eval.games=2"])
+    tr = Trainer(cfg, seed=3, run=tmp_path, progress=False)
+    tr.train(3, None)
+    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    assert [r["iteration"] for r in rows] == ["0"]
+    assert rows[0]["games"] == "0" and rows[0]["loss"] == ""
+    assert 0.0 <= float(rows[0]["mcts_win_rate"]) <= 1.0 and float(rows[0]["mcts_mean_score"]) > 0
+    cfg["eval"]["every"] = 1
+    for d in ("c", "d"):
+        (tmp_path / d).mkdir()
+    tr2 = Trainer(cfg, seed=3, run=tmp_path / "c", progress=False)
+    tr2.train(3, None)
+    rows = list(csv.DictReader(open(tmp_path / "c" / "progress.csv")))
+    assert [r["iteration"] for r in rows] == ["0", "1", "2", "3"]
+    assert [r["mcts_win_rate"] != "" for r in rows] == [True, False, True, False]
+    plain = Trainer(load_config(TINY, []), seed=3, run=tmp_path / "d", progress=False)
+    plain.train(3, None)  # the same run without evaluations against MCTS ends with the same weights
+    for k, v in plain.net.state_dict().items():
+        assert torch.equal(v, tr2.net.state_dict()[k]), k
 
 
 def test_config_errors():
