@@ -36,7 +36,7 @@ from harmonies_env.scoring import NUM_CATEGORIES
 
 from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, spirit_choice
 from .base import PlanAgent, private_copy
-from .greedy import MAX_PLAN, WIDE_BEAM, plan_turn, planner_settings
+from .greedy import MAX_PLAN, WIDE_BEAM, evaluate, plan_turn, planner_settings
 
 #: The checkpoint shipped with the package (2 players, Side A, no Spirits, trained from scratch by self-play).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "learned.pt"
@@ -207,7 +207,7 @@ class LearnedAgent(PlanAgent):
 
 @njit(cache=True)
 def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, leaf_seat, exact, exact_totals,
-                  exact_won) -> None:
+                  exact_won, heuristic) -> None:
     """Leaves of the search: for each leaf i, play candidate which[i] on its own determinized root, then play the next
     `turns` whole turns (every player's, the searcher's own included) with the greedy planner (beam `beam`) and stop
     just before the END of the last of them, where the network judges that turn's afterstate.
@@ -215,7 +215,8 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
     roots int64 (L, STATE_SIZE) (modified); plans int64 (C, MAX_PLAN), lens int64 (C,); which int64 (L,).
     Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
     leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
-    (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written).
+    (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written);
+    heuristic float64 (L, 4): every seat's `greedy.evaluate` (score + potential) at the leaf, by absolute seat.
     """
     tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
     tl = np.zeros(1, dtype=np.int64)
@@ -239,6 +240,8 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
             if turns == 0:  # value the searcher's own position as it stands
                 afterstate_features(s, me, feats[i])
                 leaf_seat[i] = 0
+                for o in range(n):
+                    heuristic[i, o] = evaluate(s, o, w, tmp)
                 break
             k = plan_turn(s, w, beam, tp, tl, tv)
             last = played == turns - 1
@@ -251,6 +254,8 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
                     step(s, tp[0, j])
                 afterstate_features(s, mover, feats[i])
                 leaf_seat[i] = (me - mover) % n
+                for o in range(n):
+                    heuristic[i, o] = evaluate(s, o, w, tmp)
                 break
             for j in range(tl[0]):
                 step(s, tp[0, j])
@@ -276,8 +281,8 @@ class LearnedSearchAgent(LearnedAgent):
     """
 
     def __init__(self, path: str | Path | None = None, iterations: int | None = None, seconds: float | None = None,
-                 root: int = 8, reply_beam: int = 3, prior: float = 1.0, turns: int | None = 7, seed: int = 0,
-                 name: str | None = None, **kwargs: Any):
+                 root: int = 8, reply_beam: int = 3, prior: float = 1.0, turns: int | None = 7, mix: float = 0.0,
+                 seed: int = 0, name: str | None = None, **kwargs: Any):
         if iterations is None and seconds is None:
             seconds = 1.0
         if iterations is not None and (isinstance(iterations, bool) or int(iterations) < 1):
@@ -289,6 +294,9 @@ class LearnedSearchAgent(LearnedAgent):
         if turns is not None and (isinstance(turns, bool) or int(turns) != turns or turns < 0):
             raise ValueError(f"turns must be a whole number >= 0, got {turns!r}")
         self.turns = None if turns is None else int(turns)
+        if isinstance(mix, bool) or not (isinstance(mix, (int, float)) and 0.0 <= mix <= 1.0):
+            raise ValueError(f"mix must be a number in [0, 1], got {mix!r}")
+        self.mix = float(mix)
         super().__init__(path, seed=seed, name=name, **kwargs)
         self.iterations = None if iterations is None else int(iterations)
         self.seconds = None if seconds is None else float(seconds)
@@ -367,7 +375,9 @@ class LearnedSearchAgent(LearnedAgent):
         et = np.zeros((L, 4), dtype=np.int64)
         ew = np.zeros((L, 4), dtype=np.int64)
         turns = (n - 1) if self.turns is None else self.turns
-        search_leaves(roots, cp, cl, which, self.planner_weights, self.reply_beam, turns, feats, seat, exact, et, ew)
+        heur = np.zeros((L, 4))
+        search_leaves(roots, cp, cl, which, self.planner_weights, self.reply_beam, turns, feats, seat, exact, et, ew,
+                      heur)
         out = np.zeros(L)
         v = self.net.config["value"]
         todo = np.flatnonzero(~exact)
@@ -376,9 +386,23 @@ class LearnedSearchAgent(LearnedAgent):
             for j in np.unique(seat[todo]):
                 rows = todo[seat[todo] == j]
                 out[rows] = decision_values(o[seat[todo] == j], n, v, seat=int(j))
+            if self.mix > 0:
+                out[todo] = (1 - self.mix) * out[todo] + self.mix * heuristic_values(heur[todo], me, n, v)
         for i in np.flatnonzero(exact):
             out[i] = exact_value(et[i], ew[i], me, n, v)
         return out
+
+
+def heuristic_values(totals: np.ndarray, me: int, n: int, value: dict[str, float], scale: float = 10.0) -> np.ndarray:
+    """`decision_values`' scale from the heuristic's estimated final totals (L, 4) by absolute seat: P(win) taken as
+    a logistic of the margin over the best other (scale `scale` points, MCTSAgent's), plus the same margin and
+    score terms. Solo: own / 100."""
+    own = totals[:, me]
+    if n == 1:
+        return own / 100.0
+    others = np.delete(totals[:, :n], me, axis=1).max(axis=1)
+    margin = own - others
+    return value["win"] / (1.0 + np.exp(-margin / scale)) + value["margin"] * margin / 100.0 + value["score"] * own / 100.0
 
 
 def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dict[str, float]) -> float:

@@ -258,8 +258,10 @@ def test_search_leaf_depth():
         feats = np.zeros((1, NUM_FEATURES), dtype=np.float32)
         seat, exact = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
         et, ew = np.zeros((1, 4), dtype=np.int64), np.zeros((1, 4), dtype=np.int64)
+        heur = np.zeros((1, 4))
         search_leaves(roots, cp, cl, np.zeros(1, dtype=np.int64), DEFAULT_WEIGHTS, 2, turns, feats, seat, exact,
-                      et, ew)
+                      et, ew, heur)
+        assert bool(heur[0, :2].min() > 0) is (not ended)  # the heuristic's estimates where the network judges
         assert bool(exact[0]) is ended
         assert bool(et[0].sum() > 0) is ended and bool(np.abs(feats[0]).sum() > 0) is (not ended)
         if not ended:
