@@ -7,6 +7,11 @@ and keeps each row's observation (the layout of `observation.encode_observation`
 PettingZoo envs) and legal-action mask up to date. `BatchedGames` (Solo / Versus, one learner seat) and
 `SelfPlayBatch` (every seat is decided outside, by arrays) wrap the kernels.
 
+Two steppers, one scheduler (`run_rows`): `step_rows` moves each row by one micro-action (the above);
+`play_plan` / `play_plans` move a row by a whole turn that a planner chose (a macro-action: the plan-choice env,
+the learned trainer and the search agents play their plans with it). docs/engine.md ("Batched steppers") says
+who uses which.
+
 Incremental observations and masks: the (N, OBS_SIZE) observation and (N, NUM_ACTIONS) mask buffers persist
 from step to step, and a step writes only what its actions changed (`observation.update_observation`: a
 cell's stack, a cube, a card, the hand, the central board ...; `rules.write_mask` with the regions of the
@@ -129,7 +134,8 @@ def outcome(s, totals, tmp, won) -> int:
 
     Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
     winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
-    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_env`).
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_choice.plan_env_step`, the
+    learned trainer).
     """
     n = s[S.NUM_PLAYERS]
     best_t = -1
