@@ -134,7 +134,7 @@ def test_missing_extra_is_one_line_and_exit_2_before_any_game(monkeypatch, capsy
         raise AssertionError("games were played before the missing extra was reported")
 
     monkeypatch.setattr("harmonies_apps.tournament.run_games", no_games)
-    assert cli.main(["tournament", "--agents", "ppo", "random", "--games", "2", "--quiet"]) == 2
+    assert cli.main(["tournament", "--agents", "ppo:model.zip", "random", "--games", "2", "--quiet"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == 'harmonies tournament: needs sb3_contrib, from the "train" extra: pip install -e ".[train]"'
 
