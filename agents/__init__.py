@@ -1,8 +1,8 @@
 """Agents that play Harmonies through a `PlayerView`: random, greedy turn planner, ISMCTS, MaskablePPO.
 
 `make_agent("greedy")`, `make_agent("mcts:0.5")` (seconds per decision), `make_agent("mcts:200it")`
-(iterations), `make_agent("random")`, `make_agent("ppo")` (the shipped checkpoint) or
-`make_agent("ppo:path/to/model.zip")`, `make_agent("learned")` (the shipped afterstate value network) and
+(iterations), `make_agent("random")`, `make_agent("ppo:path/to/model.zip")` (a MaskablePPO checkpoint: the
+path is required), `make_agent("learned")` (the shipped afterstate value network) and
 `make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that network inside a search).
 """
 from __future__ import annotations
@@ -27,10 +27,11 @@ def _budget(arg: str) -> dict:
 def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
-    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo[:PATH] | learned[:PATH] | learned-search[:SECONDS | :Nit]
-    (`learned` and `ppo` default to the shipped checkpoints, if this checkout has them; `learned-search` uses the
-    shipped network). Unknown kinds or bad arguments raise ValueError. `trust` is passed to `PPOAgent`: by default a
-    checkpoint is loaded without unpickling anything (see docs/safety.md); learned checkpoints never unpickle code.
+    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH] | learned-search[:SECONDS | :Nit]
+    (`learned` defaults to the shipped checkpoint; `ppo` needs a path, no PPO checkpoint ships; `learned-search`
+    uses the shipped network). Unknown kinds or bad arguments raise ValueError. `trust` is passed to `PPOAgent`: by
+    default a checkpoint is loaded without unpickling anything (see docs/safety.md); learned checkpoints never unpickle
+    code.
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -48,8 +49,11 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             from .learned import LearnedSearchAgent
             return LearnedSearchAgent(**_budget(arg), seed=seed, name=spec)
         if kind == "ppo":
+            if not arg.strip():
+                raise ValueError("the ppo agent needs a checkpoint: ppo:PATH (a MaskablePPO .zip, e.g. a run's "
+                                 "model.zip); no PPO checkpoint ships with the package")
             from .ppo import PPOAgent
-            return PPOAgent(arg or None, seed=seed, name=spec, trust=trust)
+            return PPOAgent(arg, seed=seed, name=spec, trust=trust)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "

@@ -30,8 +30,7 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome
-from harmonies_env.rules import step
+from harmonies_env.batch import outcome, play_plan
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, spirit_choice
@@ -227,8 +226,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
         me = s[S.CURRENT]
         n = s[S.NUM_PLAYERS]
         c = which[i]
-        for j in range(lens[c]):
-            step(s, plans[c, j])
+        play_plan(s, plans[c], lens[c])
         exact[i] = False
         played = 0
         while True:
@@ -250,15 +248,13 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
                 outcome(s, exact_totals[i], tmp, exact_won[i])
                 break
             if last and tp[0, tl[0] - 1] == A.END_TURN:
-                for j in range(tl[0] - 1):
-                    step(s, tp[0, j])
+                play_plan(s, tp[0], tl[0] - 1)
                 afterstate_features(s, mover, feats[i])
                 leaf_seat[i] = (me - mover) % n
                 for o in range(n):
                     heuristic[i, o] = evaluate(s, o, w, tmp)
                 break
-            for j in range(tl[0]):
-                step(s, tp[0, j])
+            play_plan(s, tp[0], tl[0])
             if tp[0, tl[0] - 1] == A.END_TURN:
                 played += 1
 
@@ -402,7 +398,8 @@ def heuristic_values(totals: np.ndarray, me: int, n: int, value: dict[str, float
         return own / 100.0
     others = np.delete(totals[:, :n], me, axis=1).max(axis=1)
     margin = own - others
-    return value["win"] / (1.0 + np.exp(-margin / scale)) + value["margin"] * margin / 100.0 + value["score"] * own / 100.0
+    win = 1.0 / (1.0 + np.exp(-margin / scale))
+    return value["win"] * win + value["margin"] * margin / 100.0 + value["score"] * own / 100.0
 
 
 def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dict[str, float]) -> float:

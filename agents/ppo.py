@@ -7,7 +7,10 @@ Two kinds of checkpoint are recognised by their spaces:
   micro-action per call;
 * a plan-choosing policy (observation `PLAN_OBS_SIZE`, `PLAN_CHOICES` actions; `agents.plan_choice`,
   `python -m experiments.train plan-ppo`): once per turn it picks one of the greedy planner's best whole-turn plans,
-  then plays that plan one micro-action per call (`make_agent("ppo")` loads `DEFAULT_CHECKPOINT` if present).
+  then plays that plan one micro-action per call.
+
+No checkpoint ships with the package (an SB3 zip stores pickles; the learned agent replaced the one that shipped):
+`PPOAgent` and `make_agent("ppo:PATH")` always name the file.
 
 Loading never runs code from the file by default (see docs/safety.md). An SB3 `.zip` stores its spaces, schedules
 and policy class as pickles (`":serialized:"` entries of its `data` JSON), and `MaskablePPO.load` unpickles them: a
@@ -35,8 +38,8 @@ from harmonies_env.observation import OBS_SIZE
 
 from .base import PlanAgent
 
-#: The trained checkpoint that ships with the package (plan-choosing, 2 players, Side A, no Spirits), if present.
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "plan_ppo.zip"
+NEEDS_PATH = ("the ppo agent needs a checkpoint: ppo:PATH (a MaskablePPO .zip, e.g. a run's model.zip); no PPO "
+              "checkpoint ships with the package")
 #: Environment variable that, set to "1", trusts checkpoints (as `trust=True`): they may run code when loaded.
 TRUST_ENV = "HARMONIES_TRUST_CHECKPOINT"
 #: Largest `data` JSON / `policy.pth` member read from a checkpoint zip (bytes, uncompressed).
@@ -198,14 +201,13 @@ class PPOAgent(PlanAgent):
     `load_policy` (default: never unpickle anything from the file). `model` is the loaded policy.
     """
 
-    def __init__(self, path: str | Path | None = None, device: str = "cpu", seed: int = 0, name: str | None = None,
+    def __init__(self, path: str | Path, device: str = "cpu", seed: int = 0, name: str | None = None,
                  trust: bool | None = None):
         from . import plan_choice as P
 
-        if path is None and not DEFAULT_CHECKPOINT.is_file():
-            raise FileNotFoundError(f"the default PPO checkpoint {DEFAULT_CHECKPOINT} is not in this checkout; "
-                                    "give a path: ppo:PATH")
-        p = Path(DEFAULT_CHECKPOINT if path is None else path)
+        if path is None or not str(path).strip():
+            raise ValueError(NEEDS_PATH)
+        p = Path(path)
         self.model = load_policy(p, device=device, trust=trust)
         self.path = p
         shape = tuple(self.model.observation_space.shape or ())

@@ -1,12 +1,12 @@
-"""Pieces every training command shares that need neither the engine nor torch: atomic writes, the run folder
-with its checkpoints, and the TOML configs.
+"""Pieces every training command shares that need no torch: atomic writes, the run folder with its checkpoints,
+and the TOML configs.
 
 Why atomic writes: a training run may be killed at any moment (SIGKILL, a full machine, a time limit). Every
-file written here goes to a temporary file in the same folder, is flushed and fsync'ed, then renamed over the
-target with `os.replace`, which is atomic on POSIX: a reader (or `--resume`) sees the old file or the new one,
-never half of one. A checkpoint is a `.zip` (written first) plus its `.json` record (written second, naming the
-zip's size and SHA-256), so a checkpoint counts only once both are complete and agree; `--resume` takes the
-newest such pair and skips anything torn.
+file written here goes through `harmonies_env.io` (the project's one atomic writer: a temporary file in the same
+folder, flushed and fsync'ed, then renamed over the target with `os.replace`), so a reader (or `--resume`) sees
+the old file or the new one, never half of one. A checkpoint is a `.zip` (written first) plus its `.json` record
+(written second, naming the zip's size and SHA-256), so a checkpoint counts only once both are complete and agree;
+`--resume` takes the newest such pair and skips anything torn.
 """
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ import io
 import json
 import os
 import re
-import secrets
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
+
+from harmonies_env import io as _io
 
 #: Checkpoints are `checkpoints/step_<timesteps, 12 digits>.zip` + `.json`.
 CHECKPOINT_RE = re.compile(r"^step_(\d{12})\.json$")
@@ -29,34 +30,10 @@ CHECKPOINT_RE = re.compile(r"^step_(\d{12})\.json$")
 # atomic writes
 # ---------------------------------------------------------------------------------------------------------
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to `path` atomically: temp file in the same folder, fsync, `os.replace`, fsync the folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:  # make the rename itself durable (not possible on every platform / file system)
-        dfd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return path
-    try:
-        os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
-    return path
+    """`harmonies_env.io.atomic_write_bytes` (the project's one atomic writer), making the folder first: run
+    folders and their `checkpoints/`, `pool/` subfolders appear on demand."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return _io.atomic_write_bytes(path, data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

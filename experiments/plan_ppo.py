@@ -1,5 +1,5 @@
 """`plan-ppo`: MaskablePPO choosing among the greedy planner's best whole-turn plans, against the greedy agent
-(how the shipped `PPOAgent` checkpoint was trained).
+(how the plan-choosing `PPOAgent` checkpoint that once shipped was trained; play a run's with `ppo:PATH`).
 
 The learner plays one seat of 2-4 player games against `GreedyAgent`; at each of its turns it picks one of the
 planner's `PLAN_CHOICES` best plans (`agents.plan_choice`), so it can only beat greedy by choosing better than

@@ -186,3 +186,8 @@ def field(s: np.ndarray, name: str) -> np.ndarray:
     size = int(np.prod(shape)) if shape else 1
     v = s[..., off:off + size]
     return v.reshape(s.shape[:-1] + shape) if shape else v[..., 0]
+
+
+def fields(s: np.ndarray, *names: str) -> tuple[np.ndarray, ...]:
+    """`field(s, name)` for each name, in order: `stacks, cubes = fields(s, "stack", "cubes")`."""
+    return tuple(field(s, n) for n in names)

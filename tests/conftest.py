@@ -6,6 +6,7 @@ consistent), but the rule under test is then always driven through `Game.step`.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harmonies_env import state as S
 from harmonies_env.game import Game
@@ -80,3 +81,40 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     slots[player, slot] = card
     S.field(g.state, "cubes_placed")[player, card] = 0
     return slot
+
+
+# ---- small Stable-Baselines3 checkpoints, made on the spot (no PPO checkpoint ships with the package) -----
+@pytest.fixture(scope="session")
+def tiny_zip(tmp_path_factory):
+    """A real (untrained) MaskablePPO checkpoint over the flat action space, saved by Stable-Baselines3."""
+    pytest.importorskip("sb3_contrib")
+    import gymnasium as gym
+    from sb3_contrib import MaskablePPO
+
+    import harmonies_env.env_gym  # noqa: F401  (registers the envs)
+
+    model = MaskablePPO("MlpPolicy", gym.make("harmonies/Solo-v0"), n_steps=32, batch_size=32, seed=0,
+                        policy_kwargs={"net_arch": [8]}, verbose=0)
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.zip"
+    model.save(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def plan_zip(tmp_path_factory):
+    """A real plan-choosing MaskablePPO checkpoint (`agents.plan_choice` spaces), briefly trained against greedy
+    on `PlanChoiceVecEnv` and saved by Stable-Baselines3: what `experiments.train plan-ppo` writes, in small."""
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    from agents.plan_env import PlanChoiceVecEnv
+
+    torch.manual_seed(0)
+    env = PlanChoiceVecEnv(4, seed=3)
+    model = MaskablePPO("MlpPolicy", env, n_steps=8, batch_size=32, n_epochs=1, seed=0,
+                        policy_kwargs={"net_arch": [16]}, verbose=0)
+    model.learn(total_timesteps=32)
+    path = tmp_path_factory.mktemp("ckpt") / "plan.zip"
+    model.save(path)
+    return path

@@ -58,21 +58,6 @@ def _evil_b64(path: Path) -> str:
     return base64.b64encode(pickle.dumps(_CreatesFile(path))).decode()
 
 
-@pytest.fixture(scope="module")
-def tiny_zip(tmp_path_factory) -> Path:
-    """A real (untrained) MaskablePPO checkpoint over the flat action space, saved by Stable-Baselines3."""
-    import gymnasium as gym
-    from sb3_contrib import MaskablePPO
-
-    import harmonies_env.env_gym  # noqa: F401  (registers the envs)
-
-    model = MaskablePPO("MlpPolicy", gym.make("harmonies/Solo-v0"), n_steps=32, batch_size=32, seed=0,
-                        policy_kwargs={"net_arch": [8]}, verbose=0)
-    path = tmp_path_factory.mktemp("ckpt") / "tiny.zip"
-    model.save(path)
-    return path
-
-
 def _craft(src: Path, dst: Path, data_edit=None, members: dict[str, bytes] | None = None) -> Path:
     with zipfile.ZipFile(src) as z:
         items = {n: z.read(n) for n in z.namelist()}
@@ -169,12 +154,9 @@ def test_weights_only_loading_plays_exactly_like_stable_baselines3(tiny_zip):
     np.testing.assert_array_equal(a1, a2)
 
 
-def test_not_a_checkpoint_and_missing_default(tmp_path, monkeypatch):
-    import importlib
-
+def test_not_a_checkpoint_and_no_path(tmp_path):
     from agents import make_agent
-
-    ppo = importlib.import_module("agents.ppo")  # the module make_agent imports from (sys.modules)
+    from agents.ppo import PPOAgent
 
     junk = tmp_path / "junk.zip"
     junk.write_bytes(b"not a zip")
@@ -182,19 +164,28 @@ def test_not_a_checkpoint_and_missing_default(tmp_path, monkeypatch):
         make_agent(f"ppo:{junk}")
     with pytest.raises(FileNotFoundError, match="no MaskablePPO checkpoint"):
         make_agent("ppo:/missing.zip")
-    monkeypatch.setattr(ppo, "DEFAULT_CHECKPOINT", tmp_path / "gone.zip")
-    with pytest.raises(FileNotFoundError, match="not in this checkout"):
-        make_agent("ppo")
+    for spec in ("ppo", "ppo:", "ppo: "):  # no PPO checkpoint ships: the path is required
+        with pytest.raises(ValueError, match=r"needs a checkpoint: ppo:PATH"):
+            make_agent(spec)
+    with pytest.raises(ValueError, match=r"needs a checkpoint: ppo:PATH"):
+        PPOAgent(None)
 
 
-def test_shipped_checkpoint_loads_weights_only_if_present():
-    from agents.ppo import DEFAULT_CHECKPOINT, PPOAgent
+def test_no_pickle_bearing_checkpoint_ships():
+    root = Path(__file__).resolve().parents[1]
+    assert not list((root / "agents").rglob("*.zip")) and not list((root / "agents").rglob("*.pkl"))
 
-    if not DEFAULT_CHECKPOINT.is_file():
-        pytest.skip("no default PPO checkpoint in this checkout")
-    agent = PPOAgent()  # the default: no unpickling
+
+def test_a_plan_choosing_checkpoint_loads_weights_only(plan_zip, tmp_path):
+    from agents.ppo import PPOAgent
+
+    marker = tmp_path / "pwned"
+    evil = _craft(plan_zip, tmp_path / "evil.zip",
+                  lambda d: d["lr_schedule"].__setitem__(":serialized:", _evil_b64(marker)))
+    agent = PPOAgent(evil)  # the default: no unpickling
+    assert agent.kind == "plan"
     g = Game(2, seed=4)
-    assert agent.act(PlayerView(g, 0)) in g.legal_actions()
+    assert agent.act(PlayerView(g, 0)) in g.legal_actions() and not marker.exists()
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The plan-choice action space, its training env and the shipped plan-choosing PPO checkpoint."""
+"""The plan-choice action space, its training env and a plan-choosing PPO checkpoint (made by the test: none ships)."""
 from __future__ import annotations
 
 import numpy as np
@@ -133,16 +133,15 @@ def test_training_env_plan_zero_replays_greedy_vs_greedy_and_is_seeded():
         PlanChoiceVecEnv(2, num_players=1)
 
 
-def test_the_shipped_checkpoint_plays_legal_deterministic_games():
-    pytest.importorskip("sb3_contrib")
-    agent = make_agent("ppo", seed=0)
+def test_a_plan_choosing_checkpoint_plays_legal_deterministic_games(plan_zip):
+    agent = make_agent(f"ppo:{plan_zip}", seed=0)
     assert agent.kind == "plan"
     checked = Checked(agent)
     g1 = play_game([checked, GreedyAgent()], 2, "A", False, seed=5)
-    g2 = play_game([make_agent("ppo"), GreedyAgent()], 2, "A", False, seed=5)
+    g2 = play_game([make_agent(f"ppo:{plan_zip}"), GreedyAgent()], 2, "A", False, seed=5)
     assert g1.is_over and checked.calls > 20
     assert g1.record()["actions"] == g2.record()["actions"]
-    g3 = play_game([GreedyAgent(), Checked(make_agent("ppo"))], 2, "B", True, seed=6)  # other seat and variant
+    g3 = play_game([GreedyAgent(), Checked(make_agent(f"ppo:{plan_zip}"))], 2, "B", True, seed=6)  # other seat, variant
     assert g3.is_over
 
 
