@@ -267,8 +267,9 @@ class LearnedSearchAgent(LearnedAgent):
     never seen), refills, plays the next `turns` whole turns (everyone's, ours included) with the greedy planner
     (beam `reply_beam`), like MCTSAgent's rollouts, and asks the network what the last of those turns' afterstate is
     worth to us (or reads the exact result if the game ended): a truncated rollout with the network's value at its
-    end. `turns=None` judges after the opponents' replies only (n - 1 turns; 0 in solo). 7 turns (3-4 rounds in a
-    2-player game) won 57% of 40 games against `mcts:200it` where 1 turn won 37.5% (benchmarks/STRENGTH.md).
+    end. `turns=None` judges after the opponents' replies only (n - 1 turns; 0 in solo). The leaf value mixes the
+    network's with the hand-written evaluation's (`mix` x `heuristic_values` of `greedy.evaluate`'s estimates, on the
+    same scale): the two err differently. benchmarks/STRENGTH.md measures each step against `mcts:200it`.
     The root keeps the network's `root` best candidates; sequential halving (as in Gumbel MuZero) spends the
     budget in rounds, halving the candidates each round by mean leaf value plus `prior` x the network's own value.
     Every candidate alive in a round is played in the same sampled worlds (common random numbers), so the
@@ -277,7 +278,7 @@ class LearnedSearchAgent(LearnedAgent):
     """
 
     def __init__(self, path: str | Path | None = None, iterations: int | None = None, seconds: float | None = None,
-                 root: int = 8, reply_beam: int = 3, prior: float = 1.0, turns: int | None = 7, mix: float = 0.0,
+                 root: int = 8, reply_beam: int = 3, prior: float = 1.0, turns: int | None = 7, mix: float = 0.5,
                  seed: int = 0, name: str | None = None, **kwargs: Any):
         if iterations is None and seconds is None:
             seconds = 1.0
