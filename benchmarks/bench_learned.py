@@ -9,7 +9,8 @@ Cases (each warmed up first, then timed for about --seconds):
 * `train`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
 * `iteration`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
 * `learned_decision`: `LearnedAgent` (shipped network, beam 800, 32 candidates) deciding a turn: ms per decision;
-* `search_decision`: `LearnedSearchAgent` with 200 leaves per decision (`learned-search:200it`): ms per decision.
+* `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-search:300it`, the budget
+  STRENGTH.md measures against `mcts:200it`): ms per decision.
 """
 from __future__ import annotations
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         from harmonies_env import Game
         from harmonies_env.view import PlayerView
 
-        agent = LearnedAgent() if case == "learned_decision" else LearnedSearchAgent(iterations=200)
+        agent = LearnedAgent() if case == "learned_decision" else LearnedSearchAgent(iterations=300)
         times = []
         for seed in range(4 if case == "learned_decision" else 2):
             g = Game(2, "A", False, seed=seed)
