@@ -29,9 +29,9 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
+from harmonies_env.batch import play_plan
 from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
 from harmonies_env.geometry import popcount
-from harmonies_env.rules import step
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
 from .greedy import MAX_PLAN, NUM_TERMS, habitat_distance, need_masks, no_turn_left, plan_turn, potential_terms
@@ -152,12 +152,9 @@ def spirit_choice(first_action):
 
 @njit(cache=True)
 def plan_afterstate(s, plan, n: int) -> None:
-    """Apply plan[:n] to s (int64 (STATE_SIZE,), modified) up to, not including, END_TURN: the exact afterstate."""
-    for j in range(n):
-        a = plan[j]
-        if a == A.END_TURN:
-            break
-        step(s, a)
+    """Apply plan[:n] to s (int64 (STATE_SIZE,), modified) up to, not including, END_TURN: the exact afterstate
+    (`batch.play_plan` with before_end)."""
+    play_plan(s, plan, n, True)
 
 
 @njit(cache=True)
@@ -192,20 +189,5 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, plans, lens, 
             counts[r] = 0
 
 
-@njit(cache=True, nogil=True)
-def play_rows(lo: int, hi: int, states, active, plans, lens, choice) -> None:
-    """Play the chosen plan plans[r, choice[r], :lens[r, choice[r]]] in each active row (END included).
-
-    states int64 (N, STATE_SIZE) modified; plans int64 (N, K, MAX_PLAN); lens int64 (N, K); choice int64 (N,).
-    A Spirit-choice plan (no END) leaves the same player to move.
-    """
-    for r in range(lo, hi):
-        if not active[r] or states[r, S.GAME_OVER]:
-            continue
-        k = choice[r]
-        for j in range(lens[r, k]):
-            step(states[r], plans[r, k, j])
-
-
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "MAX_PLAN", "afterstate_features",
-           "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows", "play_rows"]
+           "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows"]

@@ -42,58 +42,12 @@ import numpy as np
 from numba import njit
 
 from harmonies_env import actions as A
-from harmonies_env.cards import (
-    CARD_POINTS,
-    CLASS_STACK,
-    CUBES_ON_CARD,
-    FIRST_SPIRIT,
-    HABITAT_CLASS,
-    HABITAT_CUBE,
-    HABITAT_MASK,
-    HABITAT_START,
-    NUM_CARDS,
-    SPIRIT_POINTS,
-    habitat_cells,
-)
+from harmonies_env import cards as C
+from harmonies_env import stacks as ST
+from harmonies_env import state as S
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
-from harmonies_env.stacks import (
-    S_BLUE,
-    S_BROWN1,
-    S_BROWN2,
-    S_BROWN_RED,
-    S_GRAY_RED,
-    S_MOUNTAIN1,
-    S_MOUNTAIN2,
-    S_MOUNTAIN3,
-    S_RED1,
-    S_RED_RED,
-    S_YELLOW,
-    STACKS,
-    TOP_COLOUR,
-)
-from harmonies_env.state import (
-    BITBOARD,
-    CUBES,
-    CUBES_PLACED,
-    CURRENT,
-    END_TRIGGER,
-    GAME_OVER,
-    HAND,
-    MAX_SLOTS,
-    NUM_PLAYERS,
-    NUM_SPACES,
-    POUCH,
-    SIDE,
-    SLOT,
-    SPIRIT_DEALT,
-    SPIRIT_KEPT,
-    SPIRITS,
-    STATE_SIZE,
-    TAKEN_SPACE,
-    TOOK_TOKENS,
-)
 
 from .base import PlanAgent
 
@@ -104,7 +58,7 @@ MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (
 #: Beam of the planner that proposes whole-turn candidates to the search and learned agents (MCTSAgent, the plan
 #: chooser). Much wider than GreedyAgent's 24; alone it beats beam 24 (figures in benchmarks/STRENGTH.md).
 WIDE_BEAM = 800
-_NC = NUM_CARDS + 1
+_NC = C.NUM_CARDS + 1
 _FAR = 99  # habitat distance of a pattern that can no longer be formed
 
 
@@ -116,9 +70,9 @@ def _need_codes() -> np.ndarray:
     """NEED_CODES[cls, k]: mask over stack codes that become habitat class cls with k more tokens (k = 0..3)."""
     out = np.zeros((9, 4), dtype=np.int64)
     for cls in range(9):
-        targets = [S_BROWN_RED, S_GRAY_RED, S_RED_RED] if CLASS_STACK[cls] < 0 else [int(CLASS_STACK[cls])]
-        for code, stack in enumerate(STACKS):
-            need = min((len(STACKS[t]) - len(stack) for t in targets if STACKS[t][: len(stack)] == stack),
+        targets = [ST.S_BROWN_RED, ST.S_GRAY_RED, ST.S_RED_RED] if C.CLASS_STACK[cls] < 0 else [int(C.CLASS_STACK[cls])]
+        for code, stack in enumerate(ST.STACKS):
+            need = min((len(ST.STACKS[t]) - len(stack) for t in targets if ST.STACKS[t][: len(stack)] == stack),
                        default=_FAR)
             if need <= 3:
                 out[cls, need] |= 1 << code
@@ -152,15 +106,15 @@ def habitat_distance(side: int, cubes: int, card: int, need) -> int:
     need: int64 (9, 4) from `need_masks`. Returns `_FAR` (99) when no placement can be formed any more.
     """
     best = _FAR
-    for q in range(HABITAT_START[side, card], HABITAT_START[side, card + 1]):
-        if (cubes >> HABITAT_CUBE[side, q]) & 1:
+    for q in range(C.HABITAT_START[side, card], C.HABITAT_START[side, card + 1]):
+        if (cubes >> C.HABITAT_CUBE[side, q]) & 1:
             continue
         cost = 0
         for j in range(4):
-            cls = HABITAT_CLASS[side, q, j]
+            cls = C.HABITAT_CLASS[side, q, j]
             if cls < 0:
                 break
-            m = HABITAT_MASK[side, q, j]
+            m = C.HABITAT_MASK[side, q, j]
             if m & ~(need[cls, 0] | need[cls, 1] | need[cls, 2] | need[cls, 3]):
                 cost = _FAR
                 break
@@ -178,26 +132,26 @@ def habitat_distance(side: int, cubes: int, card: int, need) -> int:
 def _terms(s, p: int):
     """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: the only
     allocation is the need masks, and only while a held Animal card's habitat does not stand)."""
-    side = s[SIDE]
-    bb = s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15]
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     need = np.empty((0, 0), dtype=np.int64)
-    mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
+    mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
     while m:
         i = lowest_cell(m)
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & mountains == 0:
             bit = 1 << i
-            t2 += 1.0 if bb[S_MOUNTAIN1] & bit else (3.0 if bb[S_MOUNTAIN2] & bit else 7.0)
-    y = bb[S_YELLOW]
+            t2 += 1.0 if bb[ST.S_MOUNTAIN1] & bit else (3.0 if bb[ST.S_MOUNTAIN2] & bit else 7.0)
+    y = bb[ST.S_YELLOW]
     m = y
     while m:
         i = lowest_cell(m)
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & y == 0:
             t3 += 1.0
-    buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
     m = buildings
     while m:
         i = lowest_cell(m)
@@ -207,31 +161,31 @@ def _terms(s, p: int):
         for c in range(6):
             seen = False
             for k in range(1, 15):
-                if TOP_COLOUR[k] == c and bb[k] & around:
+                if ST.TOP_COLOUR[k] == c and bb[k] & around:
                     seen = True
                     break
             if seen:
                 colours += 1
         if colours < 3:
             t5 += 1.0
-    cubes = s[CUBES + p]
-    for h in range(MAX_SLOTS):
-        card = s[SLOT + MAX_SLOTS * p + h]
+    cubes = s[S.CUBES + p]
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
         t10 += 1.0
-        if card >= FIRST_SPIRIT:
+        if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
-            if habitat_cells(side, bb, cubes, card):
+            if C.habitat_cells(side, bb, cubes, card):
                 t7 += gain
             else:
                 t11 += gain
             continue
-        k = s[CUBES_PLACED + _NC * p + card]
-        if k >= CUBES_ON_CARD[card]:
+        k = s[S.CUBES_PLACED + _NC * p + card]
+        if k >= C.CUBES_ON_CARD[card]:
             continue
-        gain = float(CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0))
-        if habitat_cells(side, bb, cubes, card):
+        gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        if C.habitat_cells(side, bb, cubes, card):
             t7 += gain
             continue
         t8 += gain
@@ -243,9 +197,9 @@ def _terms(s, p: int):
             t12 += gain
         elif d == 2:
             t13 += gain
-    t6 = float(popcount(bb[S_BLUE])) if side == 0 else 0.0
-    return (float(popcount(bb[S_BROWN1])), float(popcount(bb[S_BROWN2])), t2, t3, float(popcount(bb[S_RED1])), t5,
-            t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
+    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
+            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
 
 
 @njit(cache=True)
@@ -269,22 +223,22 @@ def no_turn_left(s, p: int) -> bool:
     or the pouch cannot refill the central board (3 tokens per space to refill, all spaces in solo). A trigger
     ends the game after the round, which p does not see again.
     """
-    if s[GAME_OVER]:
+    if s[S.GAME_OVER]:
         return True
-    mover = s[CURRENT]
-    if s[END_TRIGGER]:
+    mover = s[S.CURRENT]
+    if s[S.END_TRIGGER]:
         return p <= mover
     if p != mover:
         return False
-    if popcount(s[BITBOARD + 15 * p]) <= 2:
+    if popcount(s[S.BITBOARD + 15 * p]) <= 2:
         return True
-    solo = s[NUM_PLAYERS] == 1
-    if not solo and s[TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
+    solo = s[S.NUM_PLAYERS] == 1
+    if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
         return False
     pouch = 0
     for c in range(6):
-        pouch += s[POUCH + c]
-    return pouch < (3 * s[NUM_SPACES] if solo else 3)
+        pouch += s[S.POUCH + c]
+    return pouch < (3 * s[S.NUM_SPACES] if solo else 3)
 
 
 @njit(cache=True)
@@ -294,8 +248,8 @@ def evaluate(s, p: int, w, sc) -> float:
     The potential is left out when p has no turn left (`no_turn_left`): on a player's last turn only points count.
     w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
-    cp = CUBES_PLACED + _NC * p
-    score_into(s[SIDE], s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left(s, p):
         return v
@@ -308,16 +262,16 @@ def evaluate(s, p: int, w, sc) -> float:
 @njit(cache=True)
 def place_cubes_greedily(s, plan, n: int) -> int:
     """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
-    p = s[CURRENT]
-    side = s[SIDE]
+    p = s[S.CURRENT]
+    side = s[S.SIDE]
     placed = True
     while placed:
         placed = False
-        for h in range(MAX_SLOTS):
-            card = s[SLOT + MAX_SLOTS * p + h]
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card < 0:
                 continue
-            m = habitat_cells(side, s[BITBOARD + 15 * p: BITBOARD + 15 * p + 15], s[CUBES + p], card)
+            m = C.habitat_cells(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], card)
             if m:
                 a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
                 if step(s, a) == 0:
@@ -331,11 +285,11 @@ def place_cubes_greedily(s, plan, n: int) -> int:
 @njit(cache=True)
 def _spirit_plans(s, plans, lens, values) -> int:
     """First-turn Spirit choice: both options (as many as fit), the one whose rule pays more first."""
-    p = s[CURRENT]
+    p = s[S.CURRENT]
     v = np.zeros(2, dtype=np.float64)
     for j in range(2):
-        card = s[SPIRIT_DEALT + 2 * p + j]
-        v[j] = float(SPIRIT_POINTS[card, 0] + SPIRIT_POINTS[card, 1] + SPIRIT_POINTS[card, 2])
+        card = s[S.SPIRIT_DEALT + 2 * p + j]
+        v[j] = float(C.SPIRIT_POINTS[card, 0] + C.SPIRIT_POINTS[card, 1] + C.SPIRIT_POINTS[card, 2])
     first = 1 if v[1] > v[0] else 0
     out = min(2, plans.shape[0])
     for k in range(out):
@@ -356,20 +310,20 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     the turn: plan again afterwards).
     """
     K = plans.shape[0]
-    p = s0[CURRENT]
-    if s0[SPIRITS] and s0[SPIRIT_KEPT + p] < 0:
+    p = s0[S.CURRENT]
+    if s0[S.SPIRITS] and s0[S.SPIRIT_KEPT + p] < 0:
         return _spirit_plans(s0, plans, lens, values)
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
-    states = np.zeros((cap, STATE_SIZE), dtype=np.int64)
+    states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
     acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     alen = np.zeros(cap, dtype=np.int64)
     last = np.zeros(cap, dtype=np.int64)
     states[0] = s0
     # level 0: which central space
-    if not s0[TOOK_TOKENS]:
+    if not s0[S.TOOK_TOKENS]:
         n = legal_actions(s0, buf)
         nb = 0
         for k in range(n):
@@ -385,8 +339,8 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     cpar = np.zeros(maxc, dtype=np.int64)
     cact = np.zeros(maxc, dtype=np.int64)
     cval = np.zeros(maxc, dtype=np.float64)
-    tmp = np.zeros(STATE_SIZE, dtype=np.int64)
-    new_states = np.zeros((cap, STATE_SIZE), dtype=np.int64)
+    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    new_states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
     new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     new_len = np.zeros(cap, dtype=np.int64)
     new_last = np.zeros(cap, dtype=np.int64)
@@ -397,7 +351,7 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
             sb = states[b]
             placeable = False
             for c in range(6):
-                if sb[HAND + c] <= 0:
+                if sb[S.HAND + c] <= 0:
                     continue
                 full = token_cells(sb, p, c)
                 if full:

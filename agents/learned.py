@@ -30,8 +30,7 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome
-from harmonies_env.rules import step
+from harmonies_env.batch import outcome, play_plan
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, spirit_choice
@@ -225,8 +224,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exa
         me = s[S.CURRENT]
         n = s[S.NUM_PLAYERS]
         c = which[i]
-        for j in range(lens[c]):
-            step(s, plans[c, j])
+        play_plan(s, plans[c], lens[c])
         exact[i] = False
         while True:
             if s[S.GAME_OVER]:
@@ -245,13 +243,11 @@ def search_leaves(roots, plans, lens, which, w, beam: int, feats, leaf_seat, exa
                 outcome(s, exact_totals[i], tmp, exact_won[i])
                 break
             if last and tp[0, tl[0] - 1] == A.END_TURN:
-                for j in range(tl[0] - 1):
-                    step(s, tp[0, j])
+                play_plan(s, tp[0], tl[0] - 1)
                 afterstate_features(s, mover, feats[i])
                 leaf_seat[i] = (me - mover) % n
                 break
-            for j in range(tl[0]):
-                step(s, tp[0, j])
+            play_plan(s, tp[0], tl[0])
 
 
 class LearnedSearchAgent(LearnedAgent):

@@ -32,7 +32,8 @@ import numpy as np
 from numba import njit
 
 from harmonies_env import actions as A
-from harmonies_env.rules import scores_into, step
+from harmonies_env.batch import play_plan
+from harmonies_env.rules import scores_into
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
 
@@ -55,8 +56,7 @@ def rollout_value(s, me: int, w, beam: int, turns: int, scale: float) -> float:
         n = plan_turn(s, w, beam, plans, lens, vals)
         if n == 0:
             break
-        for k in range(lens[0]):
-            step(s, plans[0, k])
+        play_plan(s, plans[0], lens[0])
         if plans[0, lens[0] - 1] == A.END_TURN:
             t += 1
     np_ = s[NUM_PLAYERS]
@@ -146,9 +146,8 @@ class MCTSAgent(PlanAgent):
                 logn = math.log(i)
                 ucb = total / visits + self.c * np.sqrt(logn / visits)
                 j = int(np.argmax(ucb))
-            s = private_copy(view, self._seed_for(turn, i + 1)).state.copy()  # stepped in place below
-            for a in cands[j]:
-                step(s, a)
+            s = private_copy(view, self._seed_for(turn, i + 1)).state.copy()  # played in place below
+            play_plan(s, plans[j], lens[j])
             r = rollout_value(s, me, self.weights, self.rollout_beam, self.rollout_turns, self.scale)
             visits[j] += 1
             total[j] += r

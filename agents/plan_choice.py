@@ -32,10 +32,9 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import check_threads, episode_seed, outcome, run_rows
+from harmonies_env.batch import check_threads, episode_seed, outcome, play_plan, run_rows
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import popcount
-from harmonies_env.rules import step
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
 from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, WIDE_BEAM, evaluate, plan_turn, potential_terms
@@ -118,18 +117,18 @@ def plan_observation(s, w, beam: int, plans, lens, values, obs, mask) -> int:
     obs[11] = n / PLAN_CHOICES
     t = np.empty_like(s)
     for k in range(n):
-        t[:] = s
         took_card = 0.0
         cubes = 0.0
         for j in range(lens[k]):
             a = plans[k, j]
-            if a == A.END_TURN:  # features describe the position just before the refill (no chance)
+            if a == A.END_TURN:
                 break
             if A.TAKE_CARD <= a < A.PLACE_CUBE:
                 took_card = 1.0
             elif A.PLACE_CUBE <= a < A.KEEP_SPIRIT:
                 cubes += 1.0
-            step(t, a)
+        t[:] = s
+        play_plan(t, plans[k], lens[k], True)  # features describe the position just before the refill (no chance)
         _score(t, p, sc)
         potential_terms(t, p, terms)
         o = GLOBAL_FEATURES + k * PLAN_FEATURES
@@ -164,8 +163,7 @@ def _greedy_until(s, seat: int, w, beam: int, plans, lens, values) -> None:
         n = plan_turn(s, w, beam, plans, lens, values)
         if n == 0:  # cannot happen on a legal position
             break
-        for j in range(lens[0]):
-            step(s, plans[0, j])
+        play_plan(s, plans[0], lens[0])
 
 
 @njit(cache=True)
@@ -180,8 +178,7 @@ def _row(r, states, seats, book, actions, cfg, w, opp_w, plans, lens, values, ob
     dones[r] = False
     a = actions[r]
     if a >= 0:
-        for j in range(lens[r, a]):
-            step(s, plans[r, a, j])
+        play_plan(s, plans[r, a], lens[r, a])
         book[r, 2] += 1
         _greedy_until(s, seats[r], opp_w, int(cfg[C_OPP_BEAM]), opp_plans, opp_lens, opp_values)
     if a >= 0 and s[S.GAME_OVER]:
@@ -230,8 +227,10 @@ def plan_env_step(states, seats, book, actions, cfg, w, opp_w, plans, lens, valu
     w, opp_w: float64 (NUM_TERMS,); plans: int64 (N, PLAN_CHOICES, MAX_PLAN); lens: int64 (N, PLAN_CHOICES);
     values: float64 (N, PLAN_CHOICES); obs: float32 (N, PLAN_OBS_SIZE); masks: bool (N, PLAN_CHOICES);
     rewards: float32 (N,); dones: bool (N,); results: float64 (N, RESULT_SIZE) (rows that finished a game).
-    Episode k of a row with base seed b is the game `batch.episode_seed(b, k)`, and the winner is decided by
-    `batch.outcome`, as in the batched engine. num_threads > 1 steps row ranges in threads (`batch.run_rows`);
+    Episode k of a row with base seed b is the game `batch.episode_seed(b, k)`, the plans are played by
+    `batch.play_plan` and the winner is decided by `batch.outcome`, as in the batched engine (the rows also plan,
+    which the engine cannot: that is the agents' planner). num_threads > 1 steps row ranges in threads
+    (`batch.run_rows`, the scheduler of the engine's own steppers);
     a row's games depend only on its base seed and its actions, not on the other rows or the thread count.
     """
     run_rows(_plan_rows, states.shape[0], num_threads, states, seats, book, actions, cfg, w, opp_w, plans, lens,

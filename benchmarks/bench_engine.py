@@ -4,28 +4,26 @@ Warms up (compiles) first, then times each case; prints one JSON line per case. 
 plain-Python reference scorer of the tests against the scoring kernel on the same boards, for a ratio, and the
 engine's habitat matcher against the placement-by-placement kernel kept as a test reference.
 
-    python benchmarks/bench_engine.py [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
+    python -m benchmarks.bench_engine [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
+
+(from the repository root, or `harmonies bench ...`; the two test-reference cases need the repository's tests/
+folder and say `skipped` without it.)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from numba import njit
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harmonies_env import Game, rules  # noqa: E402
-from harmonies_env import state as S  # noqa: E402
-from harmonies_env.actions import NUM_ACTIONS  # noqa: E402
-from harmonies_env.cards import NUM_CARDS, habitat_cells  # noqa: E402
-from harmonies_env.scoring import NUM_CATEGORIES  # noqa: E402
+from harmonies_env import Game, rules
+from harmonies_env import state as S
+from harmonies_env.actions import NUM_ACTIONS
+from harmonies_env.cards import NUM_CARDS, habitat_cells
+from harmonies_env.scoring import NUM_CATEGORIES
 
 CONFIGS = [(1, "A", False), (2, "A", False), (2, "B", True), (3, "A", True), (4, "B", False)]
 
@@ -79,8 +77,7 @@ def _board_for_reference(g: Game, p: int) -> tuple:
 
 def bench_reference(boards: int) -> None:
     try:
-        sys.path.insert(0, str(ROOT / "tests"))
-        import reference  # noqa: I001  (the plain-Python reference of the tests)
+        from tests import reference  # the plain-Python reference of the tests
     except ImportError:
         emit(case="reference_ratio", skipped="tests/reference.py not found")
         return
@@ -141,8 +138,7 @@ def _match_all(matcher):
 
 def bench_habitat(boards: int) -> None:
     try:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from habitat_reference import placement_habitat_cells  # noqa: I001  (test reference, not the engine's)
+        from tests.habitat_reference import placement_habitat_cells  # test reference, not the engine's
     except ImportError:
         emit(case="habitat_matcher", skipped="tests/habitat_reference.py not found")
         return

@@ -1,7 +1,9 @@
 """Strength of the bots: seeded matches, one JSON line per case (see benchmarks/STRENGTH.md for results).
 
-    python benchmarks/strength.py                       # every case at its default game count
-    python benchmarks/strength.py --cases greedy_vs_greedy_A mcts1_vs_greedy_A --games 20 --jobs 2
+    python -m benchmarks.strength                       # every case at its default game count
+    python -m benchmarks.strength --cases greedy_vs_greedy_A mcts1_vs_greedy_A --games 20 --jobs 2
+
+(from the repository root; `PYTHONPATH=. python benchmarks/strength.py` is the same)
 
 Each case: agents, players, side, Spirits, games. Seats rotate; game i has seed `--seed + i`. The line
 reports per agent the mean total (and its standard deviation), the win rate with its Wilson 95% interval,
@@ -12,14 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from harmonies_apps.tournament import run_games, summarize  # noqa: E402
+from harmonies_apps.tournament import run_games, summarize
 
 #: name -> (agent specs, players, side, spirits, default games)
 CASES = {

@@ -1,12 +1,13 @@
-"""Pieces every training command shares that need neither the rules kernels nor torch: atomic writes, the run
-folder with its checkpoints, and the TOML configs.
+"""Pieces every training command shares that need no torch: atomic writes, the run folder with its checkpoints,
+and the TOML configs.
 
 Why atomic writes: a training run may be killed at any moment (SIGKILL, a full machine, a time limit). Every
-file written here goes through `harmonies_env.io`: a temporary file in the same folder, flushed and fsync'ed, then
-renamed over the target with `os.replace`, which is atomic on POSIX: a reader (or `--resume`) sees the old file or
-the new one, never half of one. A checkpoint is a weights-only `.pt` (written first; `runner.checkpoint_bytes`)
-plus its `.json` record (written second, naming the file's size and SHA-256), so a checkpoint counts only once both
-are complete and agree; `--resume` takes the newest such pair and skips anything torn.
+file written here goes through `harmonies_env.io` (the project's one atomic writer: a temporary file in the same
+folder, flushed and fsync'ed, then renamed over the target with `os.replace`), so a reader (or `--resume`) sees
+the old file or the new one, never half of one. A checkpoint is a weights-only `.pt` (written first;
+`runner.checkpoint_bytes`) plus its `.json` record (written second, naming the file's size and SHA-256), so a
+checkpoint counts only once both are complete and agree; `--resume` takes the newest such pair and skips anything
+torn.
 """
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from harmonies_env import io as _io
+
 #: Checkpoints are `checkpoints/step_<timesteps, 12 digits>.pt` (weights only) + `.json` (its record).
 CHECKPOINT_RE = re.compile(r"^step_(\d{12})\.json$")
 
@@ -28,13 +31,10 @@ CHECKPOINT_RE = re.compile(r"^step_(\d{12})\.json$")
 # atomic writes
 # ---------------------------------------------------------------------------------------------------------
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to `path` atomically (`harmonies_env.io`: temp file in the same folder, fsync, `os.replace`,
-    fsync the folder), creating the folder first."""
-    from harmonies_env.io import atomic_write_bytes as write  # imported here: this module needs no engine to load
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write(path, data)
+    """`harmonies_env.io.atomic_write_bytes` (the project's one atomic writer), making the folder first: run
+    folders and their `checkpoints/`, `pool/` subfolders appear on demand."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return _io.atomic_write_bytes(path, data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

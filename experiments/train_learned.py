@@ -6,7 +6,8 @@
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
 (`agents.afterstate.candidate_rows`, threads over row ranges) and writes each candidate's afterstate features, ONE
 forward pass of the network scores all candidates of all games, each game plays its best candidate (a uniformly
-random one with probability `epsilon`), and ONE numba call plays the chosen plans (`play_rows`). A game's recorded
+random one with probability `epsilon`), and ONE numba call plays the chosen plans (`batch.play_plans`, the engine's
+whole-plan stepper). A game's recorded
 afterstates get Monte-Carlo targets when it ends (every seat's final total and who won, relative to the mover) and
 go to a replay buffer; `steps_per_iter` Adam steps on minibatches from it follow each iteration. A fraction of the
 games (`greedy_games`) seats the heuristic (the planner's first plan) in one seat, so the network also meets the
@@ -45,13 +46,12 @@ from agents.afterstate import (
     FEATURE_VERSION,
     NUM_FEATURES,
     candidate_rows,
-    play_rows,
     spirit_choice,
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, run_rows
+from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.io import atomic_write_bytes
 from harmonies_env.scoring import NUM_CATEGORIES
 
@@ -218,6 +218,12 @@ class Trainer:
     def _rows(self, fn: Any, n: int, *args: Any) -> None:
         run_rows(fn, n, self.threads, *args, min_rows=2)  # a row's planning costs milliseconds: split even few rows
 
+    def _play(self, states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: np.ndarray,
+              choice: np.ndarray) -> None:
+        """Each active row plays its chosen plan (`batch.play_plans`, the rows split as `_rows` splits them); the plans
+        were made on these very states, so none is refused."""
+        play_plans(states, active, plans, lens, choice, num_threads=self.threads, min_rows=2)
+
     def _forward(self, x: np.ndarray) -> np.ndarray:
         import torch
 
@@ -267,7 +273,7 @@ class Trainer:
                     self.pend_v[r, j, 4: 4 + n] = e / e.sum()
                 self.pend_n[r] += 1
         self.decisions += int((self.counts > 0).sum())
-        self._rows(play_rows, G, self.states, active, self.plans, self.lens, choice)
+        self._play(self.states, active, self.plans, self.lens, choice)
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
         for r in np.flatnonzero(self.states[:, S.GAME_OVER] | (self.counts == 0)):
@@ -373,8 +379,8 @@ class Trainer:
             rows = rows[~spirit_choice(plans[rows, 0, 0])]
             for r, o in self._outputs(feats, counts, rows).items():
                 choice[r] = int(np.argmax(decision_values(o, 2, value)))
-            self._rows(play_rows, E, states, mine, plans, lens, choice)
-            self._rows(play_rows, E, states, theirs, gp, gl, zero)
+            self._play(states, mine, plans, lens, choice)
+            self._play(states, theirs, gp, gl, zero)
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
         wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0

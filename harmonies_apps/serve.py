@@ -293,35 +293,34 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
             return err(str(e), 409 if "not your turn" in str(e) else 400)
         return JSONResponse(sess.state())
 
-    def finished(sess: Session) -> JSONResponse | None:
-        if not sess.game.is_over:
-            return err("the record (it holds the game's seed) is available once the game is over", 403)
-        return None
-
-    async def record(request: Request) -> Response:
+    def finished_record(request: Request) -> tuple[Session, dict] | JSONResponse:
+        """(session, its game's record with the seats' names), or the error response: no such game, or the game
+        is not over (the record holds the seed, which would reveal the pouch and the draw pile)."""
         sess = session_or_404(request)
         if isinstance(sess, JSONResponse):
             return sess
         with sess.lock:
-            bad = finished(sess)
-            if bad:
-                return bad
+            if not sess.game.is_over:
+                return err("the record (it holds the game's seed) is available once the game is over", 403)
             rec = sess.game.record()
         rec["names"] = sess.names
+        return sess, rec
+
+    async def record(request: Request) -> Response:
+        found = finished_record(request)
+        if isinstance(found, JSONResponse):
+            return found
+        sess, rec = found
         return Response(json.dumps(rec), media_type="application/json",
                         headers={"Content-Disposition": f'attachment; filename="harmonies-{sess.id}.json"'})
 
     async def replay(request: Request) -> Response:
         from .replay import build_game, render_html
 
-        sess = session_or_404(request)
-        if isinstance(sess, JSONResponse):
-            return sess
-        with sess.lock:
-            bad = finished(sess)
-            if bad:
-                return bad
-            rec = dict(sess.game.record(), names=sess.names)
+        found = finished_record(request)
+        if isinstance(found, JSONResponse):
+            return found
+        sess, rec = found
         page = await run_in_threadpool(lambda: render_html([build_game(rec, f"game {sess.id}")]))
         return HTMLResponse(page)
 
@@ -346,12 +345,11 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import starlette  # noqa: F401
-        import uvicorn
-    except ImportError as e:
-        raise SystemExit(f'harmonies serve needs the web extra ({e.name} is missing): '
-                         'pip install -e ".[web]"') from None
+    # Without the web extra this raises ModuleNotFoundError before anything starts; the CLI turns it into its
+    # one-line `pip install -e ".[web]"` message and exit status 2, as for every other missing extra.
+    import starlette  # noqa: F401
+    import uvicorn
+
     app = create_app(args.opponents, bot_delay=args.bot_delay)
     print(f"Harmonies: open http://{args.host}:{args.port}/ in a browser (Ctrl-C stops the server)")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")

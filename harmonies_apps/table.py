@@ -73,13 +73,8 @@ def table_state(game: Game, show_dealt: Iterable[int] = ()) -> dict[str, Any]:
     n = game.num_players
     show = set(int(p) for p in show_dealt)
     scores = game.scores()
-    stacks = S.field(s, "stack")
-    cubes = S.field(s, "cubes")
-    slots = S.field(s, "slot")
-    placed = S.field(s, "cubes_placed")
-    kept = S.field(s, "spirit_kept")
-    dealt = S.field(s, "spirit_dealt")
-    animal = S.field(s, "animal_cubes")
+    stacks, cubes, slots, placed, kept, dealt, animal = S.fields(
+        s, "stack", "cubes", "slot", "cubes_placed", "spirit_kept", "spirit_dealt", "animal_cubes")
     nc = game.num_cells
     over = game.is_over
     winners = game.winners() if over else []

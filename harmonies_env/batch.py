@@ -7,6 +7,11 @@ and keeps each row's observation (the layout of `observation.encode_observation`
 PettingZoo envs) and legal-action mask up to date. `BatchedGames` (Solo / Versus, one learner seat) and
 `SelfPlayBatch` (every seat is decided outside, by arrays) wrap the kernels.
 
+Two steppers, one scheduler (`run_rows`): `step_rows` moves each row by one micro-action (the above);
+`play_plan` / `play_plans` move a row by a whole turn that a planner chose (a macro-action: the plan-choice env,
+the learned trainer and the search agents play their plans with it). docs/engine.md ("Batched steppers") says
+who uses which.
+
 Incremental observations and masks: the (N, OBS_SIZE) observation and (N, NUM_ACTIONS) mask buffers persist
 from step to step, and a step writes only what its actions changed (`observation.update_observation`: a
 cell's stack, a cube, a card, the hand, the central board ...; `rules.write_mask` with the regions of the
@@ -131,7 +136,8 @@ def outcome(s, totals, tmp, won) -> int:
 
     Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
     winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
-    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_env`).
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_choice.plan_env_step`, the
+    learned trainer).
     """
     n = s[S.NUM_PLAYERS]
     best_t = -1
@@ -368,7 +374,8 @@ MIN_ROWS_PER_THREAD = 16
 def run_rows(fn: Any, n: int, threads: int, *args: Any, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
     """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in up to `threads` row ranges run at once.
 
-    The thread runner of every batched stepper (this module's drivers, `agents.plan_env`). fn must be a numba
+    The thread runner of every batched stepper (this module's micro-action `step_rows` and whole-plan `play_plans`,
+    and the plan-choice env's `agents.plan_choice.plan_env_step`). fn must be a numba
     kernel compiled with nogil=True, and every row must depend only on itself, so that results do not depend on
     the split. min_rows: fewest rows worth handing to another thread (lower it for expensive rows).
     """
@@ -410,6 +417,63 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
               ep_returns, final_returns, obs, masks, rewards, learner_rewards, ended, flags, final_scores, final_won,
               final_obs, scratch)
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# whole-plan (macro-action) stepping: the agents' planners decide whole turns, these kernels play them
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def play_plan(s, plan, n: int, before_end: bool = False) -> int:
+    """Play a whole-turn plan (a macro-action) on one game: the micro-actions plan[0], ..., plan[n - 1] in order.
+
+    s int64 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
+    planner (`agents.greedy.plan_turn`) on this position: tokens, card, cubes, then END_TURN (the refill and the
+    next seat follow, as after that micro-action), or the first turn's Spirit choice alone (no END: the same seat
+    stays to move). before_end: stop at the first END_TURN, not playing it, which leaves the turn's exact
+    afterstate (no chance has happened yet). Returns 0, or the `rules.step` error code of the first refused
+    action: play stops there, that action left s untouched and the ones before it stay played.
+
+    Why one kernel: every whole-plan player (the plan-choice env, the learned trainer, the search agents' leaves
+    and rollouts) plays its plans through it, so a plan means the same sequence of `rules.step` calls everywhere.
+    """
+    for j in range(n):
+        a = plan[j]
+        if before_end and a == A.END_TURN:
+            break
+        e = rules.step(s, a)
+        if e:
+            return e
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _play_plan_rows(lo, hi, states, active, plans, lens, choice, errors) -> None:
+    for r in range(lo, hi):
+        if not active[r] or states[r, S.GAME_OVER]:
+            errors[r] = 0
+            continue
+        k = choice[r]
+        errors[r] = play_plan(states[r], plans[r, k], lens[r, k])
+
+
+def play_plans(states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: np.ndarray, choice: np.ndarray,
+               num_threads: int = 1, min_rows: int = MIN_ROWS_PER_THREAD) -> np.ndarray:
+    """Play one chosen whole-turn plan in each active row of a batch, in ONE numba call: the whole-plan stepper.
+
+    states int64 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
+    are skipped too); plans int64 (N, K, MAX_PLAN) K candidate plans per row; lens int64 (N, K) their lengths;
+    choice int64 (N,) the candidate to play per row: row r plays plans[r, choice[r], :lens[r, choice[r]]] with
+    `play_plan` (END_TURN included). Returns int64 (N,): 0, or the `rules.step` error code that stopped the row's
+    plan (0 for skipped rows). num_threads > 1 splits the rows over threads (`run_rows`; min_rows: fewest rows
+    worth a thread; planned rows are cheap to play, dear to plan). Arrays C-contiguous, as the kernels index them.
+
+    The micro-action stepper is `step_rows` (one action per row, observations, masks and rewards kept up to date);
+    this one plays macro-actions and leaves observing to its callers; both run on `run_rows`.
+    """
+    errors = np.zeros(states.shape[0], dtype=np.int64)
+    run_rows(_play_plan_rows, states.shape[0], num_threads, states, active, plans, lens, choice, errors,
+             min_rows=min_rows)
+    return errors
 
 @njit(cache=True)
 def _init_rows(states, num_players: int, side: int, spirits: int, seeds) -> None:
@@ -836,4 +900,5 @@ class SelfPlayBatch(_Batch):
 
 
 __all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch", "step_rows", "rollout_batch",
-           "episode_seed", "outcome", "run_rows", "check_threads", "OPPONENT_SALT", "MODES", "REWARDS", "SCORE_SCALE"]
+           "play_plan", "play_plans", "episode_seed", "outcome", "run_rows", "check_threads", "OPPONENT_SALT", "MODES",
+           "REWARDS", "SCORE_SCALE"]

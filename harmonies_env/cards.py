@@ -10,28 +10,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import stacks as ST
 from .data import BOARD_CELLS, CARDS, LABELS, NUM_ANIMAL_CARDS, SIDES, SPIRIT_CARDS, SPIRIT_OF
 from .geometry import NUM_CELLS, cell_index, cell_qr
-from .stacks import (
-    NUM_STACKS,
-    S_BLUE,
-    S_BROWN_RED,
-    S_GRAY_RED,
-    S_MOUNTAIN1,
-    S_MOUNTAIN2,
-    S_MOUNTAIN3,
-    S_RED_RED,
-    S_TREE1,
-    S_TREE2,
-    S_TREE3,
-    S_YELLOW,
-)
 
 NUM_CARDS = 42  # ids 1..42; index 0 unused
 FIRST_SPIRIT = NUM_ANIMAL_CARDS + 1
 #: Habitat classes (LABELS order) -> stack code they need; building (8) is any of 12, 13, 14.
-CLASS_STACK = np.array([S_BLUE, S_YELLOW, S_TREE1, S_TREE2, S_TREE3,
-                        S_MOUNTAIN1, S_MOUNTAIN2, S_MOUNTAIN3, -1], dtype=np.int64)
+CLASS_STACK = np.array([ST.S_BLUE, ST.S_YELLOW, ST.S_TREE1, ST.S_TREE2, ST.S_TREE3,
+                        ST.S_MOUNTAIN1, ST.S_MOUNTAIN2, ST.S_MOUNTAIN3, -1], dtype=np.int64)
 BUILDING_CLASS = 8
 
 #: CUBES_ON_CARD[card] -> cube spaces (spirits: 1). int64 (43,)
@@ -124,7 +111,7 @@ HABITAT_START, HABITAT_CLASS, HABITAT_MASK, HABITAT_CUBE = _build_tables()
 def class_mask(bb, cls: int) -> int:
     """Cells of habitat class `cls` on a board given its bitboards bb (int64 (15,), one per stack code)."""
     if cls == BUILDING_CLASS:
-        return bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+        return bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
     return bb[CLASS_STACK[cls]]
 
 
@@ -212,10 +199,10 @@ for _cid in range(1, NUM_CARDS + 1):
     for _q, _r, _lab in CARDS[_cid]["pattern"]:
         CARD_CLASSES[_cid] |= 1 << LABELS.index(_lab)
 #: STACK_CLASSES[code]: bit set of the habitat classes a stack belongs to (0 for none). int64 (NUM_STACKS,)
-STACK_CLASSES = np.zeros(NUM_STACKS, dtype=np.int64)
+STACK_CLASSES = np.zeros(ST.NUM_STACKS, dtype=np.int64)
 for _cls in range(len(LABELS)):
-    for _code in range(NUM_STACKS):
-        _bbs = np.zeros(NUM_STACKS, dtype=np.int64)
+    for _code in range(ST.NUM_STACKS):
+        _bbs = np.zeros(ST.NUM_STACKS, dtype=np.int64)
         _bbs[_code] = 1
         if class_mask.py_func(_bbs, _cls):
             STACK_CLASSES[_code] |= 1 << _cls

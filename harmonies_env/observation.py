@@ -57,6 +57,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import stacks as ST
 from . import state as S
 from .actions import KEEP_SPIRIT, PLACE_CUBE, PLACE_TOKEN, SOLO_REPLACE, TAKE_CARD
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
@@ -70,21 +71,6 @@ from .scoring import (
     river_points,
     score_into,
     spirit_score,
-)
-from .stacks import (
-    NUM_STACKS,
-    S_BLUE,
-    S_BROWN_RED,
-    S_GRAY_RED,
-    S_MOUNTAIN1,
-    S_MOUNTAIN2,
-    S_MOUNTAIN3,
-    S_RED_RED,
-    S_TREE1,
-    S_TREE2,
-    S_TREE3,
-    S_YELLOW,
-    STACKS,
 )
 
 NUM_SPIRITS = NUM_CARDS + 1 - FIRST_SPIRIT  # 10
@@ -103,7 +89,7 @@ def _block(name: str, size: int, meaning: str) -> int:
 
 
 # ---- per-seat block (offsets relative to the block's start) ----
-P_STACKS = _block("stacks", NUM_STACKS * MAX_CELLS,
+P_STACKS = _block("stacks", ST.NUM_STACKS * MAX_CELLS,
                   "one-hot, code-major: [code * 25 + cell] = 1 if that cell holds stack code (0 empty .. 14)")
 P_CUBES = _block("cubes", MAX_CELLS, "1 where the cell holds a cube")
 P_SLOTS = _block("held_cards", S.MAX_SLOTS * (NUM_CARDS + 1),
@@ -230,7 +216,7 @@ def encode_observation(s, player: int, out) -> None:
     for k in range(n):
         p = (player + k) % n
         b = k * PLAYER_BLOCK
-        for code in range(NUM_STACKS):
+        for code in range(ST.NUM_STACKS):
             m = s[S.BITBOARD + 15 * p + code]
             base = b + P_STACKS + code * MAX_CELLS
             while m:  # visit set bits only: 23-25 cells per board in all
@@ -253,10 +239,10 @@ def encode_observation(s, player: int, out) -> None:
 
 
 #: STACK_BELOW[code] -> the stack code under its top token (0 for one token or none). int64 (15,)
-STACK_BELOW = np.zeros(NUM_STACKS, dtype=np.int64)
-for _code, _stack in enumerate(STACKS):
+STACK_BELOW = np.zeros(ST.NUM_STACKS, dtype=np.int64)
+for _code, _stack in enumerate(ST.STACKS):
     if len(_stack) > 1:
-        STACK_BELOW[_code] = STACKS.index(_stack[:-1])
+        STACK_BELOW[_code] = ST.STACKS.index(_stack[:-1])
 
 
 @njit(cache=True)
@@ -287,8 +273,8 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
     if a < TAKE_CARD:
         i = (a - PLACE_TOKEN) % MAX_CELLS
         new = s[S.STACK + MAX_CELLS * p + i]
-        score[0] = popcount(bb[S_TREE1]) + 3 * popcount(bb[S_TREE2]) + 7 * popcount(bb[S_TREE3])
-        mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
+        score[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
+        mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
         m = 0
         cells = mountains
         while cells:
@@ -296,18 +282,18 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
             cells &= cells - 1
             if NEIGHBOUR_MASK[side, j] & mountains:
                 bit = 1 << j
-                m += 1 if bb[S_MOUNTAIN1] & bit else (3 if bb[S_MOUNTAIN2] & bit else 7)
+                m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
         score[1] = m
-        if new == S_YELLOW:
-            score[2] = 5 * count_groups(side, bb[S_YELLOW], 2)
-        buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+        if new == ST.S_YELLOW:
+            score[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
+        buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
         if (buildings >> i) & 1 or NEIGHBOUR_MASK[side, i] & buildings:
             score[3] = 5 * building_count(side, bb)
-        if new == S_BLUE:
+        if new == ST.S_BLUE:
             if side == 0:
-                score[4] = river_points(river_length(side, bb[S_BLUE]))
+                score[4] = river_points(river_length(side, bb[ST.S_BLUE]))
             else:
-                score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[S_BLUE], 1))
+                score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
         kept = s[S.SPIRIT_KEPT + p]
         if kept > 0 and s[cp + kept] == CUBES_ON_CARD[kept]:
             score[6] = spirit_score(side, bb, kept)

@@ -322,11 +322,7 @@ def render_rgb(game, width: int | None = None) -> np.ndarray:
         _draw_card(d, pad + k * (cw + 6 * sc), y + 1.1 * line, cw, ch, int(card), sc, font, slot=k)
 
     # ---- one panel per player ------------------------------------------------------------------------
-    stacks = S.field(s, "stack")
-    cubes = S.field(s, "cubes")
-    slots = S.field(s, "slot")
-    placed = S.field(s, "cubes_placed")
-    kept = S.field(s, "spirit_kept")
+    stacks, cubes, slots, placed, kept = S.fields(s, "stack", "cubes", "slot", "cubes_placed", "spirit_kept")
     R = lay.hex_radius
     nc = int(NUM_CELLS[game.side_code])
     for p in range(n):

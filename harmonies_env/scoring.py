@@ -8,23 +8,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import stacks as ST
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, SPIRIT_KIND, SPIRIT_POINTS, SPIRIT_TARGET
 from .geometry import FULL_MASK, NEIGHBOUR_MASK, component_of, eccentricity, lowest_cell, popcount
-from .stacks import (
-    NUM_STACKS,
-    S_BLUE,
-    S_BROWN_RED,
-    S_GRAY_RED,
-    S_MOUNTAIN1,
-    S_MOUNTAIN2,
-    S_MOUNTAIN3,
-    S_RED_RED,
-    S_TREE1,
-    S_TREE2,
-    S_TREE3,
-    S_YELLOW,
-    TOP_COLOUR,
-)
 
 CATEGORIES = ("trees", "mountains", "fields", "buildings", "water", "animals", "spirit", "total")
 NUM_CATEGORIES = len(CATEGORIES)
@@ -35,14 +21,14 @@ ISLAND_POINTS = 5
 SUN_THRESHOLDS = np.array([40, 70, 90, 110, 130, 140, 150, 160], dtype=np.int64)
 
 # stack codes whose top token is each colour, as a bitmask over stack codes
-_TOP_STACKS = np.array([sum(1 << s for s in range(NUM_STACKS) if TOP_COLOUR[s] == c) for c in range(6)],
+_TOP_STACKS = np.array([sum(1 << s for s in range(ST.NUM_STACKS) if ST.TOP_COLOUR[s] == c) for c in range(6)],
                        dtype=np.int64)
 
 
 @njit(cache=True, inline="always")
 def _union(bb, stack_set: int) -> int:
     m = 0
-    for s in range(NUM_STACKS):
+    for s in range(ST.NUM_STACKS):
         if (stack_set >> s) & 1:
             m |= bb[s]
     return m
@@ -101,7 +87,7 @@ def river_points(length: int) -> int:
 @njit(cache=True)
 def building_count(side: int, bb) -> int:
     """Buildings whose neighbours' top tokens show at least 3 different colours."""
-    buildings = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
     n = 0
     while buildings:
         i = lowest_cell(buildings)
@@ -123,18 +109,18 @@ def spirit_score(side: int, bb, card: int) -> int:
     pts = SPIRIT_POINTS[card]
     if SPIRIT_KIND[card] == 1:  # groups
         if target == 0:
-            cells = bb[S_BLUE]
+            cells = bb[ST.S_BLUE]
         elif target == 1:
-            cells = bb[S_YELLOW]
+            cells = bb[ST.S_YELLOW]
         else:
-            cells = bb[S_BROWN_RED] | bb[S_GRAY_RED] | bb[S_RED_RED]
+            cells = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
         return group_sizes_points(side, cells, pts)
     if target == 0:
-        return pts[0] * popcount(bb[S_BLUE])
+        return pts[0] * popcount(bb[ST.S_BLUE])
     if target == 2:
-        return pts[0] * popcount(bb[S_TREE1]) + pts[1] * popcount(bb[S_TREE2]) + pts[2] * popcount(bb[S_TREE3])
-    return (pts[0] * popcount(bb[S_MOUNTAIN1]) + pts[1] * popcount(bb[S_MOUNTAIN2])
-            + pts[2] * popcount(bb[S_MOUNTAIN3]))
+        return pts[0] * popcount(bb[ST.S_TREE1]) + pts[1] * popcount(bb[ST.S_TREE2]) + pts[2] * popcount(bb[ST.S_TREE3])
+    return (pts[0] * popcount(bb[ST.S_MOUNTAIN1]) + pts[1] * popcount(bb[ST.S_MOUNTAIN2])
+            + pts[2] * popcount(bb[ST.S_MOUNTAIN3]))
 
 
 @njit(cache=True)
@@ -144,8 +130,8 @@ def score_into(side: int, bb, cubes_placed, out) -> None:
     bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
     player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
     """
-    out[0] = popcount(bb[S_TREE1]) + 3 * popcount(bb[S_TREE2]) + 7 * popcount(bb[S_TREE3])
-    mountains = bb[S_MOUNTAIN1] | bb[S_MOUNTAIN2] | bb[S_MOUNTAIN3]
+    out[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
+    mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = 0
     cells = mountains
     while cells:
@@ -153,14 +139,14 @@ def score_into(side: int, bb, cubes_placed, out) -> None:
         cells &= cells - 1
         if NEIGHBOUR_MASK[side, i] & mountains:
             bit = 1 << i
-            m += 1 if bb[S_MOUNTAIN1] & bit else (3 if bb[S_MOUNTAIN2] & bit else 7)
+            m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
     out[1] = m
-    out[2] = 5 * count_groups(side, bb[S_YELLOW], 2)
+    out[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
     out[3] = 5 * building_count(side, bb)
     if side == 0:
-        out[4] = river_points(river_length(side, bb[S_BLUE]))
+        out[4] = river_points(river_length(side, bb[ST.S_BLUE]))
     else:
-        out[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[S_BLUE], 1))
+        out[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
     animals = 0
     spirit = 0
     for card in range(1, FIRST_SPIRIT):

@@ -199,3 +199,8 @@ def read_only_view(a: np.ndarray) -> np.ndarray:
     if not a.flags.c_contiguous:
         raise ValueError("read_only_view needs a C-contiguous array")
     return np.frombuffer(memoryview(a).toreadonly(), dtype=a.dtype).reshape(a.shape)
+
+
+def fields(s: np.ndarray, *names: str) -> tuple[np.ndarray, ...]:
+    """`field(s, name)` for each name, in order: `stacks, cubes = fields(s, "stack", "cubes")`."""
+    return tuple(field(s, n) for n in names)

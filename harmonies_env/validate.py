@@ -80,6 +80,12 @@ _NUM_ANIMALS = FIRST_SPIRIT - 1
 MAX_TURN = 10000
 
 
+@njit(cache=True, inline="always")
+def _is_flag(v) -> bool:
+    """A 0/1 field (side, Spirits on, tokens/card taken this turn, game over) holds 0 or 1."""
+    return v == 0 or v == 1
+
+
 @njit(cache=True)
 def state_error(s) -> int:
     """0 if s (int64 (STATE_SIZE,)) is a valid game state, else an index into STATE_ERRORS (the first problem)."""
@@ -87,9 +93,9 @@ def state_error(s) -> int:
     if n < 1 or n > S.MAX_PLAYERS:
         return 1
     side = s[S.SIDE]
-    if side != 0 and side != 1:
+    if not _is_flag(side):
         return 2
-    if s[S.SPIRITS] != 0 and s[S.SPIRITS] != 1:
+    if not _is_flag(s[S.SPIRITS]):
         return 3
     want = 3 if n == 1 else 5
     if s[S.NUM_SPACES] != want:
@@ -234,9 +240,9 @@ def state_error(s) -> int:
         if seen[card] > 1:
             return 18
     tt = s[S.TOOK_TOKENS]
-    if tt != 0 and tt != 1:
+    if not _is_flag(tt):
         return 25
-    if s[S.TOOK_CARD] != 0 and s[S.TOOK_CARD] != 1:
+    if not _is_flag(s[S.TOOK_CARD]):
         return 26
     ts = s[S.TAKEN_SPACE]
     if tt == 0:
@@ -257,7 +263,7 @@ def state_error(s) -> int:
     if et < 0 or et > 2:
         return 31
     go = s[S.GAME_OVER]
-    if go != 0 and go != 1:
+    if not _is_flag(go):
         return 32
     if go == 1 and et == 0:
         return 32

@@ -11,9 +11,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shutil
-import socket
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from agents import make_agent
+from harmonies_apps.browser import chromium_paths, headless_chromium, serve_in_thread
 from harmonies_apps.replay import build_game, write_replay
 from harmonies_apps.tournament import play_game
 from harmonies_env.scoring import CATEGORIES
@@ -28,12 +26,6 @@ from harmonies_env.scoring import CATEGORIES
 ARTIFACTS = Path(__file__).with_name("artifacts")
 HOW = ('browser tests need Chromium and Selenium: apt-get install -y chromium chromium-driver && '
        'pip install -e ".[web]" (CI installs them)')
-
-
-def _chrome_paths() -> tuple[str, str] | None:
-    browser = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-    driver = shutil.which("chromedriver")
-    return (browser, driver) if browser and driver else None
 
 
 def _need(module: str):
@@ -45,18 +37,10 @@ def _need(module: str):
 
 @pytest.fixture(scope="module")
 def browser():
-    webdriver = _need("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    paths = _chrome_paths()
-    if paths is None:
+    _need("selenium.webdriver")
+    if chromium_paths() is None:
         pytest.skip(HOW)
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = paths[0]
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1250",
-              "--force-device-scale-factor=1"):
-        opts.add_argument(a)
-    drv = webdriver.Chrome(service=Service(paths[1]), options=opts)
+    drv = headless_chromium(1400, 1250)
     drv.set_script_timeout(20)
     ARTIFACTS.mkdir(exist_ok=True)
     yield drv
@@ -151,20 +135,12 @@ def test_replay_page_steps_through_a_recorded_game(browser, tmp_path):
 @pytest.fixture()
 def server():
     _need("starlette")
-    uvicorn = _need("uvicorn")
+    _need("uvicorn")
     from harmonies_apps.serve import create_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     app = create_app(["random", "greedy:4"], bot_delay=0)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    _until(lambda: srv.started, "the server to start")
-    yield f"http://127.0.0.1:{port}", app.state.manager
-    srv.should_exit = True
-    th.join(10)
+    with serve_in_thread(app) as url:
+        yield url, app.state.manager
 
 
 def _settled(drv) -> str | None:

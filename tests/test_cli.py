@@ -139,6 +139,19 @@ def test_missing_extra_is_one_line_and_exit_2_before_any_game(monkeypatch, capsy
     assert err == 'harmonies tournament: needs sb3_contrib, from the "train" extra: pip install -e ".[train]"'
 
 
+@pytest.mark.parametrize("module", ["starlette", "uvicorn"])
+def test_serve_without_the_web_extra_is_one_line_and_exit_2(monkeypatch, capsys, module):
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ModuleNotFoundError
+
+    def no_server(*a, **k):
+        raise AssertionError("the server was built although the web extra is missing")
+
+    monkeypatch.setattr("harmonies_apps.serve.create_app", no_server)
+    assert cli.main(["serve", "--port", "8765"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f'harmonies serve: needs {module}, from the "web" extra: pip install -e ".[web]"'
+
+
 def test_missing_extra_name_is_read_from_a_message_that_crossed_processes():
     assert cli.missing_extra(ModuleNotFoundError("No module named 'torch'")) == ("torch", "train")
     assert cli.missing_extra(ModuleNotFoundError("x", name="ray.rllib")) == ("ray", "distributed")

@@ -1,6 +1,6 @@
 """Regenerate docs/img/replay.png and docs/img/play.png (needs Chromium + the web extra; see docs/web.md).
 
-    python docs/img/make_screenshots.py
+    python -m docs.img.make_screenshots          (from the repository root)
 
 Replay: a seeded greedy vs greedy:4 game with Spirits, at 60% of its actions. Play: a game against greedy:4 in
 which the person's clicks are the greedy agent's choices (clicked through the page's list of legal moves), shot on
@@ -9,39 +9,24 @@ the person's 6th turn just after taking tokens, with the legal cells for the fir
 from __future__ import annotations
 
 import json
-import socket
-import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+from PIL import Image
 
-import uvicorn  # noqa: E402
-from PIL import Image  # noqa: E402
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
-
-from agents import make_agent  # noqa: E402
-from harmonies_apps.replay import write_replay  # noqa: E402
-from harmonies_apps.serve import create_app  # noqa: E402
-from harmonies_apps.tournament import play_game  # noqa: E402
-from harmonies_env.view import PlayerView  # noqa: E402
+from agents import make_agent
+from harmonies_apps.browser import headless_chromium, serve_in_thread
+from harmonies_apps.replay import write_replay
+from harmonies_apps.serve import create_app
+from harmonies_apps.tournament import play_game
+from harmonies_env.view import PlayerView
 
 OUT = Path(__file__).resolve().parent
 
 
-def _driver() -> webdriver.Chrome:
-    o = webdriver.ChromeOptions()
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1120",
-              "--force-device-scale-factor=1"):
-        o.add_argument(a)
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=o)
-
-
-def _save(drv: webdriver.Chrome, name: str) -> None:
+def _save(drv: Any, name: str) -> None:
     raw = OUT / f".{name}.raw.png"
     drv.save_screenshot(str(raw))
     Image.open(raw).convert("RGB").quantize(colors=256, dither=Image.Dither.NONE).save(OUT / name, optimize=True)
@@ -49,7 +34,7 @@ def _save(drv: webdriver.Chrome, name: str) -> None:
     print("wrote", OUT / name)
 
 
-def replay_shot(drv: webdriver.Chrome) -> None:
+def replay_shot(drv: Any) -> None:
     game = play_game([make_agent("greedy", seed=1), make_agent("greedy:4", seed=2)], 2, "A", True, seed=8)
     with tempfile.TemporaryDirectory() as d:
         rec = Path(d) / "game.json"
@@ -62,43 +47,34 @@ def replay_shot(drv: webdriver.Chrome) -> None:
         _save(drv, "replay.png")
 
 
-def play_shot(drv: webdriver.Chrome) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def play_shot(drv: Any) -> None:
     app = create_app(["greedy:4", "random"], bot_delay=0)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    th = threading.Thread(target=srv.run, daemon=True)
-    th.start()
-    while not srv.started:
-        time.sleep(0.05)
-    body = lambda k: drv.find_element("tag name", "body").get_attribute(k)  # noqa: E731
-    drv.get(f"http://127.0.0.1:{port}/")
-    while body("data-ready") != "1":
-        time.sleep(0.05)
-    drv.find_element("id", "start").click()
-    me = make_agent("greedy:4", seed=5)
-    turns = 0
-    while True:
-        while not (body("data-state") == "your-turn" and body("data-busy") != "1"):
+    with serve_in_thread(app) as url:
+        body = lambda k: drv.find_element("tag name", "body").get_attribute(k)  # noqa: E731
+        drv.get(url + "/")
+        while body("data-ready") != "1":
             time.sleep(0.05)
-        sess = next(iter(app.state.manager.sessions.values()))
-        with sess.lock:
-            a = me.act(PlayerView(sess.game, sess.seat))
-            took_tokens = a < 5
-        turns += took_tokens
-        drv.execute_script("document.querySelector('#legal a[data-action=\"' + arguments[0] + '\"]').click()", a)
-        if took_tokens and turns == 6:
+        drv.find_element("id", "start").click()
+        me = make_agent("greedy:4", seed=5)
+        turns = 0
+        while True:
             while not (body("data-state") == "your-turn" and body("data-busy") != "1"):
                 time.sleep(0.05)
-            _save(drv, "play.png")
-            break
-    srv.should_exit = True
-    th.join(10)
+            sess = next(iter(app.state.manager.sessions.values()))
+            with sess.lock:
+                a = me.act(PlayerView(sess.game, sess.seat))
+                took_tokens = a < 5
+            turns += took_tokens
+            drv.execute_script("document.querySelector('#legal a[data-action=\"' + arguments[0] + '\"]').click()", a)
+            if took_tokens and turns == 6:
+                while not (body("data-state") == "your-turn" and body("data-busy") != "1"):
+                    time.sleep(0.05)
+                _save(drv, "play.png")
+                break
 
 
 if __name__ == "__main__":
-    d = _driver()
+    d = headless_chromium(1400, 1120)
     try:
         replay_shot(d)
         play_shot(d)
