@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from harmonies_env import state as S
-from harmonies_env.rules import step
 
 
 class Agent:
@@ -36,12 +35,15 @@ def private_copy(view: Any, seed: int):
     function of the player's information and `seed` alone, whatever the real hidden order was.
     """
     g = view.determinize(int(seed))
-    s = g.state
+    s = g.state.copy()  # `Game.state` is read-only: edit a copy, then install it through the validating setter
     rng = np.random.default_rng([int(seed) & (2**63 - 1), 0x4A5B])
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = rng.permutation(np.sort(deck[:n]))
     s[S.RNG] = int(rng.integers(0, 2**62))
+    history = g.history
+    g.state = s  # validated (a few microseconds); the seed stays -1, the history is kept
+    g.history = history
     return g
 
 
@@ -89,6 +91,6 @@ class PlanAgent(Agent):
                 return int(view.legal_actions()[0])
             self._plan = [int(a) for a in plan]
         a = self._plan.pop(0)
-        step(g.state, a)
+        g.step(a)
         self._expect = public_key(g.state) if self._plan else None
         return int(a)

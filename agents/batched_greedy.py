@@ -68,24 +68,26 @@ def random_rows(states, rows, rng, out, buf) -> None:
 
 
 class GreedyPlans:
-    """Plan buffers of `greedy_rows` for a batch of N games (one plan per game: only one seat moves at a time)."""
+    """Plan buffers of `greedy_rows` for a batch of N games (one plan per game: only one seat moves at a time).
+
+    The buffers are private: `greedy_rows` indexes plans with the lengths and positions kept here."""
 
     def __init__(self, num_games: int, beam: int = 24, weights: np.ndarray | None = None):
         self.beam, self.weights = planner_settings(beam, weights)
-        self.plans = np.zeros((num_games, MAX_PLAN), dtype=np.int64)
-        self.lens = np.zeros(num_games, dtype=np.int64)
-        self.pos = np.zeros(num_games, dtype=np.int64)
-        self.owner = np.full(num_games, -1, dtype=np.int64)
+        self._plans = np.zeros((num_games, MAX_PLAN), dtype=np.int64)
+        self._lens = np.zeros(num_games, dtype=np.int64)
+        self._pos = np.zeros(num_games, dtype=np.int64)
+        self._owner = np.full(num_games, -1, dtype=np.int64)
 
     def forget(self, rows: np.ndarray) -> None:
         """Drop the plans of these rows (they start new games)."""
-        self.lens[rows] = 0
-        self.pos[rows] = 0
-        self.owner[rows] = -1
+        self._lens[rows] = 0
+        self._pos[rows] = 0
+        self._owner[rows] = -1
 
     def actions(self, states: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """int64 (len(rows),): the greedy move of the player to move in each listed row of states."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         out = np.empty(rows.shape[0], dtype=np.int64)
-        greedy_rows(states, rows, self.weights, self.beam, self.plans, self.lens, self.pos, self.owner, out)
+        greedy_rows(states, rows, self.weights, self.beam, self._plans, self._lens, self._pos, self._owner, out)
         return out

@@ -464,5 +464,5 @@ class GreedyAgent(PlanAgent):
         self.reset()
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:
-        n = plan_turn(game.state, self.weights, self.beam, self._plans, self._lens, self._values)
+        n = plan_turn(game.state.copy(), self.weights, self.beam, self._plans, self._lens, self._values)
         return self._plans[0, : self._lens[0]].tolist() if n else []

@@ -188,7 +188,8 @@ class LearnedAgent(PlanAgent):
     def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray, bool]:
         """Candidate plans for the mover of `game` (a private copy), the network's value of each, and whether this
         is the first-turn Spirit choice (then the values are the planner's order, not the network's)."""
-        n = candidate_features(game.state, self.planner_weights, self.beam, self._plans, self._lens, self._values,
+        s = game.state.copy()  # writable, as the kernels are compiled for (`Game.state` is a read-only view)
+        n = candidate_features(s, self.planner_weights, self.beam, self._plans, self._lens, self._values,
                                self._feats)
         plans = [self._plans[k, : self._lens[k]].tolist() for k in range(n)]
         if n == 0:

@@ -119,7 +119,7 @@ class MCTSAgent(PlanAgent):
     def search(self, view: Any) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
         """Run the search from the view; return (candidate plans, visit counts, mean rewards)."""
         g0 = private_copy(view, self._seed_for(0, 0))
-        s0 = g0.state
+        s0 = g0.state.copy()  # a writable copy (`Game.state` is a read-only view)
         turn = int(g0.turn)
         plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
         lens = np.zeros(self.candidates, dtype=np.int64)
@@ -146,7 +146,7 @@ class MCTSAgent(PlanAgent):
                 logn = math.log(i)
                 ucb = total / visits + self.c * np.sqrt(logn / visits)
                 j = int(np.argmax(ucb))
-            s = private_copy(view, self._seed_for(turn, i + 1)).state
+            s = private_copy(view, self._seed_for(turn, i + 1)).state.copy()  # played in place below
             play_plan(s, plans[j], lens[j])
             r = rollout_value(s, me, self.weights, self.rollout_beam, self.rollout_turns, self.scale)
             visits[j] += 1

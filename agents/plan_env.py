@@ -51,21 +51,21 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         opponent_beam, self.opponent_weights = planner_settings(opponent_beam, opponent_weights)
         n = int(num_envs)
         self.num_players, self.side, self.spirits = int(num_players), side, bool(spirits)
-        self.cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
+        self._cfg = np.array([num_players, _SIDES[side], int(spirits), P.PLAN_BEAM, opponent_beam, margin_reward],
                             dtype=np.float64)
         self.weights = DEFAULT_WEIGHTS.copy()
         self.num_threads = P.thread_count(num_threads)
-        self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
-        self.seats = np.zeros(n, dtype=np.int64)
-        self.book = np.zeros((n, 3), dtype=np.int64)
-        self.plans = np.zeros((n, P.PLAN_CHOICES, MAX_PLAN), dtype=np.int64)
-        self.lens = np.zeros((n, P.PLAN_CHOICES), dtype=np.int64)
-        self.values = np.zeros((n, P.PLAN_CHOICES), dtype=np.float64)
-        self.obs = np.zeros((n, P.PLAN_OBS_SIZE), dtype=np.float32)
-        self.masks = np.zeros((n, P.PLAN_CHOICES), dtype=bool)
-        self.rewards = np.zeros(n, dtype=np.float32)
-        self.dones = np.zeros(n, dtype=bool)
-        self.results = np.zeros((n, P.RESULT_SIZE), dtype=np.float64)
+        self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self._seats = np.zeros(n, dtype=np.int64)
+        self._book = np.zeros((n, 3), dtype=np.int64)
+        self._plans = np.zeros((n, P.PLAN_CHOICES, MAX_PLAN), dtype=np.int64)
+        self._lens = np.zeros((n, P.PLAN_CHOICES), dtype=np.int64)
+        self._values = np.zeros((n, P.PLAN_CHOICES), dtype=np.float64)
+        self._obs = np.zeros((n, P.PLAN_OBS_SIZE), dtype=np.float32)
+        self._masks = np.zeros((n, P.PLAN_CHOICES), dtype=bool)
+        self._rewards = np.zeros(n, dtype=np.float32)
+        self._dones = np.zeros(n, dtype=bool)
+        self._results = np.zeros((n, P.RESULT_SIZE), dtype=np.float64)
         self.render_mode = None
         super().__init__(n, spaces.Box(-np.inf, np.inf, (P.PLAN_OBS_SIZE,), np.float32),
                          spaces.Discrete(P.PLAN_CHOICES))
@@ -74,6 +74,12 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         self._starts = np.zeros(n, dtype=np.float64)
         self._returns = np.zeros(n, dtype=np.float64)
 
+    @property
+    def states(self) -> np.ndarray:
+        """int64 (N, STATE_SIZE): every row's game, a read-only view (the kernels trust these arrays, so all of
+        this env's buffers are private: a value written by hand could send them out of bounds)."""
+        return S.read_only_view(self._states)
+
     def seed(self, seed: int | None = None) -> Sequence[int | None]:
         """Row r's games come from base seed `seed + r` (applied at the next reset)."""
         if seed is not None:
@@ -81,17 +87,17 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         return [None if seed is None else int(seed) + r for r in range(self.num_envs)]
 
     def _run(self, actions: np.ndarray) -> None:
-        P.plan_env_step(self.states, self.seats, self.book, actions, self.cfg, self.weights, self.opponent_weights,
-                        self.plans, self.lens, self.values, self.obs, self.masks, self.rewards, self.dones,
-                        self.results, self.num_threads)
+        P.plan_env_step(self._states, self._seats, self._book, actions, self._cfg, self.weights, self.opponent_weights,
+                        self._plans, self._lens, self._values, self._obs, self._masks, self._rewards, self._dones,
+                        self._results, self.num_threads)
 
     def reset(self) -> np.ndarray:
-        self.book[:, 0] = self._base + np.arange(self.num_envs)
-        self.book[:, 1:] = 0
+        self._book[:, 0] = self._base + np.arange(self.num_envs)
+        self._book[:, 1:] = 0
         self._run(np.full(self.num_envs, -1, dtype=np.int64))
         self._starts[:] = time.perf_counter()
         self._returns[:] = 0.0
-        return self.obs.copy()
+        return self._obs.copy()
 
     def step_async(self, actions: np.ndarray) -> None:
         raw = np.asarray(actions)
@@ -103,10 +109,10 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
         if a.shape != (self.num_envs,):
             raise ValueError(f"expected {self.num_envs} actions, got shape {np.shape(actions)}")
         bad = (a < 0) | (a >= P.PLAN_CHOICES)
-        bad[~bad] = ~self.masks[np.flatnonzero(~bad), a[~bad]]
+        bad[~bad] = ~self._masks[np.flatnonzero(~bad), a[~bad]]
         if bad.any():
             r = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"row {r}: plan {int(a[r])} is not a candidate (only {int(self.masks[r].sum())} exist)")
+            raise ValueError(f"row {r}: plan {int(a[r])} is not a candidate (only {int(self._masks[r].sum())} exist)")
         self._actions = a
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -114,13 +120,13 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
             raise RuntimeError("step_wait() without step_async()")
         self._run(self._actions)
         self._actions = None
-        self._returns += self.rewards
+        self._returns += self._rewards
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if self.dones.any():
+        if self._dones.any():
             now = time.perf_counter()
-            for r in np.flatnonzero(self.dones):
-                res = self.results[r]
-                infos[r] = {"terminal_observation": self.obs[r].copy(),  # next game's; the reward is terminal
+            for r in np.flatnonzero(self._dones):
+                res = self._results[r]
+                infos[r] = {"terminal_observation": self._obs[r].copy(),  # next game's; the reward is terminal
                             "TimeLimit.truncated": False,
                             "episode": {"r": float(self._returns[r]), "l": int(res[P.R_DECISIONS]),
                                         "t": round(now - self._starts[r], 6)},
@@ -128,8 +134,8 @@ class PlanChoiceVecEnv(BatchVecEnvMethods, VecEnv):
                             "won": float(res[P.R_WON])}
                 self._returns[r] = 0.0
                 self._starts[r] = now
-        return self.obs.copy(), self.rewards.copy(), self.dones.copy(), infos
+        return self._obs.copy(), self._rewards.copy(), self._dones.copy(), infos
 
     def action_masks(self) -> np.ndarray:
         """bool (N, PLAN_CHOICES): which candidate plans exist in every row."""
-        return self.masks.copy()
+        return self._masks.copy()

@@ -15,7 +15,8 @@ from .common import atomic_write_csv, save_checkpoint
 
 
 def model_bytes(model: Any) -> bytes:
-    """An SB3 model saved to memory (its usual zip), ready for an atomic write."""
+    """An SB3 model saved to memory (its usual zip), ready for an atomic write: an export for users (`ppo:PATH`),
+    never read back by the training commands (their checkpoints are weights-only, `runner.checkpoint_bytes`)."""
     buf = io.BytesIO()
     model.save(buf)
     return buf.getvalue()
@@ -56,7 +57,7 @@ class RunCallback(BaseCallback):
     - every `eval_every` steps: `evaluate(model) -> dict` is run, the row (plus `timesteps` and `minutes`)
       appended to `evals`, `run/eval.csv` rewritten atomically, each number logged to TensorBoard as
       `eval/<key>` and printed as one JSON line;
-    - every `checkpoint_every` steps: an atomic checkpoint in `run/checkpoints` whose record carries
+    - every `checkpoint_every` steps: an atomic weights-only checkpoint in `run/checkpoints` whose record carries
       `state()` (the caller's resumable state, e.g. a self-play pool) and the evaluations so far;
     - `hooks`: (every, fn(model, timesteps)) pairs, e.g. freezing a snapshot into a self-play pool;
     - after `max_minutes` of wall time (0: no limit) `learn()` is stopped; the caller writes the last
@@ -155,5 +156,7 @@ class RunCallback(BaseCallback):
         """An atomic checkpoint of the model now, with the caller's state and the evaluations so far."""
         state = {**self.state(), "evals": self.evals, "minutes": round(self.minutes(), 4),
                  "cpu_minutes": round(self.cpu_minutes(), 4)}
-        return save_checkpoint(self.run / "checkpoints", int(self.model.num_timesteps), model_bytes(self.model),
+        from .runner import checkpoint_bytes
+
+        return save_checkpoint(self.run / "checkpoints", int(self.model.num_timesteps), checkpoint_bytes(self.model),
                                state, keep=self.keep)

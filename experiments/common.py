@@ -4,9 +4,10 @@ and the TOML configs.
 Why atomic writes: a training run may be killed at any moment (SIGKILL, a full machine, a time limit). Every
 file written here goes through `harmonies_env.io` (the project's one atomic writer: a temporary file in the same
 folder, flushed and fsync'ed, then renamed over the target with `os.replace`), so a reader (or `--resume`) sees
-the old file or the new one, never half of one. A checkpoint is a `.zip` (written first) plus its `.json` record
-(written second, naming the zip's size and SHA-256), so a checkpoint counts only once both are complete and agree;
-`--resume` takes the newest such pair and skips anything torn.
+the old file or the new one, never half of one. A checkpoint is a weights-only `.pt` (written first;
+`runner.checkpoint_bytes`) plus its `.json` record (written second, naming the file's size and SHA-256), so a
+checkpoint counts only once both are complete and agree; `--resume` takes the newest such pair and skips anything
+torn.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from harmonies_env import io as _io
 
-#: Checkpoints are `checkpoints/step_<timesteps, 12 digits>.zip` + `.json`.
+#: Checkpoints are `checkpoints/step_<timesteps, 12 digits>.pt` (weights only) + `.json` (its record).
 CHECKPOINT_RE = re.compile(r"^step_(\d{12})\.json$")
 
 
@@ -77,23 +78,25 @@ def read_csv(path: str | os.PathLike) -> list[dict[str, str]]:
 # checkpoints
 # ---------------------------------------------------------------------------------------------------------
 def save_checkpoint(folder: str | os.PathLike, timesteps: int, model: bytes, state: Mapping[str, Any],
-                    keep: int = 2) -> Path:
-    """Write checkpoint `step_<timesteps>`: the model bytes (a zip), then its JSON record with `state`.
+                    keep: int = 2, suffix: str = ".pt") -> Path:
+    """Write checkpoint `step_<timesteps>`: the model bytes (`step_<timesteps><suffix>`), then its JSON record
+    with `state`.
 
-    The record names the zip's size and SHA-256, so `latest_checkpoint` can tell a complete pair from a torn
-    one. Keeps the newest `keep` complete checkpoints (older ones are removed record first). Returns the zip.
+    The record names the model file's size and SHA-256, so `latest_checkpoint` can tell a complete pair from a torn
+    one. Keeps the newest `keep` complete checkpoints (older ones are removed record first). Returns the model file.
     """
     if keep < 1:
         raise ValueError(f"keep must be >= 1, got {keep}")
     folder = Path(folder)
     stem = f"step_{int(timesteps):012d}"
-    zpath = atomic_write_bytes(folder / f"{stem}.zip", model)
+    zpath = atomic_write_bytes(folder / f"{stem}{suffix}", model)
     record = {"timesteps": int(timesteps), "model": zpath.name, "bytes": len(model),
               "sha256": hashlib.sha256(model).hexdigest(), "state": dict(state)}
     atomic_write_json(folder / f"{stem}.json", record)
     for old in _records(folder)[keep:]:
         old.unlink(missing_ok=True)
-        old.with_suffix(".zip").unlink(missing_ok=True)
+        for ext in (".pt", ".zip"):  # .zip: checkpoints of older versions
+            old.with_suffix(ext).unlink(missing_ok=True)
     return zpath
 
 
@@ -118,9 +121,9 @@ def remove_temp_files(folder: str | os.PathLike) -> int:
 
 
 def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict[str, Any]] | None:
-    """The newest complete checkpoint in `folder`: (zip path, record), or None if there is none.
+    """The newest complete checkpoint in `folder`: (model file path, record), or None if there is none.
 
-    Complete: the record parses and its zip exists with the recorded size and SHA-256. Torn or stray files
+    Complete: the record parses and its model file exists with the recorded size and SHA-256. Torn or stray files
     (a temp file of a killed write, a zip whose record never got written) are skipped, not deleted.
     """
     for rec_path in _records(Path(folder)):

@@ -61,7 +61,7 @@ def _play(task: tuple[int, int]) -> dict[str, np.ndarray]:
         view = PlayerView(game, p)  # views are snapshots: one per decision
         obs = np.zeros(PLAN_OBS_SIZE, dtype=np.float32)
         mask = np.zeros(PLAN_CHOICES, dtype=bool)
-        n = plan_observation(private_copy(view, 0).state, DEFAULT_WEIGHTS, PLAN_BEAM, plans, lens, values, obs,
+        n = plan_observation(private_copy(view, 0).state.copy(), DEFAULT_WEIGHTS, PLAN_BEAM, plans, lens, values, obs,
                              mask)
         cands, visits, means = mcts.search(view)
         if len(cands) != n or any(cands[k] != plans[k, : lens[k]].tolist() for k in range(n)):
@@ -132,13 +132,13 @@ def fit(f: dict[str, Any], d: dict[str, np.ndarray], seed: int, ppo: dict[str, A
     """Fit a MaskablePPO plan-choice policy to the searches `d` (cross-entropy); (model, summary).
 
     The policy is built from `ppo` (the [ppo] section, as `plan-ppo` uses it), so `plan-ppo` can continue it
-    with `[run] init`; `[fit] init` starts from a checkpoint instead."""
+    with `[run] init`; `[fit] init` starts from a checkpoint's weights instead (its network must be the [ppo] one)."""
     import torch
 
     from agents.plan_env import PlanChoiceVecEnv
 
     from .evaluate import EVAL_SEED, evaluate
-    from .runner import load_ppo, make_ppo
+    from .runner import init_from, make_ppo
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -157,10 +157,9 @@ def fit(f: dict[str, Any], d: dict[str, np.ndarray], seed: int, ppo: dict[str, A
     n_val = max(1, int(n * f["val_fraction"]))
     val, tr = order[:n_val], order[n_val:]
     env = PlanChoiceVecEnv(8, seed=0)
-    if f["init"]:
-        model = load_ppo(f["init"], env, device, None)
-    else:
-        model = make_ppo(env, ppo, seed, device, None)
+    model = make_ppo(env, ppo, seed, device, None)
+    if f["init"]:  # weights only (a .pt written by the training commands, or an SB3 zip read without unpickling)
+        init_from(model, f["init"])
     policy = model.policy
     opt = torch.optim.Adam(policy.parameters(), lr=f["lr"])
     obs_t = torch.as_tensor(obs, device=policy.device)

@@ -5,14 +5,26 @@ environments into.
 A run folder holds `config.json` (the command, its resolved config and seed: what `--resume` continues),
 `checkpoints/` (atomic checkpoints, the newest two kept), `eval.csv` (periodic evaluations, rewritten
 atomically), `tb/` (TensorBoard), `model.zip` (the final policy) and `summary.json`.
+
+Checkpoints are weights-only: `step_<timesteps>.pt` is a `torch.save` of tensors and plain values only (the
+policy's and the optimizer's state dicts, the step and update counters, the torch / numpy / Python generator
+states; `checkpoint_bytes`), read back with `torch.load(weights_only=True)`, which never unpickles code, and
+`step_<timesteps>.json` (its record: size, SHA-256, the run's resumable state as JSON). `--resume` builds a fresh
+MaskablePPO from the run's `config.json` and loads that checkpoint into it (`restore_checkpoint`): nothing written
+by Stable-Baselines3's pickling `save` is read back. `model.zip` (and plan-ppo's `best.zip`, self-play's `pool/`
+snapshots) are SB3 zips, an export for users (`ppo:PATH`, `PPOAgent`, which read them weights-only by default);
+`[run] init` reads a `.pt` written here, or such a zip weights-only (`agents.ppo.load_policy`).
 """
 from __future__ import annotations
 
+import io
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import numpy as np
 
 from .common import ConfigError, atomic_write_bytes, atomic_write_json, latest_checkpoint, remove_temp_files, section
 
@@ -37,6 +49,9 @@ class RunArgs:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
+
+#: What a checkpoint's `torch.save` dict says it is (checked when resuming).
+CHECKPOINT_FORMAT = "harmonies-ppo-checkpoint-1"
 
 #: The [run] section: how long to train and how often to evaluate / checkpoint (steps), torch threads.
 RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
@@ -72,16 +87,91 @@ def make_ppo(venv: Any, ppo: dict[str, Any], seed: int, device: str, tb: str | N
         raise ConfigError(f"config section [ppo]: {e}") from None
 
 
-def load_ppo(path: str | Path, venv: Any, device: str, tb: str | None, ppo: dict[str, Any] | None = None) -> Any:
-    """A MaskablePPO checkpoint written by these commands, attached to `venv` (optimizer and step count kept);
-    `ppo` ([ppo] keys but the network's) replaces the saved hyperparameters (n_steps, learning_rate, ...).
+def checkpoint_bytes(model: Any) -> bytes:
+    """A resumable checkpoint of `model` as `torch.save` bytes of tensors and plain values only: the policy's and
+    the optimizer's state dicts, `num_timesteps`, the update count and the torch / numpy / Python global generator
+    states (SB3 draws minibatches from numpy's). `torch.load(weights_only=True)` reads it without unpickling code."""
+    import random
 
-    Loading an SB3 zip unpickles parts of it: load only checkpoints you wrote or trust.
-    """
-    from sb3_contrib import MaskablePPO
+    import torch
 
-    kw = {k: v for k, v in (ppo or {}).items() if k not in ("net_arch", "activation")}
-    return MaskablePPO.load(str(path), env=venv, device=device, tensorboard_log=tb, **kw)
+    _, key, pos, has_gauss, gauss = np.random.get_state()
+    version, py_state, py_gauss = random.getstate()
+    obj = {"format": CHECKPOINT_FORMAT,
+           "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+           "num_timesteps": int(model.num_timesteps), "n_updates": int(getattr(model, "_n_updates", 0)),
+           "torch_rng": torch.get_rng_state(),
+           "numpy_rng": {"key": torch.from_numpy(np.asarray(key, dtype=np.int64)), "pos": int(pos),
+                         "has_gauss": int(has_gauss), "gauss": float(gauss)},
+           "python_rng": {"version": int(version), "state": torch.tensor(py_state, dtype=torch.int64),
+                          "gauss": py_gauss}}
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _read_weights(path: Path, device: str) -> dict[str, Any]:
+    import torch
+
+    try:
+        obj = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError ...
+        raise ConfigError(f"{path}: not a weights-only checkpoint written by these commands "
+                          f"({str(e).splitlines()[0][:200]})") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{path}: not a checkpoint written by these commands (a {type(obj).__name__})")
+    return obj
+
+
+def _load_policy_weights(model: Any, state: Any, path: Path) -> None:
+    try:
+        model.policy.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError, AttributeError, KeyError) as e:
+        raise ConfigError(f"{path}: its weights do not fit the network of this run's [ppo] config "
+                          f"({str(e).splitlines()[0][:200]})") from None
+
+
+def restore_checkpoint(model: Any, path: str | Path) -> None:
+    """Load a checkpoint written by `checkpoint_bytes` into `model` (a fresh MaskablePPO built from the same
+    config): weights, optimizer, counters, generator states. `torch.load(weights_only=True)`: no code runs."""
+    import random
+
+    import torch
+
+    path = Path(path)
+    obj = _read_weights(path, str(model.device))
+    if obj.get("format") != CHECKPOINT_FORMAT:
+        raise ConfigError(f"{path}: checkpoint format {obj.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    _load_policy_weights(model, obj["policy"], path)
+    model.policy.optimizer.load_state_dict(obj["optimizer"])
+    model.num_timesteps = int(obj["num_timesteps"])
+    model._n_updates = int(obj["n_updates"])
+    torch.set_rng_state(obj["torch_rng"])
+    r = obj["numpy_rng"]
+    np.random.set_state(("MT19937", r["key"].numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
+                         float(r["gauss"])))
+    p = obj["python_rng"]
+    random.setstate((int(p["version"]), tuple(int(x) for x in p["state"].tolist()), p["gauss"]))
+
+
+def init_from(model: Any, path: str | Path) -> None:
+    """Start `model` from the policy weights of `path`: a `.pt` written by these commands (a checkpoint or its
+    `policy` entry), or an SB3 `.zip` read weights-only (`agents.ppo.load_policy`: a zip that would need unpickling
+    is refused). The optimizer and counters start fresh."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"init: no checkpoint at {path}")
+    if path.suffix == ".pt":
+        obj = _read_weights(path, str(model.device))
+        _load_policy_weights(model, obj.get("policy", obj), path)
+        return
+    from agents.ppo import load_policy
+
+    try:
+        policy = load_policy(path, device=str(model.device), trust=False)
+    except ValueError as e:
+        raise ConfigError(f"init: {e}") from None
+    _load_policy_weights(model, policy.state_dict(), path)
 
 
 @dataclass
@@ -130,18 +220,19 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     start = int(ck[1]["timesteps"]) if ck else 0
     venv = task.make_env(train_seed(args.seed) + start)  # a resumed run plays new games
     extra: dict[str, Any] = {}
+    model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
     if ck:
-        model = load_ppo(ck[0], venv, device, tb, args.config.get("ppo", {}))
+        if ck[0].suffix != ".pt":
+            raise SystemExit(f"--resume: {ck[0]} is a Stable-Baselines3 zip from an older version of this code; "
+                             "resuming reads only weights-only .pt checkpoints (start the run again)")
+        restore_checkpoint(model, ck[0])
         print(f"resumed {args.algo} from {ck[0]} at {start} steps", flush=True)
     elif cfg["init"]:
         init = Path(cfg["init"]).expanduser()
-        model = load_ppo(init, venv, device, tb, args.config.get("ppo", {}))
-        model.num_timesteps = 0
+        init_from(model, init)
         print(f"initialised from {init}", flush=True)
-    else:
-        model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
-        if task.before_learn is not None:
-            extra.update(task.before_learn(model))
+    elif task.before_learn is not None:
+        extra.update(task.before_learn(model))
     venv.seed(train_seed(args.seed) + start)  # the model's own seeding reseeded the env: the run's games again
     eval_env = task.make_eval_env() if task.make_eval_env is not None else None
 

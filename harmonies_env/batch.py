@@ -18,8 +18,10 @@ cell's stack, a cube, a card, the hand, the central board ...; `rules.write_mask
 mask an action can touch). A whole row is re-encoded only on reset, on a Spirit choice, and in self-play
 when the turn passes (the observer changes). The result is always exactly a fresh `encode_observation` /
 `rules.legal_mask` of the row's state (tests/test_batch.py checks it every step). So the buffers must not
-be written to from outside (the classes hand out read-only views), and after editing `states` in place
-call `refresh()`.
+be written to from outside: the classes hand out read-only views of the states, observations, masks and
+bookkeeping (`state.read_only_view`: numpy refuses writes, and numba refuses to compile a kernel that writes into
+them), and new positions go in through `set_states`, which validates them (`harmonies_env.validate`) and
+re-encodes the rows' observations and masks.
 
 Determinism: every row owns its chance (the game's generator in the state) and its opponent's generator
 (`opp_rng`), so a row's trajectory depends only on its seed and its actions, never on the thread count
@@ -603,10 +605,7 @@ def _check_float(name: str, v: Any) -> float:
     return float(v)
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.flags.writeable = False
-    return v
+_read_only = S.read_only_view
 
 
 class _Batch:
@@ -614,8 +613,9 @@ class _Batch:
 
     The observation and mask buffers persist across steps and each step writes only what its actions
     changed (a whole row on reset, a turn change in self-play, a Spirit choice): `obs` / `masks` are
-    read-only views of them. `states` may be edited in place (e.g. to set up positions), but then call
-    `refresh()` before the next step so that the observations and masks follow.
+    read-only views of them. `states`, `book` and `cfg` are read-only views too (the kernels index tables with
+    their values: a value written by hand could crash the process); set up positions with `set_states`, which
+    validates them.
     """
 
     def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
@@ -633,10 +633,10 @@ class _Batch:
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
         self.num_threads = check_threads(num_threads)
-        self.cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
+        self._cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
                             dtype=np.int64)
-        self.states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
-        self.book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
+        self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self._book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
         self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
         self._masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
         self._ep_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
@@ -651,7 +651,25 @@ class _Batch:
         self._scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
         self._obs_view = _read_only(self._obs)
         self._masks_view = _read_only(self._masks)
+        self._states_view = _read_only(self._states)
+        self._book_view = _read_only(self._book)
+        self._cfg_view = _read_only(self._cfg)
         self.reset(seed)
+
+    @property
+    def states(self) -> np.ndarray:
+        """int64 (N, STATE_SIZE): every row's position, a READ-ONLY live view (`set_states` replaces rows)."""
+        return self._states_view
+
+    @property
+    def book(self) -> np.ndarray:
+        """int64 (N, BOOK_SIZE): per-row bookkeeping of the kernels (seeds, learner seat ...), read-only view."""
+        return self._book_view
+
+    @property
+    def cfg(self) -> np.ndarray:
+        """int64 (CFG_SIZE,): the configuration the kernels read (players, side, mode ...), read-only view."""
+        return self._cfg_view
 
     # ---- seeding and reset -----------------------------------------------------------------------------
     def reset(self, seed: int | Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -671,34 +689,70 @@ class _Batch:
             base = b + np.arange(n, dtype=np.int64)
         else:
             base = _as_seeds(seed, n)
-        self.book[:] = 0
-        self.book[:, B_BASE] = base
+        self._book[:] = 0
+        self._book[:, B_BASE] = base
         self._ep_returns[:] = 0.0
-        run_rows(_reset_rows, n, self.num_threads, self.states, self.cfg, self.book, self._obs, self._masks,
+        run_rows(_reset_rows, n, self.num_threads, self._states, self._cfg, self._book, self._obs, self._masks,
                   self._scratch)
         return self._obs_view, self._masks_view
 
-    def refresh(self) -> None:
-        """Re-encode every row's observation and mask from `states` (after editing `states` in place).
+    def set_states(self, states: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> None:
+        """Put positions into the batch: `states` int64 (N, STATE_SIZE) for every row, or (len(rows), STATE_SIZE)
+        (or one (STATE_SIZE,) state) for the listed rows; then every row's observation and mask is re-encoded.
 
-        Validates every row first (`harmonies_env.validate`; ValueError names the row and field) and the
-        learner seats in `book`. `step` does not re-check (speed): edit `states` only before a `refresh()`.
+        Every given state is validated first (`harmonies_env.validate`, and this batch's players / side / Spirits):
+        ValueError names the row and field, and the batch is left unchanged. The rows keep their episode
+        bookkeeping (base seed, episode number, learner seat): an episode continues from the new position.
+        This is the only way to write states: `states` is a read-only view (`step` does not re-check rows).
         """
-        check_states(self.states)
+        if rows is None:
+            idx = np.arange(self.num_games)
+        else:
+            idx = np.asarray(rows)
+            if idx.ndim == 0:
+                idx = idx.reshape(1)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.dtype == np.uint64 or (
+                    idx.size and (idx.min() < 0 or idx.max() >= self.num_games)) or np.unique(idx).size != idx.size:
+                raise ValueError(f"rows must be distinct row numbers 0..{self.num_games - 1}, got {rows!r}")
+        arr = np.asarray(states)
+        if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+            raise ValueError(f"states must be int64, got dtype {arr.dtype}")
+        if arr.ndim == 1 and idx.size == 1:
+            arr = arr[None, :]
+        if arr.shape != (idx.size, S.STATE_SIZE):
+            raise ValueError(f"states must be ({idx.size}, {S.STATE_SIZE}) for {idx.size} row(s), got {arr.shape}")
+        new = self._states.copy()
+        new[idx] = arr
+        self._check(new, idx)
+        self._states[idx] = new[idx]
+        self.refresh()
+
+    def _check(self, states: np.ndarray, rows: np.ndarray) -> None:
+        """ValueError naming the first row of `rows` whose state is invalid or not this batch's configuration."""
+        sub = np.ascontiguousarray(states[rows])
+        check_states(sub, rows)
         for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
                                 ("spirits", S.SPIRITS, int(self.spirits))):
-            bad = np.flatnonzero(self.states[:, off] != want)
+            bad = np.flatnonzero(sub[:, off] != want)
             if bad.size:
-                raise ValueError(f"states row {int(bad[0])}, field {name!r}: this batch plays {name} = {want}, "
-                                 f"got {int(self.states[bad[0], off])}")
-        if self.cfg[CFG_MODE] != MODE_SELFPLAY:
-            seats = self.book[:, B_SEAT]
-            bad = np.flatnonzero((seats < 0) | (seats >= self.num_players))
+                raise ValueError(f"states row {int(rows[bad[0]])}, field {name!r}: this batch plays {name} = {want}, "
+                                 f"got {int(sub[bad[0], off])}")
+        if self._cfg[CFG_MODE] == MODE_VERSUS:  # a row waits for its learner's action (or its game is over)
+            seats = self._book[rows, B_SEAT]
+            bad = np.flatnonzero((sub[:, S.GAME_OVER] == 0) & (sub[:, S.CURRENT] != seats))
             if bad.size:
-                raise ValueError(f"book row {int(bad[0])}: the learner's seat must be 0..{self.num_players - 1}, "
-                                 f"got {int(seats[bad[0]])}")
-        run_rows(_observe_rows, self.num_games, self.num_threads, self.states, self.cfg, self.book, self._obs,
-                  self._masks, self._scratch)
+                raise ValueError(f"states row {int(rows[bad[0]])}, field 'current': it is seat "
+                                 f"{int(sub[bad[0], S.CURRENT])}'s turn, but this row's learner plays seat "
+                                 f"{int(seats[bad[0]])} (a Versus row always waits for its learner)")
+
+    def refresh(self) -> None:
+        """Re-encode every row's observation and mask from the states (`set_states` does it for you).
+
+        Validates every row first (`harmonies_env.validate`; ValueError names the row and field).
+        """
+        self._check(self._states, np.arange(self.num_games))
+        run_rows(_observe_rows, self.num_games, self.num_threads, self._states, self._cfg, self._book, self._obs,
+                 self._masks, self._scratch)
 
     # ---- stepping --------------------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
@@ -716,7 +770,7 @@ class _Batch:
 
     def _step(self, actions: Any) -> None:
         acts = self._check_actions(actions)
-        step_rows(self.states, acts, self.cfg, self.illegal_reward, self.reward_scale, self.book, self._ep_returns,
+        step_rows(self._states, acts, self._cfg, self.illegal_reward, self.reward_scale, self._book, self._ep_returns,
                   self._final_returns, self._obs, self._masks, self._rewards, self._learner_rewards, self._ended,
                   self._flags, self._final_scores, self._final_won, self._final_obs, self._scratch,
                   num_threads=self.num_threads)
@@ -726,13 +780,13 @@ class _Batch:
         return BatchStep(self._obs_view, self._masks_view, rewards, f[:, F_TERM] == 1, f[:, F_TRUNC] == 1,
                          f[:, F_ILLEGAL] == 1, self._final_obs, self._final_scores, self._final_won,
                          self._final_returns, f[:, F_LENGTH], f[:, F_SEED], f[:, F_SUNS], f[:, F_SEAT],
-                         self.book[:, B_PLAYER])
+                         self._book_view[:, B_PLAYER])
 
     # ---- views -----------------------------------------------------------------------------------------
     @property
     def players(self) -> np.ndarray:
         """int64 (N,): the seat whose observation `obs` holds (the learner, or the player to move)."""
-        return self.book[:, B_PLAYER]
+        return self._book_view[:, B_PLAYER]
 
     @property
     def errors(self) -> np.ndarray:
@@ -742,11 +796,11 @@ class _Batch:
     @property
     def episodes(self) -> np.ndarray:
         """int64 (N,): each row's episode number (0 for the first game after `reset`)."""
-        return self.book[:, B_EPISODE]
+        return self._book_view[:, B_EPISODE]
 
     @property
     def base_seeds(self) -> np.ndarray:
-        return self.book[:, B_BASE]
+        return self._book_view[:, B_BASE]
 
     @property
     def obs(self) -> np.ndarray:
@@ -765,7 +819,7 @@ class _Batch:
 
     def current_seeds(self) -> np.ndarray:
         """int64 (N,): the game seed of each row's current episode."""
-        return np.array([episode_seed(int(b), int(e)) for b, e in self.book[:, [B_BASE, B_EPISODE]]],
+        return np.array([episode_seed(int(b), int(e)) for b, e in self._book[:, [B_BASE, B_EPISODE]]],
                         dtype=np.int64)
 
     def game(self, r: int) -> Game:
@@ -779,7 +833,7 @@ class _Batch:
             raise ValueError(f"row must be an integer, got {r!r}")
         if not 0 <= r < self.num_games:
             raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
-        return Game.from_state(self.states[r])
+        return Game.from_state(self._states[r])  # a validated copy: playing on it never touches the batch
 
 
 class BatchedGames(_Batch):
@@ -812,7 +866,7 @@ class BatchedGames(_Batch):
     @property
     def seats(self) -> np.ndarray:
         """int64 (N,): the learner's seat in each row's current game."""
-        return self.book[:, B_SEAT]
+        return self._book_view[:, B_SEAT]
 
     def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
         """Play the learner's action in every game (then the opponents', in Versus); auto-reset ended games."""

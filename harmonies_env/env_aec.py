@@ -196,10 +196,10 @@ class raw_env(AECEnv, EzPickle):
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         p = self._index[agent]
         obs = np.empty(OBS_SIZE, dtype=np.float32)
-        encode_observation(self.game.state, p, obs)
+        encode_observation(self.game._state, p, obs)
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.int8)
         if not self.game.is_over and p == self.game.current_player and not self.truncations.get(agent, False):
-            rules.legal_mask(self.game.state, mask, self._buf)
+            rules.legal_mask(self.game._state, mask, self._buf)
         return {"observation": obs, "action_mask": mask}
 
     def step(self, action: int) -> None:
@@ -213,7 +213,7 @@ class raw_env(AECEnv, EzPickle):
         if self.game.current_player != self._index[agent]:  # cannot happen unless the game was changed outside
             raise RuntimeError(f"{agent} is selected but it is player_{self.game.current_player}'s turn; "
                                "call reset()")
-        code = rules.step(self.game.state, action)
+        code = rules.step(self.game._state, action)
         if code:
             raise IllegalActionError(action, rules.ERRORS[code], self.game.describe_action(action)
                                      if 0 <= action < A.NUM_ACTIONS else "")

@@ -80,14 +80,14 @@ class _Base(gymnasium.Env):
 
     def _obs(self) -> np.ndarray:
         out = np.empty(OBS_SIZE, dtype=np.float32)
-        encode_observation(self.game.state, self.seat, out)
+        encode_observation(self.game._state, self.seat, out)
         return out
 
     def action_masks(self) -> np.ndarray:
         """bool (NUM_ACTIONS,): the learner's legal actions now (all False once the game is over)."""
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
         if not self.game.is_over and self.game.current_player == self.seat:
-            rules.legal_mask(self.game.state, mask, self._buf)
+            rules.legal_mask(self.game._state, mask, self._buf)
         return mask
 
     def _try_step(self, action: Any) -> str:
@@ -99,7 +99,7 @@ class _Base(gymnasium.Env):
             action = check_action(action)  # bool, float, str, beyond int64: refused like any illegal action
         except IllegalActionError as e:
             return e.reason
-        code = rules.step(self.game.state, action)
+        code = rules.step(self.game._state, action)
         if code:
             return rules.ERRORS[code]
         self.game.history.append(int(action))
@@ -183,7 +183,7 @@ class VersusEnv(_Base):
         opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
-            rules.random_until(g.state, self.seat, self._rng, 0, self._buf, self._grids)
+            rules.random_until(g._state, self.seat, self._rng, 0, self._buf, self._grids)
             return
         self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:
@@ -194,7 +194,7 @@ class VersusEnv(_Base):
                     a = opp.act(PlayerView(g, p))
                 else:
                     obs = np.empty(OBS_SIZE, dtype=np.float32)
-                    encode_observation(g.state, p, obs)
+                    encode_observation(g._state, p, obs)
                     a = opp(obs, g.action_mask())
                 if isinstance(a, np.ndarray) and a.size == 1:
                     a = a.reshape(())[()]

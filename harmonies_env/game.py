@@ -2,6 +2,10 @@
 
 `Game` owns one state vector (see `state`) and calls the kernels in `rules`; it validates input, raises
 `IllegalActionError` with the reason, and speaks the game's words. Nothing here holds rules logic.
+
+`Game.state` is a READ-ONLY view (the kernels trust the state: a value written by hand could send them out of
+bounds and crash the process). A position is replaced only through a validating route: `Game.from_state(s)`, or
+assigning `game.state = s` (`set_state`). The writable array is `_state`, used by `harmonies_env`'s own modules.
 """
 from __future__ import annotations
 
@@ -76,16 +80,66 @@ class Game:
     """One game of Harmonies for 1-4 players (1 = solo), Side "A" or "B", with or without Spirits.
 
     The same seed gives the same game; each game owns its generator, so games never disturb each other.
+    `state`: int64 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
     """
 
     def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, seed: int | None = None):
         self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
         self.seed = check_seed(seed)
-        self.state = np.zeros(S.STATE_SIZE, dtype=np.int64)
-        S.init_state(self.state, self.num_players, self.side_code, sp, self.seed)
+        self._adopt(np.zeros(S.STATE_SIZE, dtype=np.int64))
+        S.init_state(self._state, self.num_players, self.side_code, sp, self.seed)
         self.history: list[int] = []
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+
+    def _adopt(self, arr: np.ndarray) -> None:
+        """Own `arr` (int64 (STATE_SIZE,), C-contiguous) as the state; `state` becomes its read-only view."""
+        self._state = arr
+        self._state_view = S.read_only_view(arr)
+
+    def __copy__(self) -> "Game":  # a copy owns its state and history (as `clone`)
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict) -> "Game":
+        return self.clone()
+
+    def __getstate__(self) -> dict:  # pickle: the read-only view is rebuilt over the new array, never copied apart
+        d = dict(self.__dict__)
+        d.pop("_state_view", None)
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self._adopt(np.ascontiguousarray(self._state, dtype=np.int64).copy())
+
+    @property
+    def state(self) -> np.ndarray:
+        """int64 (STATE_SIZE,): the position, as a READ-ONLY live view (`harmonies_env.state` names its fields).
+
+        Read-only because the kernels trust the state: a value written by hand can send them out of bounds and
+        crash the process. Copy it to experiment (`game.state.copy()`), and replace the position with
+        `game.state = new_state` (validated, see `set_state`) or build a game with `Game.from_state`.
+        """
+        return self._state_view
+
+    @state.setter
+    def state(self, value: np.ndarray) -> None:
+        self.set_state(value)
+
+    def set_state(self, state: np.ndarray) -> None:
+        """Replace the position by `state` (int64 (STATE_SIZE,), copied) after validating every field
+        (`harmonies_env.validate`; ValueError names the bad field, and the game is left unchanged).
+
+        The configuration (players, side, Spirits) follows the new state. The game no longer has a seed and its
+        history is cleared: no record can replay a position set by hand (`record()` raises).
+        """
+        arr = _valid_state(state)
+        self.num_players = int(arr[S.NUM_PLAYERS])
+        self.side_code = int(arr[S.SIDE])
+        self.spirits = bool(arr[S.SPIRITS])
+        self.seed = -1
+        self.history = []
+        self._adopt(arr)
 
     # ---- configuration and position ------------------------------------------------------------------
     @property
@@ -98,16 +152,16 @@ class Game:
 
     @property
     def current_player(self) -> int:
-        return int(self.state[S.CURRENT])
+        return int(self._state[S.CURRENT])
 
     @property
     def is_over(self) -> bool:
-        return bool(self.state[S.GAME_OVER])
+        return bool(self._state[S.GAME_OVER])
 
     @property
     def turn(self) -> int:
         """Turns completed so far, all players together."""
-        return int(self.state[S.TURN])
+        return int(self._state[S.TURN])
 
     @property
     def round(self) -> int:
@@ -122,12 +176,8 @@ class Game:
         """
         if name not in S.FIELDS:
             raise ValueError(f"unknown state field {name!r}; fields are {', '.join(S.FIELDS)}")
-        v = S.field(self.state, name)
-        if isinstance(v, np.ndarray):
-            v = v.view()
-            v.flags.writeable = False
-            return v
-        return np.int64(v)
+        v = S.field(self._state_view, name)
+        return v if isinstance(v, np.ndarray) else np.int64(v)
 
     @classmethod
     def from_state(cls, state: np.ndarray, history: Iterable[int] = ()) -> "Game":
@@ -137,19 +187,13 @@ class Game:
         Its generator is the state's `rng` field; it has no seed, so `record()` refuses (the setup cannot be
         replayed). `history` is informational only.
         """
-        from .validate import check_state
-
-        arr = np.asarray(state)
-        if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
-            raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got dtype {arr.dtype}")
-        arr = np.array(arr, dtype=np.int64, copy=True)
-        check_state(arr)
+        arr = _valid_state(state)
         g = cls.__new__(cls)
         g.num_players = int(arr[S.NUM_PLAYERS])
         g.side_code = int(arr[S.SIDE])
         g.spirits = bool(arr[S.SPIRITS])
         g.seed = -1
-        g.state = arr
+        g._adopt(arr)
         g.history = [check_action(a) for a in history]
         g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         return g
@@ -158,17 +202,17 @@ class Game:
     def action_mask(self) -> np.ndarray:
         """bool (NUM_ACTIONS,): True where the action is legal for the player to move."""
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
-        rules.legal_mask(self.state, mask, self._buf)
+        rules.legal_mask(self._state, mask, self._buf)
         return mask
 
     def legal_actions(self) -> list[int]:
-        n = rules.legal_actions(self.state, self._buf)
+        n = rules.legal_actions(self._state, self._buf)
         return self._buf[:n].tolist()
 
     def step(self, action: int) -> None:
         """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
         action = check_action(action)
-        code = rules.step(self.state, action)
+        code = rules.step(self._state, action)
         if code:
             desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
             raise IllegalActionError(int(action), rules.ERRORS[code], desc)
@@ -181,7 +225,7 @@ class Game:
         Spirit cards dealt to another seat) is not named. None = no secret is withheld.
         """
         kind, x, y = A.decode(check_action(action))
-        s = self.state
+        s = self._state
         p = self.current_player
         if kind == "take_tokens":
             toks = [COLOURS[c] for c in S.field(s, "central")[x] if c >= 0]
@@ -216,7 +260,7 @@ class Game:
     def scores(self) -> list[dict[str, int]]:
         """Per player, the score breakdown by category (trees ... spirit, total), as things stand now."""
         out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-        rules.scores_into(self.state, out)
+        rules.scores_into(self._state, out)
         return [dict(zip(CATEGORIES, map(int, out[p]))) for p in range(self.num_players)]
 
     def animal_cubes(self) -> list[int]:
@@ -242,7 +286,7 @@ class Game:
     def clone(self) -> "Game":
         g = Game.__new__(Game)
         g.num_players, g.side_code, g.spirits, g.seed = self.num_players, self.side_code, self.spirits, self.seed
-        g.state = self.state.copy()
+        g._adopt(self._state.copy())
         g.history = list(self.history)
         g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         return g
@@ -283,6 +327,18 @@ class Game:
 
     def render(self) -> str:
         return str(self)
+
+
+def _valid_state(state: Any) -> np.ndarray:
+    """A validated C-contiguous int64 copy of `state` (ValueError naming the bad dtype, shape or field)."""
+    from .validate import check_state
+
+    arr = np.asarray(state)
+    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+        raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got dtype {arr.dtype}")
+    arr = np.array(arr, dtype=np.int64, copy=True, order="C")
+    check_state(arr)
+    return arr
 
 
 def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
@@ -330,7 +386,7 @@ def determinize(game: Game, player: int, seed: int) -> Game:
                          "and the copy would not be reproducible")
     player = int(player)
     g = game.clone()
-    s = g.state
+    s = g._state
     rng = np.random.default_rng(check_seed(seed))
     s[S.RNG] = int(rng.integers(0, 2**62))
     n = int(s[S.DECK_COUNT])

@@ -404,7 +404,7 @@ def observe(game, player: int | None = None) -> np.ndarray:
     if isinstance(player, bool) or not isinstance(player, (int, np.integer)) or not 0 <= player < game.num_players:
         raise ValueError(f"player must be a seat 0..{game.num_players - 1}, got {player!r}")
     out = np.empty(OBS_SIZE, dtype=np.float32)
-    encode_observation(game.state, int(player), out)
+    encode_observation(game._state, int(player), out)
     return out
 
 

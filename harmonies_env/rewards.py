@@ -36,7 +36,7 @@ def check_reward(reward: Any) -> str:
 def totals(game: Game) -> np.ndarray:
     """Current total score of every seat: int64 (num_players,)."""
     out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-    rules.scores_into(game.state, out)
+    rules.scores_into(game._state, out)
     return out[: game.num_players, -1].copy()
 
 

@@ -188,6 +188,19 @@ def field(s: np.ndarray, name: str) -> np.ndarray:
     return v.reshape(s.shape[:-1] + shape) if shape else v[..., 0]
 
 
+def read_only_view(a: np.ndarray) -> np.ndarray:
+    """A live, read-only view of the C-contiguous array `a` that cannot be made writable again.
+
+    Why: the kernels trust a state (they index tables with its values), so the arrays the public API hands out
+    (`Game.state`, `BatchedGames.states`, ...) must not be writable. A plain view's `writeable` flag can be switched
+    back on; this one is built over a read-only buffer, so numpy refuses that ("cannot set WRITEABLE flag"), and
+    numba refuses, when compiling, a kernel that writes into it. Reads follow `a` (no copy).
+    """
+    if not a.flags.c_contiguous:
+        raise ValueError("read_only_view needs a C-contiguous array")
+    return np.frombuffer(memoryview(a).toreadonly(), dtype=a.dtype).reshape(a.shape)
+
+
 def fields(s: np.ndarray, *names: str) -> tuple[np.ndarray, ...]:
     """`field(s, name)` for each name, in order: `stacks, cubes = fields(s, "stack", "cubes")`."""
     return tuple(field(s, n) for n in names)

@@ -316,8 +316,9 @@ def states_errors(states, out) -> int:
     return first
 
 
-def check_states(states: np.ndarray) -> np.ndarray:
-    """Validate every row of a batch (int64 (N, STATE_SIZE)); ValueError naming the first bad row and field."""
+def check_states(states: np.ndarray, row_numbers: np.ndarray | None = None) -> np.ndarray:
+    """Validate every row of a batch (int64 (N, STATE_SIZE)); ValueError naming the first bad row and field.
+    row_numbers: how the message numbers row r (`row_numbers[r]`, e.g. the batch rows being replaced)."""
     if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
             or states.shape[1] != S.STATE_SIZE:
         raise ValueError(f"states must be an int64 array (N, {S.STATE_SIZE}), got "
@@ -325,7 +326,7 @@ def check_states(states: np.ndarray) -> np.ndarray:
     out = np.zeros(states.shape[0], dtype=np.int64)
     r = states_errors(np.ascontiguousarray(states), out)
     if r >= 0:
-        raise ValueError(_message(int(out[r]), r))
+        raise ValueError(_message(int(out[r]), r if row_numbers is None else int(row_numbers[r])))
     return states
 
 

@@ -31,7 +31,7 @@ def public_copy(game: Game, player: int) -> Game:
     depends only on public facts and `player`'s secrets, and the blanks keep which dealt Spirit was kept.
     """
     g = game.clone()
-    s = g.state
+    s = g._state
     s[S.RNG] = 0
     s[S.DECK:S.DECK + int(s[S.DECK_COUNT])].sort()  # in place: the contents stay, the order goes
     if g.spirits:
@@ -101,7 +101,7 @@ class PlayerView:
     def observation(self) -> np.ndarray:
         """float32 (OBS_SIZE,): this player's observation (see `harmonies_env.observation`)."""
         out = np.empty(OBS_SIZE, dtype=np.float32)
-        encode_observation(self._game.state, self._player, out)
+        encode_observation(self._game._state, self._player, out)
         return out
 
     @property
@@ -109,14 +109,14 @@ class PlayerView:
         """bool (NUM_ACTIONS,): the legal actions if it is this player's turn, else all False."""
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
         if self.is_my_turn:
-            rules.legal_mask(self._game.state, mask, self._buf)
+            rules.legal_mask(self._game._state, mask, self._buf)
         return mask
 
     def legal_actions(self) -> list[int]:
         """Legal action indices for this player (empty when it is not their turn)."""
         if not self.is_my_turn:
             return []
-        n = rules.legal_actions(self._game.state, self._buf)
+        n = rules.legal_actions(self._game._state, self._buf)
         return self._buf[:n].tolist()
 
     def describe_action(self, action: int) -> str:

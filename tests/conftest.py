@@ -1,7 +1,8 @@
 """Shared helpers for the rules/game tests: the stacking rule from the rules text, and position builders.
 
-Tests may write a position into the state directly (these helpers keep the stack array and bitboards
-consistent), but the rule under test is then always driven through `Game.step`.
+Tests may write a position into the state directly, through the game's private writable array `Game._state`
+(the public `Game.state` is a read-only view; these helpers keep the stack array and bitboards consistent, not every
+invariant `Game.from_state` checks), but the rule under test is then always driven through `Game.step`.
 """
 from __future__ import annotations
 
@@ -42,10 +43,10 @@ def set_cell(g: Game, player: int, cell: int, *colours: str) -> None:
     """Write a stack (bottom -> top colours) on a cell, keeping the bitboards consistent."""
     new = code_of(*colours)
     old = int(g.field("stack")[player, cell])
-    bb = S.field(g.state, "bitboard")
+    bb = S.field(g._state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, new] |= 1 << cell
-    S.field(g.state, "stack")[player, cell] = new
+    S.field(g._state, "stack")[player, cell] = new
 
 
 def cell(g: Game, q: int, r: int) -> int:
@@ -54,32 +55,32 @@ def cell(g: Game, q: int, r: int) -> int:
 
 def clear_board(g: Game, player: int) -> None:
     """Take every token and cube off a board; the tokens go to the discarded pile so 120 stay accounted for."""
-    stacks = S.field(g.state, "stack")
-    disc = S.field(g.state, "discarded")
+    stacks = S.field(g._state, "stack")
+    disc = S.field(g._state, "discarded")
     for i in range(MAX_CELLS):
         for colour in STACKS[stacks[player, i]]:
             disc[COLOURS.index(colour)] += 1
         if i < g.num_cells and stacks[player, i]:
             set_cell(g, player, i)
-    S.field(g.state, "cubes")[player] = 0
+    S.field(g._state, "cubes")[player] = 0
 
 
 def give_hand(g: Game, *colours: str) -> None:
     """Put tokens in the hand of the player to move, as if this turn's tokens were taken."""
-    S.field(g.state, "hand")[:] = 0
+    S.field(g._state, "hand")[:] = 0
     for c in colours:
-        S.field(g.state, "hand")[COLOURS.index(c)] += 1
-    g.state[S.TOOK_TOKENS] = 1
-    g.state[S.TAKEN_SPACE] = 0
+        S.field(g._state, "hand")[COLOURS.index(c)] += 1
+    g._state[S.TOOK_TOKENS] = 1
+    g._state[S.TAKEN_SPACE] = 0
 
 
 def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     """Give a player an incomplete card in a free slot (returns the slot)."""
-    slots = S.field(g.state, "slot")
+    slots = S.field(g._state, "slot")
     if slot is None:
         slot = int(np.flatnonzero(slots[player] < 0)[0])
     slots[player, slot] = card
-    S.field(g.state, "cubes_placed")[player, card] = 0
+    S.field(g._state, "cubes_placed")[player, card] = 0
     return slot
 
 

@@ -127,7 +127,7 @@ def _midgame(seed: int = 4, turns: int = 10) -> Game:
 
 def test_no_turn_left_follows_the_end_of_game_rules():
     game = _midgame()
-    s = game.state
+    s = game.state.copy()
     mover = int(s[S.CURRENT])
     assert not no_turn_left(s, 0) and not no_turn_left(s, 1)
     t = s.copy()
@@ -195,11 +195,12 @@ def test_mcts_seconds_budget_stops():
 def _hidden_twin(game: Game, seed: int) -> Game:
     """Same position for seat 0, different hidden draw-pile order and chance generator."""
     twin = game.clone()
-    s = twin.state
+    s = twin.state.copy()
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = np.random.default_rng(seed).permutation(deck[:n])
     s[S.RNG] = seed * 7919 + 17
+    twin.state = s  # validated
     return twin
 
 
@@ -226,8 +227,8 @@ def test_search_never_sees_hidden_information(make):
         act = a.legal_actions()[-1]
         a.step(act)
         b.step(act)
-    assert not np.array_equal(S.field(a.state, "central"), S.field(b.state, "central")) or \
-        not np.array_equal(S.field(a.state, "market"), S.field(b.state, "market"))
+    assert not np.array_equal(S.field(a._state, "central"), S.field(b._state, "central")) or \
+        not np.array_equal(S.field(a._state, "market"), S.field(b._state, "market"))
 
 
 def test_make_agent_specs_and_errors():

@@ -155,7 +155,9 @@ def test_rollouts_deterministic_and_match_single_game_playout():
     assert (states[:, S.GAME_OVER] == 0).all()  # not in place by default
     g = Game(2, seed=12)
     rng = np.array([102], dtype=np.int64)
-    steps = rules.random_playout(g.state, rng, np.zeros(268, dtype=np.int64))
+    s = g.state.copy()  # the kernel plays in place: on a writable copy (`Game.state` is read-only)
+    steps = rules.random_playout(s, rng, np.zeros(268, dtype=np.int64))
+    g.state = s
     assert r1.steps[2] == steps
     assert r1.totals[2, :2].tolist() == [sc["total"] for sc in g.scores()]
     assert np.flatnonzero(r1.won[2]).tolist() == g.winners()
@@ -307,7 +309,7 @@ def test_property_buffers_equal_fresh_encoding(num_players, side, spirits, selfp
     _drive(b, steps, seed=seed % 1000, illegal_rate=illegal)
 
 
-def test_buffers_are_read_only_views_and_refresh_follows_edited_states():
+def test_buffers_are_read_only_views_and_set_states_follows_new_positions():
     b = BatchedGames(3, num_players=2, seed=4)
     out = b.step(_pick(b.masks, np.random.default_rng(0)))
     for arr in (b.obs, b.masks, out.obs, out.masks, b.action_masks()):
@@ -318,9 +320,12 @@ def test_buffers_are_read_only_views_and_refresh_follows_edited_states():
     g = Game(2, seed=99)
     for _ in range(7):
         g.step(int(g.legal_actions()[-1]))
-    b.states[1] = g.state
-    b.book[1, 2] = g.current_player  # the learner's seat (B_SEAT) is the player to move
-    b.refresh()
+    while g.current_player != b.seats[1]:  # a Versus row waits for its learner
+        g.step(int(g.legal_actions()[-1]))
+    for arr in (b.states, b.book, b.cfg):
+        with pytest.raises(ValueError, match="read-only"):
+            arr[0] = 1
+    b.set_states(g.state, rows=1)
     np.testing.assert_array_equal(b.obs[1], observe(g, g.current_player))
     np.testing.assert_array_equal(b.masks[1], g.action_mask())
     _drive(b, 30, seed=1)

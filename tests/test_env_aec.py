@@ -88,11 +88,12 @@ def test_hidden_order_gives_identical_observations():
     e1, e2 = raw_env(num_players=2, spirits=True), raw_env(num_players=2, spirits=True)
     e1.reset(seed=5)
     e2.reset(seed=5)
-    s2 = e2.game.state
+    s2 = e2.game.state.copy()
     n = int(s2[S.DECK_COUNT])
     S.field(s2, "deck")[:n] = np.roll(S.field(s2, "deck")[:n], 7)
     s2[S.RNG] += 987654321
-    assert not np.array_equal(e1.game.state, s2)
+    e2.game.state = s2  # validated
+    assert not np.array_equal(e1.game.state, e2.game.state)
     rng = np.random.default_rng(0)
     # and keep doing so over actions that reveal nothing hidden (no refill happens before the turn ends)
     for _ in range(3):
@@ -123,11 +124,11 @@ def test_win_rewards_follow_the_winners():
 
 def test_shared_victory_and_complete_tie():
     g = Game(3, seed=0)
-    g.state[S.GAME_OVER] = 1  # an empty table: everyone ties on 0 points and 0 cubes
+    g._state[S.GAME_OVER] = 1  # an empty table: everyone ties on 0 points and 0 cubes
     assert final_rewards(g, "win").tolist() == [0, 0, 0]
-    S.field(g.state, "animal_cubes")[2] = 1  # only the cubes tie-break separates seat 2
+    S.field(g._state, "animal_cubes")[2] = 1  # only the cubes tie-break separates seat 2
     assert final_rewards(g, "win").tolist() == [-1, -1, 1]
-    S.field(g.state, "animal_cubes")[1] = 1  # seats 1 and 2 share the victory
+    S.field(g._state, "animal_cubes")[1] = 1  # seats 1 and 2 share the victory
     assert final_rewards(g, "win").tolist() == [-1, 0.5, 0.5]
 
 

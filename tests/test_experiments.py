@@ -78,17 +78,17 @@ def test_checkpoints_newest_complete_one_wins(tmp_path):
     assert latest_checkpoint(ck) is None
     for t in (100, 200, 300):
         save_checkpoint(ck, t, f"model-{t}".encode(), {"pool": [t]}, keep=2)
-    assert sorted(p.name for p in ck.iterdir()) == ["step_000000000200.json", "step_000000000200.zip",
-                                                    "step_000000000300.json", "step_000000000300.zip"]
+    assert sorted(p.name for p in ck.iterdir()) == ["step_000000000200.json", "step_000000000200.pt",
+                                                    "step_000000000300.json", "step_000000000300.pt"]
     z, rec = latest_checkpoint(ck)
-    assert z.name == "step_000000000300.zip" and rec["timesteps"] == 300 and rec["state"] == {"pool": [300]}
-    (ck / "step_000000000300.zip").write_bytes(b"model-3")  # torn (shorter than recorded)
+    assert z.name == "step_000000000300.pt" and rec["timesteps"] == 300 and rec["state"] == {"pool": [300]}
+    (ck / "step_000000000300.pt").write_bytes(b"model-3")  # torn (shorter than recorded)
     assert latest_checkpoint(ck)[1]["timesteps"] == 200
-    (ck / "step_000000000300.zip").write_bytes(b"model-301")  # same size, other bytes
+    (ck / "step_000000000300.pt").write_bytes(b"model-301")  # same size, other bytes
     assert latest_checkpoint(ck)[1]["timesteps"] == 200
-    (ck / "step_000000000400.zip").write_bytes(b"model-400")  # a zip whose record never got written
+    (ck / "step_000000000400.pt").write_bytes(b"model-400")  # a zip whose record never got written
     (ck / "step_000000000500.json").write_text('{"timesteps": 5')  # a torn record (not atomic: by hand)
-    (ck / ".step_000000000600.zip.1.ab.tmp").write_bytes(b"partial")
+    (ck / ".step_000000000600.pt.1.ab.tmp").write_bytes(b"partial")
     assert latest_checkpoint(ck)[1]["timesteps"] == 200
     assert remove_temp_files(ck) == 1
     with pytest.raises(ValueError):
@@ -263,3 +263,68 @@ def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
     assert [int(r["timesteps"]) for r in read_csv(d / "eval.csv")] == [64]  # eval_every 0: the final one only
     png = plot.plot([run], ["mean_score", "mean_suns"], tmp_path / "img" / "c.png", refs=[("mean_score", "x", 5.0)])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, monkeypatch):
+    """A run's checkpoints are `torch.save`d tensors and plain values (`weights_only=True` reads them) plus JSON;
+    `--resume` and `[run] init` never go through Stable-Baselines3's pickling loader."""
+    pytest.importorskip("sb3_contrib")
+    import numpy as np
+    import sb3_contrib
+    import stable_baselines3.common.save_util as save_util
+    import torch
+
+    from experiments import train
+    from experiments.runner import CHECKPOINT_FORMAT
+
+    small = ["--no-progress", "--set", "run.eval_every=0", "--set", "run.eval_episodes=2", "--set", "env.n_envs=8",
+             "--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.net_arch=[16]",
+             "--set", "run.checkpoint_every=128"]
+    run = tmp_path / "run"
+    assert train.main(["solo-ppo", "--run", str(run), "--set", "run.timesteps=256", *small]) == 0
+    path, rec = latest_checkpoint(run / "checkpoints")
+    assert path.suffix == ".pt" and rec["timesteps"] == 256
+    assert not list((run / "checkpoints").glob("*.zip"))
+    ck = torch.load(path, weights_only=True)  # tensors and plain values only
+    assert ck["format"] == CHECKPOINT_FORMAT and ck["num_timesteps"] == 256 and ck["n_updates"] > 0
+    assert set(ck) >= {"policy", "optimizer", "torch_rng", "numpy_rng", "python_rng"}
+
+    def refuse(*a, **k):
+        raise AssertionError("resuming unpickled a Stable-Baselines3 zip")
+
+    monkeypatch.setattr(sb3_contrib.MaskablePPO, "load", classmethod(refuse))
+    monkeypatch.setattr(save_util, "load_from_zip_file", refuse)
+    monkeypatch.setattr(save_util, "json_to_data", refuse)  # where SB3 unpickles `:serialized:` entries
+    real_load = torch.load
+
+    def weights_only_load(*a, **k):
+        assert k.get("weights_only") is True, "torch.load without weights_only=True"
+        return real_load(*a, **k)
+
+    monkeypatch.setattr(torch, "load", weights_only_load)
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--set", "run.timesteps=384", *small]) == 0
+    path2, rec2 = latest_checkpoint(run / "checkpoints")
+    assert rec2["timesteps"] == 384
+    ck2 = torch.load(path2, weights_only=True)
+    assert ck2["n_updates"] > ck["n_updates"]  # it continued the optimizer's updates, not a fresh model's
+    changed = [k for k in ck["policy"] if not torch.equal(ck["policy"][k], ck2["policy"][k])]
+    assert changed  # and trained on
+    # a policy started from the finished run's weights ([run] init: the policy only, no optimizer or counters)
+    import gymnasium as gym
+
+    import harmonies_env.env_gym  # noqa: F401  (registers the envs)
+    from experiments.runner import init_from, make_ppo
+
+    fresh = make_ppo(gym.make("harmonies/Solo-v0"), {"net_arch": [16]}, 5, "cpu", None)
+    init_from(fresh, path2)
+    assert all(torch.equal(v, ck2["policy"][k]) for k, v in fresh.policy.state_dict().items())
+    assert fresh.num_timesteps == 0
+    wide = make_ppo(gym.make("harmonies/Solo-v0"), {"net_arch": [32]}, 5, "cpu", None)
+    with pytest.raises(ConfigError, match="do not fit the network"):
+        init_from(wide, path2)
+    monkeypatch.undo()
+    # a file that needs unpickling is refused as an init, before anything runs
+    evil = tmp_path / "evil.pt"
+    torch.save({"policy": np.arange(3)}, evil)  # a numpy array: not loadable with weights_only=True
+    with pytest.raises(ConfigError, match="not a weights-only checkpoint"):
+        init_from(fresh, evil)

@@ -197,9 +197,9 @@ def test_determinize_never_reveals_the_true_hidden_order() -> None:
     g = mid_game()
     h = g.clone()
     n = int(h.field("deck_count"))
-    S.field(h.state, "deck")[:n] = h.field("deck")[:n][::-1]  # another draw-pile order
-    h.state[S.RNG] ^= 0x5555_5555  # other future pouch draws
-    dealt = S.field(h.state, "spirit_dealt")
+    S.field(h._state, "deck")[:n] = h.field("deck")[:n][::-1]  # another draw-pile order
+    h._state[S.RNG] ^= 0x5555_5555  # other future pouch draws
+    dealt = S.field(h._state, "spirit_dealt")
     seen = set(dealt[0].tolist()) | {int(k) for k in h.field("spirit_kept") if k >= 0}
     unseen = [c for c in range(FIRST_SPIRIT, NUM_CARDS + 1) if c not in seen and c not in dealt[2]]
     dealt[2] = unseen[:2]  # seat 2 has not chosen: both its Spirits are hidden from seat 0

@@ -272,13 +272,61 @@ def test_all_zero_state_and_bad_batches_raise_clear_errors():
         rollout_batch(s[None, :], [0])
     b = BatchedGames(2, num_players=2, seed=0)
     before = b.states.copy()
-    b.states[1, S.STACK] = 99
+    bad = before.copy()
+    bad[1, S.STACK] = 99
     with pytest.raises(ValueError, match="row 1, field 'stack'"):
-        b.refresh()
-    b.states[:] = before
-    b.states[0] = Game(3, seed=0).state
-    with pytest.raises(ValueError, match="num_players"):
-        b.refresh()
+        b.set_states(bad)
+    with pytest.raises(ValueError, match="row 1, field 'stack'"):
+        b.set_states(bad[1], rows=[1])
+    with pytest.raises(ValueError, match="row 0, field 'num_players'"):
+        b.set_states(Game(3, seed=0).state, rows=0)
+    with pytest.raises(ValueError, match="rows must be"):
+        b.set_states(before, rows=[0, 0])
+    with pytest.raises(ValueError, match=r"states must be \(1, "):
+        b.set_states(before, rows=[0])
+    assert np.array_equal(b.states, before)  # every refusal left the batch unchanged
+
+
+def test_public_state_arrays_are_read_only_and_cannot_be_made_writable():
+    """`Game.state`, `BatchedGames.states` / `book` / `cfg` (and views of them) refuse writes: the kernels would
+    trust what was written (issue 13: `current = 10**6` then `legal_actions()` crashed the process)."""
+    import copy
+    import pickle as pkl
+
+    g = Game(2, "A", False, seed=1)
+    b = BatchedGames(2, num_players=2, seed=0)
+    out = b.step(b.masks.argmax(axis=1))
+    for arr in (g.state, S.field(g.state, "stack"), g.field("stack"), np.asarray(g.state), b.states, b.states[1],
+                b.book, b.cfg, b.obs, b.masks, b.game(0).state, b.players, b.seats, b.episodes, b.base_seeds,
+                out.players, out.obs, out.masks):
+        with pytest.raises(ValueError, match="read-only"):
+            arr.reshape(-1)[0] = 1
+        with pytest.raises(ValueError, match="WRITEABLE"):
+            arr.flags.writeable = True
+    with pytest.raises(AttributeError):
+        b.states = np.zeros_like(b.states)  # no setter: set_states validates
+    assert g.legal_actions() and g.current_player == 0
+    # the validating setter: refused -> unchanged; accepted -> the new position, no seed or history
+    s = g.state.copy()
+    s[S.CURRENT] = 10**6
+    with pytest.raises(ValueError, match="'current'"):
+        g.state = s
+    assert g.current_player == 0 and g.seed == 1
+    h = Game(2, "A", False, seed=2)
+    h.step(h.legal_actions()[0])
+    g.state = h.state
+    assert np.array_equal(g.state, h.state) and g.seed == -1 and g.history == [] and not g.state.flags.writeable
+    g.step(g.legal_actions()[0])
+    assert not np.array_equal(g.state, h.state)  # a copy: h is untouched
+    # copies of a game keep a live read-only view of their own state
+    for c in (copy.deepcopy(g), copy.copy(g), pkl.loads(pkl.dumps(g)), g.clone()):
+        assert np.array_equal(c.state, g.state) and not c.state.flags.writeable
+        c.step(c.legal_actions()[0])
+        assert len(c.history) == len(g.history) + 1 and not np.array_equal(c.state, g.state)
+    # kernels that write refuse a read-only array when they are compiled (numba), before anything runs
+    from harmonies_env import rules
+    with pytest.raises(Exception, match="readonly"):
+        rules.step(g.state, g.legal_actions()[0])
 
 
 def test_random_field_edits_never_crash_the_process():

@@ -70,7 +70,7 @@ def _random_net(hidden=(16,), seed=0) -> ValueNet:
 def test_features_read_the_position(players, side, spirits):
     """Seat blocks hold each seat's score, potential terms and board, relative to the seat that moved."""
     g = _midgame(seed=players * 7, turns=3 * players + 1, players=players, side=side, spirits=spirits)
-    s = g.state
+    s = g.state.copy()
     p = g.current_player
     f = np.zeros(NUM_FEATURES, dtype=np.float32)
     afterstate_features(s, p, f)

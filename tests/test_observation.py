@@ -133,11 +133,12 @@ def test_held_cards_show_card_and_cubes_left():
 def test_hidden_information_does_not_change_the_observation():
     g = play_random(Game(3, "A", spirits=True, seed=8), 30)
     twin = g.clone()
-    s = twin.state
+    s = twin.state.copy()
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = deck[:n][::-1].copy()  # another draw pile order
     s[S.RNG] ^= 0x123456789  # another pouch draw order
+    twin.state = s  # validated
     assert not np.array_equal(g.state, twin.state)
     for p in range(3):
         assert np.array_equal(observe(g, p), observe(twin, p))
@@ -151,7 +152,7 @@ def test_others_unkept_spirits_are_hidden_but_own_dealt_spirits_are_seen():
         assert obs1[G_DEALT + 10 * j + int(dealt[1, j]) - FIRST_SPIRIT] == 1
     twin = g.clone()
     unused = sorted(set(range(FIRST_SPIRIT, FIRST_SPIRIT + 10)) - set(dealt.ravel().tolist()))
-    S.field(twin.state, "spirit_dealt")[0] = unused[:2]  # player 0 was dealt other Spirits
+    S.field(twin._state, "spirit_dealt")[0] = unused[:2]  # player 0 was dealt other Spirits
     assert np.array_equal(observe(g, 1), observe(twin, 1))
     assert not np.array_equal(observe(g, 0), observe(twin, 0))
     g.step(260)  # player 0 keeps their first Spirit: now public

@@ -180,5 +180,5 @@ def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
     assert "collect" not in summary(bc2) and summary(bc2)["decisions"] == t["decisions"]
     run2 = tmp_path / "plan2"
     assert train.main(["plan-ppo", "--run", str(run2), "--set", "run.timesteps=64", "--set", "run.eval_every=0",
-                       "--set", f'run.init="{bc2 / "model.zip"}"', *small]) == 0
+                       "--set", f'run.init="{bc2 / "model.zip"}"', "--set", "ppo.net_arch=[16]", *small]) == 0
     assert summary(run2)["timesteps"] >= 64

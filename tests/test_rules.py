@@ -93,7 +93,7 @@ def test_one_card_per_turn_and_only_with_fewer_than_4_incomplete_cards() -> None
     assert "take_card" in kinds(g)
     for card in (market[0], market[2], market[3]):
         hold_card(g, 0, int(card))
-    S.field(g.state, "market")[:] = [10, 11, 12, 13, 14]
+    S.field(g._state, "market")[:] = [10, 11, 12, 13, 14]
     assert "take_card" not in kinds(g)
     with pytest.raises(IllegalActionError, match="4 incomplete cards"):
         g.step(A.take_card(0))
@@ -105,7 +105,7 @@ def test_an_incomplete_kept_spirit_counts_toward_the_4_and_frees_its_slot_when_i
     g.step(A.keep_spirit(1))
     for card in (1, 2, 3):
         hold_card(g, 0, card)
-    S.field(g.state, "market")[:3] = [4, 5, 6]
+    S.field(g._state, "market")[:3] = [4, 5, 6]
     assert "take_card" not in kinds(g)
     cube = build_habitat(g, 0, spirit)
     g.step(A.place_cube(0, cube))  # the Spirit cube completes the Spirit card
@@ -146,7 +146,7 @@ def test_cubes_any_number_of_times_interleaved_with_placements() -> None:
                       if not {i for i, _ in pl} & set(np.flatnonzero(g.field("stack")[0])))
     g.step(A.place_cube(slot, a))  # before taking tokens
     g.step(A.take_tokens(0))
-    hand = S.field(g.state, "hand")
+    hand = S.field(g._state, "hand")
     hand[:] = 0
     hand[GRAY] = 2
     hand[YELLOW] = 1
@@ -229,7 +229,7 @@ def test_fennec_fox_then_shrew_rulebook_sequence() -> None:
     assert A.place_cube(fox, far) in g.legal_actions()
     assert not any(A.decode(a)[:2] == ("place_cube", shrew) for a in g.legal_actions()), "no Building yet"
     g.step(A.place_cube(fox, far))
-    S.field(g.state, "central")[0] = [RED, YELLOW, YELLOW]
+    S.field(g._state, "central")[0] = [RED, YELLOW, YELLOW]
     g.step(A.take_tokens(0))
     g.step(A.place_token(RED, b))  # red on the fox's gray: now a Building, the fox habitat is broken
     assert g.field("stack")[0, b] == code_of("gray", "red")
@@ -324,10 +324,10 @@ def test_pouch_runs_out_after_exactly_35_refills_then_triggers(num_players: int)
 
 def test_pouch_trigger_mid_round_lets_the_others_finish() -> None:
     g = Game(3, "A", seed=50)
-    S.field(g.state, "discarded")[:] = g.field("pouch")
-    S.field(g.state, "pouch")[:] = 0
-    S.field(g.state, "pouch")[0] = 3  # one refill left
-    S.field(g.state, "discarded")[0] -= 3
+    S.field(g._state, "discarded")[:] = g.field("pouch")
+    S.field(g._state, "pouch")[:] = 0
+    S.field(g._state, "pouch")[0] = 3  # one refill left
+    S.field(g._state, "discarded")[0] -= 3
     play_turn(g)
     assert g.field("end_trigger") == 0
     play_turn(g)
@@ -388,12 +388,12 @@ def solo_with_animal_points(side: str, spirit: int | None) -> Game:
     """A solo game on an empty board whose cards score 130: 18+18+17*5 complete + card 1 at 2 cubes (9)."""
     g = Game(1, side, spirits=spirit is not None, seed=70)
     if spirit is not None:
-        S.field(g.state, "spirit_dealt")[0, 0] = spirit
+        S.field(g._state, "spirit_dealt")[0, 0] = spirit
         g.step(A.keep_spirit(0))
     for card in (13, 20, 9, 10, 15, 29, 31):
-        S.field(g.state, "cubes_placed")[0, card] = CUBES_ON_CARD[card]
+        S.field(g._state, "cubes_placed")[0, card] = CUBES_ON_CARD[card]
     hold_card(g, 0, 1)
-    S.field(g.state, "cubes_placed")[0, 1] = 2
+    S.field(g._state, "cubes_placed")[0, 1] = 2
     return g
 
 
@@ -415,21 +415,21 @@ def test_winner_by_points_then_animal_cubes_spirit_cube_excluded_else_shared() -
     g = Game(3, "A", spirits=True, seed=80)
     # seat 0: card 27 at 1 cube (4 points) + the Tortoise Spirit's cube (2 per blue: 0 on this board);
     # seat 1: nothing; seat 2: card 5 at 2 cubes (4 points)
-    S.field(g.state, "spirit_kept")[0] = 42
-    S.field(g.state, "cubes_placed")[0, 42] = 1
-    S.field(g.state, "cubes_placed")[0, 27] = 1
-    S.field(g.state, "animal_cubes")[0] = 1
-    S.field(g.state, "cubes_placed")[2, 5] = 2
-    S.field(g.state, "animal_cubes")[2] = 2
+    S.field(g._state, "spirit_kept")[0] = 42
+    S.field(g._state, "cubes_placed")[0, 42] = 1
+    S.field(g._state, "cubes_placed")[0, 27] = 1
+    S.field(g._state, "animal_cubes")[0] = 1
+    S.field(g._state, "cubes_placed")[2, 5] = 2
+    S.field(g._state, "animal_cubes")[2] = 2
     assert [s["total"] for s in g.scores()] == [4, 0, 4]
     assert g.winners() == [2], "equal points: most animal cubes; the Spirit cube does not count"
-    S.field(g.state, "cubes_placed")[0, 27] = 2
-    S.field(g.state, "animal_cubes")[0] = 2
-    S.field(g.state, "cubes_placed")[0, 42] = -1
-    S.field(g.state, "cubes_placed")[0, 5] = 2  # seat 0 now 9 + 4
+    S.field(g._state, "cubes_placed")[0, 27] = 2
+    S.field(g._state, "animal_cubes")[0] = 2
+    S.field(g._state, "cubes_placed")[0, 42] = -1
+    S.field(g._state, "cubes_placed")[0, 5] = 2  # seat 0 now 9 + 4
     assert g.winners() == [0]
-    S.field(g.state, "cubes_placed")[2, 27] = 2
-    S.field(g.state, "animal_cubes")[2] = 4
-    S.field(g.state, "animal_cubes")[0] = 4
+    S.field(g._state, "cubes_placed")[2, 27] = 2
+    S.field(g._state, "animal_cubes")[2] = 4
+    S.field(g._state, "animal_cubes")[0] = 4
     assert g.scores()[0]["total"] == g.scores()[2]["total"]
     assert g.winners() == [0, 2], "same points and cubes: shared victory"
