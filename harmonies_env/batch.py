@@ -83,6 +83,8 @@ B_PLAYER = 9     # seat whose observation was written last
 B_FRESH = 10     # 1 until the first legal action of a solo episode ("dense" counts from 0, not the start score)
 B_SCORE = 11     # 4 x NUM_CATEGORIES: each seat's current score breakdown (kept up to date incrementally)
 BOOK_SIZE = B_SCORE + S.MAX_PLAYERS * NUM_CATEGORIES
+#: Most legal decisions per game a batch made with record=True keeps (a game has a few hundred at most).
+RECORD_CAP = 4096
 #: flags: int64 (N, FLAGS_SIZE), written by each step; the F_LENGTH.. entries only for rows that ended.
 F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS, F_SEAT = range(9)
 FLAGS_SIZE = 9
@@ -620,8 +622,16 @@ class _Batch:
 
     def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
-                 illegal_reward: float, max_steps: int, num_threads: int):
+                 illegal_reward: float, max_steps: int, num_threads: int, record: bool = False):
         self.num_games = n = _check_int("num_games", num_games, 1)
+        if not isinstance(record, (bool, np.bool_)):
+            raise ValueError(f"record must be True or False, got {record!r}")
+        self.record = bool(record)
+        # record=True: each row's legal decisions of its current game, int16 (N, RECORD_CAP), and how many, int64
+        # (N,) (-1: unknown, after `set_states` or past RECORD_CAP); the built-in opponents' moves are replayed
+        # from the episode seed by `game(r)`, so they need no room here
+        self._hist = np.zeros((n, RECORD_CAP if self.record else 0), dtype=np.int16)
+        self._hlen = np.zeros(n, dtype=np.int64)
         self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
         self.spirits = bool(sp)
         if reward not in REWARDS:
@@ -692,6 +702,7 @@ class _Batch:
         self._book[:] = 0
         self._book[:, B_BASE] = base
         self._ep_returns[:] = 0.0
+        self._hlen[:] = 0
         run_rows(_reset_rows, n, self.num_threads, self._states, self._cfg, self._book, self._obs, self._masks,
                   self._scratch)
         return self._obs_view, self._masks_view
@@ -725,6 +736,7 @@ class _Batch:
         new[idx] = arr
         self._check(new, idx)
         self._states[idx] = new[idx]
+        self._hlen[idx] = -1  # these rows' games no longer follow from their seeds: no record until they end
         self.refresh()
 
     def _check(self, states: np.ndarray, rows: np.ndarray) -> None:
@@ -774,6 +786,14 @@ class _Batch:
                   self._final_returns, self._obs, self._masks, self._rewards, self._learner_rewards, self._ended,
                   self._flags, self._final_scores, self._final_won, self._final_obs, self._scratch,
                   num_threads=self.num_threads)
+        if self.record:
+            h = self._hlen
+            ok = (self._flags[:, F_ILLEGAL] == 0) & (h >= 0)
+            h[ok & (h >= RECORD_CAP)] = -1
+            rows = np.flatnonzero(ok & (h >= 0))
+            self._hist[rows, h[rows]] = acts[rows]
+            h[rows] += 1
+            h[self._ended] = 0  # an ended row already started its next game
 
     def _result(self, rewards: np.ndarray) -> BatchStep:
         f = self._flags
@@ -823,17 +843,47 @@ class _Batch:
                         dtype=np.int64)
 
     def game(self, r: int) -> Game:
-        """A `Game` holding a copy of row r's current state (to inspect, render or play on).
+        """A `Game` holding a copy of row r's current state (to inspect, render, play on or export).
 
-        The batch does not record its rows' actions (the kernels step rows without Python), so this game has no
-        history and no seed: its `record()` / `to_json()` raise ValueError rather than export a record that
-        would replay a different game. `current_seeds()[r]` and the actions you sent describe row r's game.
+        With `record=True` the game carries row r's seed and every action of its current game (the learner's,
+        recorded as they are stepped, and the built-in opponents', replayed from the episode seed with the same
+        generator), so `record()` / `to_json()` export a record that `Game.replay` turns back into this very
+        position (checked here). Without it the batch keeps no actions (the kernels step rows without Python):
+        the game has no history and no seed, and its `record()` / `to_json()` raise ValueError rather than export
+        a record that would replay a different game; so do rows set with `set_states` until their game ends.
         """
         if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
             raise ValueError(f"row must be an integer, got {r!r}")
         if not 0 <= r < self.num_games:
             raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
-        return Game.from_state(self._states[r])  # a validated copy: playing on it never touches the batch
+        if not self.record or self._hlen[r] < 0:
+            return Game.from_state(self._states[r])  # a validated copy: playing on it never touches the batch
+        return self._replayed(int(r))
+
+    def _replayed(self, r: int) -> Game:
+        """Row r's current game rebuilt from its episode seed and recorded actions (opponents' moves redrawn)."""
+        seed = episode_seed(int(self._book[r, B_BASE]), int(self._book[r, B_EPISODE]))
+        n = self.num_players
+        g = Game(n, "AB"[self.side_code], self.spirits, seed=seed)
+        versus = self._cfg[CFG_MODE] == MODE_VERSUS
+        rng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
+        buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        grids = np.zeros(NUM_CLASSES, dtype=np.int64)
+        seat = int(self._cfg[CFG_SEAT])
+        if versus and seat < 0:
+            seat = int(S.random_below(rng, 0, n))
+
+        def opponents() -> None:
+            while versus and not g.is_over and g.current_player != seat:
+                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf, grids)))
+
+        opponents()
+        for a in self._hist[r, : self._hlen[r]]:
+            g.step(int(a))
+            opponents()
+        if not np.array_equal(g.state, self._states[r]):
+            raise RuntimeError(f"row {r}: the recorded actions do not rebuild the row's game (a bug: please report)")
+        return g
 
 
 class BatchedGames(_Batch):
@@ -844,13 +894,14 @@ class BatchedGames(_Batch):
     Versus (see REWARDS), illegal_reward -1.0 (solo) / -0.01 (Versus), max_steps 5000 (0 = no limit).
     seat: the learner's seat in Versus (None = drawn per episode from the episode's seed). An illegal
     action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
-    steps row ranges in threads with the same results.
+    steps row ranges in threads with the same results. record=True keeps each row's actions so that `game(r)`
+    exports a replayable record (a few numpy operations per step; off by default).
     """
 
     def __init__(self, num_games: int, num_players: int = 1, side: str = "A", spirits: bool = False,
                  seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
                  reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
-                 num_threads: int = 1):
+                 num_threads: int = 1, record: bool = False):
         np_, _, _ = check_config(num_players, side, spirits)
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < np_):
@@ -861,7 +912,7 @@ class BatchedGames(_Batch):
         if illegal_reward is None:
             illegal_reward = -1.0 if np_ == 1 else -0.01
         super().__init__(num_games, num_players, side, spirits, MODES[self.mode], -1 if seat is None else int(seat),
-                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads)
+                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record)
 
     @property
     def seats(self) -> np.ndarray:
@@ -880,18 +931,19 @@ class SelfPlayBatch(_Batch):
     Each step takes the action of the player to move in every game; `players` says whose observation came
     back. rewards are per seat (N, 4), as the AEC env gives them: "dense" the mover's score change,
     "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
-    An illegal action leaves the game unchanged and earns the mover `illegal_reward`.
+    An illegal action leaves the game unchanged and earns the mover `illegal_reward`. record=True: as in
+    `BatchedGames`, `game(r)` then exports row r's game with every action.
     """
 
     def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
                  seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
-                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1):
+                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1, record: bool = False):
         np_, _, _ = check_config(num_players, side, spirits)
         if np_ < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"
         super().__init__(num_games, num_players, side, spirits, MODE_SELFPLAY, 0, seed, reward, reward_scale,
-                         illegal_reward, max_steps, num_threads)
+                         illegal_reward, max_steps, num_threads, record)
 
     def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
         """Play the action of the player to move in every game; auto-reset ended games."""

@@ -594,6 +594,41 @@ def test_batch_rows_and_copies_refuse_to_export_a_record_that_would_not_replay()
         determinize(Game(2, seed=1), 0, 3).record()
 
 
+@pytest.mark.parametrize("players,seat,mode", [(1, 0, "solo"), (2, None, "versus"), (3, 1, "versus"),
+                                               (2, 0, "selfplay"), (4, 0, "selfplay")])
+def test_batch_rows_export_records_that_replay_to_the_row(players, seat, mode):
+    """record=True: every row's game exports seed + every action (the learner's, and the built-in opponents'
+    redrawn from the episode seed); Game.replay of it is the row's position, through episode ends (auto-reset)
+    and illegal actions (not recorded: they change nothing)."""
+    rng = np.random.default_rng(players)
+    if mode == "selfplay":
+        b = SelfPlayBatch(6, num_players=players, seed=40, record=True, num_threads=2)
+    else:
+        b = BatchedGames(6, num_players=players, seat=seat, seed=40, record=True, num_threads=2)
+    plain = (SelfPlayBatch(6, num_players=players, seed=40) if mode == "selfplay"
+             else BatchedGames(6, num_players=players, seat=seat, seed=40))
+    ended = 0
+    for t in range(400):
+        legal = [rng.choice(np.flatnonzero(m)) for m in b.masks]
+        acts = np.array([a if rng.random() > 0.05 else NUM_ACTIONS + 3 for a in legal])  # some illegal
+        out = b.step(acts)
+        plain.step(acts)
+        ended += int(out.terminated.sum())
+        if t % 97 == 0 or out.terminated.any():
+            for r in range(6):
+                g = b.game(r)
+                assert np.array_equal(g.state, b.states[r])
+                again = Game.replay(g.to_json())
+                assert np.array_equal(again.state, b.states[r]) and again.history == g.history
+    assert ended > 0 and np.array_equal(plain.states, b.states)  # recording changes nothing
+    b.set_states(b.states[[2]].copy(), rows=[2])  # a position put in by hand has no record until its game ends
+    with pytest.raises(ValueError, match="no record"):
+        b.game(2).to_json()
+    assert Game.replay(b.game(3).to_json()).state.tolist() == b.states[3].tolist()
+    with pytest.raises(ValueError, match="record"):
+        BatchedGames(2, record="yes")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 7. score_board
 # ---------------------------------------------------------------------------------------------------------
