@@ -1,9 +1,10 @@
 """Agents that play Harmonies through a `PlayerView`: random, greedy turn planner, ISMCTS, MaskablePPO.
 
 `make_agent("greedy")`, `make_agent("mcts:0.5")` (seconds per decision), `make_agent("mcts:200it")`
-(iterations), `make_agent("random")`, `make_agent("ppo:path/to/model.zip")` (a MaskablePPO checkpoint: the
-path is required), `make_agent("learned")` (the shipped afterstate value network) and
-`make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that network inside a search).
+(iterations), `make_agent("random")`, `make_agent("ppo:runs/x/model.pt")` (a PPO checkpoint: a training run's
+weights-only `.pt` + `.json`, or a MaskablePPO `.zip`; the path is required), `make_agent("learned")` (the shipped
+afterstate value network) and `make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that
+network inside a search).
 """
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             return LearnedSearchAgent(**_budget(arg), seed=seed, name=spec)
         if kind == "ppo":
             if not arg.strip():
-                raise ValueError("the ppo agent needs a checkpoint: ppo:PATH (a MaskablePPO .zip, e.g. a run's "
-                                 "model.zip); no PPO checkpoint ships with the package")
+                raise ValueError("the ppo agent needs a checkpoint: ppo:PATH (a training run's model.pt, or a "
+                                 "MaskablePPO .zip); no PPO checkpoint ships with the package")
             from .ppo import PPOAgent
             return PPOAgent(arg, seed=seed, name=spec, trust=trust)
     except ValueError as e:
         raise ValueError(f"bad agent spec {spec!r}: {e}") from None
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "
-                     "mcts:200it, random, ppo:model.zip, learned, learned-search:1.0, learned-search:200it)")
+                     "mcts:200it, random, ppo:model.pt, learned, learned-search:1.0, learned-search:200it)")
 
 
 __all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS"]

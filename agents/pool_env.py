@@ -2,7 +2,8 @@
 
 Each episode is a 2-4 player game. At its start the learner's seat and every other seat's opponent are drawn
 from the pool: "random" (uniform legal moves), "greedy" (the greedy planner, beam `greedy_beam`) and frozen
-MaskablePPO snapshots (checkpoint paths). `PoolVecEnv` steps all games on the batched engine
+MaskablePPO snapshots (checkpoint paths: the weights-only `.pt` exports self-play writes, or SB3 zips; read
+weights-only by `agents.ppo.load_policy`). `PoolVecEnv` steps all games on the batched engine
 (`harmonies_env.batch.SelfPlayBatch`): the learner's actions for all games go in one numba call, then the
 opponents of every game that is not at a learner decision move together until all are (one torch forward per
 frozen snapshot for all its games, one numba call for all greedy games (`agents.batched_greedy`), one for all
@@ -57,7 +58,7 @@ def member_kind(member: str) -> int:
     if member == "greedy":
         return GREEDY
     p = Path(member)
-    if not p.exists() and not p.with_suffix(".zip").exists():
+    if not p.exists() and not any(p.with_name(p.name + ext).exists() for ext in (".pt", ".zip")):
         raise FileNotFoundError(f"pool member {member!r}: no MaskablePPO checkpoint there")
     return SNAPSHOT
 

@@ -12,6 +12,12 @@ Two kinds of checkpoint are recognised by their spaces:
 No checkpoint ships with the package (an SB3 zip stores pickles; the learned agent replaced the one that shipped):
 `PPOAgent` and `make_agent("ppo:PATH")` always name the file.
 
+Two checkpoint formats are read. The training commands write a **weights-only export** (`save_policy`):
+`NAME.pt`, a `torch.save` of the policy's state dict (tensors only, read with `torch.load(weights_only=True)`), and
+`NAME.json` beside it, everything needed to rebuild the `MaskableActorCriticPolicy` (observation size, action count,
+network keyword arguments, activation by name, which kind of policy, the weights' size and SHA-256): nothing in
+either file can run code. A user's Stable-Baselines3 `.zip` is read too.
+
 Loading never runs code from the file by default (see docs/safety.md). An SB3 `.zip` stores its spaces, schedules
 and policy class as pickles (`":serialized:"` entries of its `data` JSON), and `MaskablePPO.load` unpickles them: a
 crafted file runs any code it likes. So `load_policy` reads the zip itself: it takes the observation / action
@@ -38,7 +44,7 @@ from harmonies_env.observation import OBS_SIZE
 
 from .base import PlanAgent
 
-NEEDS_PATH = ("the ppo agent needs a checkpoint: ppo:PATH (a MaskablePPO .zip, e.g. a run's model.zip); no PPO "
+NEEDS_PATH = ("the ppo agent needs a checkpoint: ppo:PATH (a training run's model.pt, or a MaskablePPO .zip); no PPO "
               "checkpoint ships with the package")
 #: Environment variable that, set to "1", trusts checkpoints (as `trust=True`): they may run code when loaded.
 TRUST_ENV = "HARMONIES_TRUST_CHECKPOINT"
@@ -47,6 +53,13 @@ MAX_DATA_BYTES = 64 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
 #: policy_kwargs entries the weights-only loader understands (plain JSON values only).
 _SAFE_POLICY_KWARGS = ("net_arch", "ortho_init", "share_features_extractor", "normalize_images")
+#: The `format` tag of a weights-only policy export's JSON (`save_policy`); bumped if the layout changes.
+POLICY_FORMAT = "harmonies-ppo-policy"
+POLICY_VERSION = 1
+#: Largest policy-export JSON read (bytes).
+MAX_CONFIG_BYTES = 1 << 20
+#: Activation functions an export may name (torch.nn class name by JSON name).
+_ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
 _RISK = ("loading it through Stable-Baselines3 unpickles objects stored in the file, which can run arbitrary "
          "code; only if you trust where it came from, pass trust=True (CLI: --trust-checkpoint)")
 
@@ -151,21 +164,166 @@ def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
     return (spaces.Box(-np.inf, np.inf, shape, np.float32), spaces.Discrete(n), dict(kwargs))
 
 
-def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None) -> Any:
-    """The MaskableActorCriticPolicy of an SB3 MaskablePPO checkpoint zip, in eval mode.
+def policy_kind(obs_size: int, actions: int) -> str | None:
+    """"plan" (a plan-choosing policy), "action" (flat actions) or None, from the policy's spaces."""
+    from .plan_choice import PLAN_CHOICES, PLAN_OBS_SIZE
 
-    By default nothing from the file is unpickled (see the module docstring); trust=True (or None with
-    `HARMONIES_TRUST_CHECKPOINT=1`) loads it with `MaskablePPO.load`, which may run code stored in the file.
+    if obs_size == PLAN_OBS_SIZE and actions == PLAN_CHOICES:
+        return "plan"
+    if obs_size == OBS_SIZE:
+        return "action"
+    return None
+
+
+def policy_config(policy: Any) -> dict[str, Any]:
+    """The JSON config of a weights-only export of `policy` (a MaskableActorCriticPolicy): what rebuilds it.
+
+    ValueError for a policy the config cannot describe exactly (another class, feature extractor, activation or
+    spaces), rather than write a file that loads as a different network."""
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    if type(policy) is not MaskableActorCriticPolicy:
+        raise ValueError(f"only sb3-contrib's MaskableActorCriticPolicy can be exported weights-only, not "
+                         f"{type(policy).__name__}")
+    obs, act = policy.observation_space, policy.action_space
+    if not (isinstance(obs, spaces.Box) and len(obs.shape) == 1 and isinstance(act, spaces.Discrete)
+            and int(act.start) == 0):
+        raise ValueError(f"only a flat Box observation and Discrete(n) actions can be exported, not {obs} / {act}")
+    if policy.features_extractor_class is not FlattenExtractor or policy.features_extractor_kwargs:
+        raise ValueError("only the default FlattenExtractor can be exported")
+    names = {getattr(torch.nn, v): k for k, v in _ACTIVATIONS.items()}
+    if policy.activation_fn not in names:
+        raise ValueError(f"activation {policy.activation_fn.__name__} cannot be exported (only "
+                         f"{', '.join(_ACTIVATIONS)})")
+    net_arch = policy.net_arch
+    net_arch = {k: [int(x) for x in v] for k, v in net_arch.items()} if isinstance(net_arch, dict) \
+        else [int(x) for x in net_arch]
+    n_obs, n_act = int(obs.shape[0]), int(act.n)
+    return {"format": POLICY_FORMAT, "version": POLICY_VERSION,
+            "policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
+            "kind": policy_kind(n_obs, n_act), "observation_size": n_obs, "actions": n_act,
+            "activation": names[policy.activation_fn],
+            "policy_kwargs": {"net_arch": net_arch, "ortho_init": bool(policy.ortho_init),
+                              "share_features_extractor": bool(policy.share_features_extractor),
+                              "normalize_images": bool(policy.normalize_images)}}
+
+
+def save_policy(policy: Any, path: str | Path) -> Path:
+    """Write `policy` (a MaskableActorCriticPolicy, e.g. `model.policy`) as a weights-only export: `NAME.pt` (its
+    state dict: tensors only) and `NAME.json` (`policy_config` plus the weights' size and SHA-256, which tells a
+    torn pair from a complete one). Both writes are atomic (`harmonies_env.io`), the weights first; the folder is
+    made if needed. `path` is `NAME.pt` (or `NAME`); returns the `.pt` path. Read back by `load_policy`."""
+    import hashlib
+
+    import torch
+
+    from harmonies_env.io import atomic_write_bytes, atomic_write_text
+
+    p = Path(path)
+    if p.suffix != ".pt":
+        p = p.with_name(p.name + ".pt")
+    config = policy_config(policy)
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}, buf)
+    weights = buf.getvalue()
+    config.update(weights=p.name, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest())
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(p, weights)
+    atomic_write_text(p.with_suffix(".json"), json.dumps(config, indent=1) + "\n")
+    return p
+
+
+def _read_export(p: Path, device: str) -> Any:
+    """The policy of a weights-only export `p` (`NAME.pt` + `NAME.json`, written by `save_policy`)."""
+    import hashlib
+
+    import torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    cpath = p.with_suffix(".json")
+    if not cpath.is_file():
+        raise ValueError(f"{p}: no {cpath.name} beside it (a weights-only policy is NAME.pt + NAME.json, as the "
+                         f"training commands write them)")
+    if cpath.stat().st_size > MAX_CONFIG_BYTES or p.stat().st_size > MAX_WEIGHTS_BYTES:
+        raise ValueError(f"{p}: the policy files are implausibly large; refusing to read them")
+    try:
+        c = json.loads(cpath.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{cpath}: not JSON ({e})") from None
+    if not isinstance(c, dict) or c.get("format") != POLICY_FORMAT:
+        raise ValueError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume checkpoint's "
+                         f"step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
+    if c.get("version") != POLICY_VERSION:
+        raise ValueError(f"{cpath}: policy export version {c.get('version')!r} is not {POLICY_VERSION} (written by "
+                         f"another version of harmonies-env)")
+    try:
+        n_obs, n_act = _int(c.get("observation_size"), "observation_size"), _int(c.get("actions"), "actions")
+        if n_obs < 1 or n_act < 1:
+            raise ValueError("observation_size / actions")
+        act = c.get("activation")
+        if act not in _ACTIVATIONS:
+            raise ValueError("activation")
+        kwargs = c.get("policy_kwargs")
+        if not isinstance(kwargs, dict) or set(kwargs) - set(_SAFE_POLICY_KWARGS):
+            raise ValueError("policy_kwargs")
+        if c.get("kind") != policy_kind(n_obs, n_act):
+            raise ValueError("kind")
+    except ValueError as e:
+        raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
+    weights = p.read_bytes()
+    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
+        raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
+                         f"mixed-up pair of files)")
+    try:
+        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
+    except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
+        raise UntrustedCheckpointError(f"{p}: holds more than tensors ({type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:200]})") from None
+    from gymnasium import spaces
+
+    try:
+        policy = MaskableActorCriticPolicy(spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
+                                           lambda _: 0.0, activation_fn=getattr(torch.nn, _ACTIVATIONS[act]),
+                                           **kwargs)
+    except (TypeError, ValueError, AssertionError) as e:
+        raise ValueError(f"{cpath}: its policy_kwargs do not describe a network ({e})") from None
+    try:
+        policy.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError, AttributeError) as e:
+        raise ValueError(f"{p}: the weights do not fit the architecture {cpath.name} declares "
+                         f"({str(e).splitlines()[0][:200]})") from None
+    return policy.to(device)
+
+
+def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None) -> Any:
+    """The MaskableActorCriticPolicy of a checkpoint, in eval mode: a weights-only export (`NAME.pt` + `NAME.json`,
+    `save_policy`; `NAME.json` or `NAME` name it too) or an SB3 MaskablePPO checkpoint zip.
+
+    An export never runs code, whatever `trust` says. For a zip, by default nothing from the file is unpickled
+    (see the module docstring); trust=True (or None with `HARMONIES_TRUST_CHECKPOINT=1`) loads it with
+    `MaskablePPO.load`, which may run code stored in the file.
     FileNotFoundError if absent, UntrustedCheckpointError / ValueError if it cannot be loaded safely.
     """
     import sb3_contrib  # noqa: F401  (first: a missing "train" extra is reported before anything else)
     import torch
 
     p = Path(path)
-    if not p.is_file() and p.suffix != ".zip" and p.with_suffix(".zip").is_file():
-        p = p.with_suffix(".zip")
+    if p.suffix == ".json" and p.with_suffix(".pt").is_file():
+        p = p.with_suffix(".pt")
+    if not p.is_file() and p.suffix not in (".pt", ".zip"):
+        for ext in (".pt", ".zip"):
+            if p.with_name(p.name + ext).is_file():
+                p = p.with_name(p.name + ext)
+                break
     if not p.is_file():
         raise FileNotFoundError(f"no MaskablePPO checkpoint at {p}")
+    if p.suffix == ".pt":
+        policy = _read_export(p, device)
+        policy.set_training_mode(False)
+        return policy
     if trust is None:
         trust = trust_from_env()
     if trust:
@@ -193,7 +351,8 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
 
 
 class PPOAgent(PlanAgent):
-    """Loads a MaskablePPO checkpoint (.zip) and plays its most likely legal action (or plan).
+    """Loads a PPO checkpoint (a weights-only `.pt` export or a MaskablePPO `.zip`) and plays its most likely legal
+    action (or plan).
 
     torch / sb3-contrib are imported only here. A flat-action policy reads `view.observation` (float32
     (OBS_SIZE,)) masked with `view.action_mask`; a plan-choosing policy reads `plan_observation` of a private
@@ -212,10 +371,9 @@ class PPOAgent(PlanAgent):
         self.path = p
         shape = tuple(self.model.observation_space.shape or ())
         n = int(getattr(self.model.action_space, "n", -1))
-        if shape == (P.PLAN_OBS_SIZE,) and n == P.PLAN_CHOICES:
-            self.kind = "plan"
-        elif shape == (OBS_SIZE,):
-            self.kind = "action"
+        kind = policy_kind(shape[0], n) if len(shape) == 1 else None
+        if kind is not None:
+            self.kind = kind
         else:
             raise ValueError(f"{p}: observation shape {shape} and {n} actions match neither the flat action space "
                              f"({OBS_SIZE},) nor the plan choice ({P.PLAN_OBS_SIZE},) x {P.PLAN_CHOICES}")

@@ -3,7 +3,6 @@ checkpoints, extra periodic hooks, the wall-time limit and a time budget of wher
 """
 from __future__ import annotations
 
-import io
 import json
 import time
 from pathlib import Path
@@ -12,14 +11,6 @@ from typing import Any, Callable
 from stable_baselines3.common.callbacks import BaseCallback
 
 from .common import atomic_write_csv, save_checkpoint
-
-
-def model_bytes(model: Any) -> bytes:
-    """An SB3 model saved to memory (its usual zip), ready for an atomic write: an export for users (`ppo:PATH`),
-    never read back by the training commands (their checkpoints are weights-only, `runner.checkpoint_bytes`)."""
-    buf = io.BytesIO()
-    model.save(buf)
-    return buf.getvalue()
 
 
 class ProgressBar(BaseCallback):

@@ -9,12 +9,13 @@ observation (`agents.plan_choice.plan_observation`).
     python -m experiments.train distill-mcts --set collect.games=200 --set collect.jobs=2 --run runs/bc
     # reuse recorded searches instead of playing: --set 'collect.data=["runs/bc/mcts.npz"]'
     # then continue with PPO against greedy
-    python -m experiments.train plan-ppo --set run.init=runs/bc/model.zip
+    python -m experiments.train plan-ppo --set run.init=runs/bc/model.pt
 
 Collecting shows a progress bar over games; game i uses seed `[collect] seed + i` (MCTS in seat i % 2), so a
 data set is reproducible from its settings. The fit prints the held-out agreement with the search and, with
 `[fit] eval_games`, the win rate against greedy of the fitted policy (`experiments.evaluate`). Writes
-`mcts.npz` (the searches), `model.zip` (the fitted policy) and `summary.json` into the run folder, atomically.
+`mcts.npz` (the searches), `model.pt` + `model.json` (the fitted policy, weights-only) and `summary.json` into the
+run folder, atomically.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .common import ConfigError, atomic_write_bytes, atomic_write_json, section
-from .runner import RunArgs
+from .runner import RunArgs, export_policy
 
 COLLECT = {"games": 200, "iterations": 200, "seed": 0, "jobs": 1, "data": []}
 FIT = {"epochs": 20, "batch_size": 512, "lr": 1e-3, "tau": 0.0, "val_fraction": 0.1,
@@ -200,8 +201,6 @@ def fit(f: dict[str, Any], d: dict[str, np.ndarray], seed: int, ppo: dict[str, A
 
 def run(args: RunArgs) -> dict[str, Any]:
     """`distill-mcts`: collect searches (unless [collect] data names recorded ones), fit, save, summarise."""
-    from .callbacks import model_bytes
-
     c = section(args.config, "collect", COLLECT)
     f = section(args.config, "fit", FIT)
     if not isinstance(c["data"], list):
@@ -213,8 +212,8 @@ def run(args: RunArgs) -> dict[str, Any]:
         paths = [args.run / "mcts.npz"]
         summary["collect"] = collect(c, paths[0], args.max_minutes, args.progress)
     model, fitted = fit(f, load_searches(paths), args.seed, args.config.get("ppo", {}), args.resolved_device())
-    atomic_write_bytes(args.run / "model.zip", model_bytes(model))
-    summary.update(fitted, model=str(args.run / "model.zip"), data=[str(p) for p in paths])
+    model_path = export_policy(model, args.run / "model.pt")  # weights-only: model.pt + model.json
+    summary.update(fitted, model=str(model_path), data=[str(p) for p in paths])
     atomic_write_json(args.run / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary

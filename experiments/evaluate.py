@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("run", type=Path, help="run folder of python -m experiments.train")
-    ap.add_argument("--policy", default="model", help="model (the run's model.zip), random, or a checkpoint path")
+    ap.add_argument("--policy", default="model", help="model (the run's model.pt), random, or a checkpoint path")
     ap.add_argument("--games", type=int, default=256)
     ap.add_argument("--seed", type=int, default=FINAL_SEED, help="game r uses seed + r")
     ap.add_argument("--device", default="cpu")
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from agents.ppo import load_policy
 
-        path = a.run / "model.zip" if a.policy == "model" else Path(a.policy)
+        path = a.run / "model.pt" if a.policy == "model" else Path(a.policy)
         policy = load_policy(path, device=a.device)  # weights only: nothing in the file runs
     out = {"run": str(a.run), "algo": saved["algo"], "policy": a.policy, "seed": a.seed,
            **evaluate(policy, venv, a.seed)}

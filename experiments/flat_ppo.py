@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .common import ConfigError, atomic_write_bytes, section
-from .runner import RUN_DEFAULTS, PPOTask, RunArgs, train_ppo
+from .common import ConfigError, section
+from .runner import RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
 
 SOLO_ENV = {"n_envs": 64, "side": "A", "spirits": False, "reward": "dense", "max_steps": 5000, "vec": "batched"}
 VERSUS_ENV = {"n_envs": 64, "players": 2, "side": "A", "spirits": False, "reward": "win", "opponent": "random",
@@ -188,9 +188,7 @@ class _Pool:
         self.members = [self._abs(m) for m in state.get("pool", self.members)]
 
     def snapshot(self, model: Any, timesteps: int) -> None:
-        from .callbacks import model_bytes
-
-        path = atomic_write_bytes(self.run / "pool" / f"step_{timesteps:012d}.zip", model_bytes(model))
+        path = export_policy(model, self.run / "pool" / f"step_{timesteps:012d}.pt")  # weights-only (+ .json)
         self.members.append(str(path.resolve()))
         for e in self.envs:
             e.env_method("add_to_pool", str(path.resolve()))

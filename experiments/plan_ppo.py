@@ -5,13 +5,13 @@ The learner plays one seat of 2-4 player games against `GreedyAgent`; at each of
 planner's `PLAN_CHOICES` best plans (`agents.plan_choice`), so it can only beat greedy by choosing better than
 the planner's own heuristic. All games are stepped in one numba call (`agents.plan_env.PlanChoiceVecEnv`,
 `[run] engine_threads` cores). Evaluations play `[run] eval_episodes` fixed-seed games against greedy (win rate
-with draws counting 1/2, scores, margin); the best policy so far is kept as `run/best.zip`.
+with draws counting 1/2, scores, margin); the best policy so far is kept as `run/best.pt` (+ `best.json`, weights-only).
 `[plan] warm_start = N` first fits a fresh policy to the planner's own first choice on N decisions
 (cross-entropy), so PPO starts from the candidates' best plan instead of a uniform pick. `[run] init = PATH`
 starts from a checkpoint instead (e.g. one fitted by `distill-mcts`).
 
     python -m experiments.train plan-ppo --set plan.warm_start=8192 --set run.engine_threads=2
-    python -m experiments.train plan-ppo --set run.init=runs/distill-mcts-s0/model.zip
+    python -m experiments.train plan-ppo --set run.init=runs/distill-mcts-s0/model.pt
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .common import ConfigError, atomic_write_bytes, section
-from .runner import RUN_DEFAULTS, PPOTask, RunArgs, train_ppo
+from .common import ConfigError, section
+from .runner import RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
 
 PLAN_ENV = {"n_envs": 256, "players": 2, "side": "A", "spirits": False, "margin_reward": 0.02}
 PLAN = {"warm_start": 0}
@@ -76,8 +76,6 @@ def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> 
 
 def train(args: RunArgs) -> dict[str, Any]:
     """Train (or resume) a plan-choice run; see the module docstring."""
-    from .callbacks import model_bytes
-
     env = section(args.config, "env", PLAN_ENV)
     plan = section(args.config, "plan", PLAN)
     run = section(args.config, "run", RUN_DEFAULTS)
@@ -95,7 +93,7 @@ def train(args: RunArgs) -> dict[str, Any]:
     def on_eval(model: Any, row: dict) -> None:
         if row["win_rate"] > best["win_rate"]:
             best["win_rate"] = row["win_rate"]
-            atomic_write_bytes(args.run / "best.zip", model_bytes(model))
+            export_policy(model, args.run / "best.pt")
 
     def before_learn(model: Any) -> dict:
         if not plan["warm_start"]:

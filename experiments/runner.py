@@ -4,16 +4,17 @@ environments into.
 
 A run folder holds `config.json` (the command, its resolved config and seed: what `--resume` continues),
 `checkpoints/` (atomic checkpoints, the newest two kept), `eval.csv` (periodic evaluations, rewritten
-atomically), `tb/` (TensorBoard), `model.zip` (the final policy) and `summary.json`.
+atomically), `tb/` (TensorBoard), `model.pt` + `model.json` (the final policy) and `summary.json`.
 
 Checkpoints are weights-only: `step_<timesteps>.pt` is a `torch.save` of tensors and plain values only (the
 policy's and the optimizer's state dicts, the step and update counters, the torch / numpy / Python generator
 states; `checkpoint_bytes`), read back with `torch.load(weights_only=True)`, which never unpickles code, and
 `step_<timesteps>.json` (its record: size, SHA-256, the run's resumable state as JSON). `--resume` builds a fresh
 MaskablePPO from the run's `config.json` and loads that checkpoint into it (`restore_checkpoint`): nothing written
-by Stable-Baselines3's pickling `save` is read back. `model.zip` (and plan-ppo's `best.zip`, self-play's `pool/`
-snapshots) are SB3 zips, an export for users (`ppo:PATH`, `PPOAgent`, which read them weights-only by default);
-`[run] init` reads a `.pt` written here, or such a zip weights-only (`agents.ppo.load_policy`).
+by Stable-Baselines3's pickling `save` is written or read back. The policy exports — `model.pt` (and plan-ppo's
+`best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its `.json` — are weights-only too (`export_policy`,
+`agents.ppo.save_policy`: the policy's state dict + a JSON config), for `ppo:PATH` and `PPOAgent`;
+`[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only (`agents.ppo.load_policy`).
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .common import ConfigError, atomic_write_bytes, atomic_write_json, latest_checkpoint, remove_temp_files, section
+from .common import ConfigError, atomic_write_json, latest_checkpoint, remove_temp_files, section
 
 
 @dataclass
@@ -110,6 +111,15 @@ def checkpoint_bytes(model: Any) -> bytes:
     return buf.getvalue()
 
 
+def export_policy(model: Any, path: str | Path) -> Path:
+    """Write `model`'s policy as a weights-only export `path` (`NAME.pt` + `NAME.json`, atomically;
+    `agents.ppo.save_policy`): what `ppo:PATH`, `PPOAgent`, the self-play pool and `[run] init` read. Never a
+    Stable-Baselines3 zip (which stores pickles). Returns the `.pt` path."""
+    from agents.ppo import save_policy
+
+    return save_policy(model.policy, path)
+
+
 def _read_weights(path: Path, device: str) -> dict[str, Any]:
     import torch
 
@@ -155,9 +165,9 @@ def restore_checkpoint(model: Any, path: str | Path) -> None:
 
 
 def init_from(model: Any, path: str | Path) -> None:
-    """Start `model` from the policy weights of `path`: a `.pt` written by these commands (a checkpoint or its
-    `policy` entry), or an SB3 `.zip` read weights-only (`agents.ppo.load_policy`: a zip that would need unpickling
-    is refused). The optimizer and counters start fresh."""
+    """Start `model` from the policy weights of `path`: a `.pt` written by these commands (a checkpoint's `policy`
+    entry, or a policy export such as `model.pt`, whose state dict it is), or an SB3 `.zip` read weights-only
+    (`agents.ppo.load_policy`: a zip that would need unpickling is refused). The optimizer and counters start fresh."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ConfigError(f"init: no checkpoint at {path}")
@@ -199,7 +209,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     import torch
     from stable_baselines3.common.utils import set_random_seed
 
-    from .callbacks import ProgressBar, RunCallback, model_bytes
+    from .callbacks import ProgressBar, RunCallback
     from .evaluate import EVAL_SEED, evaluate, train_seed
 
     cfg = section(args.config, "run", RUN_DEFAULTS)
@@ -257,13 +267,13 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
         cb.run_eval()
     cb.checkpoint()
-    atomic_write_bytes(run / "model.zip", model_bytes(model))
+    model_path = export_policy(model, run / "model.pt")
     summary = {"algo": args.algo, "timesteps": int(model.num_timesteps), "this_process_steps": steps,
                "wall_s": round(wall, 1), "steps_per_s": round(steps / max(wall, 1e-9), 1),
                "seconds": {k: round(v, 1) for k, v in cb.seconds.items()},
                "stopped_by_time": cb.stopped_by_time, "minutes": round(cb.minutes(), 2),
                "cpu_minutes": round(cb.cpu_minutes(), 2),
-               "final_eval": cb.evals[-1] if cb.evals else None, "model": str(run / "model.zip"),
+               "final_eval": cb.evals[-1] if cb.evals else None, "model": str(model_path),
                "seed": args.seed, **extra, **(task.state() if task.state else {})}
     atomic_write_json(run / "summary.json", summary)
     print(json.dumps(summary), flush=True)

@@ -13,9 +13,9 @@ settings and `--set section.key=value` overrides of config keys:
 
 Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). Every run
 writes into --run (default `runs/<algo>-s<seed>`): config.json, atomic checkpoints (newest two kept),
-eval.csv, tb/, model.zip and summary.json; `--resume` continues from the newest complete checkpoint with the
-run's saved config (plus any --set). The same seed gives the same run (up to torch's own nondeterminism on
-some hardware). `harmonies train ALGO ...` forwards here.
+eval.csv, tb/, model.pt + model.json (the policy, weights-only) and summary.json; `--resume` continues from the
+newest complete checkpoint with the run's saved config (plus any --set). The same seed gives the same run (up to
+torch's own nondeterminism on some hardware). `harmonies train ALGO ...` forwards here.
 
 Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help); the function takes
 a `RunArgs` (run-level flags parsed here, config loaded) and returns a summary dict. A command whose module

@@ -309,6 +309,27 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
     assert ck2["n_updates"] > ck["n_updates"]  # it continued the optimizer's updates, not a fresh model's
     changed = [k for k in ck["policy"] if not torch.equal(ck["policy"][k], ck2["policy"][k])]
     assert changed  # and trained on
+    # what the run wrote: no zip, no pickle; the policy export is model.pt (a state dict) + model.json
+    assert json.loads((run / "summary.json").read_text())["model"] == str(run / "model.pt")
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert not [p for p in files if p.suffix == ".zip"]
+    for p in files:
+        if p.suffix == ".pt":
+            torch.load(p, weights_only=True)  # refuses anything but tensors and plain containers
+        elif p.suffix == ".json":
+            json.loads(p.read_text())
+        else:
+            assert p.suffix == ".csv" or p.name.startswith("events.out.tfevents"), p
+    export = torch.load(run / "model.pt", weights_only=True)
+    assert all(torch.equal(export[k], ck2["policy"][k]) for k in ck2["policy"]) and set(export) == set(ck2["policy"])
+    assert json.loads((run / "model.json").read_text())["kind"] == "action"
+    # ppo:<run>/model.pt plays a game, SB3's loaders still refusing (also with trust: a .pt never goes through SB3)
+    from agents import make_agent
+    from harmonies_apps.tournament import play_game
+
+    for trust in (False, True):
+        agent = make_agent(f"ppo:{run / 'model.pt'}", trust=trust)
+        assert agent.kind == "action" and play_game([agent], 1, "A", False, seed=3).is_over
     # a policy started from the finished run's weights ([run] init: the policy only, no optimizer or counters)
     import gymnasium as gym
 

@@ -171,6 +171,68 @@ def test_not_a_checkpoint_and_no_path(tmp_path):
         PPOAgent(None)
 
 
+def test_a_weights_only_export_plays_exactly_like_the_zip_and_refuses_tampering(tiny_zip, tmp_path):
+    """`save_policy` / `load_policy` on NAME.pt + NAME.json: the same moves as the SB3 zip it came from; a torn or
+    edited pair, a missing JSON, a foreign format and a .pt holding a pickle (with a JSON that matches it) are
+    refused, and the pickle never runs."""
+    import hashlib
+    import io
+
+    import torch
+
+    from agents.ppo import UntrustedCheckpointError, load_policy, save_policy
+
+    zpol = load_policy(tiny_zip)
+    path = save_policy(zpol, tmp_path / "export")
+    assert path == tmp_path / "export.pt" and (tmp_path / "export.json").is_file()
+    config = json.loads((tmp_path / "export.json").read_text())
+    assert config["format"] == "harmonies-ppo-policy" and config["policy_kwargs"]["net_arch"] == [8]
+    rng = np.random.default_rng(0)
+    obs = rng.random((64, zpol.observation_space.shape[0]), dtype=np.float32)
+    masks = rng.random((64, NUM_ACTIONS)) < 0.3
+    masks[:, 0] = True
+    for name in (path, tmp_path / "export.json", tmp_path / "export"):  # NAME.pt, NAME.json or NAME
+        pol = load_policy(name)
+        np.testing.assert_array_equal(pol.predict(obs, action_masks=masks, deterministic=True)[0],
+                                      zpol.predict(obs, action_masks=masks, deterministic=True)[0])
+
+    def pair(weights: bytes, edit=None) -> Path:
+        p = tmp_path / f"t{len(list(tmp_path.iterdir()))}.pt"
+        p.write_bytes(weights)
+        c = dict(json.loads(json.dumps(config)), weights=p.name, weights_bytes=len(weights),
+                 weights_sha256=hashlib.sha256(weights).hexdigest())
+        if edit:
+            edit(c)
+        p.with_suffix(".json").write_text(json.dumps(c))
+        return p
+
+    good = path.read_bytes()
+    torn = pair(good)
+    torn.write_bytes(good[:-10])
+    with pytest.raises(ValueError, match="do not match"):
+        load_policy(torn)
+    with pytest.raises(ValueError, match="format"):
+        load_policy(pair(good, lambda c: c.__setitem__("format", "something-else")))
+    with pytest.raises(ValueError, match="version"):
+        load_policy(pair(good, lambda c: c.__setitem__("version", 99)))
+    with pytest.raises(ValueError, match="policy_kwargs"):
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("activation_fn", "os.system")))
+    with pytest.raises(ValueError, match="do not fit"):
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", [16])))
+    lone = tmp_path / "lone.pt"
+    lone.write_bytes(good)
+    with pytest.raises(ValueError, match="no lone.json beside it"):
+        load_policy(lone)
+    marker = tmp_path / "pwned"
+    buf = io.BytesIO()
+    torch.save({"action_net.weight": _CreatesFile(marker)}, buf)  # a torch.save that would run code if unpickled
+    evil = pair(buf.getvalue())  # and its JSON even matches it
+    with pytest.raises(UntrustedCheckpointError, match="more than tensors"):
+        load_policy(evil, trust=True)  # a .pt is read weights-only whatever trust says
+    assert not marker.exists()
+    assert torch.load(path, weights_only=True).keys() == zpol.state_dict().keys()
+
+
 def test_no_pickle_bearing_checkpoint_ships():
     root = Path(__file__).resolve().parents[1]
     assert not list((root / "agents").rglob("*.zip")) and not list((root / "agents").rglob("*.pkl"))

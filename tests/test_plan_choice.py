@@ -161,7 +161,9 @@ def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
                        "--set", "plan.warm_start=64", *small]) == 0
     out = summary(run)
     assert out["timesteps"] >= 128 and 0.0 <= out["best_win_rate"] <= 1.0 and "warm_start_agreement" in out
-    assert (run / "model.zip").exists() and (run / "best.zip").exists()
+    assert (run / "model.pt").exists() and (run / "best.pt").exists() and (run / "best.json").exists()
+    assert not list(run.rglob("*.zip"))
+    assert make_agent(f"ppo:{run / 'best.pt'}").kind == "plan"
     assert train.main(["plan-ppo", "--run", str(run), "--resume", "--set", "run.timesteps=192", *small]) == 0
     assert summary(run)["timesteps"] >= out["timesteps"] + 64
     bc = tmp_path / "bc"
@@ -171,7 +173,7 @@ def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
     t = summary(bc)
     assert t["collect"]["games"] == 2 and t["decisions"] > 5 and 0.0 <= t["held_out_agreement"] <= 1.0
     assert 0.0 <= t["eval_vs_greedy"]["win_rate"] <= 1.0
-    assert make_agent(f"ppo:{bc / 'model.zip'}").kind == "plan"
+    assert make_agent(f"ppo:{bc / 'model.pt'}").kind == "plan"
     # fit again on the recorded searches only (no games), then continue it with PPO
     bc2 = tmp_path / "bc2"
     assert train.main(["distill-mcts", "--run", str(bc2), "--no-progress",
@@ -180,5 +182,5 @@ def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
     assert "collect" not in summary(bc2) and summary(bc2)["decisions"] == t["decisions"]
     run2 = tmp_path / "plan2"
     assert train.main(["plan-ppo", "--run", str(run2), "--set", "run.timesteps=64", "--set", "run.eval_every=0",
-                       "--set", f'run.init="{bc2 / "model.zip"}"', "--set", "ppo.net_arch=[16]", *small]) == 0
+                       "--set", f'run.init="{bc2 / "model.pt"}"', "--set", "ppo.net_arch=[16]", *small]) == 0
     assert summary(run2)["timesteps"] >= 64

@@ -147,11 +147,18 @@ def test_pool_vec_env_greedy_rows_play_as_greedy_agent(players, reward):
     assert ended >= 3
 
 
-def test_pool_vec_env_snapshot_rows_play_as_ppo_agent(tmp_path):
+@pytest.mark.parametrize("fmt", ["pt", "zip"])
+def test_pool_vec_env_snapshot_rows_play_as_ppo_agent(tmp_path, fmt):
+    """A snapshot written as self-play writes them (weights-only .pt + .json) or a user's SB3 zip."""
+    from agents.ppo import save_policy
+
     torch.manual_seed(0)
     model = MaskablePPO("MlpPolicy", VersusEnv(), seed=0, device="cpu", policy_kwargs={"net_arch": [16]})
-    path = str(tmp_path / "snap.zip")
-    model.save(path)
+    path = str(tmp_path / f"snap.{fmt}")
+    if fmt == "pt":
+        save_policy(model.policy, path)
+    else:
+        model.save(path)
     env = PoolVecEnv(3, pool=[path], seed=5)
     agent = PPOAgent(path)
     assert play_beside_shadows(env, lambda m: agent, steps=60, reward="score") >= 3
@@ -242,10 +249,12 @@ def test_selfplay_batched_runs_and_resumes_from_another_directory(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     first = selfplay(Path("run"))  # a relative --run
     run = tmp_path / "run"
-    assert first["timesteps"] == 256 and (run / "model.zip").exists() and list((run / "tb").iterdir())
-    snaps = sorted(p.name for p in (run / "pool").iterdir())
-    assert snaps == ["step_000000000128.zip", "step_000000000256.zip"]
-    assert first["pool"] == ["random", "greedy", "pool/step_000000000128.zip", "pool/step_000000000256.zip"]
+    assert first["timesteps"] == 256 and (run / "model.pt").exists() and list((run / "tb").iterdir())
+    assert first["model"] == str(run / "model.pt") and not list(run.rglob("*.zip"))
+    snaps = sorted(p.name for p in (run / "pool").iterdir())  # weights-only snapshots: .pt + .json
+    assert snaps == ["step_000000000128.json", "step_000000000128.pt", "step_000000000256.json",
+                     "step_000000000256.pt"]
+    assert first["pool"] == ["random", "greedy", "pool/step_000000000128.pt", "pool/step_000000000256.pt"]
     evals = train_rows(run / "eval.csv")
     assert [int(e["timesteps"]) for e in evals] == [0, 256] and 0.0 <= float(evals[-1]["win_rate"]) <= 1.0
     # resume from elsewhere, with the same relative name meaning nothing there: the pool paths still resolve
@@ -268,8 +277,8 @@ def train_rows(path) -> list[dict]:
 def test_selfplay_is_reproducible(tmp_path):
     a = selfplay(tmp_path / "a", "--seed", "3")
     b = selfplay(tmp_path / "b", "--seed", "3")
-    pa = MaskablePPO.load(tmp_path / "a" / "model.zip").policy.state_dict()
-    pb = MaskablePPO.load(tmp_path / "b" / "model.zip").policy.state_dict()
+    pa = torch.load(tmp_path / "a" / "model.pt", weights_only=True)
+    pb = torch.load(tmp_path / "b" / "model.pt", weights_only=True)
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
     assert a["final_eval"]["mean_score"] == b["final_eval"]["mean_score"]
 
