@@ -233,6 +233,29 @@ def test_a_weights_only_export_plays_exactly_like_the_zip_and_refuses_tampering(
     assert torch.load(path, weights_only=True).keys() == zpol.state_dict().keys()
 
 
+def test_an_export_names_its_activation_and_refuses_what_json_cannot_describe(tmp_path):
+    """[ppo] activation = "relu" (a pickled activation_fn in an SB3 zip) round-trips by name; other activations are
+    refused at save time rather than written as a file that would load as another network."""
+    import gymnasium as gym
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    import harmonies_env.env_gym  # noqa: F401  (registers the envs)
+    from agents.ppo import load_policy, save_policy
+
+    def policy(act):
+        return MaskablePPO("MlpPolicy", gym.make("harmonies/Solo-v0"), n_steps=32, batch_size=32, seed=0, verbose=0,
+                           policy_kwargs={"net_arch": {"pi": [8], "vf": [4]}, "activation_fn": act}).policy
+
+    relu = policy(torch.nn.ReLU)
+    loaded = load_policy(save_policy(relu, tmp_path / "relu.pt"))
+    assert loaded.activation_fn is torch.nn.ReLU and loaded.net_arch == {"pi": [8], "vf": [4]}
+    assert all(torch.equal(v, relu.state_dict()[k]) for k, v in loaded.state_dict().items())
+    with pytest.raises(ValueError, match="activation GELU cannot be exported"):
+        save_policy(policy(torch.nn.GELU), tmp_path / "gelu.pt")
+    assert not (tmp_path / "gelu.pt").exists()
+
+
 def test_no_pickle_bearing_checkpoint_ships():
     root = Path(__file__).resolve().parents[1]
     assert not list((root / "agents").rglob("*.zip")) and not list((root / "agents").rglob("*.pkl"))
