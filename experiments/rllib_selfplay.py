@@ -11,10 +11,15 @@ Needs the optional extra: `pip install -e .[distributed]` (Ray RLlib; see docs/d
     python -m experiments.train rllib-ppo --set rllib.iterations=20 --set rllib.num_env_runners=2   # here
     python -m experiments.train rllib-ppo --set rllib.address='"auto"' --set rllib.num_env_runners=32  # cluster
 
-Settings in experiments/configs/rllib_ppo.toml. Writes an RLlib checkpoint (a folder, RLlib's own format)
-every `[rllib] checkpoint_every` iterations under `<run>/iter_NNNNN`, prints one JSON line per iteration
-(episode return mean, episode length mean, steps sampled, time) and keeps them in `<run>/progress.csv`
-(rewritten atomically).
+Settings in experiments/configs/rllib_ppo.toml. Every `[rllib] checkpoint_every` iterations it writes a
+weights-only checkpoint `<run>/iter_NNNNN/`: `module.pt`, a `torch.save` of the shared policy's weights (tensors
+only, read with `torch.load(weights_only=True)`), and `checkpoint.json` (format tag and version, the iteration, the
+settings that rebuild the algorithm, the weights' size and SHA-256); `restore` rebuilds the algorithm from the JSON
+and loads the weights. Not RLlib's own `save_to_path` folders: those store pickles (`class_and_ctor_args.pkl`,
+state pickles), which `Algorithm.from_checkpoint` unpickles, i.e. a crafted folder runs code. The checkpoint holds
+the policy, not the optimizer or the sampling state: it is for playing, evaluating and starting a new run, not
+an exact resume. Prints one JSON line per iteration (episode return mean, episode length mean, steps sampled,
+time) and keeps them in `<run>/progress.csv` (rewritten atomically).
 """
 from __future__ import annotations
 
@@ -41,11 +46,17 @@ except ImportError as e:  # pragma: no cover - the message is the point
 
 from harmonies_env import env_aec
 
-from .common import atomic_write_csv, section
+from .common import atomic_write_bytes, atomic_write_csv, atomic_write_json, section
 from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
 POLICY = "shared"
+#: What a weights-only RLlib checkpoint's `checkpoint.json` says it is (`save_checkpoint`, `restore`).
+CHECKPOINT_FORMAT = "harmonies-rllib-checkpoint"
+CHECKPOINT_VERSION = 1
+#: The `build_config` settings a checkpoint records (how many runners / learners is the restoring machine's choice).
+_SETTINGS = ("num_players", "side", "spirits", "reward", "train_batch_size", "minibatch_size", "num_epochs", "lr",
+             "hidden", "seed")
 _FLOAT_MIN = -3.4e38
 
 
@@ -130,12 +141,78 @@ def build_config(num_players: int = 2, side: str = "A", spirits: bool = False, r
     return config
 
 
-def restore(path: str) -> Any:
-    """An Algorithm from a checkpoint written by this script (registers the env first, as RLlib needs)."""
-    from ray.rllib.algorithms.algorithm import Algorithm
+def save_checkpoint(algo: Any, folder: str | Path, settings: dict[str, Any], iteration: int) -> Path:
+    """Write the shared policy of `algo` (built by `build_config(**settings, ...)`) as a weights-only checkpoint
+    `folder/`: `module.pt` (its learner's weights: a `torch.save` of tensors) then `checkpoint.json`, each atomically.
+    Returns the folder. Read back by `restore`."""
+    import hashlib
+    import io
 
-    register_env(ENV_NAME, make_env)
-    return Algorithm.from_checkpoint(str(Path(path).resolve()))
+    folder = Path(folder)
+    state = algo.learner_group.get_weights([POLICY])[POLICY]
+    if not isinstance(state, dict) or not all(hasattr(v, "shape") for v in state.values()):
+        raise TypeError("the RLModule's state is not a flat dict of arrays; cannot write it weights-only")
+    buf = io.BytesIO()
+    torch.save({k: torch.as_tensor(np.asarray(v)).clone() for k, v in state.items()}, buf)
+    weights = buf.getvalue()
+    atomic_write_bytes(folder / "module.pt", weights)
+    unknown = set(settings) - set(_SETTINGS)
+    if unknown:
+        raise ValueError(f"unknown checkpoint settings {sorted(unknown)}")
+    atomic_write_json(folder / "checkpoint.json",
+                      {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "iteration": int(iteration),
+                       "module": POLICY, "settings": {k: (list(v) if isinstance(v, tuple) else v)
+                                                      for k, v in settings.items()},
+                       "weights": "module.pt", "weights_bytes": len(weights),
+                       "weights_sha256": hashlib.sha256(weights).hexdigest()})
+    return folder
+
+
+def restore(path: str | Path, num_env_runners: int = 0) -> Any:
+    """An Algorithm rebuilt from a checkpoint folder written by `save_checkpoint` (or its `checkpoint.json`):
+    `build_config` from the recorded settings, then the weights loaded with `torch.load(weights_only=True)` into
+    its learner and synced to its env runners. Nothing from the folder is unpickled. ValueError for a folder that
+    is not such a checkpoint, or whose weights do not match their record (a torn write)."""
+    import hashlib
+    import io
+
+    folder = Path(path)
+    if folder.name == "checkpoint.json":
+        folder = folder.parent
+    cpath = folder / "checkpoint.json"
+    if not cpath.is_file():
+        if (folder / "class_and_ctor_args.pkl").exists() or (folder / "rllib_checkpoint.json").exists():
+            raise ValueError(f"{folder}: an RLlib save_to_path checkpoint (it stores pickles, which load by running "
+                             "code from the folder); only weights-only checkpoints written by this script are read. "
+                             "If you trust it: ray.rllib.algorithms.algorithm.Algorithm.from_checkpoint")
+        raise FileNotFoundError(f"no checkpoint.json in {folder}")
+    try:
+        c = json.loads(cpath.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{cpath}: not JSON ({e})") from None
+    if not isinstance(c, dict) or c.get("format") != CHECKPOINT_FORMAT or c.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"{cpath}: not a {CHECKPOINT_FORMAT!r} version {CHECKPOINT_VERSION} checkpoint")
+    settings = c.get("settings")
+    if not isinstance(settings, dict) or set(settings) - set(_SETTINGS):
+        raise ValueError(f"{cpath}: its settings are missing or hold unknown keys")
+    weights = (folder / "module.pt").read_bytes()
+    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
+        raise ValueError(f"{folder / 'module.pt'}: does not match the size / SHA-256 recorded in {cpath.name}")
+    try:
+        state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - the restricted unpickler refuses anything but tensors and containers
+        raise ValueError(f"{folder / 'module.pt'}: holds more than tensors ({type(e).__name__})") from None
+    kw = dict(settings)
+    if "hidden" in kw:
+        kw["hidden"] = tuple(kw["hidden"])
+    algo = build_config(**kw, num_env_runners=num_env_runners).build_algo()
+    try:
+        algo.learner_group.set_weights({POLICY: {k: v.numpy() for k, v in state.items()}})
+        algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
+    except Exception:
+        algo.stop()
+        raise
+    return algo
 
 
 def summarize(result: dict, iteration: int, started: float) -> dict:
@@ -167,9 +244,12 @@ def run(args: RunArgs) -> dict[str, Any]:
     p = section(args.config, "ppo", PPO)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     ray.init(address=r["address"] or None, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    config = build_config(env["num_players"], env["side"], env["spirits"], env["reward"], r["num_env_runners"],
-                          r["envs_per_runner"], p["train_batch_size"], p["minibatch_size"], p["num_epochs"],
-                          p["lr"], tuple(p["hidden"]), args.seed, r["num_learners"], r["gpus_per_learner"])
+    settings = {"num_players": env["num_players"], "side": env["side"], "spirits": env["spirits"],
+                "reward": env["reward"], "train_batch_size": p["train_batch_size"],
+                "minibatch_size": p["minibatch_size"], "num_epochs": p["num_epochs"], "lr": p["lr"],
+                "hidden": tuple(p["hidden"]), "seed": args.seed}
+    config = build_config(**settings, num_env_runners=r["num_env_runners"], envs_per_runner=r["envs_per_runner"],
+                          num_learners=r["num_learners"], num_gpus_per_learner=r["gpus_per_learner"])
     algo = config.build_algo()
     started = time.time()
     rows: list[dict] = []
@@ -180,7 +260,7 @@ def run(args: RunArgs) -> dict[str, Any]:
             print(json.dumps(rows[-1]), flush=True)
             every = int(r["checkpoint_every"])
             if every and (it % every == 0 or it == int(r["iterations"])):
-                path = algo.save_to_path(str(args.run / f"iter_{it:05d}"))
+                path = save_checkpoint(algo, args.run / f"iter_{it:05d}", settings, it)  # weights-only
                 print(json.dumps({"checkpoint": str(path)}), flush=True)
             if args.max_minutes and time.time() - started > 60 * args.max_minutes:
                 break

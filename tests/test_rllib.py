@@ -24,13 +24,25 @@ def ray_local():
     ray.shutdown()
 
 
-def test_selfplay_ppo_iteration_with_masking(ray_local, tmp_path):
-    from experiments.rllib_selfplay import build_config, legal_action_rate, make_env, restore, summarize
+def test_selfplay_ppo_iteration_with_masking(ray_local, tmp_path, monkeypatch):
+    import json
+
+    import torch
+    from ray.rllib.algorithms.algorithm import Algorithm
+
+    from experiments.rllib_selfplay import (
+        build_config,
+        legal_action_rate,
+        make_env,
+        restore,
+        save_checkpoint,
+        summarize,
+    )
 
     env = make_env({"num_players": 2})
     assert set(env.possible_agents) == {"player_0", "player_1"}
-    config = build_config(num_players=2, train_batch_size=256, minibatch_size=64, num_epochs=1, hidden=(32,),
-                          num_env_runners=0)
+    settings = {"num_players": 2, "train_batch_size": 256, "minibatch_size": 64, "num_epochs": 1, "hidden": (32,)}
+    config = build_config(**settings, num_env_runners=0)
     algo = config.build_algo()
     try:
         result = algo.train()
@@ -40,12 +52,34 @@ def test_selfplay_ppo_iteration_with_masking(ray_local, tmp_path):
         # one seat, 0 to the other) would make the sum negative: masking kept every sampled action legal
         assert line["episode_return_mean"] == 0.0
         assert legal_action_rate(algo, games=1, num_players=2) == 1.0
-        algo.save_to_path(str(tmp_path / "ckpt"))
+        trained = {k: v.detach().clone() for k, v in algo.get_module("shared").state_dict().items()}
+        folder = save_checkpoint(algo, tmp_path / "ckpt", settings, 1)
     finally:
         algo.stop()
-    again = restore(str(tmp_path / "ckpt"))
+    # weights-only: module.pt (tensors) + checkpoint.json, no pickle; restoring never goes through RLlib's unpickling
+    assert sorted(p.name for p in folder.iterdir()) == ["checkpoint.json", "module.pt"]
+    assert json.loads((folder / "checkpoint.json").read_text())["iteration"] == 1
+    torch.load(folder / "module.pt", weights_only=True)
+
+    def refuse(*a, **k):
+        raise AssertionError("restore went through RLlib's pickled checkpoint loader")
+
+    monkeypatch.setattr(Algorithm, "from_checkpoint", classmethod(refuse))
+    monkeypatch.setattr(Algorithm, "restore_from_path", refuse)
+    again = restore(folder)
     try:
-        assert type(again.get_module("shared")).__name__ == "MaskedPPOModule"
+        module = again.get_module("shared")
+        assert type(module).__name__ == "MaskedPPOModule"
+        restored = module.state_dict()
+        assert set(restored) == set(trained) and all(torch.equal(restored[k], trained[k]) for k in trained)
         assert legal_action_rate(again, games=1, num_players=2) == 1.0
     finally:
         again.stop()
+    (folder / "module.pt").write_bytes((folder / "module.pt").read_bytes()[:-8])  # a torn write is refused
+    with pytest.raises(ValueError, match="does not match"):
+        restore(folder)
+    rllib_own = tmp_path / "rllib_own"  # RLlib's own save_to_path layout: refused before anything is read
+    rllib_own.mkdir()
+    (rllib_own / "class_and_ctor_args.pkl").write_bytes(b"not read")
+    with pytest.raises(ValueError, match="stores pickles"):
+        restore(rllib_own)
