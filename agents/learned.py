@@ -144,11 +144,21 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config["network"], state
 
 
+def blend(p_win: np.ndarray, tot: np.ndarray, seat: int, n: int, value: dict[str, float]) -> np.ndarray:
+    """The one decision rule: value for `seat` of rows with P(it wins) p_win (B,) and every seat's total / 100
+    tot (B, >= n): win x P(win) + margin x (its total - best other) + score x its total. Solo: its total."""
+    own = tot[:, seat]
+    if n == 1:
+        return own
+    others = np.delete(tot[:, :n], seat, axis=1).max(axis=1)
+    return value["win"] * p_win + value["margin"] * (own - others) + value["score"] * own
+
+
 def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], seat: int = 0) -> np.ndarray:
     """Value for relative seat `seat` of each row of network outputs out (B, NUM_OUTPUTS): float64 (B,).
 
-    P(seat wins) (softmax over the present seats' logits) + margin x (its total - best other) / 100 + score x its
-    total / 100, totals as predicted (outputs are totals / 100). Solo: the predicted total / 100.
+    `blend` of P(seat wins) (softmax over the present seats' logits) and the predicted totals (outputs are
+    totals / 100).
     """
     n = int(num_players)
     tot = out[:, :4].astype(np.float64)
@@ -158,8 +168,7 @@ def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], 
     logits = logits - logits.max(axis=1, keepdims=True)
     p = np.exp(logits)
     p /= p.sum(axis=1, keepdims=True)
-    others = np.delete(tot[:, :n], seat, axis=1).max(axis=1)
-    return value["win"] * p[:, seat] + value["margin"] * (tot[:, seat] - others) + value["score"] * tot[:, seat]
+    return blend(p[:, seat], tot, seat, n, value)
 
 
 class LearnedAgent(PlanAgent):
@@ -216,7 +225,8 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
     Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
     leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
     (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written);
-    heuristic float64 (L, 4): every seat's `greedy.evaluate` (score + potential) at the leaf, by absolute seat.
+    heuristic float64 (L, 4): every seat's `greedy.evaluate` (score + potential) at the leaf, by absolute seat
+    (pass a (0, 4) array to skip it: the value is then the network's alone).
     """
     tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
     tl = np.zeros(1, dtype=np.int64)
@@ -239,8 +249,9 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
             if turns == 0:  # value the searcher's own position as it stands
                 afterstate_features(s, me, feats[i])
                 leaf_seat[i] = 0
-                for o in range(n):
-                    heuristic[i, o] = evaluate(s, o, w, tmp)
+                if heuristic.shape[0] > 0:
+                    for o in range(n):
+                        heuristic[i, o] = evaluate(s, o, w, tmp)
                 break
             k = plan_turn(s, w, beam, tp, tl, tv)
             last = played == turns - 1
@@ -252,8 +263,9 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
                 play_plan(s, tp[0], tl[0] - 1)
                 afterstate_features(s, mover, feats[i])
                 leaf_seat[i] = (me - mover) % n
-                for o in range(n):
-                    heuristic[i, o] = evaluate(s, o, w, tmp)
+                if heuristic.shape[0] > 0:
+                    for o in range(n):
+                        heuristic[i, o] = evaluate(s, o, w, tmp)
                 break
             play_plan(s, tp[0], tl[0])
             if tp[0, tl[0] - 1] == A.END_TURN:
@@ -373,7 +385,7 @@ class LearnedSearchAgent(LearnedAgent):
         et = np.zeros((L, 4), dtype=np.int64)
         ew = np.zeros((L, 4), dtype=np.int64)
         turns = (n - 1) if self.turns is None else self.turns
-        heur = np.zeros((L, 4))
+        heur = np.zeros((L if self.mix > 0 else 0, 4))
         search_leaves(roots, cp, cl, which, self.planner_weights, self.reply_beam, turns, feats, seat, exact, et, ew,
                       heur)
         out = np.zeros(L)
@@ -392,25 +404,19 @@ class LearnedSearchAgent(LearnedAgent):
 
 
 def heuristic_values(totals: np.ndarray, me: int, n: int, value: dict[str, float], scale: float = 10.0) -> np.ndarray:
-    """`decision_values`' scale from the heuristic's estimated final totals (L, 4) by absolute seat: P(win) taken as
-    a logistic of the margin over the best other (scale `scale` points, MCTSAgent's), plus the same margin and
-    score terms. Solo: own / 100."""
-    own = totals[:, me]
+    """`blend` of the heuristic's estimated final totals (L, 4) by absolute seat, P(win) taken as a logistic of the
+    margin over the best other (scale `scale` points, MCTSAgent's)."""
+    tot = totals / 100.0
     if n == 1:
-        return own / 100.0
-    others = np.delete(totals[:, :n], me, axis=1).max(axis=1)
-    margin = own - others
-    win = 1.0 / (1.0 + np.exp(-margin / scale))
-    return value["win"] * win + value["margin"] * margin / 100.0 + value["score"] * own / 100.0
+        return tot[:, me]
+    margin = totals[:, me] - np.delete(totals[:, :n], me, axis=1).max(axis=1)
+    return blend(1.0 / (1.0 + np.exp(-margin / scale)), tot, me, n, value)
 
 
 def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dict[str, float]) -> float:
-    """`decision_values` of a finished game for seat me (absolute): the same scale with the true outcome."""
-    if n == 1:
-        return totals[me] / 100.0
-    others = max(int(totals[o]) for o in range(n) if o != me)
-    pw = won[me] / max(1, int(won[:n].sum()))
-    return value["win"] * pw + value["margin"] * (totals[me] - others) / 100.0 + value["score"] * totals[me] / 100.0
+    """`blend` of a finished game for seat me (absolute): the true totals, P(win) = its share of the victory."""
+    pw = np.array([won[me] / max(1, int(won[:n].sum()))])
+    return float(blend(pw, np.asarray(totals, dtype=np.float64)[None, :] / 100.0, me, n, value)[0])
 
 
 __all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "torch_net",

@@ -236,12 +236,35 @@ def save_policy(policy: Any, path: str | Path) -> Path:
     return p
 
 
+def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs: dict, p: Path, what: str,
+                         device: str, risk: str = "") -> Any:
+    """A MaskableActorCriticPolicy of the given spaces and keyword arguments with `weights` (a `torch.save` of its
+    state dict) loaded strictly by the weights-only unpickler; `what` names the weights in errors."""
+    import torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    try:
+        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
+    except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
+        raise UntrustedCheckpointError(f"{p}: {what} holds more than tensors ({type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:200]}){risk}") from None
+    try:
+        policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: 0.0, **kwargs)
+    except (TypeError, ValueError, AssertionError) as e:
+        raise ValueError(f"{p}: the declared policy_kwargs do not describe a network ({e})") from None
+    try:
+        policy.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError, AttributeError) as e:
+        raise ValueError(f"{p}: the weights in {what} do not fit the architecture the checkpoint declares "
+                         f"({str(e).splitlines()[0][:200]})") from None
+    return policy.to(device)
+
+
 def _read_export(p: Path, device: str) -> Any:
     """The policy of a weights-only export `p` (`NAME.pt` + `NAME.json`, written by `save_policy`)."""
     import hashlib
 
     import torch
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
     cpath = p.with_suffix(".json")
     if not cpath.is_file():
@@ -277,25 +300,10 @@ def _read_export(p: Path, device: str) -> Any:
     if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
         raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
                          f"mixed-up pair of files)")
-    try:
-        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
-    except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
-        raise UntrustedCheckpointError(f"{p}: holds more than tensors ({type(e).__name__}: "
-                                       f"{str(e).splitlines()[0][:200]})") from None
     from gymnasium import spaces
 
-    try:
-        policy = MaskableActorCriticPolicy(spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
-                                           lambda _: 0.0, activation_fn=getattr(torch.nn, _ACTIVATIONS[act]),
-                                           **kwargs)
-    except (TypeError, ValueError, AssertionError) as e:
-        raise ValueError(f"{cpath}: its policy_kwargs do not describe a network ({e})") from None
-    try:
-        policy.load_state_dict(state, strict=True)
-    except (RuntimeError, TypeError, AttributeError) as e:
-        raise ValueError(f"{p}: the weights do not fit the architecture {cpath.name} declares "
-                         f"({str(e).splitlines()[0][:200]})") from None
-    return policy.to(device)
+    return _policy_from_weights(weights, spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
+                                {**kwargs, "activation_fn": getattr(torch.nn, _ACTIVATIONS[act])}, p, p.name, device)
 
 
 def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None) -> Any:
@@ -308,7 +316,6 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     FileNotFoundError if absent, UntrustedCheckpointError / ValueError if it cannot be loaded safely.
     """
     import sb3_contrib  # noqa: F401  (first: a missing "train" extra is reported before anything else)
-    import torch
 
     p = Path(path)
     if p.suffix == ".json" and p.with_suffix(".pt").is_file():
@@ -330,22 +337,9 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
         from sb3_contrib import MaskablePPO
         policy = MaskablePPO.load(str(p), device=device).policy
     else:
-        from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-
         data, weights = read_checkpoint_zip(p)
         obs_space, act_space, kwargs = _policy_config(data, p)
-        try:
-            state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
-        except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
-            raise UntrustedCheckpointError(f"{p}: policy.pth holds more than tensors ({type(e).__name__}: "
-                                           f"{str(e).splitlines()[0][:200]}); {_RISK}") from None
-        policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: 0.0, **kwargs)
-        try:
-            policy.load_state_dict(state, strict=True)
-        except (RuntimeError, TypeError, AttributeError) as e:
-            raise ValueError(f"{p}: the weights in policy.pth do not fit the architecture the checkpoint declares "
-                             f"({str(e).splitlines()[0][:200]})") from None
-        policy = policy.to(device)
+        policy = _policy_from_weights(weights, obs_space, act_space, kwargs, p, "policy.pth", device, f"; {_RISK}")
     policy.set_training_mode(False)
     return policy
 

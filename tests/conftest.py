@@ -88,7 +88,7 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
 @pytest.fixture(scope="session")
 def tiny_zip(tmp_path_factory):
     """A real (untrained) MaskablePPO checkpoint over the flat action space, saved by Stable-Baselines3."""
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     import gymnasium as gym
     from sb3_contrib import MaskablePPO
 
@@ -105,7 +105,7 @@ def tiny_zip(tmp_path_factory):
 def plan_zip(tmp_path_factory):
     """A real plan-choosing MaskablePPO checkpoint (`agents.plan_choice` spaces), briefly trained against greedy
     on `PlanChoiceVecEnv` and saved by Stable-Baselines3: what `experiments.train plan-ppo` writes, in small."""
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     import torch
     from sb3_contrib import MaskablePPO
 

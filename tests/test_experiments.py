@@ -134,7 +134,7 @@ def test_shipped_configs_parse_and_name_known_keys():
 
 
 def test_train_command_line_errors(tmp_path, capsys):
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     from experiments import train
 
     with pytest.raises(SystemExit, match="no key 'learning_rat'"):
@@ -191,7 +191,7 @@ def _steps(run: Path) -> int:
 
 
 def test_training_resumes_after_sigkill_during_checkpoint_writes(tmp_path):
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     run = tmp_path / "run"
     rng = random.Random(1)
     ck = run / "checkpoints"
@@ -234,7 +234,7 @@ def test_training_resumes_after_sigkill_during_checkpoint_writes(tmp_path):
 
 
 def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     from experiments import evaluate, plot, train
 
     run = tmp_path / "solo"
@@ -268,7 +268,7 @@ def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
 def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, monkeypatch):
     """A run's checkpoints are `torch.save`d tensors and plain values (`weights_only=True` reads them) plus JSON;
     `--resume` and `[run] init` never go through Stable-Baselines3's pickling loader."""
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     import numpy as np
     import sb3_contrib
     import stable_baselines3.common.save_util as save_util

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
 
 from agents import GreedyAgent, RandomAgent, make_agent  # noqa: E402
 from agents.afterstate import (  # noqa: E402

@@ -146,7 +146,7 @@ def test_a_plan_choosing_checkpoint_plays_legal_deterministic_games(plan_zip):
 
 
 def test_plan_ppo_and_distill_mcts_commands_run_and_resume(tmp_path):
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     import json
 
     from experiments import train

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sb3_contrib = pytest.importorskip("sb3_contrib")
-torch = pytest.importorskip("torch")
+sb3_contrib = pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
+torch = pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
 
 from sb3_contrib import MaskablePPO  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402

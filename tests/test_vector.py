@@ -150,7 +150,7 @@ def test_make_vec_with_a_vector_entry_point_and_episode_statistics():
 
 
 def test_maskable_ppo_trains_from_the_sb3_adapter_with_legal_actions_only():
-    pytest.importorskip("sb3_contrib")
+    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
     from sb3_contrib import MaskablePPO
     from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
     from stable_baselines3.common.callbacks import BaseCallback
