@@ -219,8 +219,8 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     tb = str(run / "tb")
     device = args.resolved_device()
     if args.resume:  # what killed writes left behind
-        remove_temp_files(run / "checkpoints")
-        remove_temp_files(run)
+        for folder in (run / "checkpoints", run / "pool", run):  # pool/: the self-play opponents' exports
+            remove_temp_files(folder)
     ck = latest_checkpoint(run / "checkpoints") if args.resume else None
     if args.resume and ck is None:
         raise SystemExit(f"--resume: no complete checkpoint in {run / 'checkpoints'}")

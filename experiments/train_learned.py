@@ -53,6 +53,7 @@ from agents.afterstate import (
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
+from experiments.common import remove_temp_files
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.io import atomic_write_bytes
@@ -575,6 +576,15 @@ def complete_checkpoints(run: Path) -> list[Path]:
                   and (p / "trainer.pt").is_file())
 
 
+def remove_stale_writes(run: Path) -> int:
+    """Delete what killed writes left in a run folder: half-written `.ckpt-N.tmpPID` folders (never read: only a
+    renamed folder counts) and atomic writes' temp files. Call only when no trainer is writing to `run`."""
+    stale = [p for p in run.glob(".ckpt-*.tmp*") if p.is_dir()]
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+    return len(stale) + remove_temp_files(run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m experiments.train_learned", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -612,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     run.mkdir(parents=True, exist_ok=True)
     iterations = int(args.iterations if args.iterations is not None else cfg["train"]["iterations"])
     trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress)
+    removed = remove_stale_writes(run)
+    if removed:
+        print(f"removed {removed} unfinished write(s) a killed run left in {run}", file=sys.stderr)
     ckpts = [] if args.fresh else complete_checkpoints(run)
     if ckpts:
         trainer.load(ckpts[-1])

@@ -374,3 +374,11 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     for k in want:
         assert np.array_equal(got[k], want[k]), k
     assert (run / "progress.csv").read_text().splitlines()[0].startswith("iteration,")
+    # what a kill mid-write leaves (a half-written checkpoint folder, an atomic write's temp file) goes on resume
+    (tmp_path / "ref" / ".ckpt-00000050.tmp99999").mkdir()
+    (tmp_path / "ref" / ".ckpt-00000050.tmp99999" / "trainer.pt").write_bytes(b"torn")
+    (tmp_path / "ref" / ".model.pt.x1y2.tmp").write_bytes(b"torn")
+    again = _train(tmp_path / "ref", 40)
+    assert again.wait(timeout=300) == 0, again.stdout.read().decode()
+    assert not [p.name for p in (tmp_path / "ref").iterdir() if p.name.startswith(".")]
+    assert np.array_equal(_weights(tmp_path / "ref")["0.weight"], want["0.weight"])

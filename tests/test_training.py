@@ -261,8 +261,10 @@ def test_selfplay_batched_runs_and_resumes_from_another_directory(tmp_path, monk
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
+    (run / "pool" / ".step_000000000384.pt.k1ll.tmp").write_bytes(b"torn")  # a snapshot write a kill cut short
     again = selfplay(run, "--resume", "--set", "run.timesteps=512")
     assert again["timesteps"] == 512 and len(again["pool"]) == 6
+    assert not [p.name for p in (run / "pool").iterdir() if p.name.startswith(".")]
     assert [int(e["timesteps"]) for e in train_rows(run / "eval.csv")] == [0, 256, 512]
     with pytest.raises(SystemExit, match="already holds a run"):
         selfplay(run)
