@@ -41,14 +41,14 @@ def plot(rows: list[dict[str, float]], out: Path, title: str, baselines: dict[st
         met = [r for r in rows if not math.isnan(r.get(mkey, math.nan))]
         if met:  # the rarer evaluations against mcts:200it
             ax.plot([r["games"] for r in met], [r[mkey] for r in met], marker="s", ms=5, ls=":", color="tab:green",
-                    label="learned vs mcts:200it")
+                    label="learned vs mcts:200it (few games)")
         for name, value in (baselines or {}).items():
             if name.startswith(key + ":"):
                 ax.axhline(value, ls=":", color="tab:red", label=name.split(":", 1)[1])
         ax.set_xlabel("self-play games")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="best")
         top = ax.secondary_xaxis("top", functions=(
             lambda g: _interp(g, games, hours), lambda h: _interp(h, hours, games)))
         top.set_xlabel("hours (2-core CPU)")
