@@ -56,7 +56,7 @@ from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_
 from experiments.common import remove_temp_files
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
-from harmonies_env.io import atomic_write_bytes
+from harmonies_env.io import atomic_write_bytes, fsync_dir
 from harmonies_env.scoring import NUM_CATEGORIES
 
 #: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
@@ -125,14 +125,6 @@ def network_config(cfg: dict) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ atomic files
-
-def _fsync_dir(d: Path) -> None:
-    """fsync a folder, so that a rename into it survives a crash."""
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _torch_bytes(obj: Any) -> bytes:
@@ -473,11 +465,11 @@ class Trainer:
         tmp.mkdir(parents=True)
         atomic_write_bytes(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
         atomic_write_bytes(tmp / "trainer.json", json.dumps(self.meta()).encode())
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        _fsync_dir(self.run)
+        fsync_dir(self.run)
         info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg}
         save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)

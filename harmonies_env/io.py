@@ -14,10 +14,11 @@ import tempfile
 from pathlib import Path
 from typing import IO, Callable, Iterator
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_writer", "atomic_save"]
+__all__ = ["atomic_write_bytes", "atomic_write_text", "atomic_writer", "atomic_save", "fsync_dir"]
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """fsync a folder, so that a rename into it survives a crash (a no-op where folders cannot be opened)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:  # e.g. Windows: folders cannot be opened; the rename is still atomic
@@ -57,7 +58,7 @@ def atomic_writer(path: str | os.PathLike, mode: str = "wb", encoding: str | Non
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
