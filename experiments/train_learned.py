@@ -54,6 +54,7 @@ from agents.afterstate import (
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
 from experiments.common import remove_temp_files
+from experiments.eval_learned import candidate_outputs, play_vs_greedy
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.io import atomic_write_bytes, fsync_dir
@@ -231,12 +232,7 @@ class Trainer:
 
     def _outputs(self, feats: np.ndarray, counts: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
         """Network outputs for every candidate of the given rows, in ONE forward pass: row -> (counts[r], 8)."""
-        if not len(rows):
-            return {}
-        k = counts[rows]
-        out = self._forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
-        ofs = np.concatenate([[0], np.cumsum(k)])
-        return {int(r): out[ofs[i]: ofs[i + 1]] for i, r in enumerate(rows)}
+        return candidate_outputs(self._forward, feats, counts, rows)
 
     def selfplay_step(self) -> None:
         """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
@@ -343,53 +339,13 @@ class Trainer:
     # ---- evaluation ----
     def evaluate(self) -> dict[str, Any]:
         """The network (argmax over `eval.candidates` of beam `eval.beam`) vs the heuristic planner (beam
-        `eval.opponent_beam`, GreedyAgent's) on fixed seeds, each with both seatings; 2 players, Side A."""
+        `eval.opponent_beam`, GreedyAgent's) on fixed seeds, each with both seatings; 2 players, Side A
+        (`experiments.eval_learned.play_vs_greedy`, the same as `python -m experiments.eval_learned`)."""
         ev = self.ev
-        E = int(ev["games"])
-        base = int(ev["seed"])
-        states = np.zeros((E, S.STATE_SIZE), dtype=np.int64)
-        net_seat = np.zeros(E, dtype=np.int64)
-        for i in range(E):
-            S.init_state(states[i], 2, 0, 0, base + i // 2)
-            net_seat[i] = i % 2
-        K = int(ev["candidates"])
-        plans = np.zeros((E, K, MAX_PLAN), dtype=np.int64)
-        lens = np.zeros((E, K), dtype=np.int64)
-        vals = np.zeros((E, K), dtype=np.float64)
-        feats = np.zeros((E, K, NUM_FEATURES), dtype=np.float32)
-        counts = np.zeros(E, dtype=np.int64)
-        gp = np.zeros((E, 1, MAX_PLAN), dtype=np.int64)
-        gl = np.zeros((E, 1), dtype=np.int64)
-        gv = np.zeros((E, 1), dtype=np.float64)
-        gf = np.zeros((E, 1, NUM_FEATURES), dtype=np.float32)
-        gc = np.zeros(E, dtype=np.int64)
-        zero = np.zeros(E, dtype=np.int64)
-        value = self.netcfg["value"]
-        while not states[:, S.GAME_OVER].all():
-            live = states[:, S.GAME_OVER] == 0
-            mine = live & (states[:, S.CURRENT] == net_seat)
-            theirs = live & ~mine
-            self._rows(candidate_rows, E, states, mine, DEFAULT_WEIGHTS, int(ev["beam"]), plans, lens, vals, feats,
-                       counts)
-            self._rows(candidate_rows, E, states, theirs, DEFAULT_WEIGHTS, int(ev["opponent_beam"]), gp, gl, gv, gf,
-                       gc)
-            choice = np.zeros(E, dtype=np.int64)
-            rows = np.flatnonzero(mine & (counts > 1))
-            rows = rows[~spirit_choice(plans[rows, 0, 0])]
-            for r, o in self._outputs(feats, counts, rows).items():
-                choice[r] = int(np.argmax(decision_values(o, 2, value)))
-            self._play(states, mine, plans, lens, choice)
-            self._play(states, theirs, gp, gl, zero)
-        totals = np.zeros(4, dtype=np.int64)
-        won = np.zeros(4, dtype=np.int64)
-        wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
-        for i in range(E):
-            outcome(states[i], totals, self._tmp, won)
-            p = int(net_seat[i])
-            wins += won[p] / max(1, int(won[:2].sum()))
-            mine_pts += totals[p]
-            theirs_pts += totals[1 - p]
-        return {"win_rate": wins / E, "mean_score": mine_pts / E, "greedy_score": theirs_pts / E}
+        res = play_vs_greedy(self._forward, int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
+                             beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                             opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
+        return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
 
     def evaluate_mcts(self) -> dict[str, Any]:
         """The network as `learned` plays it (beam `eval.beam`, `eval.candidates` candidates) vs `MCTSAgent`

@@ -39,6 +39,8 @@ from agents.learned import (  # noqa: E402
     search_leaves,
     torch_net,
 )
+from experiments.eval_learned import main as eval_main  # noqa: E402
+from experiments.eval_learned import play_vs_greedy  # noqa: E402
 from experiments.train_learned import Trainer, load_config, save_agent_checkpoint  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game  # noqa: E402
@@ -282,6 +284,47 @@ def test_search_agent_uses_its_budget():
     t = time.perf_counter()
     agent.choose_plan(view, private_copy(view, 0))
     assert agent.last_iterations >= 4 and time.perf_counter() - t < 5.0
+
+
+# ---------------------------------------------------------------------------------------------- batched evaluation
+
+@pytest.mark.parametrize("players, side, spirits, games", [(2, "A", False, 4), (3, "B", True, 3)])
+def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, spirits, games):
+    """`play_vs_greedy` (all games at once) gives, game for game, the totals of LearnedAgent vs GreedyAgent played
+    one at a time through `Game`: same seeds, same seats, same choices."""
+    net = _random_net(seed=4)
+    value = net.config["value"]
+    res = play_vs_greedy(net, games, 7, value, players=players, side=int(side == "B"), spirits=spirits, beam=8,
+                         candidates=4, opponent_beam=4, threads=2)
+    for i in range(games):
+        me = i % players
+        agents = [GreedyAgent(beam=4) for _ in range(players)]
+        agents[me] = LearnedAgent(net=net, beam=8, candidates=4)
+        g = play_game(agents, players, side, spirits, seed=7 + i // players)
+        assert res["totals"][i].tolist() == [sc["total"] for sc in g.scores()], i
+        assert res["net_seat"][i] == me
+    mine = res["totals"][np.arange(games), res["net_seat"]]
+    assert res["mean_score"] == pytest.approx(mine.mean())
+
+
+def test_eval_command(tmp_path, capsys):
+    cfg = {**DEFAULT_CONFIG, "hidden": [8]}
+    torch.manual_seed(0)
+    save_agent_checkpoint(tmp_path / "net", torch_net(cfg).state_dict(), cfg, {})
+    args = ["--checkpoint", str(tmp_path / "net.pt"), "--games", "2", "--beam", "4", "--candidates", "2",
+            "--opponent-beam", "2", "--no-progress", "--value", "0,0,1"]
+    assert eval_main(args) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["games"] == 2 and row["value"] == {"win": 0.0, "margin": 0.0, "score": 1.0}
+    assert 0.0 <= row["win_rate"] <= 1.0 and row["win_ci95"][0] <= row["win_rate"] <= row["win_ci95"][1]
+    assert row["mean_score"] > 0
+    assert eval_main(args[:2] + ["--games", "0"]) == 2
+    assert "--games must be >= 1" in capsys.readouterr().err
+    assert eval_main(["--checkpoint", str(tmp_path / "nope.pt")]) == 2
+    assert "not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        eval_main(args + ["--value", "1,2"])
+    assert "three finite numbers" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------- training
