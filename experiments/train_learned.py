@@ -20,6 +20,10 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
+`run.init` (a learned checkpoint, e.g. `agents/checkpoints/learned.pt`) starts the network from its weights instead of
+random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
+The run then depends on that file's contents too; `model.json` records its SHA-256.
+
 Reproducible and kill-safe: a run is a function of its config and `--seed` alone (iteration-based schedules,
 one numpy generator whose state is checkpointed, deterministic torch CPU kernels); every `checkpoint_every`
 iterations the complete trainer state (network, optimizer, generator, games in flight, replay buffer) is written to
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
 import json
 import math
@@ -85,8 +90,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
              "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
              "mcts_games": 16,       # games (each seed with both seatings), the network as `learned` plays it
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
-    "run": {"checkpoint_every": 50, "keep": 2, "threads": 2},
-}
+    "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
+            "init": ""},         # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
+}                                # ("" = from scratch); the same architecture; optimizer and buffer start empty
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
 TRAIN_SEED_LOW = 2**40
 
@@ -120,6 +126,15 @@ def _merge(cfg: dict, data: dict, where: str) -> None:
             cfg[sec][k] = v
 
 
+def with_defaults(cfg: dict) -> dict[str, dict[str, Any]]:
+    """A saved run's config with the settings added since it was made filled in at their defaults (which keep the
+    old behaviour), so that a run started before a setting existed still resumes."""
+    out = json.loads(json.dumps(DEFAULTS))
+    for sec, values in cfg.items():
+        out.setdefault(sec, {}).update(values)
+    return out
+
+
 def network_config(cfg: dict) -> dict[str, Any]:
     return check_config({"feature_version": FEATURE_VERSION, "num_features": NUM_FEATURES,
                          "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"])})
@@ -148,7 +163,9 @@ def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict
 class Trainer:
     """Batched self-play + replay-buffer training of the value network (see the module docstring)."""
 
-    def __init__(self, cfg: dict, seed: int, run: Path, device: str = "cpu", progress: bool = True):
+    def __init__(self, cfg: dict, seed: int, run: Path, device: str = "cpu", progress: bool = True,
+                 init: bool = True):
+        """init: start the network from `run.init` when set (False when a checkpoint will be loaded instead)."""
         import torch
 
         self.cfg = cfg
@@ -166,6 +183,9 @@ class Trainer:
         torch.manual_seed(self.seed)
         self.threads = max(1, threads)
         self.net = torch_net(self.netcfg).to(self.device)
+        self.init_sha256: str | None = None
+        if init and cfg["run"]["init"]:
+            self.init_sha256 = self._init_from(str(cfg["run"]["init"]))
         self.opt = torch.optim.Adam(self.net.parameters(), lr=float(self.tr["lr"]),
                                     weight_decay=float(self.tr["weight_decay"]))
         self.rng = np.random.default_rng(self.seed)
@@ -202,6 +222,26 @@ class Trainer:
         self._tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for r in range(G):
             self._new_game(r)
+
+    def _init_from(self, path: str) -> str:
+        """Load the network's starting weights from a learned checkpoint (weights only); their SHA-256. ValueError
+        (or FileNotFoundError) naming what does not fit."""
+        import torch
+
+        from agents.learned import load_checkpoint
+
+        config, state = load_checkpoint(path)
+        theirs = check_config(config)
+        for key in ("feature_version", "num_features", "hidden"):
+            if theirs[key] != self.netcfg[key]:
+                raise ValueError(f"run.init {path}: its network has {key} = {theirs[key]!r}, this run's has "
+                                 f"{self.netcfg[key]!r}")
+        try:
+            self.net.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+        except RuntimeError as e:
+            raise ValueError(f"run.init {path}: its weights do not fit this network: {e}") from None
+        pt = Path(path) if Path(path).suffix == ".pt" else Path(path).with_suffix(".pt")
+        return hashlib.sha256(pt.read_bytes()).hexdigest()
 
     # ---- games ----
     def _new_game(self, r: int) -> None:
@@ -407,6 +447,7 @@ class Trainer:
                 "samples_trained": self.samples_trained, "buf_size": self.buf_size, "buf_pos": self.buf_pos,
                 "best_win": self.best_win, "loss_ema": self.loss_ema, "evals": self.evals,
                 "rng": self.rng.bit_generator.state, "seed": self.seed, "config": self.cfg,
+                "init_sha256": self.init_sha256,
                 "elapsed": self.elapsed()}
 
     def elapsed(self) -> float:
@@ -427,7 +468,8 @@ class Trainer:
         os.replace(tmp, final)
         fsync_dir(self.run)
         info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
-                "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg}
+                "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
+                **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
         save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
         self._write_progress()
         ckpts = complete_checkpoints(self.run)
@@ -461,6 +503,7 @@ class Trainer:
         self.evals = list(meta["evals"])
         self.rng.bit_generator.state = meta["rng"]
         self.elapsed_before = float(meta["elapsed"])
+        self.init_sha256 = meta.get("init_sha256")
         self.started = time.time()
 
     def _write_progress(self) -> None:
@@ -569,20 +612,23 @@ def main(argv: list[str] | None = None) -> int:
     run = Path(args.run).resolve()
     run.mkdir(parents=True, exist_ok=True)
     iterations = int(args.iterations if args.iterations is not None else cfg["train"]["iterations"])
-    trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress)
     removed = remove_stale_writes(run)
     if removed:
         print(f"removed {removed} unfinished write(s) a killed run left in {run}", file=sys.stderr)
     ckpts = [] if args.fresh else complete_checkpoints(run)
     if ckpts:
-        trainer.load(ckpts[-1])
-        saved = trainer.cfg
-        if json.loads(json.dumps(cfg)) != json.loads((ckpts[-1] / "trainer.json").read_text())["config"] or \
-                trainer.seed != json.loads((ckpts[-1] / "trainer.json").read_text())["seed"]:
+        saved = json.loads((ckpts[-1] / "trainer.json").read_text())
+        if json.loads(json.dumps(cfg)) != with_defaults(saved["config"]) or args.seed != saved["seed"]:
             print(f"train_learned: {ckpts[-1]} was made with another config or seed; use --fresh or the same "
                   "settings", file=sys.stderr)
             return 2
-        del saved
+    try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
+        trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress, init=not ckpts)
+    except (ValueError, OSError) as e:
+        print(f"train_learned: {e}", file=sys.stderr)
+        return 2
+    if ckpts:
+        trainer.load(ckpts[-1])
         print(f"resumed from {ckpts[-1].name} (iteration {trainer.iteration})", file=sys.stderr)
     log = None
     if args.tensorboard:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import pickle
@@ -425,3 +426,48 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     assert again.wait(timeout=300) == 0, again.stdout.read().decode()
     assert not [p.name for p in (tmp_path / "ref").iterdir() if p.name.startswith(".")]
     assert np.array_equal(_weights(tmp_path / "ref")["0.weight"], want["0.weight"])
+
+
+def test_a_run_can_start_from_a_saved_network(tmp_path):
+    """run.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the model's
+    JSON records the file's SHA-256, and a resumed run never reads it again."""
+    (tmp_path / "a").mkdir()
+    first = Trainer(load_config(TINY, []), seed=3, run=tmp_path / "a", progress=False)
+    first.train(10, None)
+    src = tmp_path / "a" / "model.pt"
+    tr = Trainer(load_config(TINY, [f'run.init="{src}"']), seed=4, run=tmp_path / "b", progress=False)
+    for k, v in first.net.state_dict().items():
+        assert torch.equal(v, tr.net.state_dict()[k]), k
+    assert tr.init_sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+    with pytest.raises(ValueError, match="hidden"):
+        Trainer(load_config(TINY, [f'run.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path, progress=False)
+    with pytest.raises(FileNotFoundError, match="nope"):
+        Trainer(load_config(TINY, [f'run.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
+    copy = tmp_path / "init.pt"
+    copy.write_bytes(src.read_bytes())
+    (tmp_path / "init.json").write_bytes(src.with_suffix(".json").read_bytes())
+    p = _train(tmp_path / "c", 10, ["--set", f'run.init="{copy}"'])
+    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
+    assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
+    copy.unlink()  # resuming takes the weights from the run's checkpoint, not from run.init
+    p = _train(tmp_path / "c", 20, ["--set", f'run.init="{copy}"'])
+    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert json.loads((tmp_path / "c" / "model.json").read_text())["training"]["iteration"] == 20
+    bad = _train(tmp_path / "d", 10, ["--set", f'run.init="{copy}"'])
+    assert bad.wait(timeout=300) == 2 and b"not found" in bad.stdout.read()
+
+
+def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
+    """A checkpoint whose saved config lacks a setting added since (here run.init) resumes: it reads as its default."""
+    p = _train(tmp_path, 10)
+    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    ck = sorted(tmp_path.glob("ckpt-*"))[-1] / "trainer.json"
+    meta = json.loads(ck.read_text())
+    del meta["config"]["run"]["init"]
+    ck.write_text(json.dumps(meta))
+    p = _train(tmp_path, 20)
+    out = p.stdout.read().decode()
+    assert p.wait(timeout=300) == 0 and "resumed from" in out, out
+    other = _train(tmp_path, 30, ["--set", "train.lr=0.5"])
+    assert other.wait(timeout=300) == 2 and b"another config" in other.stdout.read()
