@@ -58,7 +58,7 @@ from agents.afterstate import (
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
-from experiments.common import remove_temp_files
+from experiments.common import parse_value, remove_temp_files
 from experiments.eval_learned import candidate_outputs, play_vs_greedy
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
@@ -111,7 +111,7 @@ def load_config(path: str | Path | None, overrides: list[str]) -> dict[str, dict
         if not eq or "." not in key:
             raise ValueError(f"--set takes section.key=value, got {item!r}")
         sec, _, name = key.partition(".")
-        parsed = tomllib.loads(f"v = {value}")["v"] if value.strip() else ""
+        parsed = parse_value(value) if value.strip() else ""
         _merge(cfg, {sec: {name: parsed}}, "--set")
     return cfg
 
@@ -123,7 +123,20 @@ def _merge(cfg: dict, data: dict, where: str) -> None:
         for k, v in values.items():
             if k not in cfg[sec]:
                 raise ValueError(f"{where}: unknown setting {sec}.{k} (known: {', '.join(cfg[sec])})")
+            _check_kind(DEFAULTS[sec][k], v, f"{where}: {sec}.{k}")
             cfg[sec][k] = v
+
+
+def _check_kind(default: Any, value: Any, what: str) -> None:
+    """ValueError when a setting's value is not of its default's kind (a number, text, list, table, true/false);
+    settings whose default is None take anything."""
+    kinds = ((bool, "true or false"), ((int, float), "a number"), (str, "text"), (list, "a list"), (dict, "a table"))
+    for typ, name in kinds:
+        if isinstance(default, typ):
+            ok = isinstance(value, typ) and (typ is bool or not isinstance(value, bool))
+            if not ok:
+                raise ValueError(f"{what} takes {name}, got {value!r}")
+            return
 
 
 def with_defaults(cfg: dict) -> dict[str, dict[str, Any]]:

@@ -379,6 +379,13 @@ def test_config_errors():
     with pytest.raises(ValueError, match="unknown section"):
         load_config(TINY, ["nope.lr=1"])
     assert load_config(TINY, ["train.lr=0.5"])["train"]["lr"] == 0.5
+    assert load_config(TINY, ["run.init=runs/x/model.pt"])["run"]["init"] == "runs/x/model.pt"  # bare text: a string
+    with pytest.raises(ValueError, match="train.lr takes a number, got 'abc'"):
+        load_config(TINY, ["train.lr=abc"])
+    with pytest.raises(ValueError, match="selfplay.sides takes a list"):
+        load_config(TINY, ["selfplay.sides=A"])
+    with pytest.raises(ValueError, match="run.threads takes a number, got True"):
+        load_config(TINY, ["run.threads=true"])
 
 
 def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
