@@ -32,7 +32,7 @@ import numpy as np
 
 from agents.afterstate import NUM_FEATURES, candidate_rows, spirit_choice
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
-from agents.learned import DEFAULT_CHECKPOINT, decision_values
+from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -149,7 +149,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from agents.learned import ValueNet
     from harmonies_apps.tournament import wilson_interval
 
     args = build_parser().parse_args(argv)

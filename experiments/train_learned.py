@@ -253,8 +253,7 @@ class Trainer:
             self.net.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
         except RuntimeError as e:
             raise ValueError(f"run.init {path}: its weights do not fit this network: {e}") from None
-        pt = Path(path) if Path(path).suffix == ".pt" else Path(path).with_suffix(".pt")
-        return hashlib.sha256(pt.read_bytes()).hexdigest()
+        return hashlib.sha256(Path(path).with_suffix(".pt").read_bytes()).hexdigest()  # the file load_checkpoint read
 
     # ---- games ----
     def _new_game(self, r: int) -> None:
