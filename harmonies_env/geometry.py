@@ -40,6 +40,40 @@ for _s, _side in enumerate(SIDES):
                 NEIGHBOUR_MASK[_s, _i] |= 1 << _j
 
 
+def _symmetries() -> np.ndarray:
+    """The board's automorphisms: its mirror images that map the board onto itself (identity, left-right, top-bottom,
+    and both, i.e. the half turn). Cell centres are x = q, y = r + q / 2 (flat-top hexes in columns); a mirror of the
+    plane keeps hex adjacency, and both board shapes (columns 5-4-5-4-5 and 4-3-4-3-4-3-4) are symmetric in both
+    axes. Padding cells (23, 24 on Side A) map to themselves."""
+    out = np.tile(np.arange(MAX_CELLS, dtype=np.int64), (2, 4, 1))
+    for s, side in enumerate(SIDES):
+        cells = BOARD_CELLS[side]
+        twice = [(2 * q, 2 * r + q) for q, r in cells]  # 2x, 2y: integers
+        index = {xy: i for i, xy in enumerate(twice)}
+        xs = min(x for x, _ in twice) + max(x for x, _ in twice)
+        ys = min(y for _, y in twice) + max(y for _, y in twice)
+        for k, (fx, fy) in enumerate(((False, False), (True, False), (False, True), (True, True))):
+            for i, (x, y) in enumerate(twice):
+                out[s, k, i] = index[(xs - x if fx else x, ys - y if fy else y)]
+    return out
+
+
+#: SYMMETRIES[side, k, i] -> the cell that cell i becomes under the board's k-th symmetry (k = 0 is the identity).
+#: Scoring, habitats (every card's pattern is allowed in all 6 rotations, and none is chiral) and the game's rules
+#: treat a board and its mirror images alike, so a value function may learn from all four. int64 (2, 4, 25)
+SYMMETRIES = _symmetries()
+NUM_SYMMETRIES = 4
+
+
+def permute_mask(m: int, perm: np.ndarray) -> int:
+    """The cell mask m with each cell i moved to perm[i] (a board symmetry applied to a set of cells)."""
+    out = 0
+    for i in range(MAX_CELLS):
+        if (m >> i) & 1:
+            out |= 1 << int(perm[i])
+    return out
+
+
 def side_code(side: str) -> int:
     """'A' -> 0, 'B' -> 1; anything else is a clear error."""
     if side not in SIDES:

@@ -192,6 +192,25 @@ def test_habitat_cells_match_reference_on_random_boards(sbc):
         assert got == ref.habitat_cells(side, board, cubes, cid), f"card {cid}"
 
 
+@settings(max_examples=150, deadline=None)
+@given(boards_with_cubes())
+def test_habitats_follow_the_boards_symmetries(sbc):
+    """A habitat stands on a mirror image of the board exactly where the mirror image of the original one stands
+    (every pattern is allowed in all rotations and none is chiral)."""
+    side, board, cubes = sbc
+    s = geometry.side_code(side)
+    cells = ref.BOARD_CELLS[side]
+    bb = board_bits(side, board)
+    cube_mask = sum(1 << geometry.cell_index(side, *c) for c in cubes)
+    for k in range(1, geometry.NUM_SYMMETRIES):
+        perm = geometry.SYMMETRIES[s, k]
+        mb = board_bits(side, {cells[perm[geometry.cell_index(side, *c)]]: st_ for c, st_ in board.items()})
+        mc = geometry.permute_mask(cube_mask, perm)
+        for cid in ALL_CARDS:
+            want = geometry.permute_mask(int(cards.habitat_cells(s, bb, cube_mask, cid)), perm)
+            assert cards.habitat_cells(s, mb, mc, cid) == want, f"card {cid}, symmetry {k}"
+
+
 def test_fennec_fox_and_shrew_sequence():
     """Rulebook: a cube placed while its habitat stands stays after red covers a gray; the habitat itself goes."""
     side, s = "A", 0

@@ -110,3 +110,28 @@ def test_bit_kernels_match_sets(sm):
             i = geometry.cell_index(side, *c)
             assert cells_of(side, geometry.component_of(s, i, m)) == g
             assert geometry.eccentricity(s, i, m) == max(ref.distances_from(side, c, g).values())
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_symmetries_are_the_boards_mirror_images(side):
+    """Identity, left-right, top-bottom and the half turn: each maps the board onto itself and keeps adjacency."""
+    s = geometry.side_code(side)
+    n = len(ref.BOARD_CELLS[side])
+    perms = geometry.SYMMETRIES[s]
+    assert perms.shape == (geometry.NUM_SYMMETRIES, geometry.MAX_CELLS)
+    assert (perms[0] == range(geometry.MAX_CELLS)).all()
+    assert len({tuple(p) for p in perms}) == geometry.NUM_SYMMETRIES
+    cols = max(q for q, _ in ref.BOARD_CELLS[side])
+    for k, p in enumerate(perms):
+        assert sorted(p[:n]) == list(range(n)) and (p[n:] == range(n, geometry.MAX_CELLS)).all()
+        assert (p[p] == range(geometry.MAX_CELLS)).all()  # mirror images undo themselves
+        for i in range(n):
+            assert geometry.NEIGHBOUR_MASK[s, p[i]] == geometry.permute_mask(int(geometry.NEIGHBOUR_MASK[s, i]), p)
+            q, r = ref.BOARD_CELLS[side][i]
+            q2, _ = ref.BOARD_CELLS[side][p[i]]
+            assert q2 == (cols - q if k in (1, 3) else q)  # left-right mirrors columns, top-bottom keeps them
+    # the top-left corner goes to each corner
+    corner = geometry.cell_index(side, 0, 0)
+    corners = {ref.BOARD_CELLS[side][perms[k, corner]] for k in range(4)}
+    assert corners == {(0, 0), (cols, -(cols // 2)), (0, len([c for c in ref.BOARD_CELLS[side] if c[0] == 0]) - 1),
+                       (cols, -(cols // 2) + len([c for c in ref.BOARD_CELLS[side] if c[0] == cols]) - 1)}

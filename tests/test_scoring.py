@@ -10,7 +10,7 @@ import reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harmonies_env import CATEGORIES, score_board
+from harmonies_env import CATEGORIES, geometry, score_board
 
 DATA = Path(__file__).parent / "data"
 VECTORS = json.loads((DATA / "harmonies-components.json").read_text())["test_vectors"]
@@ -280,3 +280,21 @@ def test_kernel_matches_reference_side_a(bh):
 def test_kernel_matches_reference_side_b(bh):
     board, held = bh
     assert score_board("B", board, held) == ref.score("B", board, held)
+
+
+def mirrored(side, board, k):
+    """The board (cell -> stack) under the board's k-th symmetry (`geometry.SYMMETRIES`)."""
+    cells = ref.BOARD_CELLS[side]
+    perm = geometry.SYMMETRIES[geometry.side_code(side), k]
+    return {cells[perm[geometry.cell_index(side, *c)]]: stack for c, stack in board.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(("A", "B")).flatmap(lambda side: st.tuples(st.just(side), scored_boards(side))))
+def test_scores_do_not_change_under_the_boards_symmetries(sb):
+    """Why the learned network may train on mirror images (`afterstate.symmetry_index`): every category, Spirits
+    included, scores a board and its mirror images alike."""
+    side, (board, held) = sb
+    want = score_board(side, board, held)
+    for k in range(1, geometry.NUM_SYMMETRIES):
+        assert score_board(side, mirrored(side, board, k), held) == want
