@@ -28,11 +28,12 @@ def _budget(arg: str) -> dict:
 def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
-    random | greedy[:beam] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH] | learned-search[:SECONDS | :Nit]
-    (`learned` defaults to the shipped checkpoint; `ppo` needs a path, no PPO checkpoint ships; `learned-search`
-    uses the shipped network). Unknown kinds or bad arguments raise ValueError. `trust` is passed to `PPOAgent`: by
-    default a checkpoint is loaded without unpickling anything (see docs/safety.md); learned checkpoints never unpickle
-    code.
+    random | greedy[:BEAM[:spaces]] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH]
+    | learned-search[:SECONDS | :Nit]
+    (`greedy:BEAM:spaces` plans with a beam of BEAM per central space; `learned` defaults to the shipped checkpoint;
+    `ppo` needs a path, no PPO checkpoint ships; `learned-search` uses the shipped network). Unknown kinds or bad
+    arguments raise ValueError. `trust` is passed to `PPOAgent`: by default a checkpoint is loaded without unpickling
+    anything (see docs/safety.md); learned checkpoints never unpickle code.
     """
     kind, _, arg = spec.partition(":")
     kind = kind.strip().lower()
@@ -40,7 +41,10 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
         if kind == "random":
             return RandomAgent(seed=seed)
         if kind == "greedy":
-            return GreedyAgent(beam=int(arg) if arg else 24, seed=seed, name=spec)
+            beam, _, how = arg.partition(":")
+            if how not in ("", "spaces"):
+                raise ValueError(f"greedy takes greedy[:BEAM][:spaces], got {how!r} after the beam")
+            return GreedyAgent(beam=int(beam) if beam else 24, seed=seed, name=spec, diverse=how == "spaces")
         if kind == "mcts":
             return MCTSAgent(**_budget(arg), seed=seed, name=spec)
         if kind == "learned":

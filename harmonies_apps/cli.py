@@ -43,9 +43,9 @@ EXTRA_OF: dict[str, str] = {
     "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
-AGENTS_HELP = """agent specs: random, greedy[:BEAM], mcts[:SECONDS] or mcts:Nit (N iterations), ppo:PATH (a training
-run's model.pt, or a MaskablePPO .zip; the path is required), learned[:PATH], learned-search[:SECONDS] or
-learned-search:Nit.
+AGENTS_HELP = """agent specs: random, greedy[:BEAM] or greedy:BEAM:spaces (a beam per central space), mcts[:SECONDS]
+or mcts:Nit (N iterations), ppo:PATH (a training run's model.pt, or a MaskablePPO .zip; the path is required),
+learned[:PATH], learned-search[:SECONDS] or learned-search:Nit.
 Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search:Nit.
 Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
 

@@ -5,9 +5,20 @@ import numpy as np
 import pytest
 
 from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
-from agents.greedy import DEFAULT_WEIGHTS, evaluate, habitat_distance, need_masks, no_turn_left, potential_terms
+from agents.greedy import (
+    DEFAULT_WEIGHTS,
+    MAX_PLAN,
+    evaluate,
+    habitat_distance,
+    need_masks,
+    no_turn_left,
+    plan_candidates,
+    plan_group,
+    potential_terms,
+)
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game
+from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.cards import FIRST_SPIRIT, habitat_cells, habitat_placements
 from harmonies_env.data import LABELS
@@ -162,6 +173,60 @@ def test_evaluate_drops_the_potential_on_a_players_last_turn():
     assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == sc[7] == game.scores()[p]["total"]
 
 
+@pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (1, "B", False), (3, "B", True), (4, "A", False)])
+def test_diverse_candidates_cover_every_space_and_card_choice(players, side, spirits):
+    """`plan_candidates`: the best plan of every (central space, card or none) pair, then the best of the rest; every
+    plan is a legal whole turn, and the first is the best plan found (what the heuristic alone would play)."""
+    game = Game(players, side, spirits, seed=17 + players)
+    agent = GreedyAgent(beam=4)
+    checked = 0
+    while not game.is_over and checked < 6:
+        s = game.state.copy()
+        start = not s[S.TOOK_TOKENS] and not s[S.TOOK_CARD]  # a turn's first decision
+        if start and not (spirits and s[S.SPIRIT_KEPT + game.current_player] < 0) and game.turn >= players:
+            K = 40
+            plans = np.zeros((K, MAX_PLAN), np.int64)
+            lens = np.zeros(K, np.int64)
+            vals = np.zeros(K)
+            n = plan_candidates(s, DEFAULT_WEIGHTS, 6, plans, lens, vals)
+            assert np.array_equal(s, game.state)  # not modified
+            legal = game.legal_actions()
+            spaces = [a - A.TAKE_TOKENS for a in legal if a < A.PLACE_TOKEN]
+            cards = [a - A.TAKE_CARD for a in legal if A.TAKE_CARD <= a < A.PLACE_CUBE]
+            want = {6 * sp + c for sp in spaces for c in [*cards, 5]}
+            groups = [plan_group(plans[k], lens[k]) for k in range(n)]
+            assert set(groups) == want and len(want) <= n <= K
+            first = len(want)
+            assert len(set(groups[:first])) == first  # one plan per group first, best groups first
+            assert (np.diff(vals[:first]) <= 0).all() and (np.diff(vals[first:n]) <= 0).all()
+            assert vals[0] == vals[:n].max()
+            for k in range(n):
+                c = game.clone()
+                plan = plans[k, : lens[k]].tolist()
+                assert plan[-1] == A.END_TURN
+                for a in plan:
+                    assert a in c.legal_actions()
+                    c.step(a)
+            checked += 1
+        game.step(agent.act(PlayerView(game, game.current_player)))
+    assert checked == 6
+
+
+def test_greedy_with_a_beam_per_space_plays_the_diverse_generators_first_plan():
+    """`greedy:BEAM:spaces` is the heuristic's own choice among the candidates the learned agent ranks."""
+    game = Game(2, "A", False, seed=8)
+    agent = make_agent("greedy:8:spaces")
+    while game.turn < 6:
+        s = game.state.copy()
+        a = agent.act(PlayerView(game, game.current_player))
+        if not s[S.TOOK_TOKENS]:
+            plans = np.zeros((3, MAX_PLAN), np.int64)
+            lens = np.zeros(3, np.int64)
+            plan_candidates(s, DEFAULT_WEIGHTS, 8, plans, lens, np.zeros(3))
+            assert agent._plan == plans[0, 1: lens[0]].tolist() and a == plans[0, 0]
+        game.step(a)
+
+
 def test_greedy_is_deterministic_and_replans_after_unexpected_positions():
     game = Game(2, "A", False, seed=5)
     agent = GreedyAgent()
@@ -236,6 +301,10 @@ def test_make_agent_specs_and_errors():
     assert make_agent("mcts:0.25").seconds == 0.25
     assert make_agent("mcts:30it").iterations == 30
     assert isinstance(make_agent("random", seed=3), RandomAgent)
+    g = make_agent("greedy:12:spaces")
+    assert (g.beam, g.diverse, make_agent("greedy:12").diverse) == (12, True, False)
+    with pytest.raises(ValueError, match=r"greedy\[:BEAM\]\[:spaces\]"):
+        make_agent("greedy:12:wide")
     with pytest.raises(ValueError, match="unknown agent"):
         make_agent("alphazero")
     with pytest.raises(ValueError, match="bad agent spec"):
