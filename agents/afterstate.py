@@ -31,10 +31,19 @@ from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
 from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
-from harmonies_env.geometry import popcount
+from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, popcount
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from .greedy import MAX_PLAN, NUM_TERMS, habitat_distance, need_masks, no_turn_left, plan_turn, potential_terms
+from .greedy import (
+    MAX_PLAN,
+    NUM_TERMS,
+    habitat_distance,
+    need_masks,
+    no_turn_left,
+    plan_candidates,
+    plan_turn,
+    potential_terms,
+)
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
 FEATURE_VERSION = 1
@@ -45,9 +54,13 @@ _CODES = 15
 GLOBAL = 4 + 2 + 2 + 6 + 1 + S.MAX_SPACES * 6 + S.MAX_MARKET * 3
 #: Numbers per seat block, before the board / the board part (stack one-hot + cubes).
 SEAT_HEAD = NUM_CATEGORIES + NUM_TERMS + 3 + S.MAX_SLOTS * 8 + S.MAX_MARKET * 4
-SEAT = SEAT_HEAD + _CELLS * _CODES + _CELLS
+#: Numbers per seat block that describe the board (stack one-hot per cell, then the cube mask).
+SEAT_BOARD = _CELLS * _CODES + _CELLS
+SEAT = SEAT_HEAD + SEAT_BOARD
 #: Length of one afterstate's feature vector.
 NUM_FEATURES = GLOBAL + S.MAX_PLAYERS * SEAT
+#: Index of the board-side feature (0 = Side A, 1 = Side B).
+SIDE_FEATURE = 4
 
 
 @njit(cache=True)
@@ -65,7 +78,7 @@ def afterstate_features(s, p: int, out) -> None:
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
-    out[4] = side
+    out[SIDE_FEATURE] = side
     out[5] = s[S.SPIRITS]
     out[6] = s[S.TURN] / 50.0
     out[7] = 1.0 if s[S.END_TRIGGER] else 0.0
@@ -144,6 +157,41 @@ def afterstate_features(s, p: int, out) -> None:
                 out[h + _CODES * _CELLS + i] = 1.0
 
 
+def _board_gather() -> np.ndarray:
+    """BOARD_GATHER[side, k] -> for each number of a seat's board block after symmetry k, the one it takes from the
+    block before: int64 (2, NUM_SYMMETRIES, SEAT_BOARD)."""
+    out = np.zeros((2, NUM_SYMMETRIES, SEAT_BOARD), dtype=np.int64)
+    for side in range(2):
+        for k in range(NUM_SYMMETRIES):
+            inv = np.argsort(SYMMETRIES[side, k])  # cell i goes to SYMMETRIES[side, k, i]: new cell j came from inv[j]
+            for j in range(_CELLS):
+                out[side, k, _CODES * j: _CODES * j + _CODES] = _CODES * inv[j] + np.arange(_CODES)
+                out[side, k, _CODES * _CELLS + j] = _CODES * _CELLS + inv[j]
+    return out
+
+
+BOARD_GATHER = _board_gather()
+
+
+def symmetry_index(sides: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Columns that turn feature rows into those of the same positions with every seat's board mirrored.
+
+    sides int (B,) board side of each row (0 = A, 1 = B); ks int (B, MAX_PLAYERS) the symmetry (0..3,
+    `geometry.SYMMETRIES`) applied to each relative seat's board. Returns int64 (B, NUM_FEATURES): x[b, idx[b]] is
+    exactly `afterstate_features` of the mirrored position (tested), because every other feature (scores, potential
+    terms, habitat distances) is the same for a board and its mirror images. Why: the value of a position does not
+    change under these symmetries, so training on random mirror images (data augmentation) stops the network from
+    learning a board's cells one by one.
+    """
+    sides = np.asarray(sides, dtype=np.int64)
+    ks = np.asarray(ks, dtype=np.int64)
+    idx = np.broadcast_to(np.arange(NUM_FEATURES, dtype=np.int64), (len(sides), NUM_FEATURES)).copy()
+    for j in range(S.MAX_PLAYERS):
+        start = GLOBAL + j * SEAT + SEAT_HEAD
+        idx[:, start: start + SEAT_BOARD] = start + BOARD_GATHER[sides, ks[:, j]]
+    return idx
+
+
 def spirit_choice(first_action):
     """Whether a plan starting with this action (int or int array) is the first-turn Spirit choice, which changes no
     board (the planner's order decides it; no afterstate is recorded for it)."""
@@ -158,14 +206,19 @@ def plan_afterstate(s, plan, n: int) -> None:
 
 
 @njit(cache=True)
-def candidate_features(s, w, beam: int, plans, lens, values, feats) -> int:
+def candidate_features(s, w, beam: int, diverse: bool, plans, lens, values, feats) -> int:
     """Plan the mover's turn in s (not modified) and describe each candidate's afterstate.
 
-    w: float64 (NUM_TERMS,) planner weights; beam: planner beam. plans int64 (K, MAX_PLAN), lens int64 (K,),
-    values float64 (K,) receive `plan_turn`'s best K plans (heuristic order); feats float32 (K, NUM_FEATURES)
-    their afterstates' features for the mover. Returns the number of candidates.
+    w: float64 (NUM_TERMS,) planner weights; beam: planner beam; diverse: the candidates cover every central space
+    and card choice (`greedy.plan_candidates`, a beam per space) instead of the plain beam's best plans
+    (`greedy.plan_turn`). plans int64 (K, MAX_PLAN), lens int64 (K,), values float64 (K,) receive the K candidates
+    (the planner's best first); feats float32 (K, NUM_FEATURES) their afterstates' features for the mover. Returns the
+    number of candidates.
     """
-    n = plan_turn(s, w, beam, plans, lens, values)
+    if diverse:
+        n = plan_candidates(s, w, beam, plans, lens, values)
+    else:
+        n = plan_turn(s, w, beam, plans, lens, values)
     p = s[S.CURRENT]
     t = np.empty_like(s)
     for k in range(n):
@@ -176,7 +229,8 @@ def candidate_features(s, w, beam: int, plans, lens, values, feats) -> int:
 
 
 @njit(cache=True, nogil=True)
-def candidate_rows(lo: int, hi: int, states, active, w, beam: int, plans, lens, values, feats, counts) -> None:
+def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool, plans, lens, values, feats,
+                   counts) -> None:
     """`candidate_features` for rows lo..hi-1 of states (int64 (N, STATE_SIZE)) whose active[r] is True.
 
     plans int64 (N, K, MAX_PLAN), lens int64 (N, K), values float64 (N, K), feats float32 (N, K, NUM_FEATURES),
@@ -184,10 +238,10 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, plans, lens, 
     """
     for r in range(lo, hi):
         if active[r] and not states[r, S.GAME_OVER]:
-            counts[r] = candidate_features(states[r], w, beam, plans[r], lens[r], values[r], feats[r])
+            counts[r] = candidate_features(states[r], w, beam, diverse, plans[r], lens[r], values[r], feats[r])
         else:
             counts[r] = 0
 
 
-__all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "MAX_PLAN", "afterstate_features",
-           "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows"]
+__all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
+           "SIDE_FEATURE", "symmetry_index", "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows"]

@@ -1,21 +1,24 @@
 """The learned agents: an afterstate value network over whole-turn plans, alone (`learned`) or inside a search
 (`learned-search`).
 
-Why this design (TD-Gammon's, for a game whose turns hold no chance): the greedy planner's wide beam
-(`agents.greedy.plan_turn`, beam `WIDE_BEAM`) proposes the `candidates` best whole-turn plans by its hand-written
-heuristic; each plan leads to an exact afterstate (`agents.afterstate`), and a small network that has learned, from
-self-play outcomes alone, what an afterstate is worth picks among them. The candidate generator is the same as
-`greedy:800`'s, so any gain over `greedy:800` is the network's (benchmarks/STRENGTH.md compares the two).
+Why this design (TD-Gammon's, for a game whose turns hold no chance): the greedy planner proposes whole-turn plans
+by its hand-written heuristic; each plan leads to an exact afterstate (`agents.afterstate`), and a small network that
+has learned, from self-play outcomes alone, what an afterstate is worth picks among them. How the candidates are
+proposed is the checkpoint's `play` entry: the shipped network ranks `greedy.plan_candidates`' 64 plans (a beam of 96
+per central space, covering every space and card choice), whose first plan is the heuristic's own choice
+(`greedy:96:spaces`), so any gain over that agent is the network's (benchmarks/STRENGTH.md compares the two).
 
 The network (`ValueNet`, float32): an MLP over `NUM_FEATURES` public features with ReLU hidden layers and 8
 outputs: the predicted final totals of the 4 relative seats / 100 (seat 0 = the player who just moved) and 4
-logits of who wins. A candidate's value for its mover (`decision_values`) = P(win) + `margin` x (own - best other)
-/ 100 + `score` x own / 100 (solo: own / 100 only); the weights are stored in the checkpoint's config.
+logits of who wins. A candidate's value for its mover (`decision_values`) = `win` x P(win) + `margin` x (own - best
+other) / 100 + `score` x own / 100 (solo: own / 100 only), the outputs optionally averaged over the boards' mirror
+images (`mirrored_outputs`). The weights are in the checkpoint's config: `value` (what self-play trained with, and
+what the search plays for) and `play.value` (what `learned` plays for).
 
 Checkpoints are a weights-only file (`NAME.pt`: `torch.save` of a state dict of tensors, loaded with
 `torch.load(..., weights_only=True)`, which never unpickles code) plus `NAME.json` (architecture, feature
-version, value weights, how it was trained). Nothing shipped is a pickle. Inference here runs in numpy
-(weights converted once), so playing never depends on torch's threads; torch is only needed to load the file.
+version, value weights, play settings, how it was trained). Nothing shipped is a pickle. Inference here runs in
+numpy (weights converted once), so playing never depends on torch's threads; torch is only needed to load the file.
 """
 from __future__ import annotations
 
@@ -31,9 +34,17 @@ from numba import njit
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
+from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from .afterstate import FEATURE_VERSION, NUM_FEATURES, afterstate_features, candidate_features, spirit_choice
+from .afterstate import (
+    FEATURE_VERSION,
+    NUM_FEATURES,
+    afterstate_features,
+    candidate_features,
+    spirit_choice,
+    symmetry_index,
+)
 from .base import PlanAgent, private_copy
 from .greedy import MAX_PLAN, WIDE_BEAM, evaluate, plan_turn, planner_settings
 
@@ -47,6 +58,13 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "num_features": NUM_FEATURES,
     "hidden": [256, 256],
     "value": {"win": 1.0, "margin": 0.5, "score": 0.25},
+    # how the agents propose candidates to the network: `candidates` plans of the planner at `beam` (per central
+    # space when `diverse`: `greedy.plan_candidates`; else the plain beam's best, `greedy.plan_turn`). A checkpoint
+    # saved before this entry existed played the plain beam 800's best 32.
+    # symmetries: the network's outputs averaged over this many mirror images of the boards (1 = none; 4 = each of
+    # the board's 4 symmetries applied to every seat's board, `mirrored_outputs`); value: the agents' decision weights
+    # (None: `value` above, which is also what self-play used in training).
+    "play": {"beam": WIDE_BEAM, "candidates": 32, "diverse": False, "symmetries": 1, "value": None},
 }
 
 
@@ -74,11 +92,27 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     hidden = cfg["hidden"]
     if not (isinstance(hidden, list) and hidden and all(isinstance(h, int) and 0 < h <= 4096 for h in hidden)):
         raise ValueError(f"hidden must be a list of layer widths 1..4096, got {hidden!r}")
-    v = cfg["value"]
-    if not (isinstance(v, dict) and set(v) == {"win", "margin", "score"}
-            and all(isinstance(x, (int, float)) and math.isfinite(x) for x in v.values())):
-        raise ValueError(f"value must be {{'win', 'margin', 'score'}} finite weights, got {v!r}")
+    _check_value(cfg["value"], "value")
+    play = {**DEFAULT_CONFIG["play"], **cfg["play"]} if isinstance(cfg["play"], dict) else cfg["play"]
+    if not (isinstance(play, dict) and set(play) == set(DEFAULT_CONFIG["play"])
+            and isinstance(play["diverse"], bool) and play["symmetries"] in (1, NUM_SYMMETRIES)
+            and all(_whole(play[k]) and play[k] >= 1 for k in ("beam", "candidates"))):
+        raise ValueError("play must be {'beam': int >= 1, 'candidates': int >= 1, 'diverse': true/false, "
+                         f"'symmetries': 1 or {NUM_SYMMETRIES}, 'value': weights or null}}, got {cfg['play']!r}")
+    if play["value"] is not None:
+        _check_value(play["value"], "play.value")
+    cfg["play"] = play
     return cfg
+
+
+def _check_value(v: Any, name: str) -> None:
+    if not (isinstance(v, dict) and set(v) == {"win", "margin", "score"}
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v.values())):
+        raise ValueError(f"{name} must be {{'win', 'margin', 'score'}} finite weights, got {v!r}")
+
+
+def _whole(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 class ValueNet:
@@ -144,6 +178,23 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return config["network"], state
 
 
+def mirrored_outputs(net: Any, x: np.ndarray, side: int, symmetries: int) -> np.ndarray:
+    """The network's outputs for feature rows x (float32 (B, NUM_FEATURES), positions on board side `side`) averaged
+    over `symmetries` mirror images of the boards: 1 = x alone, 4 = each of the board's symmetries applied to every
+    seat's board (`afterstate.symmetry_index`). Why: a position and its mirror images are worth the same, and the
+    network, which sees boards cell by cell, errs differently on each; the average errs less (benchmarks/STRENGTH.md).
+    """
+    if symmetries == 1:
+        return net(x)
+    sides = np.full(1, side, dtype=np.int64)
+    out = None
+    for k in range(symmetries):
+        idx = symmetry_index(sides, np.full((1, 4), k, dtype=np.int64))[0]
+        o = net(x[:, idx] if k else x)
+        out = o if out is None else out + o
+    return out / symmetries
+
+
 def blend(p_win: np.ndarray, tot: np.ndarray, seat: int, n: int, value: dict[str, float]) -> np.ndarray:
     """The one decision rule: value for `seat` of rows with P(it wins) p_win (B,) and every seat's total / 100
     tot (B, >= n): win x P(win) + margin x (its total - best other) + score x its total. Solo: its total."""
@@ -174,17 +225,32 @@ def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], 
 class LearnedAgent(PlanAgent):
     """Plays the candidate whole-turn plan whose afterstate the value network rates best (network only).
 
-    beam / candidates: the planner that proposes the plans (`greedy.plan_turn`, heuristic order). The first-turn
-    Spirit choice (Spirit variant) is left to the planner's order.
+    beam / candidates / diverse: the planner that proposes the plans (heuristic order): `greedy.plan_candidates`
+    (a beam per central space, covering every space and card choice) when diverse, else `greedy.plan_turn`; None
+    takes the checkpoint's `play` settings (how it was measured to play best), as does symmetries (outputs averaged
+    over 1 or 4 mirror images of the boards, `mirrored_outputs`). value: decision weights (win, margin, score), None
+    for the checkpoint's (`play.value`, else `value`). The first-turn Spirit choice (Spirit variant) is left to the
+    planner's order.
     """
 
-    def __init__(self, path: str | Path | None = None, beam: int = WIDE_BEAM, candidates: int = 32, seed: int = 0,
-                 name: str | None = None, net: ValueNet | None = None):
+    def __init__(self, path: str | Path | None = None, beam: int | None = None, candidates: int | None = None,
+                 seed: int = 0, name: str | None = None, net: ValueNet | None = None, diverse: bool | None = None,
+                 value: dict[str, float] | None = None, symmetries: int | None = None):
         self.net = net if net is not None else ValueNet.load(DEFAULT_CHECKPOINT if path is None else path)
-        self.beam, self.planner_weights = planner_settings(beam, None)
-        if candidates < 1:
-            raise ValueError(f"candidates must be >= 1, got {candidates}")
+        play = self.net.config["play"]
+        self.beam, self.planner_weights = planner_settings(play["beam"] if beam is None else beam, None)
+        candidates = play["candidates"] if candidates is None else candidates
+        if isinstance(candidates, bool) or int(candidates) != candidates or candidates < 1:
+            raise ValueError(f"candidates must be a whole number >= 1, got {candidates!r}")
         self.candidates = int(candidates)
+        self.diverse = bool(play["diverse"] if diverse is None else diverse)
+        self.symmetries = int(play["symmetries"] if symmetries is None else symmetries)
+        if self.symmetries not in (1, NUM_SYMMETRIES):
+            raise ValueError(f"symmetries must be 1 or {NUM_SYMMETRIES}, got {symmetries!r}")
+        if value is None:
+            value = self.default_value()
+        _check_value(value, "value")
+        self.value = dict(value)
         self.seed = int(seed)
         self.name = name or "learned"
         self._plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
@@ -194,19 +260,24 @@ class LearnedAgent(PlanAgent):
         self.last_values: np.ndarray = np.zeros(0)
         self.reset()
 
+    def default_value(self) -> dict[str, float]:
+        """Decision weights when none are given: the checkpoint's `play.value`, else its `value`."""
+        play = self.net.config["play"]
+        return play["value"] if play["value"] is not None else self.net.config["value"]
+
     def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray, bool]:
         """Candidate plans for the mover of `game` (a private copy), the network's value of each, and whether this
         is the first-turn Spirit choice (then the values are the planner's order, not the network's)."""
         s = game.state.copy()  # writable, as the kernels are compiled for (`Game.state` is a read-only view)
-        n = candidate_features(s, self.planner_weights, self.beam, self._plans, self._lens, self._values,
-                               self._feats)
+        n = candidate_features(s, self.planner_weights, self.beam, self.diverse, self._plans, self._lens,
+                               self._values, self._feats)
         plans = [self._plans[k, : self._lens[k]].tolist() for k in range(n)]
         if n == 0:
             return plans, np.zeros(0), False
         if spirit_choice(plans[0][0]):  # the first-turn Spirit choice: the planner's order
             return plans, -np.arange(n, dtype=np.float64), True
-        out = self.net(self._feats[:n])
-        return plans, decision_values(out, game.num_players, self.net.config["value"]), False
+        out = mirrored_outputs(self.net, self._feats[:n], game.state[S.SIDE], self.symmetries)
+        return plans, decision_values(out, game.num_players, self.value), False
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         plans, values, _ = self.rank(game)
@@ -317,6 +388,12 @@ class LearnedSearchAgent(LearnedAgent):
                                                  else f":{self.iterations}it"))
         self.last_iterations = 0
 
+    def default_value(self) -> dict[str, float]:
+        """The search plays for the win: the checkpoint's `value`, the weights its self-play trained with (P(win) and
+        margin first), not `play.value` (measured in benchmarks/STRENGTH.md: against `mcts:200it`, ranking by own
+        total scored 3 points more and won 6 points less often)."""
+        return self.net.config["value"]
+
     def _seed_for(self, turn: int, i: int) -> int:
         return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + i * 0xC2B2AE3D + 0x165667B1) & (2**62 - 1))
 
@@ -389,10 +466,10 @@ class LearnedSearchAgent(LearnedAgent):
         search_leaves(roots, cp, cl, which, self.planner_weights, self.reply_beam, turns, feats, seat, exact, et, ew,
                       heur)
         out = np.zeros(L)
-        v = self.net.config["value"]
+        v = self.value
         todo = np.flatnonzero(~exact)
         if len(todo):
-            o = self.net(feats[todo])
+            o = mirrored_outputs(self.net, feats[todo], roots[0, S.SIDE], self.symmetries)
             for j in np.unique(seat[todo]):
                 rows = todo[seat[todo] == j]
                 out[rows] = decision_values(o[seat[todo] == j], n, v, seat=int(j))
@@ -419,5 +496,5 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
     return float(blend(pw, np.asarray(totals, dtype=np.float64)[None, :] / 100.0, me, n, value)[0])
 
 
-__all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "torch_net",
-           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "NUM_OUTPUTS"]
+__all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "mirrored_outputs",
+           "torch_net", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "NUM_OUTPUTS"]

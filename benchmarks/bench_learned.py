@@ -8,7 +8,8 @@ Cases (each warmed up first, then timed for about --seconds):
   batched forward, playing the chosen plans), with the config's games, beam and candidates;
 * `train`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
 * `iteration`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
-* `learned_decision`: `LearnedAgent` (shipped network, beam 800, 32 candidates) deciding a turn: ms per decision;
+* `learned_decision`: `LearnedAgent` (the shipped network with its checkpoint's play settings: 64 candidates from a
+  beam of 96 per central space, outputs averaged over 4 mirror images) deciding a turn: ms per decision;
 * `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-search:300it`, the budget
   STRENGTH.md measures against `mcts:200it`): ms per decision.
 """

@@ -34,6 +34,8 @@ CASES = {
     "mcts1_vs_greedy_A": (["mcts:1.0", "greedy"], 2, "A", False, 200),
     "learned_vs_greedy_A": (["learned", "greedy"], 2, "A", False, 400),
     "learned_vs_greedy800_A": (["learned", "greedy:800"], 2, "A", False, 400),
+    "greedy96spaces_vs_greedy_A": (["greedy:96:spaces", "greedy"], 2, "A", False, 400),
+    "learned_vs_greedy96spaces_A": (["learned", "greedy:96:spaces"], 2, "A", False, 200),
     "learned_vs_greedy_B": (["learned", "greedy"], 2, "B", False, 200),
     "learned_vs_greedy_A_spirits": (["learned", "greedy"], 2, "A", True, 200),
     "learned_vs_greedy_B_spirits": (["learned", "greedy"], 2, "B", True, 200),

@@ -1,9 +1,10 @@
-"""Batched evaluation of a learned network against the heuristic planner: a thousand games in about a minute.
+"""Batched evaluation of a learned network against the heuristic planner: a thousand games in about two minutes.
 
-    python -m experiments.eval_learned                                # the shipped network, 1024 games, as trained
+    python -m experiments.eval_learned                                # the shipped network as `learned` plays it
     python -m experiments.eval_learned --checkpoint runs/learned/model.pt --games 1024
     python -m experiments.eval_learned --candidates 1                 # the planner's first plan: no network at all
-    python -m experiments.eval_learned --value 0,0,1                  # rank candidates by own predicted total only
+    python -m experiments.eval_learned --value 1,0.5,0.25             # other decision weights (win, margin, score)
+    python -m experiments.eval_learned --no-diverse --beam 96 --candidates 24 --symmetries 1   # as the trainer does
     python -m experiments.eval_learned --side B --spirits --players 3
 
 Why: the trainer's periodic evaluation (`Trainer.evaluate` calls `play_vs_greedy`), as a command, so that a question
@@ -11,8 +12,10 @@ about a network (how many candidates, which decision weights, which variant) cos
 tournament. Every game advances together: ONE numba call plans the network's turns in all games
 (`agents.afterstate.candidate_rows`), ONE forward pass scores all their candidates, ONE numba call plays the chosen
 plans (`batch.play_plans`); the heuristic's turns likewise. The network picks as `LearnedAgent` does (`candidates`
-best plans of the planner's beam `beam`, then `decision_values`), against `GreedyAgent(beam=opponent_beam)` in every
-other seat; the two give the same games as the sequential `Game` with those agents (tested).
+plans of the planner at beam `beam`, diverse or not, then `decision_values` of outputs averaged over `symmetries`
+mirror images), against `GreedyAgent(beam=opponent_beam)` in every other seat; the two give the same games as the
+sequential `Game` with those agents (tested). Unset options take the checkpoint's `play` settings and decision
+weights, so the default is the agent as it plays.
 
 Game i plays seed `seed + i // players` with the network in seat `i % players`, so each seed is played from every
 seat (use a multiple of `players` games). Seeds here are small integers; training draws its games' seeds from
@@ -32,7 +35,7 @@ import numpy as np
 
 from agents.afterstate import NUM_FEATURES, candidate_rows, spirit_choice
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
-from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values
+from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values, mirrored_outputs
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -57,16 +60,21 @@ def candidate_outputs(forward: Callable[[np.ndarray], np.ndarray], feats: np.nda
 
 def play_vs_greedy(forward: Callable[[np.ndarray], np.ndarray], games: int, seed: int, value: dict[str, float], *,
                    players: int = 2, side: int = 0, spirits: bool = False, beam: int = 96, candidates: int = 24,
-                   opponent_beam: int = 24, threads: int = 2,
+                   diverse: bool = False, symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
                    progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Play `games` games, the network against the heuristic planner, all at once; their summary.
 
-    Game i: seed `seed + i // players`, the network in seat `i % players`, `GreedyAgent(beam=opponent_beam)` in the
-    others. Returns win_rate (a shared win counts its share), mean_score (the network's mean total), greedy_score
+    The network picks as `LearnedAgent(beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries)`
+    does. Game i: seed `seed + i // players`, the network in seat `i % players`, `GreedyAgent(beam=opponent_beam)` in
+    the others. Returns win_rate (a shared win counts its share), mean_score (the network's mean total), greedy_score
     (the other seats' mean total), and per game `totals` int (games, players) by seat and `net_seat` (games,).
     progress(k) is called with the number of finished games after every round of turns.
     """
     E, n = int(games), int(players)
+    net_forward = forward
+    if symmetries != 1:
+        def forward(x: np.ndarray) -> np.ndarray:
+            return mirrored_outputs(net_forward, x, int(side), int(symmetries))
     states = np.zeros((E, S.STATE_SIZE), dtype=np.int64)
     net_seat = np.zeros(E, dtype=np.int64)
     for i in range(E):
@@ -88,10 +96,10 @@ def play_vs_greedy(forward: Callable[[np.ndarray], np.ndarray], games: int, seed
         live = states[:, S.GAME_OVER] == 0
         mine = live & (states[:, S.CURRENT] == net_seat)
         theirs = live & ~mine
-        run_rows(candidate_rows, E, threads, states, mine, DEFAULT_WEIGHTS, int(beam), plans, lens, vals, feats,
-                 counts, min_rows=2)
-        run_rows(candidate_rows, E, threads, states, theirs, DEFAULT_WEIGHTS, int(opponent_beam), gp, gl, gv, gf, gc,
-                 min_rows=2)
+        run_rows(candidate_rows, E, threads, states, mine, DEFAULT_WEIGHTS, int(beam), bool(diverse), plans, lens, vals,
+                 feats, counts, min_rows=2)
+        run_rows(candidate_rows, E, threads, states, theirs, DEFAULT_WEIGHTS, int(opponent_beam), False, gp, gl, gv, gf,
+                 gc, min_rows=2)
         choice = np.zeros(E, dtype=np.int64)
         rows = np.flatnonzero(mine & (counts > 1))
         rows = rows[~spirit_choice(plans[rows, 0, 0])]  # the first-turn Spirit choice: the planner's order
@@ -137,12 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--players", type=int, default=2, choices=[2, 3, 4])
     ap.add_argument("--side", default="A", choices=["A", "B"])
     ap.add_argument("--spirits", action="store_true", help="the Nature's Spirit variant")
-    ap.add_argument("--beam", type=int, default=96, help="planner beam proposing the network's candidates")
-    ap.add_argument("--candidates", type=int, default=24, help="candidates the network ranks (1: the planner's "
-                    "first plan, no network)")
+    ap.add_argument("--beam", type=int, default=None, help="planner beam proposing the network's candidates "
+                    "(default: the checkpoint's play settings, as `learned` plays; the trainer evaluates at 96)")
+    ap.add_argument("--candidates", type=int, default=None, help="candidates the network ranks (1: the planner's "
+                    "first plan, no network; default: the checkpoint's; the trainer evaluates 24)")
+    ap.add_argument("--diverse", action=argparse.BooleanOptionalAction, default=None,
+                    help="candidates from a beam per central space, covering every space and card choice "
+                    "(`greedy.plan_candidates`; --beam is then per space), or the plain beam's best (--no-diverse; "
+                    "default: the checkpoint's)")
+    ap.add_argument("--symmetries", type=int, default=None, choices=[1, 4], help="outputs averaged over this many "
+                    "mirror images of the boards (default: the checkpoint's)")
     ap.add_argument("--opponent-beam", type=int, default=24, help="the heuristic opponents' beam (GreedyAgent's)")
     ap.add_argument("--value", type=_value, default=None, metavar="WIN,MARGIN,SCORE",
-                    help="decision weights (default: the checkpoint's)")
+                    help="decision weights (default: the checkpoint's play.value, else its value)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
@@ -155,17 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.games < 1:
             raise ValueError(f"--games must be >= 1, got {args.games}")
-        if args.candidates < 1:
-            raise ValueError(f"--candidates must be >= 1, got {args.candidates}")
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
+        net = ValueNet.load(args.checkpoint)
+        play = net.config["play"]
+        for key in ("beam", "candidates", "diverse", "symmetries"):
+            if getattr(args, key) is None:
+                setattr(args, key, play[key])
+        if args.candidates < 1:
+            raise ValueError(f"--candidates must be >= 1, got {args.candidates}")
         planner_settings(args.beam)
         planner_settings(args.opponent_beam)
-        net = ValueNet.load(args.checkpoint)
     except (ValueError, OSError) as e:
         print(f"eval_learned: {e}", file=sys.stderr)
         return 2
-    value = args.value or net.config["value"]
+    value = args.value or net.config["play"]["value"] or net.config["value"]
     from tqdm import tqdm
 
     bar = tqdm(total=args.games, unit="game", disable=args.no_progress, dynamic_ncols=True, desc="eval")
@@ -176,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     res = play_vs_greedy(net, args.games, args.seed, value, players=args.players, side=int(args.side == "B"),
                          spirits=args.spirits, beam=args.beam, candidates=args.candidates,
-                         opponent_beam=args.opponent_beam, threads=args.threads, progress=progress)
+                         diverse=args.diverse, symmetries=args.symmetries, opponent_beam=args.opponent_beam,
+                         threads=args.threads, progress=progress)
     bar.close()
     wall = time.perf_counter() - start
     mine = res["totals"][np.arange(args.games), res["net_seat"]]
@@ -184,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({
         "checkpoint": str(args.checkpoint), "games": args.games, "seed": args.seed, "players": args.players,
         "side": args.side, "spirits": args.spirits, "beam": args.beam, "candidates": args.candidates,
-        "opponent_beam": args.opponent_beam, "value": value,
+        "diverse": args.diverse, "symmetries": args.symmetries, "opponent_beam": args.opponent_beam, "value": value,
         "win_rate": round(res["win_rate"], 4), "win_ci95": [round(lo, 4), round(hi, 4)],
         "mean_score": round(res["mean_score"], 2), "score_sd": round(float(mine.std()), 2),
         "greedy_score": round(res["greedy_score"], 2), "wall_s": round(wall, 1)}))

@@ -53,8 +53,10 @@ import numpy as np
 from agents.afterstate import (
     FEATURE_VERSION,
     NUM_FEATURES,
+    SIDE_FEATURE,
     candidate_rows,
     spirit_choice,
+    symmetry_index,
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
@@ -62,12 +64,14 @@ from experiments.common import parse_value, remove_temp_files
 from experiments.eval_learned import candidate_outputs, play_vs_greedy
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
+from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.io import atomic_write_bytes, fsync_dir
 from harmonies_env.scoring import NUM_CATEGORIES
 
 #: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"])},
+    "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
+                "play": dict(DEFAULT_CONFIG["play"])},  # how `learned` proposes candidates to this network (its JSON)
     "selfplay": {
         "games": 128,            # games played at once (one decision each per iteration)
         "players": [2],          # drawn per game
@@ -75,6 +79,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "spirits": [False],      # drawn per game
         "beam": 48,              # candidate planner beam while training
         "candidates": 24,        # candidates per decision
+        "diverse": False,        # candidates cover every central space and card choice (a beam per space: `beam` is
+                                 # then per space; `greedy.plan_candidates`), not just the plain beam's best plans
         "epsilon": 0.05,         # chance of a uniformly random candidate
         "greedy_games": 0.2,     # fraction of games with one seat played by the heuristic (planner's first plan)
         "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
@@ -85,8 +91,10 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
         "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
                                  # network's own later predictions of the same seat (less variance, some bias)
+        "augment": False,        # train on a random mirror image of every seat's board (`afterstate.symmetry_index`)
     },
-    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "opponent_beam": 24, "seed": 1_000_000,
+    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "diverse": False, "opponent_beam": 24,
+             "seed": 1_000_000,
              "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
              "mcts_games": 16,       # games (each seed with both seatings), the network as `learned` plays it
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
@@ -144,13 +152,21 @@ def with_defaults(cfg: dict) -> dict[str, dict[str, Any]]:
     old behaviour), so that a run started before a setting existed still resumes."""
     out = json.loads(json.dumps(DEFAULTS))
     for sec, values in cfg.items():
-        out.setdefault(sec, {}).update(values)
+        for k, v in values.items():
+            default = out.setdefault(sec, {}).get(k)
+            out[sec][k] = {**default, **v} if isinstance(default, dict) and isinstance(v, dict) else v
     return out
+
+
+def _training_part(cfg: dict) -> dict:
+    """The settings that shape a run: all but `network.play` (how the agents will play the result)."""
+    return {sec: {k: v for k, v in values.items() if (sec, k) != ("network", "play")} for sec, values in cfg.items()}
 
 
 def network_config(cfg: dict) -> dict[str, Any]:
     return check_config({"feature_version": FEATURE_VERSION, "num_features": NUM_FEATURES,
-                         "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"])})
+                         "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"]),
+                         "play": dict(cfg["network"]["play"])})
 
 
 # ------------------------------------------------------------------------------------------------ atomic files
@@ -290,8 +306,8 @@ class Trainer:
         """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
         G = self.G
         active = np.ones(G, dtype=np.bool_)
-        self._rows(candidate_rows, G, self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]), self.plans,
-                   self.lens, self.values, self.feats, self.counts)
+        self._rows(candidate_rows, G, self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]),
+                   bool(self.sp["diverse"]), self.plans, self.lens, self.values, self.feats, self.counts)
         movers = self.states[:, S.CURRENT]
         choice = np.zeros(G, dtype=np.int64)
         spirit = spirit_choice(self.plans[:, 0, 0])
@@ -364,7 +380,11 @@ class Trainer:
 
         B = int(self.tr["batch"])
         idx = self.rng.integers(0, self.buf_size, size=B)
-        x = torch.from_numpy(self.buf_x[idx].astype(np.float32)).to(self.device)
+        xb = self.buf_x[idx]
+        if self.tr["augment"]:  # each seat's board in a random one of its 4 mirror images: the same value
+            ks = self.rng.integers(0, NUM_SYMMETRIES, size=(B, S.MAX_PLAYERS))
+            xb = np.take_along_axis(xb, symmetry_index(xb[:, SIDE_FEATURE] > 0.5, ks), axis=1)
+        x = torch.from_numpy(xb.astype(np.float32)).to(self.device)
         tot = torch.from_numpy(self.buf_tot[idx]).to(self.device)
         win = torch.from_numpy(self.buf_win[idx]).to(self.device)
         npl = torch.from_numpy(self.buf_np[idx]).to(self.device)
@@ -395,13 +415,14 @@ class Trainer:
         (`experiments.eval_learned.play_vs_greedy`, the same as `python -m experiments.eval_learned`)."""
         ev = self.ev
         res = play_vs_greedy(self._forward, int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
-                             beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                             beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
                              opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
         return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
 
     def evaluate_mcts(self) -> dict[str, Any]:
-        """The network as `learned` plays it (beam `eval.beam`, `eval.candidates` candidates) vs `MCTSAgent`
-        (`eval.mcts_iterations` iterations a decision) on `eval.mcts_games` fixed seeds (2 players, Side A)."""
+        """The network as the greedy evaluation plays it (`eval.candidates` candidates at beam `eval.beam`,
+        `eval.diverse`; the training decision weights; no mirror images) vs `MCTSAgent` (`eval.mcts_iterations`
+        iterations a decision) on `eval.mcts_games` fixed seeds (2 players, Side A)."""
         from agents.learned import LearnedAgent, ValueNet
         from agents.mcts import MCTSAgent
         from harmonies_env.game import Game
@@ -414,7 +435,8 @@ class Trainer:
         E = int(ev["mcts_games"])
         for i in range(E):
             me = i % 2
-            agents = [LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"])),
+            agents = [LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                                   diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"]),
                       MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=base + i)]
             seats = agents if me == 0 else agents[::-1]
             g = Game(2, "A", False, seed=base + i // 2)
@@ -630,7 +652,8 @@ def main(argv: list[str] | None = None) -> int:
     ckpts = [] if args.fresh else complete_checkpoints(run)
     if ckpts:
         saved = json.loads((ckpts[-1] / "trainer.json").read_text())
-        if json.loads(json.dumps(cfg)) != with_defaults(saved["config"]) or args.seed != saved["seed"]:
+        if _training_part(json.loads(json.dumps(cfg))) != _training_part(with_defaults(saved["config"])) \
+                or args.seed != saved["seed"]:
             print(f"train_learned: {ckpts[-1]} was made with another config or seed; use --fresh or the same "
                   "settings", file=sys.stderr)
             return 2

@@ -26,9 +26,10 @@ from agents.afterstate import (  # noqa: E402
     afterstate_features,
     candidate_features,
     plan_afterstate,
+    symmetry_index,
 )
 from agents.base import private_copy  # noqa: E402
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, potential_terms  # noqa: E402
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_group, potential_terms  # noqa: E402
 from agents.learned import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     DEFAULT_CONFIG,
@@ -37,6 +38,7 @@ from agents.learned import (  # noqa: E402
     ValueNet,
     decision_values,
     load_checkpoint,
+    mirrored_outputs,
     search_leaves,
     torch_net,
 )
@@ -46,6 +48,7 @@ from experiments.train_learned import Trainer, load_config, save_agent_checkpoin
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
+from harmonies_env.geometry import SYMMETRIES, permute_mask  # noqa: E402
 from harmonies_env.scoring import CATEGORIES  # noqa: E402
 from harmonies_env.view import PlayerView  # noqa: E402
 
@@ -113,7 +116,7 @@ def test_features_hide_what_the_mover_cannot_see():
         lens = np.zeros(K, np.int64)
         vals = np.zeros(K)
         feats = np.zeros((K, NUM_FEATURES), np.float32)
-        n = candidate_features(c.state, DEFAULT_WEIGHTS, 16, plans, lens, vals, feats)
+        n = candidate_features(c.state, DEFAULT_WEIGHTS, 16, False, plans, lens, vals, feats)
         out.append((plans[:n].copy(), feats[:n].copy()))
     for plans, feats in out[1:]:
         assert np.array_equal(plans, out[0][0]) and np.array_equal(feats, out[0][1])
@@ -123,13 +126,48 @@ def test_features_hide_what_the_mover_cannot_see():
     assert len(choices) == 1
 
 
+def _mirror_seat(s: np.ndarray, q: int, perm: np.ndarray) -> np.ndarray:
+    """State s with seat q's board (stacks, bitboards, cubes) moved cell i -> perm[i]."""
+    t = s.copy()
+    t[S.STACK + 25 * q + perm] = s[S.STACK + 25 * q: S.STACK + 25 * q + 25]
+    for k in range(15):
+        t[S.BITBOARD + 15 * q + k] = permute_mask(int(s[S.BITBOARD + 15 * q + k]), perm)
+    t[S.CUBES + q] = permute_mask(int(s[S.CUBES + q]), perm)
+    return t
+
+
+@pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True), (1, "B", False)])
+def test_symmetry_index_gives_the_features_of_the_mirrored_position(players, side, spirits):
+    """Training's augmentation (`symmetry_index`) is exact: permuting feature columns equals computing the features of
+    the position with every seat's board mirrored, each by its own symmetry."""
+    rng = np.random.default_rng(players)
+    for turns in (2, 7, 12):
+        g = _midgame(seed=turns + players, turns=turns * players // 2 + 1, players=players, side=side,
+                     spirits=spirits)
+        s = g.state.copy()
+        me = g.current_player
+        f = np.zeros(NUM_FEATURES, np.float32)
+        afterstate_features(s, me, f)
+        for _ in range(4):
+            ks = rng.integers(0, 4, size=4)
+            t = s.copy()
+            for j in range(players):
+                t = _mirror_seat(t, (me + j) % players, SYMMETRIES[int(side == "B"), ks[j]])
+            want = np.zeros(NUM_FEATURES, np.float32)
+            afterstate_features(t, me, want)
+            idx = symmetry_index(np.array([int(side == "B")]), ks[None])
+            assert np.array_equal(f[idx[0]], want)
+            if ks[:players].any():
+                assert not np.array_equal(want, f)  # the boards did move
+
+
 def test_afterstate_is_the_position_before_end():
     g = _midgame(seed=3, turns=4)
     K = 8
     plans = np.zeros((K, MAX_PLAN), np.int64)
     lens = np.zeros(K, np.int64)
     feats = np.zeros((K, NUM_FEATURES), np.float32)
-    n = candidate_features(g.state, DEFAULT_WEIGHTS, 8, plans, lens, np.zeros(K), feats)
+    n = candidate_features(g.state, DEFAULT_WEIGHTS, 8, False, plans, lens, np.zeros(K), feats)
     assert n > 1
     for k in range(n):
         c = g.clone()
@@ -188,6 +226,57 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     (tmp_path / "m.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="version 999"):
         ValueNet.load(tmp_path / "m.pt")
+
+
+def test_play_settings_come_from_the_checkpoint(tmp_path):
+    """`play` in a checkpoint's JSON says how the agents propose candidates (a checkpoint without it plays the plain
+    beam 800's best 32); arguments override it; a malformed entry is refused by name."""
+    cfg = {**DEFAULT_CONFIG, "hidden": [8], "play": {"beam": 7, "candidates": 5, "diverse": True},
+           "value": {"win": 0.0, "margin": 0.0, "score": 1.0}}
+    save_agent_checkpoint(tmp_path / "m", torch_net(cfg).state_dict(), cfg, {})
+    agent = LearnedAgent(tmp_path / "m.pt")
+    assert (agent.beam, agent.candidates, agent.diverse) == (7, 5, True)
+    assert agent.value == {"win": 0.0, "margin": 0.0, "score": 1.0}  # no play.value: the network's value
+    g = _midgame(seed=2, turns=4)
+    plans, values, _ = agent.rank(g)
+    assert len(plans) == 5 and len({plan_group(np.array(p), len(p)) for p in plans}) == 5  # diverse: 5 choices
+    other = LearnedAgent(tmp_path / "m.pt", beam=9, candidates=3, diverse=False, value={"win": 1, "margin": 0,
+                                                                                        "score": 0})
+    assert (other.beam, other.candidates, other.diverse, other.value["win"]) == (9, 3, False, 1)
+    cfg["play"]["value"] = {"win": 0.0, "margin": 0.0, "score": 1.0}
+    cfg["value"] = {"win": 1.0, "margin": 0.5, "score": 0.25}
+    save_agent_checkpoint(tmp_path / "m", torch_net(cfg).state_dict(), cfg, {})
+    assert LearnedAgent(tmp_path / "m.pt").value == cfg["play"]["value"]  # learned plays for points
+    search = LearnedSearchAgent(tmp_path / "m.pt", iterations=4)
+    assert search.value == cfg["value"] and search.diverse  # the search plays for the win, on the same candidates
+    assert LearnedSearchAgent(tmp_path / "m.pt", iterations=4, value=cfg["play"]["value"]).value["score"] == 1.0
+    old = json.loads((tmp_path / "m.json").read_text())
+    del old["network"]["play"]
+    (tmp_path / "m.json").write_text(json.dumps(old))
+    assert (LearnedAgent(tmp_path / "m.pt").beam, LearnedAgent(tmp_path / "m.pt").diverse) == (800, False)
+    for bad in ({"beam": 0, "candidates": 5, "diverse": True}, {"beam": 7, "candidates": 5, "diverse": 1},
+                {"beam": 7, "candidates": 5, "nope": 1}, {"symmetries": 2}, ["beam", 7]):
+        old["network"]["play"] = bad
+        (tmp_path / "m.json").write_text(json.dumps(old))
+        with pytest.raises(ValueError, match="play must be"):
+            LearnedAgent(tmp_path / "m.pt")
+    with pytest.raises(ValueError, match="candidates must be"):
+        LearnedAgent(net=_random_net(), candidates=0)
+
+
+def test_mirrored_outputs_do_not_depend_on_which_mirror_image_is_shown():
+    """Averaged over the 4 mirror images (each applied to every board), the outputs are the same for a position and
+    any of its mirror images; a single network's are not."""
+    net = _random_net(hidden=(32,), seed=4)
+    g = _midgame(seed=9, turns=9)
+    x = np.zeros((1, NUM_FEATURES), np.float32)
+    afterstate_features(g.state.copy(), g.current_player, x[0])
+    avg = mirrored_outputs(net, x, 0, 4)
+    assert np.array_equal(mirrored_outputs(net, x, 0, 1), net(x))
+    for k in (1, 2, 3):
+        y = x[:, symmetry_index(np.zeros(1, np.int64), np.full((1, 4), k))[0]]
+        assert not np.allclose(net(y), net(x), atol=1e-6)
+        assert mirrored_outputs(net, y, 0, 4) == pytest.approx(avg, abs=1e-6)
 
 
 class _Evil:
@@ -289,18 +378,21 @@ def test_search_agent_uses_its_budget():
 
 # ---------------------------------------------------------------------------------------------- batched evaluation
 
-@pytest.mark.parametrize("players, side, spirits, games", [(2, "A", False, 4), (3, "B", True, 3)])
-def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, spirits, games):
+@pytest.mark.parametrize("players, side, spirits, games, diverse, symmetries",
+                         [(2, "A", False, 4, False, 1), (3, "B", True, 3, True, 4), (2, "B", False, 2, True, 1)])
+def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, spirits, games, diverse, symmetries):
     """`play_vs_greedy` (all games at once) gives, game for game, the totals of LearnedAgent vs GreedyAgent played
     one at a time through `Game`: same seeds, same seats, same choices."""
     net = _random_net(seed=4)
     value = net.config["value"]
-    res = play_vs_greedy(net, games, 7, value, players=players, side=int(side == "B"), spirits=spirits, beam=8,
-                         candidates=4, opponent_beam=4, threads=2)
+    res = play_vs_greedy(net, games, 7, value, players=players, side=int(side == "B"), spirits=spirits,
+                         beam=3 if diverse else 8, candidates=4, diverse=diverse, symmetries=symmetries,
+                         opponent_beam=4, threads=2)
     for i in range(games):
         me = i % players
         agents = [GreedyAgent(beam=4) for _ in range(players)]
-        agents[me] = LearnedAgent(net=net, beam=8, candidates=4)
+        agents[me] = LearnedAgent(net=net, beam=3 if diverse else 8, candidates=4, diverse=diverse,
+                                  symmetries=symmetries)
         g = play_game(agents, players, side, spirits, seed=7 + i // players)
         assert res["totals"][i].tolist() == [sc["total"] for sc in g.scores()], i
         assert res["net_seat"][i] == me
@@ -317,6 +409,10 @@ def test_eval_command(tmp_path, capsys):
     assert eval_main(args) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["games"] == 2 and row["value"] == {"win": 0.0, "margin": 0.0, "score": 1.0}
+    assert (row["beam"], row["candidates"], row["diverse"], row["symmetries"]) == (4, 2, False, 1)  # checkpoint's
+    assert eval_main(args + ["--diverse", "--symmetries", "4"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert (row["diverse"], row["symmetries"]) == (True, 4)
     assert 0.0 <= row["win_rate"] <= 1.0 and row["win_ci95"][0] <= row["win_rate"] <= row["win_ci95"][1]
     assert row["mean_score"] > 0
     assert eval_main(args[:2] + ["--games", "0"]) == 2
