@@ -42,6 +42,8 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             return RandomAgent(seed=seed)
         if kind == "greedy":
             beam, _, how = arg.partition(":")
+            if beam.strip().lower() == "spaces" and not how:  # greedy:spaces = greedy:24:spaces
+                beam, how = "", "spaces"
             if how not in ("", "spaces"):
                 raise ValueError(f"greedy takes greedy[:BEAM][:spaces], got {how!r} after the beam")
             return GreedyAgent(beam=int(beam) if beam else 24, seed=seed, name=spec, diverse=how == "spaces")

@@ -4,7 +4,8 @@
     python -m experiments.eval_learned --checkpoint runs/learned/model.pt --games 1024
     python -m experiments.eval_learned --candidates 1                 # the planner's first plan: no network at all
     python -m experiments.eval_learned --value 1,0.5,0.25             # other decision weights (win, margin, score)
-    python -m experiments.eval_learned --no-diverse --beam 96 --candidates 24 --symmetries 1   # as the trainer does
+    python -m experiments.eval_learned --no-diverse --beam 96 --candidates 24 --symmetries 1 --value 1,0.5,0.25
+                                                                      # as the trainer evaluates
     python -m experiments.eval_learned --side B --spirits --players 3
 
 Why: the trainer's periodic evaluation (`Trainer.evaluate` calls `play_vs_greedy`), as a command, so that a question

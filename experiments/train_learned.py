@@ -96,7 +96,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "diverse": False, "opponent_beam": 24,
              "seed": 1_000_000,
              "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
-             "mcts_games": 16,       # games (each seed with both seatings), the network as `learned` plays it
+             "mcts_games": 16,       # games (each seed with both seatings), the network with eval's candidates
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
             "init": ""},         # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from

@@ -363,7 +363,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8000, help="port to listen on")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
     p.add_argument("--opponents", nargs="+", default=list(DEFAULT_OPPONENTS),
-                   help="agent specs offered as opponents: random, greedy[:beam], mcts[:SECONDS|:Nit], ppo[:PATH]")
+                   help="agent specs offered as opponents: random, greedy[:BEAM[:spaces]], mcts[:SECONDS|:Nit], "
+                        "ppo[:PATH]")
     p.add_argument("--bot-delay", type=float, default=0.5, help="pause in seconds after each bot turn, to follow it")
     p.set_defaults(func=cmd_serve)
     return p

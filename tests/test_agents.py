@@ -303,6 +303,7 @@ def test_make_agent_specs_and_errors():
     assert isinstance(make_agent("random", seed=3), RandomAgent)
     g = make_agent("greedy:12:spaces")
     assert (g.beam, g.diverse, make_agent("greedy:12").diverse) == (12, True, False)
+    assert (make_agent("greedy:spaces").beam, make_agent("greedy:spaces").diverse) == (24, True)
     with pytest.raises(ValueError, match=r"greedy\[:BEAM\]\[:spaces\]"):
         make_agent("greedy:12:wide")
     with pytest.raises(ValueError, match="unknown agent"):

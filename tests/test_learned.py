@@ -255,13 +255,16 @@ def test_play_settings_come_from_the_checkpoint(tmp_path):
     (tmp_path / "m.json").write_text(json.dumps(old))
     assert (LearnedAgent(tmp_path / "m.pt").beam, LearnedAgent(tmp_path / "m.pt").diverse) == (800, False)
     for bad in ({"beam": 0, "candidates": 5, "diverse": True}, {"beam": 7, "candidates": 5, "diverse": 1},
-                {"beam": 7, "candidates": 5, "nope": 1}, {"symmetries": 2}, ["beam", 7]):
+                {"beam": 7, "candidates": 5, "nope": 1}, {"symmetries": 2}, {"symmetries": True}, {"symmetries": 4.0},
+                {"beam": 7.0}, {"beam": 10**9}, {"candidates": 10**6}, ["beam", 7]):
         old["network"]["play"] = bad
         (tmp_path / "m.json").write_text(json.dumps(old))
         with pytest.raises(ValueError, match="play must be"):
             LearnedAgent(tmp_path / "m.pt")
     with pytest.raises(ValueError, match="candidates must be"):
         LearnedAgent(net=_random_net(), candidates=0)
+    with pytest.raises(ValueError, match="symmetries must be"):
+        LearnedAgent(net=_random_net(), symmetries=True)
 
 
 def test_mirrored_outputs_do_not_depend_on_which_mirror_image_is_shown():
@@ -562,15 +565,26 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
 
 
 def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
-    """A checkpoint whose saved config lacks a setting added since (here run.init) resumes: it reads as its default."""
-    p = _train(tmp_path, 10)
+    """A checkpoint whose saved config lacks settings added since (run.init, the diverse candidates, mirror-image
+    training, the play settings) resumes: they read as their defaults. The run plays the plain beam's candidates
+    (the defaults), so this also trains that way; changing only how the result is played does not stop a resume."""
+    plain = ["--set", "selfplay.diverse=false", "--set", "train.augment=false"]
+    p = _train(tmp_path, 10, plain)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     ck = sorted(tmp_path.glob("ckpt-*"))[-1] / "trainer.json"
     meta = json.loads(ck.read_text())
     del meta["config"]["run"]["init"]
+    del meta["config"]["selfplay"]["diverse"], meta["config"]["eval"]["diverse"], meta["config"]["train"]["augment"]
+    del meta["config"]["network"]["play"]
     ck.write_text(json.dumps(meta))
-    p = _train(tmp_path, 20)
+    p = _train(tmp_path, 20, plain)
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 0 and "resumed from" in out, out
-    other = _train(tmp_path, 30, ["--set", "train.lr=0.5"])
-    assert other.wait(timeout=300) == 2 and b"another config" in other.stdout.read()
+    p = _train(tmp_path, 30, [*plain, "--set", "network.play={beam = 8, candidates = 4, symmetries = 4}"])
+    out = p.stdout.read().decode()
+    assert p.wait(timeout=300) == 0 and "resumed from" in out, out
+    play = json.loads((tmp_path / "model.json").read_text())["network"]["play"]
+    assert (play["beam"], play["candidates"], play["symmetries"], play["diverse"]) == (8, 4, 4, False)
+    for change in (["--set", "train.lr=0.5"], ["--set", "selfplay.diverse=true"]):
+        other = _train(tmp_path, 40, [*plain, *change])
+        assert other.wait(timeout=300) == 2 and b"another config" in other.stdout.read()
