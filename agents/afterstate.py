@@ -192,6 +192,13 @@ def symmetry_index(sides: np.ndarray, ks: np.ndarray) -> np.ndarray:
     return idx
 
 
+#: MIRRORS[side, k] -> `symmetry_index` with symmetry k applied to every seat's board: int64 (2, NUM_SYMMETRIES,
+#: NUM_FEATURES), computed once because the agents mirror every decision's candidates (`learned.mirrored_outputs`).
+MIRRORS = symmetry_index(np.repeat(np.arange(2), NUM_SYMMETRIES),
+                         np.repeat(np.tile(np.arange(NUM_SYMMETRIES), 2)[:, None], S.MAX_PLAYERS, axis=1)
+                         ).reshape(2, NUM_SYMMETRIES, NUM_FEATURES)
+
+
 def spirit_choice(first_action):
     """Whether a plan starting with this action (int or int array) is the first-turn Spirit choice, which changes no
     board (the planner's order decides it; no afterstate is recorded for it)."""
@@ -244,4 +251,5 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 
 
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
-           "SIDE_FEATURE", "symmetry_index", "plan_afterstate", "spirit_choice", "candidate_features", "candidate_rows"]
+           "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
+           "candidate_rows"]

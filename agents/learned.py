@@ -39,11 +39,11 @@ from harmonies_env.scoring import NUM_CATEGORIES
 
 from .afterstate import (
     FEATURE_VERSION,
+    MIRRORS,
     NUM_FEATURES,
     afterstate_features,
     candidate_features,
     spirit_choice,
-    symmetry_index,
 )
 from .base import PlanAgent, private_copy
 from .greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, evaluate, plan_turn, planner_settings
@@ -186,18 +186,13 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def mirrored_outputs(net: Any, x: np.ndarray, side: int, symmetries: int) -> np.ndarray:
     """The network's outputs for feature rows x (float32 (B, NUM_FEATURES), positions on board side `side`) averaged
     over `symmetries` mirror images of the boards: 1 = x alone, 4 = each of the board's symmetries applied to every
-    seat's board (`afterstate.symmetry_index`). Why: a position and its mirror images are worth the same, and the
+    seat's board (`afterstate.MIRRORS`). Why: a position and its mirror images are worth the same, and the
     network, which sees boards cell by cell, errs differently on each; the average errs less (benchmarks/STRENGTH.md).
     """
-    if symmetries == 1:
-        return net(x)
-    sides = np.full(1, side, dtype=np.int64)
-    out = None
-    for k in range(symmetries):
-        idx = symmetry_index(sides, np.full((1, 4), k, dtype=np.int64))[0]
-        o = net(x[:, idx] if k else x)
-        out = o if out is None else out + o
-    return out / symmetries
+    out = net(x)
+    for k in range(1, symmetries):
+        out = out + net(x[:, MIRRORS[side, k]])
+    return out / symmetries if symmetries > 1 else out
 
 
 def blend(p_win: np.ndarray, tot: np.ndarray, seat: int, n: int, value: dict[str, float]) -> np.ndarray:

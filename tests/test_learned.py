@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch", reason="needs the train extra: pip install 
 from agents import GreedyAgent, RandomAgent, make_agent  # noqa: E402
 from agents.afterstate import (  # noqa: E402
     GLOBAL,
+    MIRRORS,
     NUM_FEATURES,
     SEAT,
     SEAT_HEAD,
@@ -278,6 +279,8 @@ def test_mirrored_outputs_do_not_depend_on_which_mirror_image_is_shown():
     assert np.array_equal(mirrored_outputs(net, x, 0, 1), net(x))
     for k in (1, 2, 3):
         y = x[:, symmetry_index(np.zeros(1, np.int64), np.full((1, 4), k))[0]]
+        for side in (0, 1):  # the agents' precomputed columns are symmetry_index's
+            assert np.array_equal(MIRRORS[side, k], symmetry_index(np.array([side]), np.full((1, 4), k))[0])
         assert not np.allclose(net(y), net(x), atol=1e-6)
         assert mirrored_outputs(net, y, 0, 4) == pytest.approx(avg, abs=1e-6)
 
