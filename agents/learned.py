@@ -96,18 +96,34 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"hidden must be a list of layer widths 1..4096, got {hidden!r}")
     _check_value(cfg["value"], "value")
     play = {**DEFAULT_CONFIG["play"], **cfg["play"]} if isinstance(cfg["play"], dict) else cfg["play"]
-    if not (isinstance(play, dict) and set(play) == set(DEFAULT_CONFIG["play"])
-            and isinstance(play["diverse"], bool) and _whole(play["symmetries"])
-            and play["symmetries"] in (1, NUM_SYMMETRIES)
-            and _whole(play["beam"]) and 1 <= play["beam"] <= MAX_BEAM
-            and _whole(play["candidates"]) and 1 <= play["candidates"] <= MAX_CANDIDATES):
+    problem = _play_problem(play)
+    if problem:
         raise ValueError(f"play must be {{'beam': int 1..{MAX_BEAM}, 'candidates': int 1..{MAX_CANDIDATES}, "
-                         f"'diverse': true/false, 'symmetries': 1 or {NUM_SYMMETRIES}, 'value': weights or null}}, "
-                         f"got {cfg['play']!r}")
-    if play["value"] is not None:
-        _check_value(play["value"], "play.value")
+                         f"'diverse': true/false, 'symmetries': 1 or {NUM_SYMMETRIES}, 'value': weights or null}} "
+                         f"({problem}), got {cfg['play']!r}")
     cfg["play"] = play
     return cfg
+
+
+def _play_problem(play: Any) -> str | None:
+    """What is wrong with a complete set of `play` settings (the checkpoint's, or an agent's after its overrides),
+    naming the setting; None when they are valid. One checker for both, so they cannot drift apart."""
+    if not isinstance(play, dict) or set(play) != set(DEFAULT_CONFIG["play"]):
+        return f"settings must be exactly {sorted(DEFAULT_CONFIG['play'])}"
+    if not (_whole(play["beam"]) and 1 <= play["beam"] <= MAX_BEAM):
+        return f"beam must be a whole number 1..{MAX_BEAM}, got {play['beam']!r}"
+    if not (_whole(play["candidates"]) and 1 <= play["candidates"] <= MAX_CANDIDATES):
+        return f"candidates must be a whole number 1..{MAX_CANDIDATES}, got {play['candidates']!r}"
+    if not isinstance(play["diverse"], (bool, np.bool_)):
+        return f"diverse must be true or false, got {play['diverse']!r}"
+    if not (_whole(play["symmetries"]) and play["symmetries"] in (1, NUM_SYMMETRIES)):
+        return f"symmetries must be 1 or {NUM_SYMMETRIES}, got {play['symmetries']!r}"
+    if play["value"] is not None:
+        try:
+            _check_value(play["value"], "value")
+        except ValueError as e:
+            return str(e)
+    return None
 
 
 def _check_value(v: Any, name: str) -> None:
@@ -117,7 +133,7 @@ def _check_value(v: Any, name: str) -> None:
 
 
 def _whole(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 class ValueNet:
@@ -237,17 +253,15 @@ class LearnedAgent(PlanAgent):
                  seed: int = 0, name: str | None = None, net: ValueNet | None = None, diverse: bool | None = None,
                  value: dict[str, float] | None = None, symmetries: int | None = None):
         self.net = net if net is not None else ValueNet.load(DEFAULT_CHECKPOINT if path is None else path)
-        play = self.net.config["play"]
-        self.beam, self.planner_weights = planner_settings(play["beam"] if beam is None else beam, None)
-        candidates = play["candidates"] if candidates is None else candidates
-        if isinstance(candidates, bool) or int(candidates) != candidates or not 1 <= candidates <= MAX_CANDIDATES:
-            raise ValueError(f"candidates must be a whole number 1..{MAX_CANDIDATES}, got {candidates!r}")
-        self.candidates = int(candidates)
-        self.diverse = bool(play["diverse"] if diverse is None else diverse)
-        symmetries = play["symmetries"] if symmetries is None else symmetries
-        if isinstance(symmetries, bool) or symmetries not in (1, NUM_SYMMETRIES):
-            raise ValueError(f"symmetries must be 1 or {NUM_SYMMETRIES}, got {symmetries!r}")
-        self.symmetries = int(symmetries)
+        given = {"beam": beam, "candidates": candidates, "diverse": diverse, "symmetries": symmetries}
+        play = {**self.net.config["play"], **{k: v for k, v in given.items() if v is not None}}
+        problem = _play_problem(play)
+        if problem:
+            raise ValueError(problem)
+        self.beam, self.planner_weights = planner_settings(play["beam"], None)
+        self.candidates = int(play["candidates"])
+        self.diverse = bool(play["diverse"])
+        self.symmetries = int(play["symmetries"])
         if value is None:
             value = self.default_value()
         _check_value(value, "value")

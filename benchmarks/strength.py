@@ -45,6 +45,7 @@ CASES = {
     "solo_learned_B": (["learned"], 1, "B", False, 200),
     "solo_learned_A_spirits": (["learned"], 1, "A", True, 200),
     "learned_search_vs_mcts200it_A": (["learned-search:1.0", "mcts:200it"], 2, "A", False, 200),
+    "learned_search4s_vs_mcts200it_A": (["learned-search:4.0", "mcts:200it"], 2, "A", False, 60),
     "learned_search200it_vs_mcts200it_A": (["learned-search:200it", "mcts:200it"], 2, "A", False, 200),
     "learned_search300it_vs_mcts200it_A": (["learned-search:300it", "mcts:200it"], 2, "A", False, 200),
     "ppo_vs_greedy_A": (["ppo", "greedy"], 2, "A", False, 400),

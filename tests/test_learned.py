@@ -255,17 +255,23 @@ def test_play_settings_come_from_the_checkpoint(tmp_path):
     del old["network"]["play"]
     (tmp_path / "m.json").write_text(json.dumps(old))
     assert (LearnedAgent(tmp_path / "m.pt").beam, LearnedAgent(tmp_path / "m.pt").diverse) == (800, False)
-    for bad in ({"beam": 0, "candidates": 5, "diverse": True}, {"beam": 7, "candidates": 5, "diverse": 1},
-                {"beam": 7, "candidates": 5, "nope": 1}, {"symmetries": 2}, {"symmetries": True}, {"symmetries": 4.0},
-                {"beam": 7.0}, {"beam": 10**9}, {"candidates": 10**6}, ["beam", 7]):
+    for bad, named in (({"beam": 0, "candidates": 5, "diverse": True}, "beam"),
+                       ({"beam": 7, "candidates": 5, "diverse": 1}, "diverse"),
+                       ({"beam": 7, "candidates": 5, "nope": 1}, "settings"), ({"symmetries": 2}, "symmetries"),
+                       ({"symmetries": True}, "symmetries"), ({"symmetries": 4.0}, "symmetries"),
+                       ({"beam": 7.0}, "beam"), ({"beam": 10**9}, "beam"), ({"candidates": 10**6}, "candidates"),
+                       ({"value": {"win": 1}}, "value"), (["beam", 7], "settings")):
         old["network"]["play"] = bad
         (tmp_path / "m.json").write_text(json.dumps(old))
-        with pytest.raises(ValueError, match="play must be"):
+        with pytest.raises(ValueError, match=f"play must be .*\\({named} must be"):
             LearnedAgent(tmp_path / "m.pt")
-    with pytest.raises(ValueError, match="candidates must be"):
-        LearnedAgent(net=_random_net(), candidates=0)
-    with pytest.raises(ValueError, match="symmetries must be"):
-        LearnedAgent(net=_random_net(), symmetries=True)
+    # arguments are checked by the same rules as the checkpoint's entry, and name what was wrong
+    for kwargs, named in (({"candidates": 0}, "candidates"), ({"candidates": 64.0}, "candidates"),
+                          ({"symmetries": True}, "symmetries"), ({"diverse": 1}, "diverse"), ({"beam": 0}, "beam")):
+        with pytest.raises(ValueError, match=f"^{named} must be"):
+            LearnedAgent(net=_random_net(), **kwargs)
+    agent = LearnedAgent(net=_random_net(), beam=np.int64(5), candidates=np.int64(3), diverse=np.bool_(True))
+    assert (agent.beam, agent.candidates, agent.diverse) == (5, 3, True)
 
 
 def test_mirrored_outputs_do_not_depend_on_which_mirror_image_is_shown():
