@@ -126,6 +126,16 @@ def _play_problem(play: Any) -> str | None:
     return None
 
 
+def play_settings(play: dict[str, Any], **given: Any) -> dict[str, Any]:
+    """A checkpoint's validated `play` settings with the given overrides (None keeps the checkpoint's): what
+    `LearnedAgent` and `experiments.eval_learned` play with (ValueError naming the setting that is wrong)."""
+    out = {**play, **{k: v for k, v in given.items() if v is not None}}
+    problem = _play_problem(out)
+    if problem:
+        raise ValueError(problem)
+    return out
+
+
 def _check_value(v: Any, name: str) -> None:
     if not (isinstance(v, dict) and set(v) == {"win", "margin", "score"}
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v.values())):
@@ -253,11 +263,8 @@ class LearnedAgent(PlanAgent):
                  seed: int = 0, name: str | None = None, net: ValueNet | None = None, diverse: bool | None = None,
                  value: dict[str, float] | None = None, symmetries: int | None = None):
         self.net = net if net is not None else ValueNet.load(DEFAULT_CHECKPOINT if path is None else path)
-        given = {"beam": beam, "candidates": candidates, "diverse": diverse, "symmetries": symmetries}
-        play = {**self.net.config["play"], **{k: v for k, v in given.items() if v is not None}}
-        problem = _play_problem(play)
-        if problem:
-            raise ValueError(problem)
+        play = play_settings(self.net.config["play"], beam=beam, candidates=candidates, diverse=diverse,
+                             symmetries=symmetries)
         self.beam, self.planner_weights = planner_settings(play["beam"], None)
         self.candidates = int(play["candidates"])
         self.diverse = bool(play["diverse"])
@@ -512,4 +519,4 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
 
 
 __all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "mirrored_outputs",
-           "torch_net", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]
+           "play_settings", "torch_net", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]

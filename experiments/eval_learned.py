@@ -36,7 +36,7 @@ import numpy as np
 
 from agents.afterstate import NUM_FEATURES, candidate_rows, spirit_choice
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
-from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values, mirrored_outputs
+from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values, mirrored_outputs, play_settings
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -174,13 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be >= 1, got {args.threads}")
         net = ValueNet.load(args.checkpoint)
-        play = net.config["play"]
+        play = play_settings(net.config["play"], beam=args.beam, candidates=args.candidates, diverse=args.diverse,
+                             symmetries=args.symmetries)
         for key in ("beam", "candidates", "diverse", "symmetries"):
-            if getattr(args, key) is None:
-                setattr(args, key, play[key])
-        if args.candidates < 1:
-            raise ValueError(f"--candidates must be >= 1, got {args.candidates}")
-        planner_settings(args.beam)
+            setattr(args, key, play[key])
         planner_settings(args.opponent_beam)
     except (ValueError, OSError) as e:
         print(f"eval_learned: {e}", file=sys.stderr)

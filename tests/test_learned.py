@@ -429,6 +429,10 @@ def test_eval_command(tmp_path, capsys):
     assert row["mean_score"] > 0
     assert eval_main(args[:2] + ["--games", "0"]) == 2
     assert "--games must be >= 1" in capsys.readouterr().err
+    assert eval_main(args + ["--candidates", "0"]) == 2  # the same checks as LearnedAgent's, naming the setting
+    assert "candidates must be a whole number 1..1024" in capsys.readouterr().err
+    assert eval_main(args + ["--beam", "0"]) == 2
+    assert "beam must be a whole number" in capsys.readouterr().err
     assert eval_main(["--checkpoint", str(tmp_path / "nope.pt")]) == 2
     assert "not found" in capsys.readouterr().err
     with pytest.raises(SystemExit):
