@@ -136,6 +136,13 @@ def play_settings(play: dict[str, Any], **given: Any) -> dict[str, Any]:
     return out
 
 
+def play_value(config: dict[str, Any]) -> dict[str, float]:
+    """The decision weights `learned` plays a checkpoint with (its validated config): `play.value`, else the `value`
+    its self-play trained with. One rule for `LearnedAgent` and `experiments.eval_learned`."""
+    play = config["play"]
+    return play["value"] if play["value"] is not None else config["value"]
+
+
 def _check_value(v: Any, name: str) -> None:
     if not (isinstance(v, dict) and set(v) == {"win", "margin", "score"}
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v.values())):
@@ -284,8 +291,7 @@ class LearnedAgent(PlanAgent):
 
     def default_value(self) -> dict[str, float]:
         """Decision weights when none are given: the checkpoint's `play.value`, else its `value`."""
-        play = self.net.config["play"]
-        return play["value"] if play["value"] is not None else self.net.config["value"]
+        return play_value(self.net.config)
 
     def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray, bool]:
         """Candidate plans for the mover of `game` (a private copy), the network's value of each, and whether this
@@ -519,4 +525,5 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
 
 
 __all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "mirrored_outputs",
-           "play_settings", "torch_net", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]
+           "play_settings", "play_value", "torch_net",
+           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]

@@ -36,7 +36,14 @@ import numpy as np
 
 from agents.afterstate import NUM_FEATURES, candidate_rows, spirit_choice
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
-from agents.learned import DEFAULT_CHECKPOINT, ValueNet, decision_values, mirrored_outputs, play_settings
+from agents.learned import (
+    DEFAULT_CHECKPOINT,
+    ValueNet,
+    decision_values,
+    mirrored_outputs,
+    play_settings,
+    play_value,
+)
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -182,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as e:
         print(f"eval_learned: {e}", file=sys.stderr)
         return 2
-    value = args.value or net.config["play"]["value"] or net.config["value"]
+    value = args.value or play_value(net.config)
     from tqdm import tqdm
 
     bar = tqdm(total=args.games, unit="game", disable=args.no_progress, dynamic_ncols=True, desc="eval")
