@@ -8,15 +8,18 @@ from .data import COLOURS, SIDES
 from .geometry import CELL_QR, NUM_CELLS
 
 #: Two-letter cell labels by stack code: Wa water, Fi field, T1-3 trees, M1-3 mountains, b1/b2 trunks,
-#: r1 a lone red, Bd buildings (brown-red, gray-red, red-red), .. empty.
+#: r1 a lone red, Bb/Bg/Br buildings (red on brown, gray, red), .. empty.
 STACK_LABEL = ("..", "Wa", "Fi", "T1", "M1", "M2", "M3", "b1", "b2", "T2", "T3", "r1", "Bb", "Bg", "Br")
-LEGEND = ("Wa water  Fi field  T1-T3 tree  M1-M3 mountain  b1/b2 brown trunk  r1 lone red  "
-          "Bb/Bg/Br building on brown/gray/red  * cube  .. empty")
-
 
 #: Two-letter labels of a habitat pattern's cells (cards' `pattern` labels), as on the boards.
 PATTERN_LABEL = {"blue": "Wa", "yellow": "Fi", "tree1": "T1", "tree2": "T2", "tree3": "T3", "mountain1": "M1",
                  "mountain2": "M2", "mountain3": "M3", "building": "Bd"}
+
+#: What every code the text rendering draws means: each board label (`STACK_LABEL`) and each card habitat
+#: label (`PATTERN_LABEL`, where "Bd" is any building) is spelled out, code by code (a test holds it to that).
+LEGEND = ("boards: .. empty  Wa water  Fi field  T1 T2 T3 tree, height 1-3  b1 b2 brown trunk (no leaves yet)\n"
+          "        M1 M2 M3 mountain, height 1-3  r1 lone red  Bb Bg Br building (red on brown/gray/red)  * cube\n"
+          "cards:  Bd any building  * the cell that gets the cube  (the other codes as on the boards)")
 
 
 def _hex_lines(cells: list[tuple[int, int, str]], width: int) -> list[str]:
@@ -62,13 +65,18 @@ def card_lines(card_id: int, cubes_placed: int | None = None) -> list[str]:
     return [head] + [("habitat " if k == 0 else " " * 8) + line for k, line in enumerate(_hex_lines(cells, 4))]
 
 
-def render_game(game, numbered: bool = False) -> str:
+def render_game(game, numbered: bool = False, you: int | None = None, names: list[str] | None = None) -> str:
     """The whole table as text: central board, market, then every board with its cards and score.
 
     numbered=True (`harmonies play`) numbers every cell and spells out each market and held card's habitat
-    and points (`card_lines`)."""
+    and points (`card_lines`). `you` (a seat) draws that player's board last, nearest the prompt, headed
+    "player N (you)"; `names` (one per seat) names the other players, e.g. "player 0 (greedy)"."""
     from . import state as S
 
+    if you is not None and not 0 <= you < game.num_players:
+        raise ValueError(f"you must be a seat 0..{game.num_players - 1}, got {you}")
+    if names is not None and len(names) != game.num_players:
+        raise ValueError(f"names must name each of the {game.num_players} seats, got {len(names)} names")
     s = game.state
     out = [f"Harmonies  {game.num_players}p  side {SIDES[game.side_code]}  spirits {'on' if game.spirits else 'off'}"
            f"  turn {int(s[S.TURN]) + 1}  player {game.current_player} to move"
@@ -89,10 +97,12 @@ def render_game(game, numbered: bool = False) -> str:
     if hand.sum():
         out.append("in hand: " + ", ".join(f"{n} {COLOURS[c]}" for c, n in enumerate(hand) if n))
     scores = game.scores()
-    for p in range(game.num_players):
+    order = [p for p in range(game.num_players) if p != you] + ([you] if you is not None else [])
+    for p in order:
         sc = scores[p]
+        who = "you" if p == you else (names[p] if names else "")
         out.append("")
-        out.append(f"player {p}: {sc['total']} points ("
+        out.append(f"player {p}" + (f" ({who})" if who else "") + f": {sc['total']} points ("
                    + ", ".join(f"{k} {v}" for k, v in sc.items() if k != "total") + ")")
         cards = []
         placed = S.field(s, "cubes_placed")[p]
