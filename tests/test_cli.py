@@ -261,8 +261,8 @@ def test_play_a_whole_game_through_scripted_input():
     # the whole table once at the start of each of my turns; my turns are half of all turns
     assert text.count("=== the table ===") == (game.turn + 1) // 2
     assert " 0:" in text and "22:" in text  # numbered cells
-    assert "market 0: " in text and "habitat " in text and "scores " in text  # cards' habitats and points
-    assert re.search(r"held \d: .*\(\d placed\)", text)  # held cards with their progress
+    assert re.search(r"^market: 0 \w+.*\n +\d+/\d+", text, re.M)  # cards with their points and habitats
+    assert re.search(r"^  held: 0 \w+.*\n.*\n +\d of \d placed", text, re.M)  # held cards with their progress
     assert re.search(r"^player 1 \(random\): \d+ points?.*\n(  .*\n)*  took central space \d \(", text, re.M)
     last = text.strip().splitlines()[-1]
     total = game.scores()[0]["total"]
