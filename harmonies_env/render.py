@@ -73,7 +73,7 @@ def habitat_lines(card_id: int) -> list[str]:
 
 
 def card_columns(title: str, cards: list[tuple[int, int, int | None]], width: int = 15) -> list[str]:
-    """Cards side by side, `width` characters each, `title` ('market:', 'held:') before the first line.
+    """Cards side by side, `width` characters each (more for a longer name), `title` ('market:') before them.
 
     Each (number, card, cubes placed or None) is a column: the number and name ('0 Rabbit'), the points
     by cubes placed ('5/10/17'), for a held card how many cubes are placed ('1 of 3 placed'), then its
@@ -81,14 +81,15 @@ def card_columns(title: str, cards: list[tuple[int, int, int | None]], width: in
     cols = []
     for k, c, placed in cards:
         info = CARDS[c]
-        col = [f"{k} {card_name(c)}", "/".join(map(str, info["points"])) if c < FIRST_SPIRIT else "Spirit"]
+        col = [f"{k} {card_name(c)}", "/".join(map(str, info["points"])) if c < FIRST_SPIRIT else "Spirit card"]
         if placed is not None:
             col.append(f"{placed} of {CUBES_ON_CARD[c]} placed")
         cols.append(col + habitat_lines(c))
     rows = max((len(col) for col in cols), default=0)
+    widths = [max(width, 2 + max(map(len, col))) for col in cols]  # a long name (a Spirit's) widens its column
     lead = len(title) + 1
     return [(title + " " if i == 0 else " " * lead) + "".join(
-        (col[i] if i < len(col) else "").ljust(width) for col in cols).rstrip() for i in range(rows)]
+        (col[i] if i < len(col) else "").ljust(w) for col, w in zip(cols, widths)).rstrip() for i in range(rows)]
 
 
 def render_game(game, numbered: bool = False, you: int | None = None, names: list[str] | None = None) -> str:

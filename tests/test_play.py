@@ -132,6 +132,10 @@ def test_card_columns_put_cards_side_by_side_with_points_progress_and_habitat():
     assert len(lines) == 3 + max(len(habitat_lines(rabbit)), len(habitat_lines(frog)))
     assert all(ln.startswith(" " * 8) for ln in lines[1:])
     assert card_columns("market:", []) == []
+    spirit = next(c for c in CARDS if card_name(c) == "Dragonfly Spirit")
+    wide = card_columns("  held:", [(0, spirit, 0), (1, rabbit, 0)])
+    assert wide[0].startswith("  held: 0 Dragonfly Spirit  1 Rabbit")  # a long name still leaves a gap
+    assert wide[1].split() == ["Spirit", "card", "/".join(map(str, CARDS[rabbit]["points"]))]
 
 
 # ---- a whole game through the play loop ---------------------------------------------------------------
@@ -265,3 +269,16 @@ def test_solo_with_spirits_says_which_spirit_you_kept():
     game = play.play([], side="B", spirits=True, seed=2, input_fn=Person(out), out=out)
     kept = int(game.field("spirit_kept")[0])
     assert f"you kept the {card_name(kept)} (" in out.getvalue()
+
+
+def test_docs_example_of_another_players_turn_has_the_reports_shape():
+    """docs/cli.md shows one report; it must read as `turn_report` writes them."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    section = text[text.index("## Playing in the terminal"):text.index("## Adding a subcommand")]
+    block = section.split("```\n")[1].splitlines()
+    assert re.fullmatch(r"player \d \(\w+\): \d+ points \(\+\d+\)", block[0])
+    kinds = {"took central space": "take_tokens", "placed a cube": "place_cube", "took market card": "take_card",
+             "placed": "place_token"}
+    done = [(next(k for w, k in kinds.items() if ln[2:].startswith(w)), ln[2:].split(" ", 1)[1]) for ln in block[1:]]
+    p, name, after, gain = re.match(r"player (\d) \((\w+)\): (\d+) points \(\+(\d+)\)", block[0]).groups()
+    assert play.turn_report(int(p), name, done, int(after) - int(gain), int(after)).splitlines() == block
