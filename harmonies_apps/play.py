@@ -208,7 +208,13 @@ def parse_move(raw: str, numbered: list[int], legal: list[int]) -> int | str:
     except ValueError:
         return f"'{raw.strip()}': cells and card slots are numbers; type help"
     if a not in legal:
-        return f"{what} is not a legal move now (see the list of moves)"
+        kind, x, _ = A.decode(a)
+        cells = [A.decode(b)[2] for b in legal if A.decode(b)[:2] == (kind, x)]
+        if not cells:
+            why = f"you hold no {colour} token" if kind == "place_token" else f"held card {x} takes no cube now"
+        else:
+            why = f"it can go on cell {' '.join(map(str, cells))}"
+        return f"{what} is not a legal move now: {why}"
     return a
 
 

@@ -282,3 +282,23 @@ def test_docs_example_of_another_players_turn_has_the_reports_shape():
     done = [(next(k for w, k in kinds.items() if ln[2:].startswith(w)), ln[2:].split(" ", 1)[1]) for ln in block[1:]]
     p, name, after, gain = re.match(r"player (\d) \((\w+)\): (\d+) points \(\+(\d+)\)", block[0]).groups()
     assert play.turn_report(int(p), name, done, int(after) - int(gain), int(after)).splitlines() == block
+
+
+def test_an_illegal_placement_says_why():
+    g = Game(2, seed=5)
+    g.step(A.take_tokens(1))
+    legal = g.legal_actions()
+    menu, numbered = play.moves_menu(g, legal)
+    held = {play.COLOURS[c] for c in np.flatnonzero(g.field("hand"))}
+    missing = next(c for c in play.COLOURS if c not in held)
+    assert play.parse_move(f"{missing} 3", numbered, legal) == (
+        f"{missing} on cell 3 is not a legal move now: you hold no {missing} token")
+    assert play.parse_move("cube 0 3", numbered, legal) == (
+        "a cube from held card 0 on cell 3 is not a legal move now: held card 0 takes no cube now")
+    assert g.field("hand")[play.COLOURS.index("blue")] == 2  # space 1 of seed 5: green, blue, blue
+    g.step(A.place_token(play.COLOURS.index("blue"), 3))
+    legal = g.legal_actions()
+    cells = [A.decode(a)[2] for a in legal if A.decode(a)[:2] == ("place_token", play.COLOURS.index("blue"))]
+    assert 3 not in cells  # nothing goes on water
+    assert play.parse_move("blue 3", play.moves_menu(g, legal)[1], legal) == (
+        "blue on cell 3 is not a legal move now: it can go on cell " + " ".join(map(str, cells)))
