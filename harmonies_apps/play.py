@@ -389,4 +389,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_play)
 
 
-__all__ = ["play", "HumanPlayer", "compact_view", "moves_menu", "parse_move", "result_line", "add_parser", "HELP"]
+__all__ = ["play", "HumanPlayer", "GameAbandoned", "compact_view", "status_line", "own_board", "hand_words",
+           "action_words", "turn_report", "moves_menu", "parse_move", "result_line", "add_parser", "HELP", "PROMPT",
+           "VERBS"]
