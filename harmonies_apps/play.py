@@ -139,14 +139,15 @@ def turn_report(p: int, name: str, done: list[tuple[str, str]], before: int, aft
     """Another player's turn in a few lines: a header with their points, then one line per thing they did,
     consecutive token placements on one line ('placed blue on cell 7 (water, Wa), gray on cell 3 (...)')."""
     lines = [f"player {p} ({name}): {_points(after)}" + (f" (+{after - before})" if after > before else "")]
+    prev = ""
     for kind, words in done:
         if kind not in VERBS:
             continue
-        if kind == "place_token" and lines[-1].startswith("  placed ") and " on cell " in lines[-1] \
-                and not lines[-1].startswith("  placed a cube"):
+        if kind == prev == "place_token":
             lines[-1] += ", " + words
         else:
             lines.append(f"  {VERBS[kind]} {words}")
+        prev = kind
     return "\n".join(lines)
 
 
