@@ -77,7 +77,7 @@
     var handLegal = {};
     Object.keys(g.place).forEach(function (c) { handLegal[c] = true; });
     $("hand").innerHTML = t.current === me ? H.handHTML(ST, t, {legal: handLegal, selected: selSlot === null ? selColour : null})
-      : '<span class="help">' + (t.over ? "the game is over" : "not your turn") + "</span>";
+      : '<div class="hand"><span class="help">' + (t.over ? "the game is over" : "not your turn") + "</span></div>";
     $("pouch").innerHTML = H.pouchHTML(ST, t);
     $("market").innerHTML = t.market.map(function (c, m) {
       var extra = g.replace[m] !== undefined ? '<div><button class="btn2" data-action="' + g.replace[m] +
@@ -119,7 +119,7 @@
     if (s.error) message(s.error);
     $("after").style.display = t.over ? "" : "none";
     $("endTurn").style.display = t.over ? "none" : "";
-    $("newGame").style.display = t.over ? "none" : "";
+    $("newGame").style.visibility = t.over ? "hidden" : "";  // hidden, not removed: the header keeps its height
     if (t.over) {
       var q = "?token=" + encodeURIComponent(TOKEN || "");
       $("download").href = "/api/games/" + s.id + "/record" + q;
