@@ -54,7 +54,6 @@ from .table import static_data, static_text, table_state
 DEFAULT_OPPONENTS = ("greedy", "learned", "learned-search:1.0", "mcts:1.0", "random")
 #: Games the server keeps at once (see Manager for what is forgotten, and when, to make room).
 MAX_GAMES = 64
-MAX_SESSIONS = MAX_GAMES  # the former name
 #: A game nobody has touched (no request, no bot move) for this long may be forgotten to make room for a new one.
 IDLE_SECONDS = 1800.0
 #: Request bodies larger than this get 413 (the largest the page sends is a new game's ~150 bytes).
