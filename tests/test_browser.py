@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -154,6 +155,17 @@ def _click(drv, el) -> None:
     _until(lambda: _settled(drv), "the page to settle after a click")
 
 
+def _top(drv, element_id: str) -> float:
+    """Where the element starts on the page (CSS pixels from the top of the document)."""
+    return drv.execute_script("return document.getElementById(arguments[0]).getBoundingClientRect().top + "
+                              "window.scrollY", element_id)
+
+
+#: The result's colour on the play page, by outcome (harmonies.css: --win, --bad, --ink).
+RESULT_COLOURS = {"win": "rgb(40, 160, 70)", "lose": "rgb(192, 57, 43)", "tie": "rgb(28, 28, 28)",
+                  "solo": "rgb(28, 28, 28)"}
+
+
 def test_play_a_whole_game_against_random_by_clicking(browser, server):
     url, manager = server
     drv = browser
@@ -167,6 +179,7 @@ def test_play_a_whole_game_against_random_by_clicking(browser, server):
     took_card = False
     while _settled(drv) == "your-turn":
         assert clicks < 400, "the game should be over long before this"
+        board_top = _top(drv, "players")
         find = drv.find_elements
         spaces = find("css selector", ".space.legal")
         cells = find("css selector", "svg.board[data-player='0'] g.cell.legal")
@@ -198,10 +211,28 @@ def test_play_a_whole_game_against_random_by_clicking(browser, server):
     result = drv.find_element("id", "status").text
     assert result == sess.state()["result"] and result.startswith(("You win", "You lose", "You share"))
     assert drv.find_element("id", "setupBox").is_displayed()  # ready for the next game
+    assert _top(drv, "players") == board_top  # ... below the board, which the end of the game did not move
+    assert _top(drv, "setupBox") > _top(drv, "players")
+    w = sess.game.winners()
+    outcome = ("tie" if len(w) > 1 else "win") if 0 in w else "lose"
+    shown = drv.find_element("id", "result")
+    assert shown.get_attribute("data-outcome") == outcome and shown.get_attribute("class") == f"over {outcome}"
+    assert drv.execute_script("return getComputedStyle(arguments[0]).color", shown) == RESULT_COLOURS[outcome]
+    for other, colour in RESULT_COLOURS.items():  # the other outcomes' colours: "You lose" is never green
+        got = drv.execute_script("var e = document.createElement('span'); e.className = 'over ' + arguments[0];"
+                                 "document.getElementById('status').appendChild(e);"
+                                 "var c = getComputedStyle(e).color; e.remove(); return c;", other)
+        assert got == colour, (other, got)
     drv.save_screenshot(str(ARTIFACTS / "play_over.png"))
     href = drv.find_element("id", "download").get_attribute("href")
+    assert f"?token={sess.token}" in href  # a link cannot send the X-Game-Token header
     with urllib.request.urlopen(href, timeout=10) as r:
         rec = json.loads(r.read())
+    try:
+        urllib.request.urlopen(href.split("?")[0], timeout=10)
+        raise AssertionError("the record was served without the game's token")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403
     from harmonies_env.game import Game
 
     assert Game.replay(rec).scores() == sess.game.scores()

@@ -3,12 +3,17 @@
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var ST = null, S = null, selColour = null, selSlot = null, busy = false, polling = false;
+  /* The current game's token: the server hands it out once, when the game is created, and refuses (403) every
+     request on the game that does not carry it in the X-Game-Token header (links: ?token=). */
+  var TOKEN = null;
 
   function api(method, path, body) {
     var init = {method: method, headers: {}};
+    if (TOKEN !== null) init.headers["X-Game-Token"] = TOKEN;
     if (body !== undefined) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
     return fetch(path, init).then(function (r) {
-      return r.json().then(function (d) { return {ok: r.ok, status: r.status, data: d}; });
+      return r.json().then(function (d) { return {ok: r.ok, status: r.status, data: d}; },
+        function () { return {ok: false, status: r.status, data: {error: "the server answered " + r.status}}; });
     });
   }
 
@@ -64,14 +69,15 @@
     var cells = selSlot !== null ? g.cube[selSlot] : (selColour !== null ? g.place[selColour] : null);
     $("cfg").textContent = (t.num_players === 1 ? "solo" : t.num_players + " players") + " \u00b7 Side " + t.side +
       " \u00b7 Spirits " + (t.spirits ? "on" : "off");
-    $("status").innerHTML = s.result ? '<span class="over">' + H.esc(s.result) + "</span>" : H.statusHTML(t, s.names);
+    $("status").innerHTML = s.result ? '<span class="over ' + H.esc(s.outcome || "") + '" id="result" data-outcome="' +
+      H.esc(s.outcome || "") + '">' + H.esc(s.result) + "</span>" : H.statusHTML(t, s.names);
     $("thinking").className = "thinking" + (s.thinking ? " on" : "");
     $("thinker").textContent = s.bot || "";
     $("central").innerHTML = H.centralHTML(ST, t, {legal: g.take});
     var handLegal = {};
     Object.keys(g.place).forEach(function (c) { handLegal[c] = true; });
     $("hand").innerHTML = t.current === me ? H.handHTML(ST, t, {legal: handLegal, selected: selSlot === null ? selColour : null})
-      : '<span class="help">' + (t.over ? "the game is over" : "not your turn") + "</span>";
+      : '<div class="hand"><span class="help">' + (t.over ? "the game is over" : "not your turn") + "</span></div>";
     $("pouch").innerHTML = H.pouchHTML(ST, t);
     $("market").innerHTML = t.market.map(function (c, m) {
       var extra = g.replace[m] !== undefined ? '<div><button class="btn2" data-action="' + g.replace[m] +
@@ -113,18 +119,20 @@
     if (s.error) message(s.error);
     $("after").style.display = t.over ? "" : "none";
     $("endTurn").style.display = t.over ? "none" : "";
-    $("newGame").style.display = t.over ? "none" : "";
+    $("newGame").style.visibility = t.over ? "hidden" : "";  // hidden, not removed: the header keeps its height
     if (t.over) {
-      $("download").href = "/api/games/" + s.id + "/record";
-      $("replayLink").href = "/api/games/" + s.id + "/replay";
+      var q = "?token=" + encodeURIComponent(TOKEN || "");
+      $("download").href = "/api/games/" + s.id + "/record" + q;
+      $("replayLink").href = "/api/games/" + s.id + "/replay" + q;
     }
     document.body.setAttribute("data-state", t.over ? "over" : s.thinking ? "thinking" : s.your_turn ? "your-turn" : "waiting");
     document.body.setAttribute("data-turn", t.turn);
   }
 
+  /* The new-game form sits below the game (play.html), so showing it when a game ends never moves the board. */
   function setState(data) {
     var prevId = S && S.id, prevOver = S && S.table.over;
-    if (data.id !== prevId) $("setupBox").style.display = "none";  // a new game: the table takes the page
+    if (data.id !== prevId) { $("setupBox").style.display = "none"; window.scrollTo(0, 0); }  // a new game
     if (data.table.over && !(data.id === prevId && prevOver)) $("setupBox").style.display = "";
     S = data;
     if (data.static) ST = data.static;
@@ -181,6 +189,7 @@
   $("newGame").onclick = function () {
     var box = $("setupBox");
     box.style.display = box.style.display === "none" ? "" : "none";
+    if (box.style.display === "") box.scrollIntoView({block: "nearest"});
   };
   $("endTurn").onclick = function () {
     var a = this.getAttribute("data-end");
@@ -207,6 +216,7 @@
       .then(function (r) {
         if (!r.ok) { message(r.data.error); return; }
         selColour = null; selSlot = null;
+        TOKEN = r.data.token;
         $("gameArea").style.display = "";
         setState(r.data);
       });
