@@ -55,8 +55,8 @@ from .base import PlanAgent
 DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26, 0.17, -0.87, 0.92, 0.34, 0.10],
                            dtype=np.float64)
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
-#: Beam of the planner that proposes whole-turn candidates to the search and learned agents (MCTSAgent, the plan
-#: chooser). Much wider than GreedyAgent's 24; alone it beats beam 24 (figures in benchmarks/STRENGTH.md).
+#: Beam of the planner that proposes whole-turn candidates to MCTSAgent. Much wider than GreedyAgent's 24; alone
+#: (`greedy:800`) it beats beam 24 (figures in benchmarks/STRENGTH.md).
 WIDE_BEAM = 800
 _NC = C.NUM_CARDS + 1
 _FAR = 99  # habitat distance of a pattern that can no longer be formed
@@ -206,7 +206,7 @@ def _terms(s, p: int):
 def potential_terms(s, p: int, t) -> None:
     """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (NUM_TERMS,).
 
-    What `evaluate` weights; the learned plan chooser (`agents.plan_choice`) reads them raw. Depends only on
+    What `evaluate` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
     public fields (p's board, cubes, held cards and the cubes placed on them).
     """
     x = _terms(s, p)

@@ -1,13 +1,8 @@
 """An agent that plays a trained MaskablePPO policy (sb3-contrib), deterministically, within the legal mask.
 
-Two kinds of checkpoint are recognised by their spaces:
-
-* a policy over the flat action space (observation `OBS_SIZE` floats, 268 actions), as trained on the
-  Gymnasium / batched environments (`python -m experiments.train solo-ppo`, `versus-ppo`, `selfplay-ppo`): one
-  micro-action per call;
-* a plan-choosing policy (observation `PLAN_OBS_SIZE`, `PLAN_CHOICES` actions; `agents.plan_choice`,
-  `python -m experiments.train plan-ppo`): once per turn it picks one of the greedy planner's best whole-turn plans,
-  then plays that plan one micro-action per call.
+The policy is one over the flat action space (observation `OBS_SIZE` floats, 268 actions), as trained on the
+Gymnasium / batched environments (`python -m experiments.train solo-ppo`, `versus-ppo`, `selfplay-ppo`): one
+micro-action per call.
 
 No checkpoint ships with the package (an SB3 zip stores pickles; the learned agent replaced the one that shipped):
 `PPOAgent` and `make_agent("ppo:PATH")` always name the file.
@@ -42,7 +37,7 @@ import numpy as np
 
 from harmonies_env.observation import OBS_SIZE
 
-from .base import PlanAgent
+from .base import Agent
 
 NEEDS_PATH = ("the ppo agent needs a checkpoint: ppo:PATH (a training run's model.pt, or a MaskablePPO .zip); no PPO "
               "checkpoint ships with the package")
@@ -165,11 +160,7 @@ def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
 
 
 def policy_kind(obs_size: int, actions: int) -> str | None:
-    """"plan" (a plan-choosing policy), "action" (flat actions) or None, from the policy's spaces."""
-    from .plan_choice import PLAN_CHOICES, PLAN_OBS_SIZE
-
-    if obs_size == PLAN_OBS_SIZE and actions == PLAN_CHOICES:
-        return "plan"
+    """"action" (a policy over the flat action space) or None (spaces no agent here plays), from its spaces."""
     if obs_size == OBS_SIZE:
         return "action"
     return None
@@ -344,20 +335,17 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     return policy
 
 
-class PPOAgent(PlanAgent):
+class PPOAgent(Agent):
     """Loads a PPO checkpoint (a weights-only `.pt` export or a MaskablePPO `.zip`) and plays its most likely legal
-    action (or plan).
+    action.
 
-    torch / sb3-contrib are imported only here. A flat-action policy reads `view.observation` (float32
-    (OBS_SIZE,)) masked with `view.action_mask`; a plan-choosing policy reads `plan_observation` of a private
-    determinized copy (public fields only) and is masked by which candidate plans exist. `trust`: see
-    `load_policy` (default: never unpickle anything from the file). `model` is the loaded policy.
+    torch / sb3-contrib are imported only here. The policy reads `view.observation` (float32 (OBS_SIZE,)) masked
+    with `view.action_mask`. `trust`: see `load_policy` (default: never unpickle anything from the file). `model` is
+    the loaded policy.
     """
 
     def __init__(self, path: str | Path, device: str = "cpu", seed: int = 0, name: str | None = None,
                  trust: bool | None = None):
-        from . import plan_choice as P
-
         if path is None or not str(path).strip():
             raise ValueError(NEEDS_PATH)
         p = Path(path)
@@ -369,31 +357,18 @@ class PPOAgent(PlanAgent):
         if kind is not None:
             self.kind = kind
         else:
-            raise ValueError(f"{p}: observation shape {shape} and {n} actions match neither the flat action space "
-                             f"({OBS_SIZE},) nor the plan choice ({P.PLAN_OBS_SIZE},) x {P.PLAN_CHOICES}")
+            raise ValueError(f"{p}: observation shape {shape} ({n} actions) is not the flat action space's "
+                             f"observation ({OBS_SIZE},)")
         self.seed = int(seed)
         self.name = name or f"ppo:{p.name}"
-        self.reset()
 
     def act(self, view: Any) -> int:
         mask = np.asarray(view.action_mask, dtype=bool)
         if not mask.any():
             raise ValueError("no legal action: it is not this player's turn or the game is over")
-        if self.kind == "plan":
-            return super().act(view)
         obs = np.asarray(view.observation, dtype=np.float32)
         action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
         a = int(np.asarray(action).reshape(-1)[0])
         if not mask[a]:  # a policy trained on another observation layout: never play illegally
             a = int(np.flatnonzero(mask)[0])
         return a
-
-    def choose_plan(self, view: Any, game: Any) -> list[int]:
-        from .plan_choice import describe
-
-        obs, pmask, plans = describe(game.state)
-        if not plans:  # cannot happen on a legal position
-            return []
-        k, _ = self.model.predict(obs, action_masks=pmask, deterministic=True)
-        k = int(np.asarray(k).reshape(-1)[0])
-        return list(plans[k if k < len(plans) else 0])

@@ -4,8 +4,8 @@ engine alone (random legal actions).
 
 Why CPU seconds: on a shared machine wall time depends on the neighbours; with torch and numba held to one
 thread, CPU time is the single-core cost. Settings:
-- `old-default`: what `experiments/train_solo_ppo.py --n-envs 64` used to run (n_steps 512, batch 256, SB3's
-  10 epochs, [256, 256]);
+- `old-default`: what the first solo PPO script (before `experiments.train`) ran with 64 games (n_steps 512, batch
+  256, SB3's 10 epochs, [256, 256]);
 - `config`: experiments/configs/solo_ppo.toml (256 games x 32 steps, batch 2048, 2 epochs, [128, 128]);
 - `config-256`: the same with [256, 256] hidden layers.
 

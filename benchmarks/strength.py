@@ -48,8 +48,6 @@ CASES = {
     "learned_search4s_vs_mcts200it_A": (["learned-search:4.0", "mcts:200it"], 2, "A", False, 60),
     "learned_search200it_vs_mcts200it_A": (["learned-search:200it", "mcts:200it"], 2, "A", False, 200),
     "learned_search300it_vs_mcts200it_A": (["learned-search:300it", "mcts:200it"], 2, "A", False, 200),
-    "ppo_vs_greedy_A": (["ppo", "greedy"], 2, "A", False, 400),
-    "ppo_vs_greedy_B_spirits": (["ppo", "greedy"], 2, "B", True, 200),
 }
 
 

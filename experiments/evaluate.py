@@ -1,10 +1,9 @@
 """The one evaluation helper: play the first episode of every row of a batched SB3 VecEnv with the policy
 (masked, deterministic by default) and summarise what the rows report when their episode ends.
 
-Works with every env the training commands use: `harmonies_env.vector.SB3VecEnv` (Solo, Versus vs random),
-`agents.pool_env.PoolVecEnv` (vs greedy / a pool) and `agents.plan_env.PlanChoiceVecEnv` (plan choice vs
-greedy). Evaluation envs are seeded from `EVAL_SEED`, far from every training seed (`train_seed`), so the
-figures are on games never used in training.
+Works with every env the training commands use: `harmonies_env.vector.SB3VecEnv` (Solo, Versus vs random)
+and `agents.pool_env.PoolVecEnv` (vs greedy / a pool). Evaluation envs are seeded from `EVAL_SEED`, far from every
+training seed (`train_seed`), so the figures are on games never used in training.
 
 As a command, it evaluates a run's final policy (or a uniformly random policy, for reference) on the run's own
 evaluation task, on as many games as asked and on seeds of its own (default `FINAL_SEED`: not even the periodic
@@ -58,8 +57,7 @@ def play_first_episodes(model: Any, venv: Any, seed: int | None = EVAL_SEED,
 
 def summarize(infos: list[dict[str, Any]]) -> dict[str, float]:
     """Mean figures over ended episodes: score (and its std), suns (solo), win rate (a tie shared among the
-    tied winners where the env says so, a plan-choice draw counting 1/2), opponent score and margin where
-    reported, and the learner's legal-action rate."""
+    tied winners where the env says so) and the learner's legal-action rate."""
     out: dict[str, float] = {"games": len(infos)}
     scores = np.array([i["score"] for i in infos], dtype=np.float64)
     out["mean_score"] = float(scores.mean())
@@ -68,14 +66,8 @@ def summarize(infos: list[dict[str, Any]]) -> dict[str, float]:
         out["mean_suns"] = float(np.mean([i["suns"] for i in infos]))
     if all("win_share" in i for i in infos):
         out["win_rate"] = float(np.mean([i["win_share"] for i in infos]))
-    elif all("opponent_score" in i for i in infos):  # plan choice: won is +1 / 0 / -1
-        out["win_rate"] = float(np.mean([(i["won"] + 1.0) / 2.0 for i in infos]))
     elif all("won" in i for i in infos) and "suns" not in infos[0]:
         out["win_rate"] = float(np.mean([bool(i["won"]) for i in infos]))
-    if all("opponent_score" in i for i in infos):
-        opp = np.array([i["opponent_score"] for i in infos], dtype=np.float64)
-        out["opponent_score"] = float(opp.mean())
-        out["margin"] = float((scores - opp).mean())
     if infos and "_legal_rate" in infos[0]:
         out["legal_rate"] = float(infos[0]["_legal_rate"])
     return out

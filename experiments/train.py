@@ -7,8 +7,6 @@ settings and `--set section.key=value` overrides of config keys:
     python -m experiments.train versus-ppo --config experiments/configs/versus_greedy_ppo.toml --seed 1
     python -m experiments.train selfplay-ppo --run runs/sp --set run.timesteps=2000000
     python -m experiments.train selfplay-ppo --run runs/sp --resume          # after a kill, or to extend it
-    python -m experiments.train plan-ppo --set plan.warm_start=8192 --device auto
-    python -m experiments.train distill-mcts --set collect.games=200 --set collect.jobs=2
     tensorboard --logdir runs
 
 Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). Every run
@@ -42,10 +40,6 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                    "MaskablePPO against a fixed opponent (random or greedy)"),
     "selfplay-ppo": ("experiments.flat_ppo", "selfplay", "selfplay_ppo.toml",
                      "MaskablePPO against a pool of its past selves and the heuristics"),
-    "plan-ppo": ("experiments.plan_ppo", "train", "plan_ppo.toml",
-                 "MaskablePPO choosing among the greedy planner's whole-turn plans, vs greedy"),
-    "distill-mcts": ("experiments.distill_mcts", "run", "distill_mcts.toml",
-                     "fit the plan-choosing policy to MCTS choices (collect games, then fit)"),
     "tune-greedy": ("experiments.tune_greedy", "run", "tune_greedy.toml",
                     "compare / hill-climb the greedy planner's weights in numba"),
     "rllib-ppo": ("experiments.rllib_selfplay", "run", "rllib_ppo.toml",

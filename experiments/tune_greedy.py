@@ -6,7 +6,7 @@ sits in seat i % 2, so each pair of games shares its seeds across seats (common 
 
     # the default weights against the pre-habitat-distance weights (terms 12-13 off), 2,000 games
     python -m experiments.train tune-greedy --set tune.against='"no-distance"' --set tune.games=2000
-    # the wide planner (beam 800, what MCTS and the plan chooser use) against the default beam 24
+    # the wide planner (beam 800, what MCTS uses) against the default beam 24
     python -m experiments.train tune-greedy --set tune.beam=800
     # random-mutation hill climbing on the weights for 5 minutes, measured against the defaults
     python -m experiments.train tune-greedy --set tune.search_minutes=5

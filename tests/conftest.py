@@ -99,23 +99,3 @@ def tiny_zip(tmp_path_factory):
     path = tmp_path_factory.mktemp("ckpt") / "tiny.zip"
     model.save(path)
     return path
-
-
-@pytest.fixture(scope="session")
-def plan_zip(tmp_path_factory):
-    """A real plan-choosing MaskablePPO checkpoint (`agents.plan_choice` spaces), briefly trained against greedy
-    on `PlanChoiceVecEnv` and saved by Stable-Baselines3: what `experiments.train plan-ppo` writes, in small."""
-    pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
-    import torch
-    from sb3_contrib import MaskablePPO
-
-    from agents.plan_env import PlanChoiceVecEnv
-
-    torch.manual_seed(0)
-    env = PlanChoiceVecEnv(4, seed=3)
-    model = MaskablePPO("MlpPolicy", env, n_steps=8, batch_size=32, n_epochs=1, seed=0,
-                        policy_kwargs={"net_arch": [16]}, verbose=0)
-    model.learn(total_timesteps=32)
-    path = tmp_path_factory.mktemp("ckpt") / "plan.zip"
-    model.save(path)
-    return path

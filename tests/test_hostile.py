@@ -261,18 +261,6 @@ def test_no_pickle_bearing_checkpoint_ships():
     assert not list((root / "agents").rglob("*.zip")) and not list((root / "agents").rglob("*.pkl"))
 
 
-def test_a_plan_choosing_checkpoint_loads_weights_only(plan_zip, tmp_path):
-    from agents.ppo import PPOAgent
-
-    marker = tmp_path / "pwned"
-    evil = _craft(plan_zip, tmp_path / "evil.zip",
-                  lambda d: d["lr_schedule"].__setitem__(":serialized:", _evil_b64(marker)))
-    agent = PPOAgent(evil)  # the default: no unpickling
-    assert agent.kind == "plan"
-    g = Game(2, seed=4)
-    assert agent.act(PlayerView(g, 0)) in g.legal_actions() and not marker.exists()
-
-
 # ---------------------------------------------------------------------------------------------------------
 # 2. atomic writes
 # ---------------------------------------------------------------------------------------------------------
@@ -736,7 +724,7 @@ def test_score_board_refuses_what_it_would_otherwise_truncate():
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 8. determinize and the plan-choice env
+# 8. determinize
 # ---------------------------------------------------------------------------------------------------------
 def test_determinize_arguments():
     g = Game(2, seed=1)
@@ -748,22 +736,3 @@ def test_determinize_arguments():
     with pytest.raises(ValueError, match="seed"):
         determinize(g, 0, -5)
     assert np.array_equal(determinize(g, 0, 4).state, determinize(g, np.int64(0), 4).state)
-
-
-def test_plan_choice_env_refuses_non_integer_choices_and_bad_config():
-    pytest.importorskip("stable_baselines3")
-    from agents.plan_env import PlanChoiceVecEnv
-
-    for kw in ({"margin_reward": math.nan}, {"margin_reward": math.inf}, {"margin_reward": "0.1"},
-               {"num_envs": True}, {"num_players": 2.0}, {"side": "C"}, {"spirits": 2}, {"seed": -1}):
-        with pytest.raises(ValueError):
-            PlanChoiceVecEnv(**{"num_envs": 2, **kw})
-    env = PlanChoiceVecEnv(num_envs=2, seed=0)
-    env.reset()
-    for bad in ([0.9, 0.0], ["0", "0"], [True, False]):
-        with pytest.raises(ValueError, match="integers"):
-            env.step_async(np.array(bad))
-    with pytest.raises(ValueError, match="not a candidate"):
-        env.step_async(np.array([99, 0]))
-    env.step_async(np.array([0, 0]))
-    env.step_wait()
