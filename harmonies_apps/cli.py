@@ -1,14 +1,17 @@
-"""The `harmonies` command: demo, play, tournament, solo, bench, train.
+"""The `harmonies` command: demo, play, tournament, solo, replay, serve, bench, train.
 
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
     harmonies tournament --agents greedy mcts:200it --games 200 --jobs 4 --seed 0 --out results/
     harmonies solo --agents greedy random --games 50
+    harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
+    harmonies serve                                        (play against the bots in a browser; the "web" extra)
     harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
     harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
 
 `bench` and `train` hand every argument after their name, unchanged, to the `main(argv)` of
-`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help.
+`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help; an error
+they end with (`SystemExit("message")`) is printed as one line, exit status 2.
 Applications that add their own subcommand list their module in `APP_MODULES`; the module defines
 `add_parser(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
 """
@@ -79,13 +82,13 @@ def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
 
 
 def print_scores(game, out: TextIO) -> None:
-    """Each player's score breakdown, then the winners (and suns in solo)."""
+    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
+    from harmonies_env.demo import winner_line
     from harmonies_env.scoring import CATEGORIES
 
     for p, sc in enumerate(game.scores()):
         print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
-    w = game.winners()
-    print(("winner: player " if len(w) == 1 else "shared victory: players ") + ", ".join(map(str, w)), file=out)
+    print(winner_line(game), file=out)
     if game.num_players == 1:
         print(f"suns: {game.suns()}", file=out)
 
@@ -246,8 +249,11 @@ def forward(command: str, argv: list[str]) -> int:
     sys.argv = [f"harmonies {command}", *argv]  # so the module's argparse names itself "harmonies <command>"
     try:
         return int(module.main(argv) or 0)
-    except SystemExit as e:  # argparse's --help and usage errors
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except SystemExit as e:  # argparse's --help and usage errors (int), or a module's own error message (str)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(f"harmonies {command}: {e.code}", file=sys.stderr)  # the message, which the module would print
+        return 2
     finally:
         sys.argv = old
 
