@@ -101,7 +101,10 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from .tournament import agent_seed, play_game
 
     out = out or sys.stdout
-    n = args.players or len(args.agents)
+    n = len(args.agents) if args.players is None else args.players
+    if not 1 <= n <= 4 or len(args.agents) > n:
+        raise ValueError(f"--players must be 1-4, got {n}" if not 1 <= n <= 4 else
+                         f"{len(args.agents)} agents for a {n}-player game (give at most one spec per seat)")
     specs = list(args.agents) if len(args.agents) == n else [args.agents[k % len(args.agents)] for k in range(n)]
     agents = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(specs)]
 
@@ -153,7 +156,7 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    n = args.players or len(args.agents)
+    n = len(args.agents) if args.players is None else args.players
     if not 2 <= n <= 4:
         print(f"harmonies tournament: a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)",
               file=sys.stderr)
