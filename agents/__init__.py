@@ -18,7 +18,8 @@ AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
 #: What each kind of spec accepts, quoted when a spec is refused.
 SPEC_FORMS: dict[str, str] = {
     "random": "random (no argument)",
-    "greedy": f"greedy, greedy:BEAM, greedy:spaces or greedy:BEAM:spaces (BEAM a whole number 1..{MAX_BEAM})",
+    "greedy": f"greedy[:BEAM][:spaces] (BEAM a whole number 1..{MAX_BEAM}, default 24; spaces: a beam per central "
+              "space)",
     "mcts": "mcts, mcts:SECONDS (a number > 0) or mcts:Nit (N a whole number >= 1)",
     "ppo": "ppo:PATH (a training run's model.pt, or a MaskablePPO .zip)",
     "learned": "learned or learned:PATH (a learned checkpoint's .pt, next to its .json)",

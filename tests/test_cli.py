@@ -557,3 +557,14 @@ def test_demo_of_a_tied_game_says_the_tie_break():
     assert out.getvalue().strip().splitlines()[-1].startswith("shared victory: players 0 and 1 with 13 points, "
                                                                "still tied after the tie-break")
     one_line_refusal(run_module("harmonies_env.demo", "--seed", "-1"), "seed", "-1")
+
+
+def test_docs_examples_of_refusals_are_the_real_messages():
+    from agents import make_agent
+    from harmonies_env.demo import winner_line
+
+    text = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    with pytest.raises(ValueError) as e:
+        make_agent("greedy:abc")
+    assert f"harmonies tournament: {e.value}" in text
+    assert f"`{winner_line(Finished([20, 20], [0, 1]))}`" in text
