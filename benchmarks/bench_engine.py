@@ -182,7 +182,9 @@ def bench_habitat(boards: int) -> None:
     habitat_reference = load_test_module("habitat_reference")  # test reference, not the engine's
     if habitat_reference is None:
         return skip("habitat_matcher", "habitat_reference")
-    placement_habitat_cells = habitat_reference.placement_habitat_cells
+    # Compiled afresh, not from numba's cache: the tests import that file as `habitat_reference` (pytest puts tests/
+    # on the path), so a cache they wrote names that module, which this process cannot import.
+    placement_habitat_cells = njit(habitat_reference.placement_habitat_cells.py_func)
     bbs = np.zeros((boards, 15), dtype=np.int64)
     cubes, sides, cards = (np.zeros(boards, dtype=np.int64) for _ in range(3))
     _random_boards(bbs, cubes, sides, cards)

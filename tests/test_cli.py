@@ -433,7 +433,12 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
 
 def test_bench_runs_all_four_cases_from_a_checkout_wherever_it_is_started(tmp_path):
     """From the repository root (`python -m benchmarks.bench_engine`) or elsewhere (`harmonies bench`), the
-    test-reference cases run: the references are found next to the benchmark, not through the import path."""
+    test-reference cases run: the references are found next to the benchmark, not through the import path, and a
+    numba cache the tests wrote for tests/habitat_reference.py (under the module name they import) does not break it."""
+    import numpy as np
+    from habitat_reference import placement_habitat_cells  # as test_batch imports it: pytest puts tests/ on the path
+
+    assert placement_habitat_cells(0, np.zeros(15, dtype=np.int64), 0, 1) == 0  # compiled, and cached under that name
     small = ["--games", "2", "--api-actions", "10", "--reference-games", "1", "--habitat-boards", "50"]
     for p in (run_module("benchmarks.bench_engine", *small), run_cli("bench", *small, cwd=tmp_path)):
         assert p.returncode == 0, p.stderr[-2000:]
