@@ -63,10 +63,11 @@ def prog() -> str:
 
 
 class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows an option's default unless it is None/False/[]: those options say their default in their own help."""
+    """Shows an option's default once: not when its help already says it, nor an empty one (None, False, [])."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False or action.default == []:
+        if action.default is None or action.default is False or action.default == [] or \
+                "default" in (action.help or "").lower():
             return action.help
         return super()._get_help_string(action)
 

@@ -53,8 +53,17 @@ Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, le
 Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Help shows every option's default and keeps the description's line breaks."""
+class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or "").lower():
+            return action.help
+        return super()._get_help_string(action)
+
+
+class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
+    """Help shows every option's default once and keeps the description's line breaks."""
 
 
 def missing_extra(err: ImportError) -> tuple[str, str] | None:
@@ -75,7 +84,7 @@ def extra_message(command: str, module: str, extra: str) -> str:
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
     """The game configuration options shared by the game-playing subcommands."""
     if players:
-        p.add_argument("--players", type=int, default=None, help="players; None: as many as agents given")
+        p.add_argument("--players", type=int, default=None, help="players (default: as many as agents given)")
     p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
     p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
@@ -229,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in APP_MODULES:
         importlib.import_module(module).add_parser(sub)
+    for p in sub.choices.values():  # the apps' parsers too: each default said once
+        if p.formatter_class is argparse.ArgumentDefaultsHelpFormatter:
+            p.formatter_class = OptionHelp
     for name in TRUST_COMMANDS:
         if name in sub.choices:
             _add_trust_option(sub.choices[name])

@@ -423,12 +423,25 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert cli.main(["train", "solo-ppo", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: harmonies train solo-ppo")
-    options = re.split(r"\n  (?=-)", out.split("options:")[1])  # one chunk per option
-    assert len(options) >= 8
-    for chunk in options:
+    assert_each_default_said_once(out, options=8)
+
+
+def assert_each_default_said_once(help_text: str, options: int) -> None:
+    chunks = re.split(r"\n  (?=-)", help_text.split("options:")[1])  # one chunk per option
+    assert len(chunks) >= options
+    for chunk in chunks:
         assert len(re.findall(r"default", chunk)) <= 1, chunk
     for shown in ("(default: None)", "(default: False)", "(default: [])"):
-        assert shown not in out
+        assert shown not in help_text
+
+
+def test_every_subcommand_help_says_each_default_once():
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        if name not in cli.FORWARDED:
+            assert_each_default_said_once(parser.format_help(), options=2)
 
 
 def test_bench_runs_all_four_cases_from_a_checkout_wherever_it_is_started(tmp_path):
