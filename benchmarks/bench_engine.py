@@ -6,15 +6,20 @@ engine's habitat matcher against the placement-by-placement kernel kept as a tes
 
     python -m benchmarks.bench_engine [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
 
-(from the repository root, or `harmonies bench ...`; the two test-reference cases need the repository's tests/
-folder and say `skipped` without it.)
+(or `harmonies bench ...`). The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py`
+from the checkout this module is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each
+says on stderr, in one line, that it is skipped and why, and its JSON row has `skipped`.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import platform
+import sys
 import time
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 from numba import njit
@@ -26,6 +31,45 @@ from harmonies_env.cards import NUM_CARDS, habitat_cells
 from harmonies_env.scoring import NUM_CATEGORIES
 
 CONFIGS = [(1, "A", False), (2, "A", False), (2, "B", True), (3, "A", True), (4, "B", False)]
+#: How usage lines and messages name this benchmark when it is run as a module.
+PROG = "python -m benchmarks.bench_engine"
+
+
+def prog() -> str:
+    """`harmonies bench` when the `harmonies` command forwards here (it sets sys.argv[0] so), else `PROG`."""
+    return sys.argv[0] if sys.argv and sys.argv[0].startswith("harmonies ") else PROG
+
+
+def reference_dirs() -> list[Path]:
+    """Where the tests' reference modules may be: the checkout holding this module, then ./tests."""
+    return [Path(__file__).resolve().parents[1] / "tests", Path.cwd() / "tests"]
+
+
+def load_test_module(name: str) -> ModuleType | None:
+    """tests/<name>.py, loaded from its file (the tests/ folder is no package, and an unrelated installed `tests`
+    package may shadow it), or None where no checkout is found."""
+    for folder in reference_dirs():
+        path = folder / f"{name}.py"
+        if path.is_file():
+            key = f"_bench_tests_{name}"
+            if key not in sys.modules:
+                spec = importlib.util.spec_from_file_location(key, path)
+                module = importlib.util.module_from_spec(spec)
+                sys.modules[key] = module
+                try:
+                    spec.loader.exec_module(module)
+                except BaseException:
+                    del sys.modules[key]
+                    raise
+            return sys.modules[key]
+    return None
+
+
+def skip(case: str, name: str) -> None:
+    """A case that needs a test reference absent here: one line on stderr saying so, and a JSON row `skipped`."""
+    why = f"tests/{name}.py not found (it is in a checkout of the repository, not in an installed package)"
+    print(f"{prog()}: {case} skipped: {why}", file=sys.stderr, flush=True)
+    emit(case=case, skipped=why)
 
 
 def emit(**row) -> None:
@@ -76,11 +120,9 @@ def _board_for_reference(g: Game, p: int) -> tuple:
 
 
 def bench_reference(boards: int) -> None:
-    try:
-        from tests import reference  # the plain-Python reference of the tests
-    except ImportError:
-        emit(case="reference_ratio", skipped="tests/reference.py not found")
-        return
+    reference = load_test_module("reference")  # the plain-Python reference scorer of the tests
+    if reference is None:
+        return skip("reference_ratio", "reference")
     games = []
     for seed in range(boards):
         g = Game(2, "A", False, seed=seed)
@@ -137,11 +179,12 @@ def _match_all(matcher):
 
 
 def bench_habitat(boards: int) -> None:
-    try:
-        from tests.habitat_reference import placement_habitat_cells  # test reference, not the engine's
-    except ImportError:
-        emit(case="habitat_matcher", skipped="tests/habitat_reference.py not found")
-        return
+    habitat_reference = load_test_module("habitat_reference")  # test reference, not the engine's
+    if habitat_reference is None:
+        return skip("habitat_matcher", "habitat_reference")
+    # Compiled afresh, not from numba's cache: the tests import that file as `habitat_reference` (pytest puts tests/
+    # on the path), so a cache they wrote names that module, which this process cannot import.
+    placement_habitat_cells = njit(habitat_reference.placement_habitat_cells.py_func)
     bbs = np.zeros((boards, 15), dtype=np.int64)
     cubes, sides, cards = (np.zeros(boards, dtype=np.int64) for _ in range(3))
     _random_boards(bbs, cubes, sides, cards)
@@ -160,8 +203,9 @@ def bench_habitat(boards: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments.
+    A count below 1 is one line on stderr naming the option, and 2."""
+    ap = argparse.ArgumentParser(prog=prog(), description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--games", type=int, default=20000, help="whole random games per configuration, in numba")
     ap.add_argument("--api-actions", type=int, default=200000, help="actions timed through Game.step from Python")
@@ -169,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--habitat-boards", type=int, default=100000,
                     help="boards on which the habitat matcher and its test reference are timed")
     a = ap.parse_args(argv)
+    for option in ("games", "api_actions", "reference_games", "habitat_boards"):
+        if getattr(a, option) < 1:
+            print(f"{ap.prog}: --{option.replace('_', '-')} must be >= 1, got {getattr(a, option)}", file=sys.stderr)
+            return 2
     bench_numba(a.games)
     bench_api(a.api_actions)
     bench_reference(a.reference_games)
@@ -178,4 +226,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

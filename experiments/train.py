@@ -31,6 +31,8 @@ from .common import ConfigError, apply_overrides, latest_checkpoint, load_config
 from .runner import RunArgs, save_run_config
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
+#: How usage lines and error messages name this command when it is run as a module.
+PROG = "python -m experiments.train"
 
 #: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
 #: parses its own flags), one-line help).
@@ -49,8 +51,23 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
 }
 
 
+def prog() -> str:
+    """`harmonies train` when the `harmonies` command forwards here (it sets sys.argv[0] so), else `PROG`."""
+    return sys.argv[0] if sys.argv and sys.argv[0].startswith("harmonies ") else PROG
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default once: not when its help already says it, nor an empty one (None, False, [])."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == [] or \
+                "default" in (action.help or "").lower():
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m experiments.train", description=__doc__.splitlines()[0],
+    ap = argparse.ArgumentParser(prog=prog(), description=__doc__.splitlines()[0],
                                  epilog="\n".join(__doc__.splitlines()[2:]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="algo", metavar="ALGO", required=True)
@@ -59,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_parser(name, help=f"{help_} (its own flags: {name} --help)", add_help=False)
             continue
         p = sub.add_parser(name, help=help_, description=help_,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=_DefaultsHelp)
         p.add_argument("--config", default=None,
                        help=f"TOML config (default: experiments/configs/{default}; with --resume: the run's own)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -70,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--resume", action="store_true", help="continue the run in --run from its newest "
                        "complete checkpoint")
         p.add_argument("--max-minutes", type=float, default=0.0,
-                       help="stop (checkpoint, evaluate, save) after this much training wall time (0: none)")
+                       help="stop (checkpoint, evaluate, save) after this much training wall time; 0: no limit")
         p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return ap
@@ -106,7 +123,8 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. Bad settings exit with a message."""
+    """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. A bad setting, config file or run
+    folder raises SystemExit with one line naming it (`cli()` and `harmonies train` print it, exit status 2)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
@@ -124,8 +142,22 @@ def main(argv: list[str] | None = None) -> int:
         fn(args)
     except ConfigError as e:  # a bad config: say which, no traceback
         raise SystemExit(f"{ns.algo}: {e}") from None
+    except OSError as e:  # an unusable --run or a missing file: say which, no traceback
+        raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
     return 0
 
 
+def cli(argv: list[str] | None = None) -> int:
+    """`main` for the shell: a refusal raised as SystemExit("message") is one line on stderr and exit status 2
+    (as `harmonies train` prints it), not Python's bare message and status 1."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            raise
+        print(f"{prog()}: {e.code}", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cli())

@@ -1,14 +1,17 @@
-"""The `harmonies` command: demo, play, tournament, solo, bench, train.
+"""The `harmonies` command: demo, play, tournament, solo, replay, serve, bench, train.
 
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
     harmonies tournament --agents greedy mcts:200it --games 200 --jobs 4 --seed 0 --out results/
     harmonies solo --agents greedy random --games 50
+    harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
+    harmonies serve                                        (play against the bots in a browser; the "web" extra)
     harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
     harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
 
 `bench` and `train` hand every argument after their name, unchanged, to the `main(argv)` of
-`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help.
+`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help; an error
+they end with (`SystemExit("message")`) is printed as one line, exit status 2.
 Applications that add their own subcommand list their module in `APP_MODULES`; the module defines
 `add_parser(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
 """
@@ -50,8 +53,17 @@ Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, le
 Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
 
 
-class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Help shows every option's default and keeps the description's line breaks."""
+class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or "").lower():
+            return action.help
+        return super()._get_help_string(action)
+
+
+class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
+    """Help shows every option's default once and keeps the description's line breaks."""
 
 
 def missing_extra(err: ImportError) -> tuple[str, str] | None:
@@ -72,20 +84,20 @@ def extra_message(command: str, module: str, extra: str) -> str:
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
     """The game configuration options shared by the game-playing subcommands."""
     if players:
-        p.add_argument("--players", type=int, default=None, help="players; None: as many as agents given")
+        p.add_argument("--players", type=int, default=None, help="players (default: as many as agents given)")
     p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
     p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
 
 
 def print_scores(game, out: TextIO) -> None:
-    """Each player's score breakdown, then the winners (and suns in solo)."""
+    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
+    from harmonies_env.demo import winner_line
     from harmonies_env.scoring import CATEGORIES
 
     for p, sc in enumerate(game.scores()):
         print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
-    w = game.winners()
-    print(("winner: player " if len(w) == 1 else "shared victory: players ") + ", ".join(map(str, w)), file=out)
+    print(winner_line(game), file=out)
     if game.num_players == 1:
         print(f"suns: {game.suns()}", file=out)
 
@@ -98,7 +110,10 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from .tournament import agent_seed, play_game
 
     out = out or sys.stdout
-    n = args.players or len(args.agents)
+    n = len(args.agents) if args.players is None else args.players
+    if not 1 <= n <= 4 or len(args.agents) > n:
+        raise ValueError(f"--players must be 1-4, got {n}" if not 1 <= n <= 4 else
+                         f"{len(args.agents)} agents for a {n}-player game (give at most one spec per seat)")
     specs = list(args.agents) if len(args.agents) == n else [args.agents[k % len(args.agents)] for k in range(n)]
     agents = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(specs)]
 
@@ -150,7 +165,7 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
-    n = args.players or len(args.agents)
+    n = len(args.agents) if args.players is None else args.players
     if not 2 <= n <= 4:
         print(f"harmonies tournament: a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)",
               file=sys.stderr)
@@ -223,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in APP_MODULES:
         importlib.import_module(module).add_parser(sub)
+    for p in sub.choices.values():  # the apps' parsers too: each default said once
+        if p.formatter_class is argparse.ArgumentDefaultsHelpFormatter:
+            p.formatter_class = OptionHelp
     for name in TRUST_COMMANDS:
         if name in sub.choices:
             _add_trust_option(sub.choices[name])
@@ -246,8 +264,11 @@ def forward(command: str, argv: list[str]) -> int:
     sys.argv = [f"harmonies {command}", *argv]  # so the module's argparse names itself "harmonies <command>"
     try:
         return int(module.main(argv) or 0)
-    except SystemExit as e:  # argparse's --help and usage errors
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except SystemExit as e:  # argparse's --help and usage errors (int), or a module's own error message (str)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(f"harmonies {command}: {e.code}", file=sys.stderr)  # the message, which the module would print
+        return 2
     finally:
         sys.argv = old
 

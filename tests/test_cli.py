@@ -3,8 +3,10 @@ defaults), runs, forwards `bench`/`train` arguments verbatim, names the extra to
 traceback, and `play` can be driven by a person through stdin."""
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -19,9 +21,27 @@ from harmonies_apps.tournament import time_budget_specs
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_cli(*args: str, stdin: str = "", timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harmonies_apps.cli", *args], input=stdin, capture_output=True,
-                          text=True, cwd=ROOT, timeout=timeout)
+def run_module(module: str, *args: str, stdin: str = "", timeout: int = 300, cwd: Path = ROOT
+               ) -> subprocess.CompletedProcess:
+    """`python -m module args` from the repository root (or `cwd`), with this checkout first on the path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.run([sys.executable, "-m", module, *args], input=stdin, capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=timeout)
+
+
+def run_cli(*args: str, stdin: str = "", timeout: int = 300, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return run_module("harmonies_apps.cli", *args, stdin=stdin, timeout=timeout, cwd=cwd)
+
+
+def one_line_refusal(p: subprocess.CompletedProcess, *named: str) -> str:
+    """The command refused its input as the project's rule says: exit 2, one stderr line naming it, no traceback."""
+    assert p.returncode == 2, (p.returncode, p.stderr[-2000:])
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].strip(), p.stderr
+    for word in named:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
 
 
 # ---- the parser --------------------------------------------------------------------------------------
@@ -139,8 +159,20 @@ def test_missing_extra_is_one_line_and_exit_2_before_any_game(monkeypatch, capsy
     assert err == 'harmonies tournament: needs sb3_contrib, from the "train" extra: pip install -e ".[train]"'
 
 
+def installed(name: str) -> bool:
+    """Whether `import name` can find the module (a blocked or absent one: no)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 @pytest.mark.parametrize("module", ["starlette", "uvicorn"])
 def test_serve_without_the_web_extra_is_one_line_and_exit_2(monkeypatch, capsys, module):
+    """Passes with or without the web extra: the other web module stands in as an empty module when absent."""
+    for other in ("starlette", "uvicorn"):
+        if other != module and not installed(other):
+            monkeypatch.setitem(sys.modules, other, types.ModuleType(other))
     monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ModuleNotFoundError
 
     def no_server(*a, **k):
@@ -329,3 +361,228 @@ def test_docs_cli_table_matches_the_parser():
             continue
         taken = {s for a in sub.choices[name]._actions for s in a.option_strings}
         assert options <= taken, (name, options - taken)
+
+
+# ---- the front door: every path a newcomer tries works or says why in one line -----------------------------
+
+def test_readme_test_command_is_what_ci_runs():
+    """The README's second command is the one `.ci/run` runs, with the same extras (so CI runs what we tell)."""
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("pip install") and "pytest" in line)
+    assert command == 'pip install -e ".[train,test,distributed,web]" && python -m pytest'
+    assert [line for line in ci.splitlines() if line.startswith("pip install")] == [command]
+
+
+def test_license_is_mit_as_pyproject_says():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n") and "Copyright (c) 2026 The harmonies-env authors" in text
+    assert 'license = { text = "MIT" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_description_lists_every_subcommand(capsys):
+    """Bare `harmonies` names every subcommand in its first line and shows an example of each."""
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert cli.main([]) == 0
+    out = capsys.readouterr().out
+    first = out.split("\n\n")[1].splitlines()[0]  # after the usage: the docstring's first line
+    assert first.startswith("The `harmonies` command:")
+    for name in sub.choices:
+        assert re.search(rf"\b{name}\b", first), name
+        assert re.search(rf"^ +harmonies {name}\b", out, re.M), name
+
+
+def test_train_config_errors_are_one_line_and_exit_2():
+    p = run_cli("train", "solo-ppo", "--config", "/nonexistent.toml")
+    assert one_line_refusal(p, "/nonexistent.toml").startswith("harmonies train: ")
+    p = run_cli("train", "solo-ppo", "--set", "foo.bar=1")
+    assert one_line_refusal(p, "foo").startswith("harmonies train: ")
+    p = run_module("experiments.train", "solo-ppo", "--set", "foo.bar=1")
+    assert one_line_refusal(p, "foo").startswith("python -m experiments.train: ")
+
+
+def test_forwarded_refusal_message_is_printed(monkeypatch, capsys):
+    def main(argv):
+        raise SystemExit(f"no such thing: {argv[0]}")
+
+    fake_train(monkeypatch, main)
+    assert cli.main(["train", "x.toml"]) == 2
+    assert capsys.readouterr().err == "harmonies train: no such thing: x.toml\n"
+
+
+def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_once(capsys):
+    from experiments import train
+
+    with pytest.raises(SystemExit):
+        train.main(["--help"])
+    assert capsys.readouterr().out.startswith("usage: python -m experiments.train")
+    assert cli.main(["train", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: harmonies train")
+    assert cli.main(["train", "solo-ppo", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: harmonies train solo-ppo")
+    assert_each_default_said_once(out, options=8)
+
+
+def assert_each_default_said_once(help_text: str, options: int) -> None:
+    chunks = re.split(r"\n  (?=-)", help_text.split("options:")[1])  # one chunk per option
+    assert len(chunks) >= options
+    for chunk in chunks:
+        assert len(re.findall(r"default", chunk)) <= 1, chunk
+    for shown in ("(default: None)", "(default: False)", "(default: [])"):
+        assert shown not in help_text
+
+
+def test_every_subcommand_help_says_each_default_once():
+    import argparse
+
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, parser in sub.choices.items():
+        if name not in cli.FORWARDED:
+            assert_each_default_said_once(parser.format_help(), options=2)
+
+
+def test_bench_runs_all_four_cases_from_a_checkout_wherever_it_is_started(tmp_path):
+    """From the repository root (`python -m benchmarks.bench_engine`) or elsewhere (`harmonies bench`), the
+    test-reference cases run: the references are found next to the benchmark, not through the import path, and a
+    numba cache the tests wrote for tests/habitat_reference.py (under the module name they import) does not break it."""
+    import numpy as np
+    from habitat_reference import placement_habitat_cells  # as test_batch imports it: pytest puts tests/ on the path
+
+    assert placement_habitat_cells(0, np.zeros(15, dtype=np.int64), 0, 1) == 0  # compiled, and cached under that name
+    small = ["--games", "2", "--api-actions", "10", "--reference-games", "1", "--habitat-boards", "50"]
+    for p in (run_module("benchmarks.bench_engine", *small), run_cli("bench", *small, cwd=tmp_path)):
+        assert p.returncode == 0, p.stderr[-2000:]
+        rows = [json.loads(line) for line in p.stdout.splitlines()]
+        assert {r["case"] for r in rows} == {"numba_random_games", "python_api_step_and_mask", "reference_ratio",
+                                             "habitat_matcher"}
+        assert not any("skipped" in r for r in rows) and "skipped" not in p.stderr
+
+
+def test_bench_without_the_test_references_says_so_per_case(monkeypatch, tmp_path, capsys):
+    from benchmarks import bench_engine
+
+    monkeypatch.setattr(bench_engine, "reference_dirs", lambda: [tmp_path / "tests"])
+    for key in ("_bench_tests_reference", "_bench_tests_habitat_reference"):
+        monkeypatch.delitem(sys.modules, key, raising=False)
+    assert cli.main(["bench", "--games", "1", "--api-actions", "1", "--reference-games", "1",
+                     "--habitat-boards", "1"]) == 0
+    cap = capsys.readouterr()
+    lines = cap.err.strip().splitlines()
+    assert len(lines) == 2
+    for line, case, name in zip(lines, ("reference_ratio", "habitat_matcher"), ("reference", "habitat_reference")):
+        assert line.startswith(f"harmonies bench: {case} skipped: tests/{name}.py not found")
+    rows = {json.loads(line)["case"]: json.loads(line) for line in cap.out.splitlines()}
+    assert "skipped" in rows["reference_ratio"] and "skipped" in rows["habitat_matcher"]
+
+
+def test_bench_refuses_counts_below_1(capsys):
+    one_line_refusal(run_cli("bench", "--games", "0"), "--games", "0")
+    for option in ("--games", "--api-actions", "--reference-games", "--habitat-boards"):
+        for value in ("0", "-3"):
+            assert cli.main(["bench", option, value]) == 2
+            assert capsys.readouterr().err == f"harmonies bench: {option} must be >= 1, got {value}\n"
+
+
+BAD_SPECS = {"greedy:abc": "greedy takes", "greedy:0": "greedy takes", "greedy:2:x": "greedy takes",
+             "mcts:xyz": "mcts takes", "mcts:-1": "mcts takes", "mcts:abcit": "mcts takes", "mcts:0it": "mcts takes",
+             "learned-search:abc": "learned-search takes", "random:3": "random takes", "ppo": "ppo:PATH",
+             "nonsense": "agents are random, greedy, mcts"}
+
+
+@pytest.mark.parametrize("command", ["tournament", "demo", "solo"])
+def test_every_bad_agent_spec_is_one_line_naming_it_and_what_is_accepted(command, capsys):
+    for spec, accepted in BAD_SPECS.items():
+        agents = [spec] if command == "solo" else ["random", spec]
+        argv = [command, "--agents", *agents] + ([] if command == "demo" else ["--games", "1", "--quiet"])
+        assert cli.main(argv) == 2, spec
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"harmonies {command}: ")
+        assert repr(spec) in err and accepted in err, err
+        assert "invalid literal" not in err and "could not convert" not in err
+
+
+def test_bad_agent_specs_through_the_shell():
+    one_line_refusal(run_cli("tournament", "--agents", "random", "greedy:abc", "--games", "1", "--quiet"),
+                     "'greedy:abc'", "greedy takes")
+    one_line_refusal(run_cli("demo", "--agents", "mcts:xyz", "random"), "'mcts:xyz'", "mcts takes")
+    one_line_refusal(run_cli("solo", "--agents", "learned-search:abc", "--games", "1"), "'learned-search:abc'",
+                     "learned-search takes")
+
+
+def test_demo_players_must_fit_the_agents(capsys):
+    assert cli.main(["demo", "--players", "0"]) == 2
+    assert "--players must be 1-4, got 0" in capsys.readouterr().err
+    assert cli.main(["demo", "--agents", "random", "random", "random", "--players", "2"]) == 2
+    assert "3 agents for a 2-player game" in capsys.readouterr().err
+
+
+class Finished:
+    """A finished game as winner_line reads it: totals, animal cubes, and the winners by the rules."""
+
+    def __init__(self, totals: list[int], cubes: list[int]):
+        self.num_players, self.totals, self.cubes = len(totals), totals, cubes
+
+    def scores(self):
+        from harmonies_env.scoring import CATEGORIES
+
+        return [dict.fromkeys(CATEGORIES, 0) | {"total": t} for t in self.totals]
+
+    def animal_cubes(self):
+        return self.cubes
+
+    def winners(self):
+        best = max(zip(self.totals, self.cubes))
+        return [p for p in range(self.num_players) if (self.totals[p], self.cubes[p]) == best]
+
+
+def test_winner_line_names_the_tie_break():
+    from harmonies_env.demo import winner_line
+
+    assert winner_line(Finished([80, 90], [3, 1])) == "winner: player 1 with 90 points"
+    assert winner_line(Finished([20, 20], [0, 1])) == (
+        "winner: player 1 with 20 points, on the tie-break: players 0 and 1 tie on points, and player 1 placed "
+        "more animal cubes (player 0 0, player 1 1)")
+    assert winner_line(Finished([13, 13], [2, 2])) == (
+        "shared victory: players 0 and 1 with 13 points, still tied after the tie-break (animal cubes placed: "
+        "player 0 2, player 1 2)")
+    assert winner_line(Finished([30, 30, 30, 10], [4, 1, 4, 9])) == (
+        "shared victory: players 0 and 2 with 30 points: players 0, 1 and 2 tie on points, and players 0 and 2 "
+        "placed the most animal cubes, as many each (player 0 4, player 1 1, player 2 4)")
+    assert winner_line(Finished([30, 30, 30], [1, 5, 2])).startswith(
+        "winner: player 1 with 30 points, on the tie-break: players 0, 1 and 2 tie on points, and player 1 placed "
+        "the most animal cubes")
+    out = io.StringIO()
+    cli.print_scores(Finished([20, 20], [0, 1]), out)  # harmonies demo and play end with the same line
+    assert out.getvalue().splitlines()[-1].startswith("winner: player 1 with 20 points, on the tie-break")
+
+
+def test_demo_of_a_tied_game_says_the_tie_break():
+    """Seed 1, the README's demo, ends 20-20 and player 1 wins on animal cubes; seed 43 is a shared victory."""
+    from harmonies_env.game import Game
+
+    p = run_module("harmonies_env.demo", "--seed", "1")
+    assert p.returncode == 0, p.stderr[-2000:]
+    last = p.stdout.strip().splitlines()[-1]
+    assert last.startswith("winner: player 1 with 20 points, on the tie-break: players 0 and 1 tie on points")
+    out = io.StringIO()
+    from harmonies_env.demo import play_demo
+
+    game = play_demo(seed=43, out=out)
+    assert isinstance(game, Game) and game.winners() == [0, 1]
+    assert out.getvalue().strip().splitlines()[-1].startswith("shared victory: players 0 and 1 with 13 points, "
+                                                               "still tied after the tie-break")
+    one_line_refusal(run_module("harmonies_env.demo", "--seed", "-1"), "seed", "-1")
+
+
+def test_docs_examples_of_refusals_are_the_real_messages():
+    from agents import make_agent
+    from harmonies_env.demo import winner_line
+
+    text = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    with pytest.raises(ValueError) as e:
+        make_agent("greedy:abc")
+    assert f"harmonies tournament: {e.value}" in text
+    assert f"`{winner_line(Finished([20, 20], [0, 1]))}`" in text

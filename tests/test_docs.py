@@ -84,7 +84,7 @@ def test_readme_is_a_short_front_page_with_the_two_commands():
     text = (ROOT / "README.md").read_text()
     assert len(text.encode()) <= 10 * 1024
     assert "pip install -e . && python -m harmonies_env.demo --seed 1\n" in text
-    assert 'pip install -e ".[train,test,distributed]" && python -m pytest\n' in text
+    assert 'pip install -e ".[train,test,distributed,web]" && python -m pytest\n' in text
     for heading in ("## Architecture", "## Trust and safety", "## Documentation"):
         assert heading in text
     assert "## Learned agent" in (ROOT / "docs" / "training.md").read_text()
