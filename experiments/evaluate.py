@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the result here (JSON)")
     a = ap.parse_args(argv)
     saved = json.loads((a.run / "config.json").read_text())
-    module = importlib.import_module(COMMANDS[saved["algo"]][0])
+    module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__)
     if not hasattr(module, "eval_env"):
         raise SystemExit(f"{saved['algo']} runs have no evaluation task")
     venv = module.eval_env(saved["algo"], saved["config"], a.games, a.device)

@@ -37,16 +37,16 @@ PROG = "python -m experiments.train"
 #: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
 #: parses its own flags), one-line help).
 COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
-    "solo-ppo": ("experiments.flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
-    "versus-ppo": ("experiments.flat_ppo", "versus", "versus_random_ppo.toml",
+    "solo-ppo": (".flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
+    "versus-ppo": (".flat_ppo", "versus", "versus_random_ppo.toml",
                    "MaskablePPO against a fixed opponent (random or greedy)"),
-    "selfplay-ppo": ("experiments.flat_ppo", "selfplay", "selfplay_ppo.toml",
+    "selfplay-ppo": (".flat_ppo", "selfplay", "selfplay_ppo.toml",
                      "MaskablePPO against a pool of its past selves and the heuristics"),
-    "tune-greedy": ("experiments.tune_greedy", "run", "tune_greedy.toml",
+    "tune-greedy": (".tune_greedy", "run", "tune_greedy.toml",
                     "compare / hill-climb the greedy planner's weights in numba"),
-    "rllib-ppo": ("experiments.rllib_selfplay", "run", "rllib_ppo.toml",
+    "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": ("experiments.train_learned", "main", None,
+    "learned": (".train_learned", "main", None,
                 "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
 }
 
@@ -131,12 +131,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
         module, function, _, _ = COMMANDS[argv[0]]
-        return int(getattr(importlib.import_module(module), function)(argv[1:]) or 0)
+        return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
     try:
         args = resolve(ns)
         module, function, _, _ = COMMANDS[args.algo]
-        fn = getattr(importlib.import_module(module), function)
+        fn = getattr(importlib.import_module(module, __package__), function)
         args.run.mkdir(parents=True, exist_ok=True)
         save_run_config(args)
         fn(args)

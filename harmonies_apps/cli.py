@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -32,13 +33,28 @@ APP_MODULES: list[str] = [
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
-#: name -> (module, help line).
+#: name -> (module, help line). The repository's `benchmarks/` and `experiments/` folders are installed as
+#: `harmonies_benchmarks` and `harmonies_experiments` (generic top-level names would collide with other
+#: distributions and users' own modules); a checkout run without installing has only the folders' own names.
 FORWARDED: dict[str, tuple[str, str]] = {
-    "bench": ("benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
-                                         "(harmonies bench --help)"),
-    "train": ("experiments.train", "training entry point; options are experiments/train.py's "
-                                   "(harmonies train --help)"),
+    "bench": ("harmonies_benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                                   "(harmonies bench --help)"),
+    "train": ("harmonies_experiments.train", "training entry point; options are experiments/train.py's "
+                                             "(harmonies train --help)"),
 }
+#: Installed package name -> the repository folder it is, for a checkout that was not installed.
+CHECKOUT_NAME: dict[str, str] = {"harmonies_benchmarks": "benchmarks", "harmonies_experiments": "experiments"}
+
+
+def forwarded_module(command: str) -> str:
+    """The module `command` forwards to: its installed name, else (an uninstalled checkout) the folder's own."""
+    name = FORWARDED[command][0]
+    top, _, rest = name.partition(".")
+    checkout = Path(__file__).resolve().parents[1] / CHECKOUT_NAME[top]
+    if importlib.util.find_spec(top) is None and checkout.is_dir():
+        return f"{CHECKOUT_NAME[top]}.{rest}"
+    return name
+
 
 #: Optional top-level modules -> the pyproject extra that installs them.
 EXTRA_OF: dict[str, str] = {
@@ -252,7 +268,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def forward(command: str, argv: list[str]) -> int:
     """Run `command`'s module main(argv) with argv unchanged; a missing extra is one line and exit 2."""
-    module_name = FORWARDED[command][0]
+    module_name = forwarded_module(command)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:

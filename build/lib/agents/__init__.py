@@ -1,0 +1,100 @@
+"""Agents that play Harmonies through a `PlayerView`: random, greedy turn planner, ISMCTS, MaskablePPO.
+
+`make_agent("greedy")`, `make_agent("mcts:0.5")` (seconds per decision), `make_agent("mcts:200it")`
+(iterations), `make_agent("random")`, `make_agent("ppo:runs/x/model.pt")` (a PPO checkpoint: a training run's
+weights-only `.pt` + `.json`, or a MaskablePPO `.zip`; the path is required), `make_agent("learned")` (the shipped
+afterstate value network) and `make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that
+network inside a search).
+"""
+from __future__ import annotations
+
+from .base import Agent, PlanAgent, private_copy
+from .greedy import MAX_BEAM, GreedyAgent
+from .mcts import MCTSAgent
+from .random_agent import RandomAgent
+
+AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
+
+#: What each kind of spec accepts, quoted when a spec is refused.
+SPEC_FORMS: dict[str, str] = {
+    "random": "random (no argument)",
+    "greedy": f"greedy[:BEAM][:spaces] (BEAM a whole number 1..{MAX_BEAM}, default 24; spaces: a beam per central "
+              "space)",
+    "mcts": "mcts, mcts:SECONDS (a number > 0) or mcts:Nit (N a whole number >= 1)",
+    "ppo": "ppo:PATH (a training run's model.pt, or a MaskablePPO .zip)",
+    "learned": "learned or learned:PATH (a learned checkpoint's .pt, next to its .json)",
+    "learned-search": "learned-search, learned-search:SECONDS (a number > 0) or learned-search:Nit (N a whole "
+                      "number >= 1)",
+}
+
+
+def _whole(text: str, what: str) -> int:
+    """`text` as an int, or a ValueError naming `what` and the text (not Python's int() message)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{what} {text.strip()!r} is not a whole number") from None
+
+
+def _budget(arg: str) -> dict:
+    """A search budget from a spec's argument: '' (1 second), 'SECONDS' or 'Nit' (N iterations)."""
+    arg = arg.strip()
+    if not arg:
+        return {"seconds": 1.0}
+    if arg.lower().endswith("it"):
+        return {"iterations": _whole(arg[:-2], "the iteration count")}
+    try:
+        return {"seconds": float(arg)}
+    except ValueError:
+        raise ValueError(f"{arg!r} is neither a number of seconds nor Nit") from None
+
+
+def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
+    """Build an agent from a spec string: kind[:argument].
+
+    random | greedy[:BEAM[:spaces]] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH]
+    | learned-search[:SECONDS | :Nit]
+    (`greedy:BEAM:spaces` plans with a beam of BEAM per central space; `learned` defaults to the shipped checkpoint;
+    `ppo` needs a path, no PPO checkpoint ships; `learned-search` uses the shipped network). Unknown kinds or bad
+    arguments raise ValueError naming the spec and what its kind accepts (`SPEC_FORMS`). `trust` is passed to
+    `PPOAgent`: by default a checkpoint is loaded without unpickling anything (see docs/safety.md); learned
+    checkpoints never unpickle code.
+    """
+    kind, _, arg = spec.partition(":")
+    kind = kind.strip().lower()
+    try:
+        if kind == "random":
+            if arg.strip():
+                raise ValueError(f"unexpected argument {arg.strip()!r}")
+            return RandomAgent(seed=seed)
+        if kind == "greedy":
+            beam, _, how = arg.partition(":")
+            if beam.strip().lower() == "spaces" and not how:  # greedy:spaces = greedy:24:spaces
+                beam, how = "", "spaces"
+            if how not in ("", "spaces"):
+                raise ValueError(f"got {how!r} after the beam")
+            return GreedyAgent(beam=_whole(beam, "the beam") if beam.strip() else 24, seed=seed, name=spec,
+                               diverse=how == "spaces")
+        if kind == "mcts":
+            return MCTSAgent(**_budget(arg), seed=seed, name=spec)
+        if kind == "learned":
+            from .learned import LearnedAgent
+            return LearnedAgent(arg or None, seed=seed, name=spec)
+        if kind == "learned-search":
+            from .learned import LearnedSearchAgent
+            return LearnedSearchAgent(**_budget(arg), seed=seed, name=spec)
+        if kind == "ppo":
+            if not arg.strip():
+                raise ValueError(f"the ppo agent needs a checkpoint: {SPEC_FORMS['ppo']}; no PPO checkpoint ships "
+                                 "with the package")
+            from .ppo import PPOAgent
+            return PPOAgent(arg, seed=seed, name=spec, trust=trust)
+    except ValueError as e:
+        why = str(e) if SPEC_FORMS[kind] in str(e) else f"{e}; {kind} takes {SPEC_FORMS[kind]}"
+        raise ValueError(f"bad agent spec {spec!r}: {why}") from None
+    raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "
+                     "mcts:200it, random, ppo:model.pt, learned, learned-search:1.0, learned-search:200it)")
+
+
+__all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS",
+           "SPEC_FORMS"]

@@ -1,0 +1,561 @@
+"""Greedy turn planner: choose the whole turn that maximises score-after-turn plus a potential heuristic.
+
+A turn is a sequence of micro-actions (take a central space, place its 3 tokens, maybe take a card, place
+cubes, end). Within a turn nothing is left to chance (the refill happens at END), so a turn can be planned
+exactly on any determinized copy. The kernel `plan_turn` searches it as a beam over token placements:
+
+1. every central space that can be taken;
+2. token placements, one level per token: every (held colour, legal cell) with cells in non-decreasing
+   order, which enumerates each distinct final board once (same-cell placements keep both stacking
+   orders); after each level the best `beam` partial turns by `evaluate` are kept;
+3. for each surviving turn: take no card or any legal market card, then place cubes greedily while any
+   habitat stands (cubes are free and final);
+4. the value is `evaluate` of the position just before END; the best plans are returned, best first.
+
+`evaluate` = the player's current score + potential (weights in `DEFAULT_WEIGHTS`, by index), except on the
+player's last turn (`no_turn_left`: the end is triggered and the player has played this round, or ending the
+turn now triggers it), where only points count:
+ 0 brown trunk of 1 (a tree 2 or 3 waiting for green)      1 brown trunk of 2
+ 2 isolated mountain (x its points if it gets a neighbour)  3 yellow cell without a yellow neighbour
+ 4 lone red token (a building waiting)                      5 building whose neighbours show < 3 colours
+ 6 blue cell (river growth, Side A only)                    7 held card whose next habitat stands now
+   (x the points of its next cube)                          8 held card otherwise (x next cube's points)
+ 9 empty cells (room left)                                 10 incomplete card held (slot pressure)
+11 Spirit kept without its cube (x its rule's points now)  12 held card whose next habitat is 1 token away
+13 held card whose next habitat is 2 tokens away              (12, 13: x the points of its next cube)
+
+Terms 12-13 are what makes the planner build towards its cards' habitats over several turns ("habitats nearly
+complete"): a habitat's distance is the fewest tokens still to place on its cells, over every placement of the
+pattern whose cells can still become what it asks (`habitat_distance`). They raise the planner's score and win
+rate against the same planner without them (`experiments/tune_greedy.py` compares; figures in
+benchmarks/STRENGTH.md).
+
+The beam matters as much as the weights: GreedyAgent's default beam 24 is the reference baseline (kept so its
+figures stay comparable); beam 800 (`WIDE_BEAM`) scores more and beats it, because a narrow beam drops turns whose
+first token looks poor on its own (figures in benchmarks/STRENGTH.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from harmonies_env import actions as A
+from harmonies_env import cards as C
+from harmonies_env import stacks as ST
+from harmonies_env import state as S
+from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
+from harmonies_env.rules import legal_actions, step, token_cells
+from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+
+from .base import PlanAgent
+
+#: Potential weights (see the module docstring for each index). float64 (NUM_TERMS,)
+DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26, 0.17, -0.87, 0.92, 0.34, 0.10],
+                           dtype=np.float64)
+MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
+#: Beam of the planner that proposes whole-turn candidates to MCTSAgent. Much wider than GreedyAgent's 24; alone
+#: (`greedy:800`) it beats beam 24 (figures in benchmarks/STRENGTH.md).
+WIDE_BEAM = 800
+_NC = C.NUM_CARDS + 1
+_FAR = 99  # habitat distance of a pattern that can no longer be formed
+
+
+#: How many potential terms `potential_terms` computes (the length of the weight vector).
+NUM_TERMS = 14
+
+
+def _need_codes() -> np.ndarray:
+    """NEED_CODES[cls, k]: mask over stack codes that become habitat class cls with k more tokens (k = 0..3)."""
+    out = np.zeros((9, 4), dtype=np.int64)
+    for cls in range(9):
+        targets = [ST.S_BROWN_RED, ST.S_GRAY_RED, ST.S_RED_RED] if C.CLASS_STACK[cls] < 0 else [int(C.CLASS_STACK[cls])]
+        for code, stack in enumerate(ST.STACKS):
+            need = min((len(ST.STACKS[t]) - len(stack) for t in targets if ST.STACKS[t][: len(stack)] == stack),
+                       default=_FAR)
+            if need <= 3:
+                out[cls, need] |= 1 << code
+    return out
+
+
+#: NEED_CODES[habitat class, k] -> stack codes k tokens short of that class (k = 0..3). int64 (9, 4)
+NEED_CODES = _need_codes()
+
+
+@njit(cache=True)
+def need_masks(bb, cubes: int, out) -> None:
+    """out[cls, k] = cells k tokens short of habitat class cls (cells under a cube only when k = 0).
+
+    bb: int64 (15,) one board's bitboards; cubes: its cube mask; out: int64 (9, 4).
+    """
+    for cls in range(9):
+        for k in range(4):
+            codes = NEED_CODES[cls, k]
+            m = 0
+            for code in range(15):
+                if (codes >> code) & 1:
+                    m |= bb[code]
+            out[cls, k] = m if k == 0 else m & ~cubes
+
+
+@njit(cache=True)
+def habitat_distance(side: int, cubes: int, card: int, need) -> int:
+    """Fewest tokens still to place before a habitat of `card` stands with a free cube cell (0 = stands now).
+
+    need: int64 (9, 4) from `need_masks`. Returns `_FAR` (99) when no placement can be formed any more.
+    """
+    best = _FAR
+    for q in range(C.HABITAT_START[side, card], C.HABITAT_START[side, card + 1]):
+        if (cubes >> C.HABITAT_CUBE[side, q]) & 1:
+            continue
+        cost = 0
+        for j in range(4):
+            cls = C.HABITAT_CLASS[side, q, j]
+            if cls < 0:
+                break
+            m = C.HABITAT_MASK[side, q, j]
+            if m & ~(need[cls, 0] | need[cls, 1] | need[cls, 2] | need[cls, 3]):
+                cost = _FAR
+                break
+            cost += popcount(m & need[cls, 1]) + 2 * popcount(m & need[cls, 2]) + 3 * popcount(m & need[cls, 3])
+            if cost >= best:
+                break
+        if cost < best:
+            best = cost
+            if best == 0:
+                break
+    return best
+
+
+@njit(cache=True)
+def _terms(s, p: int):
+    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: the only
+    allocation is the need masks, and only while a held Animal card's habitat does not stand)."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    need = np.empty((0, 0), dtype=np.int64)
+    mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
+    m = mountains
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        if NEIGHBOUR_MASK[side, i] & mountains == 0:
+            bit = 1 << i
+            t2 += 1.0 if bb[ST.S_MOUNTAIN1] & bit else (3.0 if bb[ST.S_MOUNTAIN2] & bit else 7.0)
+    y = bb[ST.S_YELLOW]
+    m = y
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        if NEIGHBOUR_MASK[side, i] & y == 0:
+            t3 += 1.0
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
+    m = buildings
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        around = NEIGHBOUR_MASK[side, i]
+        colours = 0
+        for c in range(6):
+            seen = False
+            for k in range(1, 15):
+                if ST.TOP_COLOUR[k] == c and bb[k] & around:
+                    seen = True
+                    break
+            if seen:
+                colours += 1
+        if colours < 3:
+            t5 += 1.0
+    cubes = s[S.CUBES + p]
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        t10 += 1.0
+        if card >= C.FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+            if C.habitat_cells(side, bb, cubes, card):
+                t7 += gain
+            else:
+                t11 += gain
+            continue
+        k = s[S.CUBES_PLACED + _NC * p + card]
+        if k >= C.CUBES_ON_CARD[card]:
+            continue
+        gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        if C.habitat_cells(side, bb, cubes, card):
+            t7 += gain
+            continue
+        t8 += gain
+        if need.shape[0] == 0:
+            need = np.empty((9, 4), dtype=np.int64)
+            need_masks(bb, cubes, need)
+        d = habitat_distance(side, cubes, card, need)
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
+    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
+    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
+            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def potential_terms(s, p: int, t) -> None:
+    """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (NUM_TERMS,).
+
+    What `evaluate` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
+    public fields (p's board, cubes, held cards and the cubes placed on them).
+    """
+    x = _terms(s, p)
+    for k in range(NUM_TERMS):
+        t[k] = x[k]
+
+
+@njit(cache=True)
+def no_turn_left(s, p: int) -> bool:
+    """Whether player p gets no further turn once the current turn ends (so potential is worth nothing to p).
+
+    True when the game is over; when the end is already triggered and p has played this round (p <= the
+    mover); or when p is the mover and ending the turn now triggers the end: p's board has <= 2 empty cells,
+    or the pouch cannot refill the central board (3 tokens per space to refill, all spaces in solo). A trigger
+    ends the game after the round, which p does not see again.
+    """
+    if s[S.GAME_OVER]:
+        return True
+    mover = s[S.CURRENT]
+    if s[S.END_TRIGGER]:
+        return p <= mover
+    if p != mover:
+        return False
+    if popcount(s[S.BITBOARD + 15 * p]) <= 2:
+        return True
+    solo = s[S.NUM_PLAYERS] == 1
+    if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
+        return False
+    pouch = 0
+    for c in range(6):
+        pouch += s[S.POUCH + c]
+    return pouch < (3 * s[S.NUM_SPACES] if solo else 3)
+
+
+@njit(cache=True)
+def evaluate(s, p: int, w, sc) -> float:
+    """Score of player p now plus the potential heuristic: total + w . potential_terms.
+
+    The potential is left out when p has no turn left (`no_turn_left`): on a player's last turn only points count.
+    w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
+    """
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
+    v = float(sc[NUM_CATEGORIES - 1])
+    if no_turn_left(s, p):
+        return v
+    x = _terms(s, p)
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+@njit(cache=True)
+def place_cubes_greedily(s, plan, n: int) -> int:
+    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
+    p = s[S.CURRENT]
+    side = s[S.SIDE]
+    placed = True
+    while placed:
+        placed = False
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card < 0:
+                continue
+            m = C.habitat_cells(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], card)
+            if m:
+                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
+                if step(s, a) == 0:
+                    plan[n] = a
+                    n += 1
+                    placed = True
+                    break
+    return n
+
+
+@njit(cache=True)
+def _spirit_plans(s, plans, lens, values) -> int:
+    """First-turn Spirit choice: both options (as many as fit), the one whose rule pays more first."""
+    p = s[S.CURRENT]
+    v = np.zeros(2, dtype=np.float64)
+    for j in range(2):
+        card = s[S.SPIRIT_DEALT + 2 * p + j]
+        v[j] = float(C.SPIRIT_POINTS[card, 0] + C.SPIRIT_POINTS[card, 1] + C.SPIRIT_POINTS[card, 2])
+    first = 1 if v[1] > v[0] else 0
+    out = min(2, plans.shape[0])
+    for k in range(out):
+        j = first if k == 0 else 1 - first
+        plans[k, 0] = A.KEEP_SPIRIT + j
+        lens[k] = 1
+        values[k] = v[j]
+    return out
+
+
+@njit(cache=True)
+def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
+    """Best turn plans for the player to move in s0 (not modified), best first.
+
+    w: float64 (NUM_TERMS,) potential weights; beam: partial turns kept per token level.
+    plans: int64 (K, MAX_PLAN) out, lens: int64 (K,) out, values: float64 (K,) out. Returns how many
+    plans were written (<= K). Each plan ends with END_TURN (or is the Spirit choice, which does not end
+    the turn: plan again afterwards).
+    """
+    p = s0[S.CURRENT]
+    if s0[S.SPIRITS] and s0[S.SPIRIT_KEPT + p] < 0:
+        return _spirit_plans(s0, plans, lens, values)
+    fplan, flen, fval, nf = _plan_pool(s0, w, beam, -1)
+    order = np.argsort(-fval[:nf], kind="mergesort")
+    out = min(plans.shape[0], nf)
+    for j in range(out):
+        plans[j] = fplan[order[j]]
+        lens[j] = flen[order[j]]
+        values[j] = fval[order[j]]
+    return out
+
+
+@njit(cache=True)
+def _plan_pool(s0, w, beam: int, only_space: int):
+    """Every whole-turn plan the beam keeps for the mover of s0 (not modified), unsorted: (plans int64 (F, MAX_PLAN),
+    lens int64 (F,), values float64 (F,), count). only_space >= 0 takes that central space only (-1: any)."""
+    p = s0[S.CURRENT]
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    nb = 1
+    cap = max(beam, 5)
+    states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
+    alen = np.zeros(cap, dtype=np.int64)
+    last = np.zeros(cap, dtype=np.int64)
+    states[0] = s0
+    # level 0: which central space
+    if not s0[S.TOOK_TOKENS]:
+        n = legal_actions(s0, buf)
+        nb = 0
+        for k in range(n):
+            a = buf[k]
+            if a < A.PLACE_TOKEN and (only_space < 0 or a - A.TAKE_TOKENS == only_space):
+                states[nb] = s0
+                step(states[nb], a)
+                acts[nb, 0] = a
+                alen[nb] = 1
+                nb += 1
+    # token levels
+    maxc = cap * 6 * 25 + cap
+    cpar = np.zeros(maxc, dtype=np.int64)
+    cact = np.zeros(maxc, dtype=np.int64)
+    cval = np.zeros(maxc, dtype=np.float64)
+    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    new_states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
+    new_len = np.zeros(cap, dtype=np.int64)
+    new_last = np.zeros(cap, dtype=np.int64)
+    for _level in range(6):
+        nc = 0
+        any_placed = False
+        for b in range(nb):
+            sb = states[b]
+            placeable = False
+            for c in range(6):
+                if sb[S.HAND + c] <= 0:
+                    continue
+                full = token_cells(sb, p, c)
+                if full:
+                    placeable = True
+                m = full & ~((1 << last[b]) - 1)
+                if m == 0:  # only cells before the last one remain: order no longer matters, allow them
+                    m = full
+                while m:
+                    i = lowest_cell(m)
+                    m &= m - 1
+                    tmp[:] = sb
+                    a = A.PLACE_TOKEN + 25 * c + i
+                    step(tmp, a)
+                    cpar[nc] = b
+                    cact[nc] = a
+                    cval[nc] = evaluate(tmp, p, w, sc)
+                    nc += 1
+                    any_placed = True
+            if not placeable:  # done with tokens: carries forward unchanged
+                cpar[nc] = b
+                cact[nc] = -1
+                cval[nc] = evaluate(sb, p, w, sc)
+                nc += 1
+        if not any_placed:
+            break
+        order = np.argsort(-cval[:nc], kind="mergesort")
+        nn = min(beam, nc)
+        for j in range(nn):
+            k = order[j]
+            b = cpar[k]
+            new_states[j] = states[b]
+            new_acts[j] = acts[b]
+            new_len[j] = alen[b]
+            new_last[j] = last[b]
+            a = cact[k]
+            if a >= 0:
+                step(new_states[j], a)
+                new_acts[j, new_len[j]] = a
+                new_len[j] += 1
+                new_last[j] = (a - A.PLACE_TOKEN) % 25
+        states, new_states = new_states, states
+        acts, new_acts = new_acts, acts
+        alen, new_len = new_len, alen
+        last, new_last = new_last, last
+        nb = nn
+    # final stage: card (or none), cubes, value before END
+    nf = 0
+    fval = np.zeros(nb * 6, dtype=np.float64)
+    fplan = np.zeros((nb * 6, MAX_PLAN), dtype=np.int64)
+    flen = np.zeros(nb * 6, dtype=np.int64)
+    for b in range(nb):
+        n = legal_actions(states[b], buf)
+        for k in range(-1, n):
+            a = -1
+            if k >= 0:
+                a = buf[k]
+                if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
+                    continue
+            tmp[:] = states[b]
+            fplan[nf] = acts[b]
+            ln = alen[b]
+            if a >= 0:
+                step(tmp, a)
+                fplan[nf, ln] = a
+                ln += 1
+            ln = place_cubes_greedily(tmp, fplan[nf], ln)
+            fval[nf] = evaluate(tmp, p, w, sc)
+            fplan[nf, ln] = A.END_TURN
+            flen[nf] = ln + 1
+            nf += 1
+    return fplan, flen, fval, nf
+
+
+@njit(cache=True)
+def plan_group(plan, n: int) -> int:
+    """What kind of turn a plan is, by its strategic choices: 6 x (central space taken, 0-4; 5 when it was taken
+    before the plan) + (market slot of the card taken, 0-4; 5 = none). int in [0, 36)."""
+    space = 5
+    card = 5
+    for j in range(n):
+        a = plan[j]
+        if a < A.PLACE_TOKEN:
+            space = a - A.TAKE_TOKENS
+        elif a >= A.TAKE_CARD and a < A.PLACE_CUBE:
+            card = a - A.TAKE_CARD
+    return 6 * space + card
+
+
+@njit(cache=True)
+def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
+    """Candidate turn plans that cover the turn's strategic choices: the best plan (by `evaluate`) of every
+    (central space, card taken or none) pair the beam finds, then the best remaining plans, best first.
+
+    Why: the plain beam's best plans mostly share one central space and one card choice (measured: 1.9 spaces and
+    2 card choices among the best 32 of beam 800), so a value network ranking them decides where tokens go but
+    hardly which tokens or which card. Here each central space gets its own beam (`beam` partial turns per token
+    level, per space), so every space's best turns survive to the end. plans int64 (K, MAX_PLAN), lens (K,),
+    values (K,) out, as `plan_turn`'s, in heuristic order within each of the two parts; returns how many.
+    """
+    K = plans.shape[0]
+    p = s0[S.CURRENT]
+    if s0[S.SPIRITS] and s0[S.SPIRIT_KEPT + p] < 0:
+        return _spirit_plans(s0, plans, lens, values)
+    spaces = np.full(S.MAX_SPACES, -1, dtype=np.int64)  # -1 alone: the tokens are taken already, plan the rest
+    nsp = 1
+    if not s0[S.TOOK_TOKENS]:
+        nsp = 0
+        for sp in range(s0[S.NUM_SPACES]):
+            if s0[S.CENTRAL + 3 * sp] >= 0:
+                spaces[nsp] = sp
+                nsp += 1
+    total = 0
+    pools = []
+    for j in range(nsp):
+        pool = _plan_pool(s0, w, beam, spaces[j])
+        pools.append(pool)
+        total += pool[3]
+    allp = np.zeros((total, MAX_PLAN), dtype=np.int64)
+    alll = np.zeros(total, dtype=np.int64)
+    allv = np.zeros(total, dtype=np.float64)
+    o = 0
+    for pool in pools:
+        nf = pool[3]
+        allp[o: o + nf] = pool[0][:nf]
+        alll[o: o + nf] = pool[1][:nf]
+        allv[o: o + nf] = pool[2][:nf]
+        o += nf
+    order = np.argsort(-allv, kind="mergesort")
+    taken = np.zeros(total, dtype=np.bool_)
+    seen = np.zeros(36, dtype=np.bool_)
+    out = 0
+    for j in range(total):  # the best plan of each group, best groups first
+        k = order[j]
+        g = plan_group(allp[k], alll[k])
+        if not seen[g] and out < K:
+            seen[g] = True
+            taken[k] = True
+            plans[out] = allp[k]
+            lens[out] = alll[k]
+            values[out] = allv[k]
+            out += 1
+    for j in range(total):  # then the best of the rest
+        if out >= K:
+            break
+        k = order[j]
+        if not taken[k]:
+            plans[out] = allp[k]
+            lens[out] = alll[k]
+            values[out] = allv[k]
+            out += 1
+    return out
+
+
+#: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).
+MAX_BEAM = 100_000
+
+
+def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
+    """Validated (beam, weights) for `plan_turn`: beam >= 1; weights float64 (NUM_TERMS,), default `DEFAULT_WEIGHTS`."""
+    if isinstance(beam, (bool, np.bool_)) or not isinstance(beam, (int, np.integer)) or not 1 <= beam <= MAX_BEAM:
+        raise ValueError(f"beam must be an integer 1..{MAX_BEAM}, got {beam!r}")
+    w = np.array(DEFAULT_WEIGHTS if weights is None else weights, dtype=np.float64)
+    if w.shape != DEFAULT_WEIGHTS.shape:
+        raise ValueError(f"weights must have shape {DEFAULT_WEIGHTS.shape}, got {w.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError("weights must be finite numbers")
+    return int(beam), w
+
+
+class GreedyAgent(PlanAgent):
+    """Plans its whole turn with `plan_turn` and plays it one micro-action per call.
+
+    The plan is computed on a private determinized copy (a turn involves no chance, so any copy gives the
+    same plan) and cached by `PlanAgent`, which plans again when the view is not the position it expects.
+    """
+
+    def __init__(self, beam: int = 24, weights: np.ndarray | None = None, seed: int = 0, name: str = "greedy",
+                 diverse: bool = False):
+        """diverse: plan with a beam of `beam` per central space (`plan_candidates`' first plan: the heuristic's own
+        choice among the candidates the learned agent ranks) instead of one beam over all spaces."""
+        self.beam, self.weights = planner_settings(beam, weights)
+        self.diverse = bool(diverse)
+        self.seed = int(seed)
+        self.name = name
+        self._plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
+        self._lens = np.zeros(1, dtype=np.int64)
+        self._values = np.zeros(1, dtype=np.float64)
+        self.reset()
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        plan = plan_candidates if self.diverse else plan_turn
+        n = plan(game.state.copy(), self.weights, self.beam, self._plans, self._lens, self._values)
+        return self._plans[0, : self._lens[0]].tolist() if n else []

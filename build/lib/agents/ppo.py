@@ -1,0 +1,374 @@
+"""An agent that plays a trained MaskablePPO policy (sb3-contrib), deterministically, within the legal mask.
+
+The policy is one over the flat action space (observation `OBS_SIZE` floats, 268 actions), as trained on the
+Gymnasium / batched environments (`python -m experiments.train solo-ppo`, `versus-ppo`, `selfplay-ppo`): one
+micro-action per call.
+
+No checkpoint ships with the package (an SB3 zip stores pickles; the learned agent replaced the one that shipped):
+`PPOAgent` and `make_agent("ppo:PATH")` always name the file.
+
+Two checkpoint formats are read. The training commands write a **weights-only export** (`save_policy`):
+`NAME.pt`, a `torch.save` of the policy's state dict (tensors only, read with `torch.load(weights_only=True)`), and
+`NAME.json` beside it, everything needed to rebuild the `MaskableActorCriticPolicy` (observation size, action count,
+network keyword arguments, activation by name, which kind of policy, the weights' size and SHA-256): nothing in
+either file can run code. A user's Stable-Baselines3 `.zip` is read too.
+
+Loading never runs code from the file by default (see docs/safety.md). An SB3 `.zip` stores its spaces, schedules
+and policy class as pickles (`":serialized:"` entries of its `data` JSON), and `MaskablePPO.load` unpickles them: a
+crafted file runs any code it likes. So `load_policy` reads the zip itself: it takes the observation / action
+spaces and the network architecture from the JSON's plain (non-pickled) fields, builds a fresh
+`MaskableActorCriticPolicy`, and loads `policy.pth` with `torch.load(weights_only=True)`, which only rebuilds
+tensors. A checkpoint that cannot be read that way (a custom policy class, pickled `policy_kwargs` such as an
+`activation_fn`, other spaces) is refused with `UntrustedCheckpointError`, unless the caller opts in with
+`trust=True` (CLI: `--trust-checkpoint`; environment: `HARMONIES_TRUST_CHECKPOINT=1`, which worker processes
+inherit), which goes through `MaskablePPO.load` and so may run code from the file.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harmonies_env.observation import OBS_SIZE
+
+from .base import Agent
+
+NEEDS_PATH = ("the ppo agent needs a checkpoint: ppo:PATH (a training run's model.pt, or a MaskablePPO .zip); no PPO "
+              "checkpoint ships with the package")
+#: Environment variable that, set to "1", trusts checkpoints (as `trust=True`): they may run code when loaded.
+TRUST_ENV = "HARMONIES_TRUST_CHECKPOINT"
+#: Largest `data` JSON / `policy.pth` member read from a checkpoint zip (bytes, uncompressed).
+MAX_DATA_BYTES = 64 << 20
+MAX_WEIGHTS_BYTES = 1 << 30
+#: policy_kwargs entries the weights-only loader understands (plain JSON values only).
+_SAFE_POLICY_KWARGS = ("net_arch", "ortho_init", "share_features_extractor", "normalize_images")
+#: The `format` tag of a weights-only policy export's JSON (`save_policy`); bumped if the layout changes.
+POLICY_FORMAT = "harmonies-ppo-policy"
+POLICY_VERSION = 1
+#: Largest policy-export JSON read (bytes).
+MAX_CONFIG_BYTES = 1 << 20
+#: Activation functions an export may name (torch.nn class name by JSON name).
+_ACTIVATIONS = {"tanh": "Tanh", "relu": "ReLU"}
+_RISK = ("loading it through Stable-Baselines3 unpickles objects stored in the file, which can run arbitrary "
+         "code; only if you trust where it came from, pass trust=True (CLI: --trust-checkpoint)")
+
+
+class UntrustedCheckpointError(ValueError):
+    """A checkpoint that cannot be loaded without unpickling (running code from) the file, and trust was not given."""
+
+
+def trust_from_env() -> bool:
+    """True when `HARMONIES_TRUST_CHECKPOINT=1` is set (how `--trust-checkpoint` reaches worker processes)."""
+    return os.environ.get(TRUST_ENV, "") == "1"
+
+
+def _has_serialized(x: Any) -> bool:
+    if isinstance(x, dict):
+        return ":serialized:" in x or any(_has_serialized(v) for v in x.values())
+    if isinstance(x, list):
+        return any(_has_serialized(v) for v in x)
+    return False
+
+
+def _int(v: Any, what: str) -> int:
+    """An integer stored plainly in the JSON (SB3 writes numpy scalars as their str(), e.g. "8")."""
+    if isinstance(v, bool):
+        raise ValueError(what)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    raise ValueError(what)
+
+
+def _shape(v: Any, what: str) -> tuple[int, ...]:
+    if isinstance(v, str):
+        try:
+            v = json.loads(v.replace("(", "[").replace(")", "]").replace(",]", "]"))
+        except json.JSONDecodeError:
+            raise ValueError(what) from None
+    if not isinstance(v, list):
+        raise ValueError(what)
+    return tuple(_int(k, what) for k in v)
+
+
+def read_checkpoint_zip(path: str | Path) -> tuple[dict, bytes]:
+    """(the `data` JSON, the raw `policy.pth` bytes) of an SB3 checkpoint zip, read without unpickling anything."""
+    p = Path(path)
+    try:
+        zf = zipfile.ZipFile(p)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (not a zip file)") from None
+    with zf:
+        names = set(zf.namelist())
+        for member in ("data", "policy.pth"):
+            if member not in names:
+                raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
+        if zf.getinfo("data").file_size > MAX_DATA_BYTES or zf.getinfo("policy.pth").file_size > MAX_WEIGHTS_BYTES:
+            raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
+        try:
+            data = json.loads(zf.read("data"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{p}: the checkpoint's 'data' is not JSON ({e})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{p}: the checkpoint's 'data' is not a JSON object")
+        return data, zf.read("policy.pth")
+
+
+def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
+    """(observation space, action space, policy kwargs) from the plain JSON fields; UntrustedCheckpointError if
+    they cannot be rebuilt without unpickling."""
+    from gymnasium import spaces
+
+    cls = data.get("policy_class")
+    ok_cls = isinstance(cls, dict) and cls.get("__module__") == "sb3_contrib.common.maskable.policies"
+    if ok_cls:
+        try:
+            ok_cls = b"MaskableActorCriticPolicy" in base64.b64decode(cls.get(":serialized:", ""), validate=True)
+        except (ValueError, TypeError):
+            ok_cls = False
+    if not ok_cls:
+        raise UntrustedCheckpointError(f"{p}: the policy class is not sb3-contrib's MaskableActorCriticPolicy, so the "
+                                       f"weights cannot be loaded on their own; {_RISK}")
+    obs, act = data.get("observation_space"), data.get("action_space")
+    try:
+        if not (isinstance(obs, dict) and str(obs.get(":type:", "")).endswith("spaces.box.Box'>")):
+            raise ValueError("observation space")
+        shape = _shape(obs.get("_shape"), "observation shape")
+        if len(shape) != 1 or shape[0] < 1 or obs.get("dtype") != "float32":
+            raise ValueError("observation shape")
+        if not (isinstance(act, dict) and str(act.get(":type:", "")).endswith("spaces.discrete.Discrete'>")):
+            raise ValueError("action space")
+        n = _int(act.get("n"), "action count")
+        if n < 1 or _int(act.get("start", 0), "action start") != 0:
+            raise ValueError("action count")
+    except ValueError as e:
+        raise UntrustedCheckpointError(f"{p}: the {e} cannot be read from the checkpoint's plain JSON (only a flat "
+                                       f"float32 Box and Discrete(n) are); {_RISK}") from None
+    kwargs = data.get("policy_kwargs") or {}
+    if not isinstance(kwargs, dict) or _has_serialized(kwargs) or set(kwargs) - set(_SAFE_POLICY_KWARGS):
+        extra = sorted(set(kwargs) - set(_SAFE_POLICY_KWARGS)) if isinstance(kwargs, dict) else kwargs
+        raise UntrustedCheckpointError(f"{p}: policy_kwargs {extra} are pickled or not understood by the weights-only "
+                                       f"loader; {_RISK}")
+    return (spaces.Box(-np.inf, np.inf, shape, np.float32), spaces.Discrete(n), dict(kwargs))
+
+
+def policy_kind(obs_size: int, actions: int) -> str | None:
+    """"action" (a policy over the flat action space) or None (spaces no agent here plays), from its spaces."""
+    if obs_size == OBS_SIZE:
+        return "action"
+    return None
+
+
+def policy_config(policy: Any) -> dict[str, Any]:
+    """The JSON config of a weights-only export of `policy` (a MaskableActorCriticPolicy): what rebuilds it.
+
+    ValueError for a policy the config cannot describe exactly (another class, feature extractor, activation or
+    spaces), rather than write a file that loads as a different network."""
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    if type(policy) is not MaskableActorCriticPolicy:
+        raise ValueError(f"only sb3-contrib's MaskableActorCriticPolicy can be exported weights-only, not "
+                         f"{type(policy).__name__}")
+    obs, act = policy.observation_space, policy.action_space
+    if not (isinstance(obs, spaces.Box) and len(obs.shape) == 1 and isinstance(act, spaces.Discrete)
+            and int(act.start) == 0):
+        raise ValueError(f"only a flat Box observation and Discrete(n) actions can be exported, not {obs} / {act}")
+    if policy.features_extractor_class is not FlattenExtractor or policy.features_extractor_kwargs:
+        raise ValueError("only the default FlattenExtractor can be exported")
+    names = {getattr(torch.nn, v): k for k, v in _ACTIVATIONS.items()}
+    if policy.activation_fn not in names:
+        raise ValueError(f"activation {policy.activation_fn.__name__} cannot be exported (only "
+                         f"{', '.join(_ACTIVATIONS)})")
+    net_arch = policy.net_arch
+    net_arch = {k: [int(x) for x in v] for k, v in net_arch.items()} if isinstance(net_arch, dict) \
+        else [int(x) for x in net_arch]
+    n_obs, n_act = int(obs.shape[0]), int(act.n)
+    return {"format": POLICY_FORMAT, "version": POLICY_VERSION,
+            "policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
+            "kind": policy_kind(n_obs, n_act), "observation_size": n_obs, "actions": n_act,
+            "activation": names[policy.activation_fn],
+            "policy_kwargs": {"net_arch": net_arch, "ortho_init": bool(policy.ortho_init),
+                              "share_features_extractor": bool(policy.share_features_extractor),
+                              "normalize_images": bool(policy.normalize_images)}}
+
+
+def save_policy(policy: Any, path: str | Path) -> Path:
+    """Write `policy` (a MaskableActorCriticPolicy, e.g. `model.policy`) as a weights-only export: `NAME.pt` (its
+    state dict: tensors only) and `NAME.json` (`policy_config` plus the weights' size and SHA-256, which tells a
+    torn pair from a complete one). Both writes are atomic (`harmonies_env.io`), the weights first; the folder is
+    made if needed. `path` is `NAME.pt` (or `NAME`); returns the `.pt` path. Read back by `load_policy`."""
+    import hashlib
+
+    import torch
+
+    from harmonies_env.io import atomic_write_bytes, atomic_write_text
+
+    p = Path(path)
+    if p.suffix != ".pt":
+        p = p.with_name(p.name + ".pt")
+    config = policy_config(policy)
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}, buf)
+    weights = buf.getvalue()
+    config.update(weights=p.name, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest())
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(p, weights)
+    atomic_write_text(p.with_suffix(".json"), json.dumps(config, indent=1) + "\n")
+    return p
+
+
+def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs: dict, p: Path, what: str,
+                         device: str, risk: str = "") -> Any:
+    """A MaskableActorCriticPolicy of the given spaces and keyword arguments with `weights` (a `torch.save` of its
+    state dict) loaded strictly by the weights-only unpickler; `what` names the weights in errors."""
+    import torch
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    try:
+        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
+    except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
+        raise UntrustedCheckpointError(f"{p}: {what} holds more than tensors ({type(e).__name__}: "
+                                       f"{str(e).splitlines()[0][:200]}){risk}") from None
+    try:
+        policy = MaskableActorCriticPolicy(obs_space, act_space, lambda _: 0.0, **kwargs)
+    except (TypeError, ValueError, AssertionError) as e:
+        raise ValueError(f"{p}: the declared policy_kwargs do not describe a network ({e})") from None
+    try:
+        policy.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError, AttributeError) as e:
+        raise ValueError(f"{p}: the weights in {what} do not fit the architecture the checkpoint declares "
+                         f"({str(e).splitlines()[0][:200]})") from None
+    return policy.to(device)
+
+
+def _read_export(p: Path, device: str) -> Any:
+    """The policy of a weights-only export `p` (`NAME.pt` + `NAME.json`, written by `save_policy`)."""
+    import hashlib
+
+    import torch
+
+    cpath = p.with_suffix(".json")
+    if not cpath.is_file():
+        raise ValueError(f"{p}: no {cpath.name} beside it (a weights-only policy is NAME.pt + NAME.json, as the "
+                         f"training commands write them)")
+    if cpath.stat().st_size > MAX_CONFIG_BYTES or p.stat().st_size > MAX_WEIGHTS_BYTES:
+        raise ValueError(f"{p}: the policy files are implausibly large; refusing to read them")
+    try:
+        c = json.loads(cpath.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{cpath}: not JSON ({e})") from None
+    if not isinstance(c, dict) or c.get("format") != POLICY_FORMAT:
+        raise ValueError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume checkpoint's "
+                         f"step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
+    if c.get("version") != POLICY_VERSION:
+        raise ValueError(f"{cpath}: policy export version {c.get('version')!r} is not {POLICY_VERSION} (written by "
+                         f"another version of harmonies-env)")
+    try:
+        n_obs, n_act = _int(c.get("observation_size"), "observation_size"), _int(c.get("actions"), "actions")
+        if n_obs < 1 or n_act < 1:
+            raise ValueError("observation_size / actions")
+        act = c.get("activation")
+        if act not in _ACTIVATIONS:
+            raise ValueError("activation")
+        kwargs = c.get("policy_kwargs")
+        if not isinstance(kwargs, dict) or set(kwargs) - set(_SAFE_POLICY_KWARGS):
+            raise ValueError("policy_kwargs")
+        if c.get("kind") != policy_kind(n_obs, n_act):
+            raise ValueError("kind")
+    except ValueError as e:
+        raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
+    weights = p.read_bytes()
+    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
+        raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
+                         f"mixed-up pair of files)")
+    from gymnasium import spaces
+
+    return _policy_from_weights(weights, spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
+                                {**kwargs, "activation_fn": getattr(torch.nn, _ACTIVATIONS[act])}, p, p.name, device)
+
+
+def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None) -> Any:
+    """The MaskableActorCriticPolicy of a checkpoint, in eval mode: a weights-only export (`NAME.pt` + `NAME.json`,
+    `save_policy`; `NAME.json` or `NAME` name it too) or an SB3 MaskablePPO checkpoint zip.
+
+    An export never runs code, whatever `trust` says. For a zip, by default nothing from the file is unpickled
+    (see the module docstring); trust=True (or None with `HARMONIES_TRUST_CHECKPOINT=1`) loads it with
+    `MaskablePPO.load`, which may run code stored in the file.
+    FileNotFoundError if absent, UntrustedCheckpointError / ValueError if it cannot be loaded safely.
+    """
+    import sb3_contrib  # noqa: F401  (first: a missing "train" extra is reported before anything else)
+
+    p = Path(path)
+    if p.suffix == ".json" and p.with_suffix(".pt").is_file():
+        p = p.with_suffix(".pt")
+    if not p.is_file() and p.suffix not in (".pt", ".zip"):
+        for ext in (".pt", ".zip"):
+            if p.with_name(p.name + ext).is_file():
+                p = p.with_name(p.name + ext)
+                break
+    if not p.is_file():
+        raise FileNotFoundError(f"no MaskablePPO checkpoint at {p}")
+    if p.suffix == ".pt":
+        policy = _read_export(p, device)
+        policy.set_training_mode(False)
+        return policy
+    if trust is None:
+        trust = trust_from_env()
+    if trust:
+        from sb3_contrib import MaskablePPO
+        policy = MaskablePPO.load(str(p), device=device).policy
+    else:
+        data, weights = read_checkpoint_zip(p)
+        obs_space, act_space, kwargs = _policy_config(data, p)
+        policy = _policy_from_weights(weights, obs_space, act_space, kwargs, p, "policy.pth", device, f"; {_RISK}")
+    policy.set_training_mode(False)
+    return policy
+
+
+class PPOAgent(Agent):
+    """Loads a PPO checkpoint (a weights-only `.pt` export or a MaskablePPO `.zip`) and plays its most likely legal
+    action.
+
+    torch / sb3-contrib are imported only here. The policy reads `view.observation` (float32 (OBS_SIZE,)) masked
+    with `view.action_mask`. `trust`: see `load_policy` (default: never unpickle anything from the file). `model` is
+    the loaded policy.
+    """
+
+    def __init__(self, path: str | Path, device: str = "cpu", seed: int = 0, name: str | None = None,
+                 trust: bool | None = None):
+        if path is None or not str(path).strip():
+            raise ValueError(NEEDS_PATH)
+        p = Path(path)
+        self.model = load_policy(p, device=device, trust=trust)
+        self.path = p
+        shape = tuple(self.model.observation_space.shape or ())
+        n = int(getattr(self.model.action_space, "n", -1))
+        kind = policy_kind(shape[0], n) if len(shape) == 1 else None
+        if kind is not None:
+            self.kind = kind
+        else:
+            raise ValueError(f"{p}: observation shape {shape} ({n} actions) is not the flat action space's "
+                             f"observation ({OBS_SIZE},)")
+        self.seed = int(seed)
+        self.name = name or f"ppo:{p.name}"
+
+    def act(self, view: Any) -> int:
+        mask = np.asarray(view.action_mask, dtype=bool)
+        if not mask.any():
+            raise ValueError("no legal action: it is not this player's turn or the game is over")
+        obs = np.asarray(view.observation, dtype=np.float32)
+        action, _ = self.model.predict(obs, action_masks=mask, deterministic=True)
+        a = int(np.asarray(action).reshape(-1)[0])
+        if not mask[a]:  # a policy trained on another observation layout: never play illegally
+            a = int(np.flatnonzero(mask)[0])
+        return a

@@ -1,0 +1,317 @@
+"""The `harmonies` command: demo, play, tournament, solo, replay, serve, bench, train.
+
+    harmonies demo --seed 1 --agents greedy greedy
+    harmonies play --opponents greedy --side A
+    harmonies tournament --agents greedy mcts:200it --games 200 --jobs 4 --seed 0 --out results/
+    harmonies solo --agents greedy random --games 50
+    harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
+    harmonies serve                                        (play against the bots in a browser; the "web" extra)
+    harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
+    harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
+
+`bench` and `train` hand every argument after their name, unchanged, to the `main(argv)` of
+`benchmarks.bench_engine` and `experiments.train`, so `harmonies train --help` is that module's help; an error
+they end with (`SystemExit("message")`) is printed as one line, exit status 2.
+Applications that add their own subcommand list their module in `APP_MODULES`; the module defines
+`add_parser(subparsers)`, which adds its parser and sets `func` (see `harmonies_apps.play`).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+#: Modules that add a subcommand: each defines `add_parser(subparsers)`, which adds its parser and sets `func`.
+APP_MODULES: list[str] = [
+    "harmonies_apps.play",     # a person against bots in the terminal
+    "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
+    "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
+]
+
+#: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
+#: name -> (module, help line). The repository's `benchmarks/` and `experiments/` folders are installed as
+#: `harmonies_benchmarks` and `harmonies_experiments` (generic top-level names would collide with other
+#: distributions and users' own modules); a checkout run without installing has only the folders' own names.
+FORWARDED: dict[str, tuple[str, str]] = {
+    "bench": ("harmonies_benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                                   "(harmonies bench --help)"),
+    "train": ("harmonies_experiments.train", "training entry point; options are experiments/train.py's "
+                                             "(harmonies train --help)"),
+}
+#: Installed package name -> the repository folder it is, for a checkout that was not installed.
+CHECKOUT_NAME: dict[str, str] = {"harmonies_benchmarks": "benchmarks", "harmonies_experiments": "experiments"}
+
+
+def forwarded_module(command: str) -> str:
+    """The module `command` forwards to: its installed name, else (an uninstalled checkout) the folder's own."""
+    name = FORWARDED[command][0]
+    top, _, rest = name.partition(".")
+    checkout = Path(__file__).resolve().parents[1] / CHECKOUT_NAME[top]
+    if importlib.util.find_spec(top) is None and checkout.is_dir():
+        return f"{CHECKOUT_NAME[top]}.{rest}"
+    return name
+
+
+#: Optional top-level modules -> the pyproject extra that installs them.
+EXTRA_OF: dict[str, str] = {
+    "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
+    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
+}
+
+AGENTS_HELP = """agent specs: random, greedy[:BEAM] or greedy:BEAM:spaces (a beam per central space), mcts[:SECONDS]
+or mcts:Nit (N iterations), ppo:PATH (a training run's model.pt, or a MaskablePPO .zip; the path is required),
+learned[:PATH], learned-search[:SECONDS] or learned-search:Nit.
+Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search:Nit.
+Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
+
+
+class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or "default" in (action.help or "").lower():
+            return action.help
+        return super()._get_help_string(action)
+
+
+class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
+    """Help shows every option's default once and keeps the description's line breaks."""
+
+
+def missing_extra(err: ImportError) -> tuple[str, str] | None:
+    """(module, extra) when `err` is an optional module that a pyproject extra installs, else None."""
+    name = getattr(err, "name", None)
+    if not name:  # the name is lost when the error crossed a process boundary: read it from the message
+        msg = str(err)
+        name = msg.split("'")[1] if msg.count("'") >= 2 else ""
+    top = name.split(".")[0]
+    return (top, EXTRA_OF[top]) if top in EXTRA_OF else None
+
+
+def extra_message(command: str, module: str, extra: str) -> str:
+    """The one line printed instead of a traceback when an optional module is missing."""
+    return f'harmonies {command}: needs {module}, from the "{extra}" extra: pip install -e ".[{extra}]"'
+
+
+def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
+    """The game configuration options shared by the game-playing subcommands."""
+    if players:
+        p.add_argument("--players", type=int, default=None, help="players (default: as many as agents given)")
+    p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
+    p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
+    p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
+
+
+def print_scores(game, out: TextIO) -> None:
+    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
+    from harmonies_env.demo import winner_line
+    from harmonies_env.scoring import CATEGORIES
+
+    for p, sc in enumerate(game.scores()):
+        print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
+    print(winner_line(game), file=out)
+    if game.num_players == 1:
+        print(f"suns: {game.suns()}", file=out)
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """A seeded game of bots, printed turn by turn (actions in words + the mover's board), then scores."""
+    from agents import make_agent
+    from harmonies_env.render import board_lines
+
+    from .tournament import agent_seed, play_game
+
+    out = out or sys.stdout
+    n = len(args.agents) if args.players is None else args.players
+    if not 1 <= n <= 4 or len(args.agents) > n:
+        raise ValueError(f"--players must be 1-4, got {n}" if not 1 <= n <= 4 else
+                         f"{len(args.agents)} agents for a {n}-player game (give at most one spec per seat)")
+    specs = list(args.agents) if len(args.agents) == n else [args.agents[k % len(args.agents)] for k in range(n)]
+    agents = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(specs)]
+
+    def on_turn(game, p, said):
+        print(f"\n--- round {(game.turn - 1) // n + 1}, player {p} ({specs[p]}) ---", file=out)
+        for line in said:
+            print("  " + line, file=out)
+        for line in board_lines(game.side_code, game.field("stack")[p], int(game.field("cubes")[p])):
+            print("    " + line, file=out)
+
+    game = play_game(agents, n, args.side, args.spirits, seed=args.seed, on_turn=on_turn)
+    print("\n=== final position ===", file=out)
+    print(game, file=out)
+    print("\n=== final scores ===", file=out)
+    print_scores(game, out)
+    return 0
+
+
+def _check_specs(specs: list[str]) -> None:
+    """Build each distinct agent once before playing: a bad spec or a missing extra fails now, not mid-run."""
+    from agents import make_agent
+
+    from .tournament import time_budget_specs
+
+    for s in dict.fromkeys(specs):
+        make_agent(s)
+    timed = time_budget_specs(specs)
+    if timed:
+        print(f"note: {', '.join(timed)} search for a wall-clock time, so results depend on machine speed and "
+              "load and are not reproducible; mcts:Nit (N iterations) is", file=sys.stderr)
+
+
+def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
+    from .tournament import format_summary, run_games, summarize, write_outputs
+
+    _check_specs(list(args.agents))
+    results = run_games(args.agents, num_players, args.games, args.side, args.spirits, args.seed, args.jobs,
+                        progress=not args.quiet, save_games=args.save_games)
+    summary = summarize(results)
+    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": args.side,
+                         "spirits": args.spirits, "seed": args.seed, "games": args.games}
+    print(format_summary(summary))
+    if args.out:
+        for p in write_outputs(results, summary, args.out, stem=stem):
+            print(f"wrote {p}")
+    for note in summary.get("notes", []):
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def cmd_tournament(args: argparse.Namespace) -> int:
+    n = len(args.agents) if args.players is None else args.players
+    if not 2 <= n <= 4:
+        print(f"harmonies tournament: a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)",
+              file=sys.stderr)
+        return 2
+    return _run_match(args, n, "tournament")
+
+
+def cmd_solo(args: argparse.Namespace) -> int:
+    return _run_match(args, 1, "solo")
+
+
+#: Subcommands that build agents from specs, so take --trust-checkpoint.
+TRUST_COMMANDS = ("demo", "tournament", "solo", "play", "serve")
+
+
+def _add_trust_option(p: argparse.ArgumentParser) -> None:
+    """--trust-checkpoint: allow ppo:PATH checkpoints that only Stable-Baselines3 can load (see docs/safety.md)."""
+    p.add_argument("--trust-checkpoint", action="store_true",
+                   help="load ppo:PATH checkpoints through Stable-Baselines3 even when that unpickles objects from "
+                        "the file, which can run arbitrary code: only for files you trust (docs/safety.md)")
+
+
+def _apply_trust_option(args: argparse.Namespace) -> None:
+    """Pass --trust-checkpoint on through the environment, so that worker processes (--jobs) see it too."""
+    if getattr(args, "trust_checkpoint", False):
+        from agents.ppo import TRUST_ENV
+
+        os.environ[TRUST_ENV] = "1"
+
+
+def _prepare_out(args: argparse.Namespace) -> None:
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
+    if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+
+
+def _fail(command: str, e: BaseException) -> int:
+    """One clear line on stderr (no traceback) for errors caused by the user's input or files."""
+    what = f"{type(e).__name__}: {e}" if isinstance(e, OSError) else str(e)
+    print(f"harmonies {command}: {what}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+                                 description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
+                                 + "\n\n`harmonies COMMAND --help` lists a command's options with their defaults.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn", formatter_class=HelpFormatter,
+                       description="A seeded game of bots printed turn by turn, then the score breakdowns.",
+                       epilog=AGENTS_HELP)
+    p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help="one spec per seat (see below)")
+    add_config(p)
+    p.set_defaults(func=cmd_demo)
+
+    for name, fn, hlp in (("tournament", cmd_tournament, "seeded matches with rotated seats and statistics"),
+                          ("solo", cmd_solo, "seeded solo games per agent: mean score and suns")):
+        p = sub.add_parser(name, help=hlp, description=hlp + ".", epilog=AGENTS_HELP, formatter_class=HelpFormatter)
+        p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
+        p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
+        p.add_argument("--jobs", type=int, default=1,
+                       help="worker processes; results are identical for any --jobs with reproducible agents")
+        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
+                       "(one JSON per game; view them with `harmonies replay DIR`)")
+        add_config(p, players=name == "tournament")
+        p.set_defaults(func=fn)
+
+    for module in APP_MODULES:
+        importlib.import_module(module).add_parser(sub)
+    for p in sub.choices.values():  # the apps' parsers too: each default said once
+        if p.formatter_class is argparse.ArgumentDefaultsHelpFormatter:
+            p.formatter_class = OptionHelp
+    for name in TRUST_COMMANDS:
+        if name in sub.choices:
+            _add_trust_option(sub.choices[name])
+
+    for name, (_, hlp) in FORWARDED.items():
+        sub.add_parser(name, help=hlp, add_help=False)  # never parsed here: main() forwards its argv
+    return ap
+
+
+def forward(command: str, argv: list[str]) -> int:
+    """Run `command`'s module main(argv) with argv unchanged; a missing extra is one line and exit 2."""
+    module_name = forwarded_module(command)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name == module_name or (e.name and module_name.startswith(e.name + ".")):
+            print(f"harmonies {command}: {module_name} is not in this installation", file=sys.stderr)
+            return 2
+        raise
+    old = sys.argv
+    sys.argv = [f"harmonies {command}", *argv]  # so the module's argparse names itself "harmonies <command>"
+    try:
+        return int(module.main(argv) or 0)
+    except SystemExit as e:  # argparse's --help and usage errors (int), or a module's own error message (str)
+        if e.code is None or isinstance(e.code, int):
+            return e.code or 0
+        print(f"harmonies {command}: {e.code}", file=sys.stderr)  # the message, which the module would print
+        return 2
+    finally:
+        sys.argv = old
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not argv:
+        parser.print_help()
+        return 0
+    command = argv[0]
+    try:
+        if command in FORWARDED:
+            return forward(command, argv[1:])
+        args = parser.parse_args(argv)
+        _apply_trust_option(args)
+        _prepare_out(args)
+        return int(args.func(args) or 0)
+    except ImportError as e:
+        found = missing_extra(e)
+        if found is None:
+            raise
+        print(extra_message(command, *found), file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as e:  # bad input or files: FileNotFoundError, PermissionError, ...
+        return _fail(command, e)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,663 @@
+"""`harmonies serve`: play Harmonies against the bots in a browser (a local Starlette app run by uvicorn).
+
+    harmonies serve                              # http://127.0.0.1:8000
+    harmonies serve --port 8080 --opponents greedy learned mcts:1.0 random
+
+Needs the `web` extra: `pip install -e ".[web]"` (starlette, uvicorn).
+
+HTTP API (JSON), all under /api (docs/web.md has the whole table, the limits and the status codes):
+    GET  /api/config                     opponents offered, defaults, limits
+    POST /api/games                      {"opponents": [spec, ...], "seat": 0, "side": "A", "spirits": false,
+                                          "seed": int (optional; default: a secret random seed)}
+                                         -> a new game's state plus its "token" (no opponents = solo); bots to
+                                         move first start. Every later request on the game sends the token in
+                                         the X-Game-Token header (record and replay also take ?token=, for links).
+    GET  /api/games/{id}[?wait=S]        state; with wait, up to S seconds for the bots to finish first
+    POST /api/games/{id}/step            {"action": int} -> new state; illegal -> 400 {"error"}, game unchanged
+    GET  /api/games/{id}/record          the game record (Game.record()) once the game is over (it holds the seed)
+    GET  /api/games/{id}/replay          the replay viewer page for the finished game
+
+Limits: request bodies over MAX_BODY_BYTES get 413 (counted as they arrive, so a body without Content-Length is cut
+off too); JSON nested deeper than MAX_JSON_DEPTH, integers longer than MAX_INT_DIGITS digits, NaN/Infinity and
+malformed JSON get 400 naming what was wrong. A game needs its token (missing or wrong: 403). The table holds
+`max_games` games; to make room for a new one the server forgets the least recently used finished game, else the
+least recently used game idle for `idle_seconds`; when every game is in play it refuses the new one (503) and
+never evicts a game being played.
+
+What reaches the page is the human seat's view only: the public table (boards, cards, central board, market,
+pouch colour counts, draw-pile size), the human's own dealt Spirits and legal actions. The pouch order, the
+draw pile's order, other seats' dealt Spirits and the game's seed are never sent while the game is running.
+Bots play in a worker thread so requests stay responsive; the page shows them as "thinking".
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import json
+import secrets
+import socket
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harmonies_env import actions as A
+from harmonies_env.game import Game, IllegalActionError
+from harmonies_env.view import PlayerView
+
+from .table import static_data, static_text, table_state
+
+#: The opponents offered when --opponents is not given: the shipped learned agents included.
+DEFAULT_OPPONENTS = ("greedy", "learned", "learned-search:1.0", "mcts:1.0", "random")
+#: Games the server keeps at once (see Manager for what is forgotten, and when, to make room).
+MAX_GAMES = 64
+#: A game nobody has touched (no request, no bot move) for this long may be forgotten to make room for a new one.
+IDLE_SECONDS = 1800.0
+#: Request bodies larger than this get 413 (the largest the page sends is a new game's ~150 bytes).
+MAX_BODY_BYTES = 16 * 1024
+#: JSON nested deeper than this ([[[...]]] or {"a": {...}}) gets 400; the API's own bodies are 2 deep.
+MAX_JSON_DEPTH = 8
+#: JSON integers with more digits than this get 400 (a seed is below 2**63: 19 digits).
+MAX_INT_DIGITS = 20
+#: The header that carries a game's token (record and replay also accept ?token=).
+TOKEN_HEADER = "X-Game-Token"
+#: Connections uvicorn serves at once; beyond, it answers 503 (a page holds one or two).
+MAX_CONNECTIONS = 256
+LOG_LINES = 40
+
+
+class BadRequest(ValueError):
+    """A request body the API refuses (400), with a message naming what was wrong."""
+
+
+class TableFull(RuntimeError):
+    """No room for a new game: every game held is being played (503)."""
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters, for error messages that quote what a client sent."""
+    r = repr(value)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def json_depth(text: str, limit: int) -> int:
+    """How deep arrays and objects nest in `text` (brackets inside strings do not count), stopping once past
+    `limit`: json.loads recurses once per level, so a body nested 100,000 deep must be refused before it."""
+    depth = best = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > best:
+                best = depth
+                if best > limit:
+                    return best
+        elif ch in "]}":
+            depth -= 1
+    return best
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadRequest(f"a number in the request body has {len(digits.lstrip('-'))} digits; at most "
+                         f"{MAX_INT_DIGITS} are accepted")
+    return int(digits)
+
+
+def _parse_constant(name: str) -> Any:
+    raise BadRequest(f"{name} is not a JSON number; send a finite number")
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The request body as a JSON object, or BadRequest naming what was wrong (never a RecursionError or a
+    500): not UTF-8, nested deeper than MAX_JSON_DEPTH, integers longer than MAX_INT_DIGITS, NaN/Infinity,
+    malformed JSON, or JSON that is not an object."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"the request body is not UTF-8 text (byte {e.start})") from None
+    depth = json_depth(text, MAX_JSON_DEPTH)
+    if depth > MAX_JSON_DEPTH:
+        raise BadRequest(f"the request body's JSON is nested more than {MAX_JSON_DEPTH} deep")
+    try:
+        data = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant)
+    except json.JSONDecodeError as e:
+        raise BadRequest(f"the request body is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    except RecursionError:  # json_depth should have caught it; never a 500
+        raise BadRequest("the request body's JSON is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise BadRequest(f"the request body must be a JSON object, got a JSON {type(data).__name__}")
+    return data
+
+
+class BodyLimit:
+    """ASGI middleware: a request whose body is larger than `max_bytes` gets 413 and the connection is closed.
+
+    The declared Content-Length is checked before anything is read, and the bytes are counted as they arrive, so
+    a chunked body without a Content-Length is cut off at the limit too; at most `max_bytes` of a body are ever
+    held. The body read is handed on to the application unchanged.
+    """
+
+    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES):
+        self.app = app
+        self.max_bytes = int(max_bytes)
+
+    async def _refuse(self, send: Any, status: int, msg: str) -> None:
+        body = json.dumps({"error": msg}).encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_big = (f"the request body is larger than {self.max_bytes} bytes, the server's limit (docs/web.md); "
+                   "it was not read")
+        for k, v in scope.get("headers", []):
+            if k.lower() == b"content-length":
+                try:
+                    declared = int(v)
+                except ValueError:
+                    await self._refuse(send, 400, f"Content-Length must be a number of bytes, got {_short(v)}")
+                    return
+                if declared > self.max_bytes:
+                    await self._refuse(send, 413, too_big)
+                    return
+        chunks, size = [], 0
+        while True:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunk = msg.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(send, 413, too_big)
+                return
+            chunks.append(chunk)
+            if not msg.get("more_body", False):
+                break
+        body, delivered = b"".join(chunks), False
+
+        async def replay() -> dict:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: wait for the disconnect, as the server would
+
+        await self.app(scope, replay, send)
+
+
+class Session:
+    """One game between a person (seat `seat`) and bots. All access to `game` holds `lock`.
+
+    `token` (secret, from secrets.token_urlsafe) is handed only to the page that created the game; every later
+    request on the game must carry it. `last_used` (time.monotonic) is refreshed by each request on the game and
+    each bot move: eviction forgets the least recently used games first.
+    """
+
+    def __init__(self, game: Game, seat: int, specs: list[str | None], agents: list[Any]):
+        self.id = uuid.uuid4().hex[:16]
+        self.token = secrets.token_urlsafe(24)
+        self.game = game
+        self.seat = seat
+        self.specs = specs  # per seat: agent spec, None for the person
+        self.agents = agents  # per seat: agent, None for the person
+        self.lock = threading.RLock()
+        self.idle = threading.Event()
+        self.idle.set()
+        self.thinking = False
+        self.error: str | None = None
+        self.log: list[dict[str, Any]] = []
+        self.created = time.time()
+        self.last_used = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_used = time.monotonic()
+
+    def owned_by(self, token: str | None) -> bool:
+        """Whether `token` is this game's (compared in constant time)."""
+        return isinstance(token, str) and secrets.compare_digest(token.encode(), self.token.encode())
+
+    @property
+    def names(self) -> list[str]:
+        """Seat labels: "You", "greedy (bot)"; a spec playing twice gets numbered ("random #2 (bot)")."""
+        out, seen = [], {}
+        for s in self.specs:
+            if s is None:
+                out.append("You")
+                continue
+            seen[s] = seen.get(s, 0) + 1
+            out.append(f"{s} #{seen[s]} (bot)" if self.specs.count(s) > 1 else f"{s} (bot)")
+        return out
+
+    def bot_to_move(self) -> bool:
+        g = self.game
+        return not g.is_over and self.agents[g.current_player] is not None
+
+    def state(self, include_static: bool = False) -> dict[str, Any]:
+        """What the page may see: the human seat's view (see the module docstring)."""
+        with self.lock:
+            g = self.game
+            mine = not self.thinking and not g.is_over and g.current_player == self.seat
+            legal = []
+            if mine:
+                for a in PlayerView(g, self.seat).legal_actions():
+                    kind, x, y = A.decode(a)
+                    legal.append({"action": a, "kind": kind, "x": x, "y": y, "text": g.describe_action(a)})
+            out: dict[str, Any] = {
+                "id": self.id, "seat": self.seat, "names": self.names, "table": table_state(g, [self.seat]),
+                "legal": legal, "your_turn": mine, "thinking": self.thinking,
+                "bot": self.names[g.current_player] if self.thinking else None,
+                "log": self.log[-LOG_LINES:], "error": self.error,
+                "result": _result(g, self.seat) if g.is_over else None,
+                "outcome": _outcome(g, self.seat) if g.is_over else None,
+            }
+        if include_static:
+            out["static"] = static_data(g.side)
+        return out
+
+
+def _result(g: Game, seat: int) -> str:
+    totals = [sc["total"] for sc in g.scores()]
+    if g.num_players == 1:
+        return f"Game over: {totals[0]} points, {g.suns()} suns."
+    w = g.winners()
+    if seat in w:
+        return f"You {'share the victory' if len(w) > 1 else 'win'} with {totals[seat]} points!"
+    best = max(totals[p] for p in w)
+    return f"You lose: {totals[seat]} points against {best}."
+
+
+def _outcome(g: Game, seat: int) -> str:
+    """How the finished game went for the person, for the page's colour: win, tie (shared victory), lose, solo."""
+    if g.num_players == 1:
+        return "solo"
+    w = g.winners()
+    return ("tie" if len(w) > 1 else "win") if seat in w else "lose"
+
+
+class Manager:
+    """Sessions, and the worker thread pool in which bots move.
+
+    Holds at most `max_games` games. A new game beyond that takes the place of the least recently used finished
+    game, else of the least recently used game idle (no request, no bot move) for `idle_seconds`; a game whose bots
+    are thinking, or that was used more recently, is never forgotten for it: with no such game the new one is
+    refused (TableFull, 503).
+    """
+
+    def __init__(self, opponents: list[str], bot_delay: float = 0.5, workers: int = 2, max_games: int = MAX_GAMES,
+                 idle_seconds: float = IDLE_SECONDS):
+        from agents import make_agent
+
+        self.make_agent = make_agent
+        self.opponents = list(opponents)
+        if not self.opponents:
+            raise ValueError("offer at least one opponent (--opponents)")
+        for spec in self.opponents:  # fail at start-up, not in the middle of a game
+            make_agent(spec)
+        if isinstance(max_games, bool) or not isinstance(max_games, int) or max_games < 1:
+            raise ValueError(f"max_games must be a positive integer, got {max_games!r}")
+        if not idle_seconds >= 0:
+            raise ValueError(f"idle_seconds must be a number of seconds >= 0, got {idle_seconds!r}")
+        self.bot_delay = float(bot_delay)
+        self.max_games = max_games
+        self.idle_seconds = float(idle_seconds)
+        self.sessions: dict[str, Session] = {}
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harmonies-bot")
+        self.lock = threading.Lock()
+
+    def new_game(self, opponents: list[str], seat: int, side: str, spirits: bool, seed: int | None = None) -> Session:
+        if not isinstance(opponents, list) or len(opponents) > 3:
+            raise ValueError("opponents must be a list of 0 to 3 agent specs (0 = solo)")
+        for spec in opponents:
+            if spec not in self.opponents:
+                raise ValueError(f"opponent {_short(spec)} is not offered; choose from {', '.join(self.opponents)}")
+        n = 1 + len(opponents)
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n:
+            raise ValueError(f"seat must be 0..{n - 1} for {n} player{'s' if n > 1 else ''}, got {_short(seat)}")
+        if not isinstance(spirits, bool):
+            raise ValueError(f"spirits must be true or false, got {_short(spirits)}")
+        if side not in ("A", "B"):
+            raise ValueError(f"side must be \"A\" or \"B\", got {_short(side)}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+            raise ValueError(f"seed must be an integer 0..2**63-1 (or left out for a secret random one), "
+                             f"got {_short(seed)}")
+        with self.lock:
+            self._room()  # refuse early, before building anything
+        game = Game(n, side, spirits, seed=seed)
+        specs: list[str | None] = list(opponents[:seat]) + [None] + list(opponents[seat:])
+        agents = [None if s is None else self.make_agent(s, seed=secrets.randbits(32)) for s in specs]
+        for a in agents:
+            if a is not None and hasattr(a, "reset"):
+                a.reset()
+        sess = Session(game, seat, specs, agents)
+        with self.lock:
+            self._room()
+            self.sessions[sess.id] = sess
+        self.start_bots(sess)
+        return sess
+
+    def _room(self) -> None:
+        """Make room for one more game (caller holds self.lock): forget the least recently used finished game, else
+        the least recently used game idle for idle_seconds; TableFull when every game is in play."""
+        if len(self.sessions) < self.max_games:
+            return
+        now = time.monotonic()
+        finished = [s for s in self.sessions.values() if s.game.is_over and not s.thinking]
+        idle = [s for s in self.sessions.values() if not s.thinking and now - s.last_used >= self.idle_seconds]
+        victims = finished or idle
+        if not victims:
+            raise TableFull(f"the server is full: all {self.max_games} games it holds are being played; a game "
+                            f"can take the place of one that is finished or idle for {self.idle_seconds:g} s. "
+                            "Try again later")
+        del self.sessions[min(victims, key=lambda s: s.last_used).id]
+
+    def get(self, gid: str) -> Session:
+        s = self.sessions.get(gid)
+        if s is None:
+            raise KeyError(gid)
+        return s
+
+    def start_bots(self, sess: Session) -> None:
+        with sess.lock:
+            if sess.thinking or not sess.bot_to_move():
+                return
+            sess.thinking = True
+            sess.idle.clear()
+        self.pool.submit(self._run_bots, sess)
+
+    def _run_bots(self, sess: Session) -> None:
+        """Bots move until it is the person's turn or the game ends (worker thread)."""
+        try:
+            while True:
+                with sess.lock:
+                    if not sess.bot_to_move():
+                        break
+                    p = sess.game.current_player
+                    turn = sess.game.turn
+                    view = PlayerView(sess.game, p)  # a snapshot: views do not follow the game
+                a = sess.agents[p].act(view)  # only this thread changes the game while thinking
+                with sess.lock:
+                    text = sess.game.describe_action(a)
+                    sess.game.step(a)
+                    sess.log.append({"player": p, "action": int(a), "text": text})
+                    ended_turn = sess.game.turn != turn
+                sess.touch()
+                if ended_turn and self.bot_delay > 0:
+                    time.sleep(self.bot_delay)
+        except Exception as e:  # a bot failing must not hang the page: report it
+            sess.error = f"{sess.names[sess.game.current_player]} failed: {type(e).__name__}: {e}"
+        finally:
+            with sess.lock:
+                sess.thinking = False
+                sess.touch()
+                sess.idle.set()
+
+    def step(self, sess: Session, action: Any) -> None:
+        """The person's micro-action; ValueError (game unchanged) when it cannot be played now."""
+        if isinstance(action, bool) or not isinstance(action, int):
+            raise ValueError(f"action must be an integer 0..{A.NUM_ACTIONS - 1}, got {_short(action)}")
+        with sess.lock:
+            g = sess.game
+            if g.is_over:
+                raise ValueError("the game is over")
+            if sess.thinking or g.current_player != sess.seat:
+                raise ValueError(f"it is not your turn: {sess.names[g.current_player]} is to move")
+            text = g.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
+            g.step(action)  # IllegalActionError (a ValueError) leaves the game unchanged
+            sess.log.append({"player": sess.seat, "action": int(action), "text": text})
+        self.start_bots(sess)
+
+
+def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_delay: float = 0.5,
+               max_games: int = MAX_GAMES, idle_seconds: float = IDLE_SECONDS, max_body_bytes: int = MAX_BODY_BYTES):
+    """The Starlette application (the page, its static files and the JSON API), behind the body size limit."""
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    mgr = Manager(list(opponents), bot_delay=bot_delay, max_games=max_games, idle_seconds=idle_seconds)
+
+    def err(msg: str, code: int = 400, headers: dict[str, str] | None = None) -> JSONResponse:
+        return JSONResponse({"error": msg}, status_code=code, headers=headers)
+
+    def owned_session(request: Request, query_token: bool = False) -> Session | JSONResponse:
+        """The game of the path, if the request carries its token (X-Game-Token header; with `query_token`, also
+        ?token=): else 404 (no such game) or 403 (no token, or not this game's)."""
+        gid = request.path_params["gid"]
+        try:
+            sess = mgr.get(gid)
+        except KeyError:
+            return err(f"no game {_short(gid)} (the server may have restarted, or forgotten the game after it was "
+                       f"finished or idle for {mgr.idle_seconds:g} s)", 404)
+        token = request.headers.get(TOKEN_HEADER)
+        if token is None and query_token:
+            token = request.query_params.get("token")
+        if token is None:
+            return err(f"game {gid} needs its token: send the \"token\" its creation returned in the {TOKEN_HEADER} "
+                       "header", 403)
+        if not sess.owned_by(token):
+            return err(f"wrong token for game {gid}: only the page that created a game may play or read it", 403)
+        sess.touch()
+        return sess
+
+    async def index(request: Request) -> Response:
+        return HTMLResponse(static_text("play.html"))
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        types = {"harmonies.js": "text/javascript", "play.js": "text/javascript", "harmonies.css": "text/css"}
+        if name not in types:
+            return err(f"no static file {_short(name)}", 404)
+        return Response(static_text(name), media_type=types[name])
+
+    async def config(request: Request) -> Response:
+        return JSONResponse({"opponents": mgr.opponents, "sides": ["A", "B"], "max_opponents": 3,
+                             "max_games": mgr.max_games, "idle_seconds": mgr.idle_seconds,
+                             "max_body_bytes": max_body_bytes, "token_header": TOKEN_HEADER})
+
+    async def body(request: Request) -> dict | JSONResponse:
+        # JSON only: a browser cannot send this content type cross-site without a CORS preflight, which this
+        # server never grants, so another web page cannot make moves for you.
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return err("send the request body as JSON (Content-Type: application/json)", 415)
+        try:
+            return parse_body(await request.body())  # BodyLimit has already cut it to max_body_bytes
+        except BadRequest as e:
+            return err(str(e))
+
+    async def new_game(request: Request) -> Response:
+        data = await body(request)
+        if isinstance(data, JSONResponse):
+            return data
+        unknown = set(data) - {"opponents", "seat", "side", "spirits", "seed"}
+        if unknown:
+            return err(f"unknown fields {_short(sorted(unknown), 200)}; a new game takes opponents, seat, side, "
+                       "spirits, seed")
+        try:
+            sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
+                                           data.get("side", "A"), data.get("spirits", False), data.get("seed"))
+        except TableFull as e:
+            return err(str(e), 503, headers={"Retry-After": "60"})
+        except ValueError as e:
+            return err(str(e))
+        return JSONResponse(dict(sess.state(include_static=True), token=sess.token))
+
+    async def get_state(request: Request) -> Response:
+        sess = owned_session(request)
+        if isinstance(sess, JSONResponse):
+            return sess
+        try:
+            wait = min(30.0, max(0.0, float(request.query_params.get("wait", "0"))))
+        except ValueError:
+            return err("wait must be a number of seconds")
+        end = time.monotonic() + wait  # waiting on the event loop, not in a thread: waits never starve the pool
+        while not sess.idle.is_set() and time.monotonic() < end:
+            await asyncio.sleep(0.05)
+        return JSONResponse(sess.state(include_static=request.query_params.get("static") == "1"))
+
+    async def step(request: Request) -> Response:
+        sess = owned_session(request)
+        if isinstance(sess, JSONResponse):
+            return sess
+        data = await body(request)
+        if isinstance(data, JSONResponse):
+            return data
+        if "action" not in data:
+            return err("a step needs {\"action\": <integer>}")
+        try:
+            mgr.step(sess, data["action"])
+        except IllegalActionError as e:
+            return err(str(e))
+        except ValueError as e:
+            return err(str(e), 409 if "not your turn" in str(e) else 400)
+        return JSONResponse(sess.state())
+
+    def finished_record(request: Request) -> tuple[Session, dict] | JSONResponse:
+        """(session, its game's record with the seats' names), or the error response: no such game, no token, or
+        the game is not over (the record holds the seed, which would reveal the pouch and the draw pile)."""
+        sess = owned_session(request, query_token=True)
+        if isinstance(sess, JSONResponse):
+            return sess
+        with sess.lock:
+            if not sess.game.is_over:
+                return err("the record (it holds the game's seed) is available once the game is over", 403)
+            rec = sess.game.record()
+        rec["names"] = sess.names
+        return sess, rec
+
+    async def record(request: Request) -> Response:
+        found = finished_record(request)
+        if isinstance(found, JSONResponse):
+            return found
+        sess, rec = found
+        return Response(json.dumps(rec), media_type="application/json",
+                        headers={"Content-Disposition": f'attachment; filename="harmonies-{sess.id}.json"'})
+
+    async def replay(request: Request) -> Response:
+        from .replay import build_game, render_html
+
+        found = finished_record(request)
+        if isinstance(found, JSONResponse):
+            return found
+        sess, rec = found
+        page = await run_in_threadpool(lambda: render_html([build_game(rec, f"game {sess.id}")]))
+        return HTMLResponse(page, headers={"Referrer-Policy": "no-referrer"})  # its URL holds the token
+
+    routes = [
+        Route("/", index),
+        Route("/static/{name}", asset),
+        Route("/api/config", config),
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{gid}", get_state),
+        Route("/api/games/{gid}/step", step, methods=["POST"]),
+        Route("/api/games/{gid}/record", record),
+        Route("/api/games/{gid}/replay", replay),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        yield
+        mgr.pool.shutdown(wait=False, cancel_futures=True)
+
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(BodyLimit, max_bytes=max_body_bytes)])
+    app.state.manager = mgr
+    return app
+
+
+def bind_port(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on host:port (port 0: a free port the system picks), or ValueError naming the port
+    or the host: the server is announced only once this succeeded."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ValueError(f"--port must be 0..65535 (0: any free port), got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise ValueError(f"cannot listen on host {host!r}: {e.strerror}") from None
+    family, kind, proto, _, addr = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does; a listening port stays busy
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(addr)
+        sock.listen(2048)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise ValueError(f"port {port} on {host} is already in use; choose another with --port") from None
+        raise ValueError(f"cannot listen on {host} port {port}: {e.strerror or e}") from None
+    return sock
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Check the options, build the app (the opponents load now), bind the port, and only then announce the URL.
+
+    Bad options, a busy port or an unknown host are one line on stderr and exit status 2 (ValueError, which the
+    CLI prints)."""
+    # Without the web extra this raises ModuleNotFoundError before anything starts; the CLI turns it into its
+    # one-line `pip install -e ".[web]"` message and exit status 2, as for every other missing extra.
+    import starlette  # noqa: F401
+    import uvicorn
+
+    if not 0 <= args.port <= 65535:  # before loading the opponents: a typo fails at once
+        raise ValueError(f"--port must be 0..65535 (0: any free port), got {args.port}")
+    if args.max_games < 1:
+        raise ValueError(f"--max-games must be at least 1, got {args.max_games}")
+    if not args.idle_minutes >= 0:
+        raise ValueError(f"--idle-minutes must be >= 0, got {args.idle_minutes}")
+    app = create_app(args.opponents, bot_delay=args.bot_delay, max_games=args.max_games,
+                     idle_seconds=args.idle_minutes * 60)
+    sock = bind_port(args.host, args.port)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"Harmonies: open http://{host}:{port}/ in a browser (Ctrl-C stops the server)", flush=True)
+    config = uvicorn.Config(app, log_level="warning", limit_concurrency=MAX_CONNECTIONS)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Register `harmonies serve` on the CLI's subparsers."""
+    from .cli import AGENTS_HELP, HelpFormatter
+
+    p = sub.add_parser("serve", help="play against the bots in a browser (local web app)",
+                       formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+                       description="Play Harmonies against the bots in a browser: a local web server (docs/web.md).")
+    p.add_argument("--port", type=int, default=8000, help="port to listen on, 0..65535 (0: any free port, printed)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
+    p.add_argument("--opponents", nargs="+", default=list(DEFAULT_OPPONENTS), metavar="SPEC",
+                   help="agent specs offered as opponents (the first is preselected): random, greedy[:BEAM[:spaces]], "
+                        "mcts[:SECONDS|:Nit], learned[:PATH], learned-search[:SECONDS|:Nit], ppo:PATH")
+    p.add_argument("--bot-delay", type=float, default=0.5, help="pause in seconds after each bot turn, to follow it")
+    p.add_argument("--max-games", type=int, default=MAX_GAMES,
+                   help="games held at once; a new game beyond takes the place of a finished or idle one, else is "
+                        "refused (503)")
+    p.add_argument("--idle-minutes", type=float, default=IDLE_SECONDS / 60,
+                   help="a game untouched this long may be forgotten to make room for a new game")
+    p.set_defaults(func=cmd_serve)
+    return p
+
+
+__all__ = ["create_app", "Manager", "Session", "BodyLimit", "parse_body", "bind_port", "add_parser", "cmd_serve"]

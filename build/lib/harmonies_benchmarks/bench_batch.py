@@ -1,0 +1,188 @@
+"""Speed of the batched engine (`harmonies_env.batch`): one JSON line per case. Warm up, then time.
+
+Cases:
+- `step`: `BatchedGames.step` at batch sizes 1, 64, 1024 (Solo and 2-player Versus), observations and
+  masks included (kept up to date incrementally in the batch's buffers, exactly a fresh encoding); the
+  actions are uniformly random legal ones picked by a small numba kernel outside the timed region. steps/s
+  counts learner decisions (Versus opponents' moves come on top).
+- `gym_single`: the single-env Gymnasium path (harmonies/Solo-v0 `step` + `action_masks()` per action, the
+  picking of the action not timed) on the env class itself, the strict baseline (`speedup_vs_gym`);
+  `gym_make_single`: the same through `gym.make("harmonies/Solo-v0")`'s wrappers (`speedup_vs_gym_make`).
+- `rollout`: whole random 2-player games from fresh states with `rollout_batch` (games/s and actions/s).
+- `threads_step` / `threads_rollout`: the batch-1024 (and 4096) step and the rollout case with 1 and 2 threads;
+  `speedup_vs_gym` there is the machine-level figure (the single env cannot use a second core).
+
+    PYTHONPATH=. taskset -c 1 python benchmarks/bench_batch.py --only gym,step,rollout   # one core
+    PYTHONPATH=. python benchmarks/bench_batch.py --only gym,threads                     # 1 vs 2 cores
+    options: [--seconds 2] [--quick] [--repeat 3 (best of)]
+
+Numbers depend on the machine and on what else runs on it: on a shared machine they are noisy (check
+/proc/loadavg; the best of --repeat runs is reported).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+
+import gymnasium as gym
+import numba
+import numpy as np
+from numba import njit
+
+from harmonies_env import state as S
+from harmonies_env.batch import BatchedGames, init_batch, rollout_batch
+from harmonies_env.env_gym import SoloEnv
+
+
+@njit(cache=True)
+def pick_random_legal(masks, rng, out) -> None:
+    """out[r] = a uniformly random legal action of masks[r] (bool (N, A)); rng: int64 (1,) generator."""
+    for r in range(masks.shape[0]):
+        n = 0
+        for a in range(masks.shape[1]):
+            n += masks[r, a]
+        k = S.random_below(rng, 0, n)
+        for a in range(masks.shape[1]):
+            if masks[r, a]:
+                if k == 0:
+                    out[r] = a
+                    break
+                k -= 1
+
+
+def best_of(fn, repeat: int, key: str, *args, **kwargs) -> dict:
+    """The run with the highest `key` of `repeat` runs of fn(*args, **kwargs)."""
+    runs = [fn(*args, **kwargs) for _ in range(repeat)]
+    best = max(runs, key=lambda r: r[key])
+    if repeat > 1:
+        best["of_runs"] = [r[key] for r in runs]
+    return best
+
+
+def bench_step(batch: int, num_players: int, seconds: float, threads: int = 1) -> dict:
+    b = BatchedGames(batch, num_players=num_players, seed=1, num_threads=threads)
+    rng = np.array([12345], dtype=np.int64)
+    acts = np.zeros(batch, dtype=np.int64)
+    for _ in range(20):  # warm up (compiles on first use)
+        pick_random_legal(b.masks, rng, acts)
+        b.step(acts)
+    steps = 0
+    timed = 0.0
+    episodes = 0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        pick_random_legal(b.masks, rng, acts)
+        t = time.perf_counter()
+        out = b.step(acts)
+        timed += time.perf_counter() - t
+        steps += batch
+        episodes += int(out.terminated.sum())
+    return {"case": "step", "mode": "solo" if num_players == 1 else f"versus{num_players}", "batch": batch,
+            "threads": threads, "steps": steps, "seconds": round(timed, 3), "steps_per_s": round(steps / timed),
+            "us_per_step": round(1e6 * timed / steps, 3), "episodes": episodes}
+
+
+def bench_gym_single(seconds: float, make: bool = False) -> dict:
+    """harmonies/Solo-v0 stepped one action per call; timed: env.step + env.action_masks (not the picking).
+
+    make=False: the env class itself (the strictest baseline); make=True: `gym.make("harmonies/Solo-v0")`,
+    what a user gets, with Gymnasium's checker and order-enforcing wrappers (masks via `env.unwrapped`).
+    """
+    env = gym.make("harmonies/Solo-v0") if make else SoloEnv()
+    masks = env.unwrapped.action_masks if make else env.action_masks
+    env.reset(seed=0)
+    rng = np.array([777], dtype=np.int64)
+    act = np.zeros(1, dtype=np.int64)
+    mask = masks()
+    for _ in range(200):
+        pick_random_legal(mask[None], rng, act)
+        _, _, term, trunc, _ = env.step(int(act[0]))
+        if term or trunc:
+            env.reset()
+        mask = masks()
+    steps = 0
+    timed = 0.0
+    t_end = time.perf_counter() + seconds
+    while time.perf_counter() < t_end:
+        pick_random_legal(mask[None], rng, act)
+        t = time.perf_counter()
+        _, _, term, trunc, _ = env.step(int(act[0]))
+        if term or trunc:
+            env.reset()
+        mask = masks()
+        timed += time.perf_counter() - t
+        steps += 1
+    return {"case": "gym_make_single" if make else "gym_single", "mode": "solo", "batch": 1, "threads": 1,
+            "steps": steps, "seconds": round(timed, 3), "steps_per_s": round(steps / timed),
+            "us_per_step": round(1e6 * timed / steps, 3)}
+
+
+def bench_rollout(batch: int, seconds: float, threads: int = 1, num_players: int = 2) -> dict:
+    states = np.zeros((batch, S.STATE_SIZE), dtype=np.int64)
+    seeds = np.arange(batch, dtype=np.int64)
+    init_batch(states, num_players, 0, 0, seeds)
+    rollout_batch(states[:2], seeds[:2], num_threads=threads)  # warm up
+    games = actions = 0
+    timed = 0.0
+    k = 0
+    while timed < seconds:
+        init_batch(states, num_players, 0, 0, seeds + k * batch)
+        t = time.perf_counter()
+        res = rollout_batch(states, seeds + 7 * k, inplace=True, num_threads=threads)
+        timed += time.perf_counter() - t
+        games += batch
+        actions += int(res.steps.sum())
+        k += 1
+    return {"case": "rollout", "mode": f"{num_players}p", "batch": batch, "threads": threads, "games": games,
+            "seconds": round(timed, 3), "games_per_s": round(games / timed), "actions_per_s": round(actions / timed),
+            "games_per_s_per_thread": round(games / timed / threads)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="batched engine speed, one JSON line per case")
+    ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per case")
+    ap.add_argument("--quick", action="store_true", help="0.3 s per case, one run (smoke run)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
+    ap.add_argument("--only", default="gym,step,rollout,threads",
+                    help="comma-separated case groups: gym, step, rollout, threads")
+    args = ap.parse_args(argv)
+    sec = 0.3 if args.quick else args.seconds
+    rep = 1 if args.quick else max(1, args.repeat)
+    only = set(args.only.split(","))
+    unknown = only - {"gym", "step", "rollout", "threads"}
+    if unknown:
+        ap.error(f"unknown case groups {sorted(unknown)}")
+    print(json.dumps({"case": "machine", "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
+                      "loadavg": os.getloadavg()[0], "python": platform.python_version(), "numba": numba.__version__,
+                      "note": "other processes on a shared machine make these numbers noisy"}), flush=True)
+    gym = best_of(bench_gym_single, rep, "steps_per_s", sec)
+    gym_make = best_of(bench_gym_single, rep, "steps_per_s", sec, True)
+    if "gym" in only:
+        print(json.dumps(gym), flush=True)
+        print(json.dumps(gym_make), flush=True)
+    if "step" in only:
+        for num_players in (1, 2):
+            for batch in (1, 64, 1024):
+                r = best_of(bench_step, rep, "steps_per_s", batch, num_players, sec)
+                if num_players == 1:
+                    r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
+                    r["speedup_vs_gym_make"] = round(r["steps_per_s"] / gym_make["steps_per_s"], 1)
+                print(json.dumps(r), flush=True)
+    if "rollout" in only:
+        print(json.dumps(best_of(bench_rollout, rep, "games_per_s", 1024, sec)), flush=True)
+    if "threads" in only:
+        for batch in (1024, 4096):  # a thread hand-off costs ~0.1 ms per step call here: bigger batches scale better
+            for threads in (1, 2):
+                r = dict(best_of(bench_step, rep, "steps_per_s", batch, 1, sec, threads), case="threads_step")
+                r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
+                print(json.dumps(r), flush=True)
+        for threads in (1, 2):
+            print(json.dumps(dict(best_of(bench_rollout, rep, "games_per_s", 1024, sec, threads),
+                                  case="threads_rollout")), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""The tables of benchmarks/STRENGTH.md and benchmarks/RESULTS.md, generated from the benchmarks' JSON lines.
+
+Why: the reference pages show current figures only, each with the command that printed it, and a figure cannot drift
+from its data. The data are the JSON lines the benchmark scripts print (`benchmarks.strength`, `bench_*`,
+`experiments.eval_learned`), stored in `benchmarks/results/*.jsonl` with a few keys of our own: `table` (which table
+shows the line), `command` (what printed it), `machine`, `date`, and where known `commit`, `label` (the row's
+wording), `transcribed` (copied from an older table, so fields that table did not record are absent) and `note`.
+Lines of retired or superseded measurements live in `benchmarks/results/history.jsonl` (docs/history.md).
+
+    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md and RESULTS.md
+    python -m benchmarks.tables --check    # exit 1, naming the page, if a block is not what the lines give
+
+A generated block sits between `<!-- table NAME -->` and `<!-- end table -->`; everything else on the pages is
+written by hand. To publish a new measurement: add its line (with the keys above) to the data file, drop the line
+it supersedes into history.jsonl, run this module, commit both.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+RESULTS_DIR = HERE / "results"
+#: Keys this project adds to a script's JSON line (everything else is what the script printed).
+META_KEYS = ("table", "command", "machine", "date", "commit", "label", "transcribed", "note")
+_BLOCK = re.compile(r"(<!-- table (\S+) -->\n)(.*?)(<!-- end table -->)", re.S)
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    """The JSON lines of benchmarks/results/NAME.jsonl, in file order."""
+    path = RESULTS_DIR / f"{name}.jsonl"
+    rows = []
+    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path.name}:{k}: not JSON ({e})") from None
+    return rows
+
+
+def fixed(x: float, digits: int) -> str:
+    """`x` with `digits` decimals, halves rounded up as a reader does (99.25 -> 99.3; format() would say 99.2)."""
+    return str(Decimal(str(x)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def _measured(r: dict[str, Any]) -> str:
+    out = r["date"]
+    if r.get("commit"):
+        out += f", `{r['commit']}`"
+    if "load1" in r:
+        out += f", load {r['load1']}"
+    if r.get("transcribed"):
+        out += " (transcribed)"
+    return out
+
+
+def _machine_line(rows: list[dict[str, Any]]) -> str:
+    machines = sorted({r["machine"] for r in rows})
+    return f"Machine: {'; '.join(machines)}.\n\n"
+
+
+def _agents(r: dict[str, Any]) -> list[str]:
+    """The agent entries of a `benchmarks.strength` line, in printed order."""
+    return [k for k, v in r.items() if isinstance(v, dict) and "mean" in v and k not in META_KEYS]
+
+
+def match_table(rows: list[dict[str, Any]]) -> str:
+    """`benchmarks.strength` lines: one table row per agent of each line."""
+    out = [_machine_line(rows), "| case | games | seeds | agent | mean (sd) | win rate [95% CI] / suns | measured | "
+           "command |\n", "|---|---|---|---|---|---|---|---|\n"]
+    for r in rows:
+        for k, name in enumerate(_agents(r)):
+            a = r[name]
+            res = f"{fixed(a['suns'], 2)} suns" if "suns" in a else \
+                f"{fixed(a['win_rate'], 3)} [{fixed(a['win_rate_ci95'][0], 3)}, {fixed(a['win_rate_ci95'][1], 3)}]"
+            first = k == 0
+            seeds = f"{r['seed']}-{r['seed'] + r['games'] - 1}"
+            cells = [r.get("label", r["case"]) if first else "", str(r["games"]) if first else "",
+                     seeds if first else "", name, f"{fixed(a['mean'], 1)} ({fixed(a['std'], 1)})", res,
+                     _measured(r) if first else "", f"`{r['command']}`" if first else ""]
+            out.append("| " + " | ".join(cells) + " |\n")
+    return "".join(out)
+
+
+def _weights(v: dict[str, float]) -> str:
+    if v == {"win": 0.0, "margin": 0.0, "score": 1.0}:
+        return "own total"
+    if v == {"win": 1.0, "margin": 0.5, "score": 0.25}:
+        return "P(win) + 0.5 margin + 0.25 own (training's)"
+    return f"win {v['win']:g}, margin {v['margin']:g}, own {v['score']:g}"
+
+
+def eval_table(rows: list[dict[str, Any]]) -> str:
+    """`experiments.eval_learned` lines."""
+    out = [_machine_line(rows), "| what | candidates | ranked by | mirror images | wins [95% CI] | network's mean | "
+           "greedy's mean | measured | command |\n", "|---|---|---|---|---|---|---|---|---|\n"]
+    for r in rows:
+        gen = f"a beam of {r['beam']} per space" if r["diverse"] else f"plain beam {r['beam']}"
+        cand = f"{gen}, its first plan" if r["candidates"] == 1 else f"{gen}, best {r['candidates']}"
+        ranked = "(no network)" if r["candidates"] == 1 else _weights(r["value"])
+        lo, hi = r["win_ci95"]
+        cells = [r.get("label", ""), cand, ranked, str(r["symmetries"]),
+                 f"{fixed(100 * r['win_rate'], 1)}% [{fixed(100 * lo, 1)}, {fixed(100 * hi, 1)}]",
+                 fixed(r["mean_score"], 2), fixed(r["greedy_score"], 2), _measured(r), f"`{r['command']}`"]
+        out.append("| " + " | ".join(cells) + " |\n")
+    return "".join(out)
+
+
+def _config(r: dict[str, Any]) -> str:
+    return f"{r['players']}p {r['side']}{' + Spirits' if r['spirits'] else ''}"
+
+
+def _threads(r: dict[str, Any]) -> str:
+    return f"{r['threads']} thread{'s' if r['threads'] > 1 else ''}"
+
+
+#: case -> (configuration, result) of one speed line.
+SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
+    "numba_random_games": lambda r: (f"whole random games inside numba, {_config(r)}",
+                                     f"{r['games_per_s']:,} games/s ({r['actions_per_game']} actions a game)"),
+    "python_api_step_and_mask": lambda r: (f"`Game.step` + `action_mask()` from Python, {_config(r)}",
+                                           f"{r['actions_per_s']:,} actions/s"),
+    "reference_ratio": lambda r: (f"scoring kernel vs the plain-Python reference: {r['what']}",
+                                  f"{r['kernel_us']} µs vs {r['reference_us']} µs: {r['ratio']}×"),
+    "habitat_matcher": lambda r: (f"habitat matcher (grid) vs the placement reference: {r['what']}",
+                                  f"{r['grid_ns']} ns vs {r['placements_reference_ns']} ns: {r['ratio']}×"),
+    "observation_encode": lambda r: (f"observation, one Python→njit call, {_config(r)}", f"{r['us_per_call']} µs"),
+    "observation_encode_batch": lambda r: (f"observation inside numba (`encode_batch`), {_config(r)}",
+                                           f"{r['us_per_row']} µs a row"),
+    "aec_step_observe": lambda r: (f"AEC `last()` + `step()`, {r['players']} players, "
+                                   f"{'`env()` (PettingZoo wrappers)' if r['wrapped'] else '`raw_env()`'}",
+                                   f"{r['steps_per_s']:,} steps/s"),
+    "gym_step": lambda r: (f"`{r['env']}` `action_masks()` + `step()`, "
+                           f"{'via `gym.make`' if r['gym_make_wrappers'] else 'unwrapped'}",
+                           f"{r['steps_per_s']:,} steps/s"),
+    "gym_single": lambda r: ("single `Solo-v0` env class, one core (the baseline)", f"{r['steps_per_s']:,} steps/s"),
+    "gym_make_single": lambda r: ("single env via `gym.make(\"harmonies/Solo-v0\")`, one core",
+                                  f"{r['steps_per_s']:,} steps/s"),
+    "step": lambda r: (f"batched step, {r['mode']}, batch {r['batch']}, {_threads(r)}",
+                       f"{r['steps_per_s']:,} steps/s"
+                       + (f" ({r['speedup_vs_gym']}× the env class)" if "speedup_vs_gym" in r else "")),
+    "threads_step": lambda r: (f"batched step, {r['mode']}, batch {r['batch']}, {_threads(r)}",
+                               f"{r['steps_per_s']:,} steps/s"
+                               + (f" ({r['speedup_vs_gym']}× the env class on one core)" if "speedup_vs_gym" in r
+                                  else "")),
+    "rollout": lambda r: (f"whole random {r['mode']} games, `rollout_batch`, batch {r['batch']}, {_threads(r)}",
+                          f"{r['games_per_s']:,} games/s"),
+    "threads_rollout": lambda r: (f"whole random {r['mode']} games, `rollout_batch`, batch {r['batch']}, "
+                                  f"{_threads(r)}", f"{r['games_per_s']:,} games/s "
+                                  f"({r['games_per_s_per_thread']:,} a thread)"),
+    "selfplay": lambda r: (f"trainer's self-play alone: {r['games']} games, beam {r['beam']}, {r['candidates']} "
+                           f"candidates, {_threads(r)}", f"{r['decisions_per_s']} decisions/s"),
+    "train": lambda r: (f"trainer's Adam steps alone: batch {r['batch']}, {_threads(r)}",
+                        f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
+    "iteration": lambda r: ("trainer's loop (self-play step + 2 Adam steps)",
+                            f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
+    "learned_decision": lambda r: ("`learned` deciding a turn (the checkpoint's play settings)",
+                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
+                                   f"({r['decisions']} decisions)"),
+    "search_decision": lambda r: ("`learned-search:300it` deciding a turn",
+                                  f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
+                                  f"({r['decisions']} decisions)"),
+}
+
+
+def speed_table(rows: list[dict[str, Any]]) -> str:
+    """Lines of the bench_* scripts (a `machine` line only feeds the machine sentence)."""
+    out = [_machine_line(rows), "| case | configuration | result | measured | command |\n", "|---|---|---|---|---|\n"]
+    for r in rows:
+        if r["case"] == "machine":
+            continue
+        if r["case"] not in SPEED:
+            raise ValueError(f"no speed table format for case {r['case']!r}")
+        config, result = SPEED[r["case"]](r)
+        out.append(f"| `{r['case']}` | {config} | {result} | {_measured(r)} | `{r['command']}` |\n")
+    return "".join(out)
+
+
+#: table name -> (data file, formatter)
+TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
+    "learned_2p": ("strength", match_table),
+    "learned_other": ("strength", match_table),
+    "eval_learned": ("strength", eval_table),
+    "baselines": ("strength", match_table),
+    "engine": ("speed", speed_table),
+    "envs": ("speed", speed_table),
+    "batch": ("speed", speed_table),
+    "learned": ("speed", speed_table),
+}
+PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
+
+
+def render(table: str) -> str:
+    """The markdown of one generated table, from the lines whose `table` is its name."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    data, fmt = TABLES[table]
+    rows = [r for r in load(data) if r.get("table") == table]
+    if not rows:
+        raise ValueError(f"no line of benchmarks/results/{data}.jsonl has table {table!r}")
+    return fmt(rows)
+
+
+def regenerate(text: str) -> str:
+    """`text` with every generated block replaced by what the lines give now."""
+    return _BLOCK.sub(lambda m: m.group(1) + render(m.group(2)) + m.group(4), text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="do not write; exit 1 if a page is out of date")
+    args = ap.parse_args(argv)
+    stale = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        try:
+            new = regenerate(text)
+        except (ValueError, KeyError) as e:
+            print(f"benchmarks.tables: {page.name}: {e}", file=sys.stderr)
+            return 2
+        if new != text:
+            stale.append(page.name)
+            if not args.check:
+                from harmonies_env.io import atomic_write_text
+
+                atomic_write_text(page, new)
+    if args.check and stale:
+        print(f"benchmarks.tables: out of date: {', '.join(stale)} (run python -m benchmarks.tables)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

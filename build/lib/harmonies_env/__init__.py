@@ -1,0 +1,21 @@
+"""harmonies-env: a fast, faithful engine and RL environments for the board game Harmonies (Libellud, 2024)."""
+from .actions import NUM_ACTIONS
+from .game import Game, IllegalActionError, determinize, score_board
+from .scoring import CATEGORIES
+
+__version__ = "0.1.0"
+__all__ = ["Game", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS", "CATEGORIES", "env", "raw_env"]
+
+
+def __getattr__(name: str):
+    """`harmonies_env.env(...)` / `raw_env(...)`: the PettingZoo AEC env, imported on first use."""
+    if name in ("env", "raw_env"):
+        from . import env_aec
+
+        return getattr(env_aec, name)
+    raise AttributeError(f"module 'harmonies_env' has no attribute {name!r}")
+
+# Gymnasium ids harmonies/Solo-v0 and harmonies/Versus-v0 are registered on import.
+from .env_gym import register_envs as _register_envs  # noqa: E402
+
+_register_envs()

@@ -1,0 +1,956 @@
+"""Many games stepped together: a batch of N games is an int64 array (N, STATE_SIZE), one game per row.
+
+Why: a Python -> jitted call costs ~0.65 us, about as much as one rules step, so stepping games one call
+at a time spends most of its time crossing into numba. Here ONE call steps every row: it applies the
+row's action, lets built-in random opponents move (Versus), computes rewards, auto-resets finished games,
+and keeps each row's observation (the layout of `observation.encode_observation`, as the Gymnasium and
+PettingZoo envs) and legal-action mask up to date. `BatchedGames` (Solo / Versus, one learner seat) and
+`SelfPlayBatch` (every seat is decided outside, by arrays) wrap the kernels.
+
+Two steppers, one scheduler (`run_rows`): `step_rows` moves each row by one micro-action (the above);
+`play_plan` / `play_plans` move a row by a whole turn that a planner chose (a macro-action: the plan-choice env,
+the learned trainer and the search agents play their plans with it). docs/engine.md ("Batched steppers") says
+who uses which.
+
+Incremental observations and masks: the (N, OBS_SIZE) observation and (N, NUM_ACTIONS) mask buffers persist
+from step to step, and a step writes only what its actions changed (`observation.update_observation`: a
+cell's stack, a cube, a card, the hand, the central board ...; `rules.write_mask` with the regions of the
+mask an action can touch). A whole row is re-encoded only on reset, on a Spirit choice, and in self-play
+when the turn passes (the observer changes). The result is always exactly a fresh `encode_observation` /
+`rules.legal_mask` of the row's state (tests/test_batch.py checks it every step). So the buffers must not
+be written to from outside: the classes hand out read-only views of the states, observations, masks and
+bookkeeping (`state.read_only_view`: numpy refuses writes, and numba refuses to compile a kernel that writes into
+them), and new positions go in through `set_states`, which validates them (`harmonies_env.validate`) and
+re-encodes the rows' observations and masks.
+
+Determinism: every row owns its chance (the game's generator in the state) and its opponent's generator
+(`opp_rng`), so a row's trajectory depends only on its seed and its actions, never on the thread count
+or on the other rows. Episode k of a row with base seed b is the game `Game(seed=episode_seed(b, k))`
+(episode 0 uses b itself); the built-in random opponent of that episode draws from the generator
+`episode_seed(b, k) ^ OPPONENT_SALT`, as `rules.random_games` does.
+
+Threads: `num_threads` > 1 splits the rows into that many ranges, stepped at once by Python threads (the
+kernels release the GIL), with results identical to one thread. (numba's `prange` was dropped: its OpenMP
+threads spin, and on a shared 2-core machine, or beside torch's own threads, steps became up to 10x slower.)
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple, Sequence
+
+import numpy as np
+from numba import njit
+
+from . import actions as A
+from . import rules
+from . import state as S
+from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
+from .game import Game, check_config, check_seed
+from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
+from .rewards import SCORE_SCALE
+from .scoring import NUM_CATEGORIES, score_into, solo_suns
+from .stacks import ACCEPTS
+from .validate import check_states
+
+#: How the built-in opponent's generator is derived from the episode's game seed (as in rules.random_games).
+OPPONENT_SALT = 0x5DEECE66D
+_EPISODE_MIX = 0x2545F4914F6CDD1D  # odd multiplier that spreads episode numbers over the seed space
+
+#: Modes of the step kernel: who decides, whose observation comes back.
+MODE_SOLO, MODE_VERSUS, MODE_SELFPLAY = 0, 1, 2
+MODES = {"solo": MODE_SOLO, "versus": MODE_VERSUS, "selfplay": MODE_SELFPLAY}
+#: Reward kinds, the same as the Gymnasium / PettingZoo envs' (`env_gym`, `env_aec`), in points times
+#: `reward_scale` (default 1 in solo, 1 / SCORE_SCALE = 0.01 with opponents, as the envs):
+#: "dense" = after each action the change of the mover's own total score (solo: counted from 0, so the return
+#: is the final score, as Solo-v0; with opponents: from the score at reset, as Versus-v0 and the AEC env);
+#: "score" = at the end, own total minus the best other total (solo: own total);
+#: "win" = at the end, +1 to a sole winner, +1/k to each of k < n tied winners, -1 to the others, 0 to all
+#: if all n tie (ties broken by animal cubes first, as the rules say); solo: the suns earned (not scaled).
+REWARD_DENSE, REWARD_SCORE, REWARD_WIN = 0, 1, 2
+REWARDS = {"dense": REWARD_DENSE, "score": REWARD_SCORE, "win": REWARD_WIN}
+
+#: cfg: int64 (CFG_SIZE,) shared by all rows. CFG_SEAT = -1: the learner's seat is drawn per episode (Versus).
+CFG_PLAYERS, CFG_SIDE, CFG_SPIRITS, CFG_MODE, CFG_SEAT, CFG_REWARD, CFG_MAX_STEPS = range(7)
+CFG_SIZE = 7
+#: book: int64 (N, BOOK_SIZE), per-row bookkeeping the kernels keep between calls.
+B_BASE = 0       # base seed of the row
+B_EPISODE = 1    # episode number (0, 1, ...)
+B_SEAT = 2       # learner's seat this episode (Solo/Versus)
+B_OPP_RNG = 3    # built-in opponent's generator state
+B_LEN = 4        # decisions sent this episode (illegal ones included)
+B_LAST = 5       # 4 entries: each seat's total score at its last "dense" reward
+B_PLAYER = 9     # seat whose observation was written last
+B_FRESH = 10     # 1 until the first legal action of a solo episode ("dense" counts from 0, not the start score)
+B_SCORE = 11     # 4 x NUM_CATEGORIES: each seat's current score breakdown (kept up to date incrementally)
+BOOK_SIZE = B_SCORE + S.MAX_PLAYERS * NUM_CATEGORIES
+#: Most legal decisions per game a batch made with record=True keeps (a game has a few hundred at most).
+RECORD_CAP = 4096
+#: flags: int64 (N, FLAGS_SIZE), written by each step; the F_LENGTH.. entries only for rows that ended.
+F_TERM, F_TRUNC, F_ILLEGAL, F_ERROR, F_LENGTH, F_EPISODE, F_SEED, F_SUNS, F_SEAT = range(9)
+FLAGS_SIZE = 9
+_NA = A.NUM_ACTIONS
+
+
+# ---------------------------------------------------------------------------------------------------------
+# per-game kernels
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def episode_seed(base: int, episode: int) -> int:
+    """Game seed of episode `episode` (0, 1, ...) of a row whose base seed is `base` (episode 0 -> base)."""
+    if episode == 0:
+        return base
+    tmp = np.empty(1, dtype=np.int64)
+    tmp[0] = base ^ (episode * _EPISODE_MIX)
+    return S.next_random(tmp, 0)
+
+
+@njit(cache=True)
+def _total(s, p: int, tmp) -> int:
+    """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp)
+    return tmp[NUM_CATEGORIES - 1]
+
+
+@njit(cache=True)
+def _suns(s, total: int) -> int:
+    kept = s[S.SPIRIT_KEPT]
+    return solo_suns(total, s[S.SIDE], 2 if kept < 0 else SPIRIT_SUN_BONUS[kept])
+
+
+@njit(cache=True)
+def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
+    """`rules.random_until` (the same draws, one `rules.random_action` at a time) with book's generator
+    (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's observation, and the score cache (B_SCORE) up to date
+    incrementally after each action."""
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        a = rules.random_action(s, book, B_OPP_RNG, buf, grids)
+        mover = s[S.CURRENT]
+        card = action_card(s, a)
+        rules.step(s, a)
+        sc = B_SCORE + NUM_CATEGORIES * mover
+        update_observation(s, a, mover, card, seat, obs, book[sc: sc + NUM_CATEGORIES])
+
+
+@njit(cache=True)
+def outcome(s, totals, tmp, won) -> int:
+    """Who won a finished game (the rules: most points, ties broken by most animal cubes, then shared).
+
+    Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
+    winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_choice.plan_env_step`, the
+    learned trainer).
+    """
+    n = s[S.NUM_PLAYERS]
+    best_t = -1
+    best_c = -1
+    for p in range(S.MAX_PLAYERS):
+        totals[p] = 0
+        won[p] = 0
+    for p in range(n):
+        totals[p] = _total(s, p, tmp)
+        c = s[S.ANIMAL_CUBES + p]
+        if totals[p] > best_t or (totals[p] == best_t and c > best_c):
+            best_t = totals[p]
+            best_c = c
+    k = 0
+    for p in range(n):
+        if totals[p] == best_t and s[S.ANIMAL_CUBES + p] == best_c:
+            won[p] = 1
+            k += 1
+    return k
+
+
+# scratch layout (int64 (SCRATCH_SIZE,) per row)
+_TMP = _NA                          # NUM_CATEGORIES: a score breakdown
+_TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
+_GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
+SCRATCH_SIZE = _GRIDS + NUM_CLASSES
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
+def _reset_row(s, cfg, book, scratch) -> None:
+    """Start episode book[B_EPISODE] of this row: new game, opponent generator, learner seat; in Versus the
+    opponents seated before the learner move."""
+    seed = episode_seed(book[B_BASE], book[B_EPISODE])
+    n = cfg[CFG_PLAYERS]
+    S.init_state(s, n, cfg[CFG_SIDE], cfg[CFG_SPIRITS], seed)
+    book[B_OPP_RNG] = seed ^ OPPONENT_SALT
+    book[B_SEAT] = cfg[CFG_SEAT]
+    book[B_LEN] = 0
+    if cfg[CFG_MODE] == MODE_VERSUS:
+        if book[B_SEAT] < 0:
+            book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
+        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
+    for p in range(S.MAX_PLAYERS):
+        book[B_LAST + p] = 0
+    book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
+    if cfg[CFG_MODE] != MODE_SOLO:
+        for p in range(n):
+            book[B_LAST + p] = _total(s, p, scratch[_TMP:_TOTALS])
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
+def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
+    """Full observation of the deciding seat (the learner, or the player to move in self-play) and its mask."""
+    player = s[S.CURRENT] if cfg[CFG_MODE] == MODE_SELFPLAY else book[B_SEAT]
+    book[B_PLAYER] = player
+    encode_observation(s, player, obs)
+    scores_of(s, book[B_SCORE:])
+    rules.write_mask(s, mask, scratch[_GRIDS:], rules.MASK_ALL, 15)
+
+
+@njit(cache=True)
+def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
+    """Bring mask (bool (NUM_ACTIONS,)), the legal actions before `mover` played the legal action `a`, up to
+    date: only the regions of `rules.write_mask` that the action can have changed; everything once the turn
+    passed or after a Spirit choice. card: `observation.action_card` read before the action."""
+    if a >= A.KEEP_SPIRIT or s[S.GAME_OVER] or s[S.CURRENT] != mover:
+        rules.write_mask(s, mask, grids, rules.MASK_ALL, 15)
+    elif a < A.PLACE_TOKEN:  # tokens taken: placements open, no more taking, maybe the end of the turn
+        rules.write_mask(s, mask, grids, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
+    elif a < A.TAKE_CARD:
+        # a token of colour c placed on cell i: only cell i changed for the colours still held (no cube is there),
+        # colour c may be used up; habitats change only for the cards that use the cell's old or new class
+        c = (a - A.PLACE_TOKEN) // A.MAX_CELLS
+        i = (a - A.PLACE_TOKEN) % A.MAX_CELLS
+        new = s[S.STACK + A.MAX_CELLS * mover + i]
+        for c2 in range(6):
+            if s[S.HAND + c2] > 0:
+                mask[A.PLACE_TOKEN + A.MAX_CELLS * c2 + i] = (ACCEPTS[c2] >> new) & 1
+        if s[S.HAND + c] == 0:
+            for j in range(A.MAX_CELLS):
+                mask[A.PLACE_TOKEN + A.MAX_CELLS * c + j] = 0
+        changed = STACK_CLASSES[new] | STACK_CLASSES[STACK_BELOW[new]]
+        slots = 0
+        for h in range(S.MAX_SLOTS):
+            card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
+            if card_h >= 0 and CARD_CLASSES[card_h] & changed:
+                slots |= 1 << h
+        rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
+    elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
+        slots = 0
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
+                slots |= 1 << h
+        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
+    else:  # a cube placed on cell i: no token and no other cube can go there; a completed card frees its slot
+        i = (a - A.PLACE_CUBE) % A.MAX_CELLS
+        for h in range(S.MAX_SLOTS):
+            mask[A.PLACE_CUBE + A.MAX_CELLS * h + i] = 0
+        for c in range(6):
+            mask[A.PLACE_TOKEN + A.MAX_CELLS * c + i] = 0
+        h = (a - A.PLACE_CUBE) // A.MAX_CELLS
+        if s[S.SLOT + S.MAX_SLOTS * mover + h] < 0:
+            for j in range(A.MAX_CELLS):
+                mask[A.PLACE_CUBE + A.MAX_CELLS * h + j] = 0
+        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_TAIL, 0)
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
+def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_return, final_return, obs, mask,
+              reward, learner_reward, ended, flags, final_scores, final_won, final_obs, scratch) -> None:
+    """Step one row (the row's slices of the arrays of `step_rows`); obs and mask are updated incrementally."""
+    buf = scratch[:_NA]
+    tmp = scratch[_TMP:_TOTALS]
+    totals = scratch[_TOTALS:_GRIDS]
+    grids = scratch[_GRIDS:]
+    mode = cfg[CFG_MODE]
+    kind = cfg[CFG_REWARD]
+    n = s[S.NUM_PLAYERS]
+    seat = book[B_SEAT]
+    for p in range(S.MAX_PLAYERS):
+        reward[p] = 0.0
+    flags[F_TERM] = 0
+    flags[F_TRUNC] = 0
+    flags[F_ILLEGAL] = 0
+    flags[F_SEAT] = seat
+    mover = s[S.CURRENT]
+    card = action_card(s, a) if 0 <= a < _NA else 0
+    err = rules.step(s, a)
+    flags[F_ERROR] = err
+    book[B_LEN] += 1
+    if err != 0:  # the state is unchanged: so are the observation and the mask
+        flags[F_ILLEGAL] = 1
+        reward[mover] += illegal_reward
+    else:
+        player = book[B_PLAYER]
+        sc = B_SCORE + NUM_CATEGORIES * mover
+        changed = update_observation(s, a, mover, card, player, obs, book[sc: sc + NUM_CATEGORIES])
+        if kind == REWARD_DENSE and (changed or book[B_FRESH]):
+            # only the mover's score can change, and only when its board did (a solo game's first action
+            # also counts the empty board's points, e.g. Side B's island)
+            t = book[sc + NUM_CATEGORIES - 1]
+            reward[mover] += (t - book[B_LAST + mover]) * scale
+            book[B_LAST + mover] = t
+        book[B_FRESH] = 0
+        if mode == MODE_VERSUS:
+            _opponents_move_observed(s, seat, book, buf, grids, obs)
+        if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
+            book[B_PLAYER] = s[S.CURRENT]
+            encode_observation(s, s[S.CURRENT], obs)
+        _update_mask(s, a, mover, card, mask, grids)
+    done = s[S.GAME_OVER] != 0
+    trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
+    k = 0
+    if done or trunc:
+        k = outcome(s, totals, tmp, final_won)
+    if done:
+        if kind == REWARD_SCORE:
+            for p in range(n):
+                best = 0
+                if n > 1:
+                    best = -1
+                    for o in range(n):
+                        if o != p and totals[o] > best:
+                            best = totals[o]
+                reward[p] += (totals[p] - best) * scale
+        elif kind == REWARD_WIN:
+            if n == 1:
+                reward[0] += _suns(s, totals[0])
+            elif k < n:
+                for p in range(n):
+                    reward[p] += 1.0 / k if final_won[p] else -1.0
+    for p in range(S.MAX_PLAYERS):
+        ep_return[p] += reward[p]
+    learner_reward[0] = reward[seat if mode != MODE_SELFPLAY else 0]
+    ended[0] = done or trunc
+    if done or trunc:
+        flags[F_TERM] = 1 if done else 0
+        flags[F_TRUNC] = 1 if trunc else 0
+        for p in range(S.MAX_PLAYERS):
+            if p < n:
+                cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+                score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
+                           s[cp: cp + NUM_CARDS + 1], final_scores[p])
+            else:
+                final_scores[p, :] = 0
+            final_return[p] = ep_return[p]
+            ep_return[p] = 0.0
+        for j in range(OBS_SIZE):  # the ended game's last observation (the deciding seat's / the last mover's)
+            final_obs[j] = obs[j]  # (a plain loop: numba's slice assignment does not become a memcpy)
+        flags[F_LENGTH] = book[B_LEN]
+        flags[F_EPISODE] = book[B_EPISODE]
+        flags[F_SEED] = episode_seed(book[B_BASE], book[B_EPISODE])
+        flags[F_SUNS] = _suns(s, totals[0]) if n == 1 else 0
+        book[B_EPISODE] += 1
+        _reset_row(s, cfg, book, scratch)
+        _observe_row(s, cfg, book, obs, mask, scratch)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# batch drivers: rows lo..hi-1 per call, so that threads can share a batch by row ranges.
+#
+# They are compiled WITHOUT numba's reference counting (`_nrt=False`): arrays coming from Python then carry no
+# memory-manager record, so the views the kernels below take of them (a row, a board's bitboards ...) cost no
+# atomic increment / decrement. With it, those atomics were over half of a row-step's time. The kernels they
+# call allocate and free their own small arrays normally. nogil: `run_rows` runs row ranges in threads.
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True, _nrt=False)
+def _step_rows(lo, hi, states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks,
+               rewards, learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch):
+    for r in range(lo, hi):
+        _step_row(states[r], actions[r], cfg, illegal_reward, scale, book[r], ep_returns[r], final_returns[r],
+                  obs[r], masks[r], rewards[r], learner_rewards[r:r + 1], ended[r:r + 1], flags[r],
+                  final_scores[r], final_won[r], final_obs[r], scratch[r])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _reset_rows(lo, hi, states, cfg, book, obs, masks, scratch):
+    for r in range(lo, hi):
+        _reset_row(states[r], cfg, book[r], scratch[r])
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _observe_rows(lo, hi, states, cfg, book, obs, masks, scratch):
+    for r in range(lo, hi):
+        _observe_row(states[r], cfg, book[r], obs[r], masks[r], scratch[r])
+
+
+_POOL: list[ThreadPoolExecutor] = []
+#: Fewest rows per thread worth a hand-off to another thread.
+MIN_ROWS_PER_THREAD = 16
+
+
+def run_rows(fn: Any, n: int, threads: int, *args: Any, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
+    """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in up to `threads` row ranges run at once.
+
+    The thread runner of every batched stepper (this module's micro-action `step_rows` and whole-plan `play_plans`,
+    and the plan-choice env's `agents.plan_choice.plan_env_step`). fn must be a numba
+    kernel compiled with nogil=True, and every row must depend only on itself, so that results do not depend on
+    the split. min_rows: fewest rows worth handing to another thread (lower it for expensive rows).
+    """
+    k = min(threads, n // max(1, min_rows))
+    if k <= 1:
+        fn(0, n, *args)
+        return
+    if not _POOL or _POOL[0]._max_workers < k - 1:
+        if _POOL:
+            _POOL.pop().shutdown(wait=False)
+        _POOL.append(ThreadPoolExecutor(max_workers=k - 1, thread_name_prefix="harmonies-batch"))
+    bounds = [n * j // k for j in range(k + 1)]
+    futures = [_POOL[0].submit(fn, bounds[j], bounds[j + 1], *args) for j in range(1, k)]
+    fn(0, bounds[1], *args)
+    for f in futures:
+        f.result()
+
+
+def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, final_returns, obs, masks, rewards,
+              learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch, num_threads: int = 1) -> None:
+    """Step every row of a batch in ONE numba call (the engine under `BatchedGames` and `SelfPlayBatch`).
+
+    Inputs: states int64 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
+    illegal one leaves its row unchanged, earns `illegal_reward` (negative) and is flagged); cfg int64
+    (CFG_SIZE,); illegal_reward, scale float; book int64 (N, BOOK_SIZE) per-row bookkeeping; ep_returns
+    float64 (N, 4) running per-seat returns (zeroed when a game ends, after its value went to final_returns).
+    In/out: obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): on entry, each row's observation (of
+    seat book[:, B_PLAYER]) and mask for the state before the step, exactly as `encode_observation` /
+    `rules.legal_mask` give them; on exit, the same for the deciding seat of the (possibly new) game. Only
+    the entries an action changes are written, so these buffers must not be modified outside.
+    Outputs: rewards float32 (N, 4) per seat; learner_rewards float32 (N,) the learner's (Solo / Versus);
+    ended bool (N,) terminated or truncated; flags int64 (N, FLAGS_SIZE); for rows that ended:
+    final_returns float64 (N, 4) the episode's per-seat returns, final_scores int64 (N, 4, NUM_CATEGORIES),
+    final_won int64 (N, 4) and final_obs float32 (N, OBS_SIZE) the ended game's last observation (deciding
+    seat / last mover). scratch: int64 (N, SCRATCH_SIZE). num_threads > 1 splits the rows over threads.
+    All arrays C-contiguous.
+    """
+    run_rows(_step_rows, states.shape[0], num_threads, states, actions, cfg, illegal_reward, scale, book,
+              ep_returns, final_returns, obs, masks, rewards, learner_rewards, ended, flags, final_scores, final_won,
+              final_obs, scratch)
+
+
+
+# ---------------------------------------------------------------------------------------------------------
+# whole-plan (macro-action) stepping: the agents' planners decide whole turns, these kernels play them
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def play_plan(s, plan, n: int, before_end: bool = False) -> int:
+    """Play a whole-turn plan (a macro-action) on one game: the micro-actions plan[0], ..., plan[n - 1] in order.
+
+    s int64 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
+    planner (`agents.greedy.plan_turn`) on this position: tokens, card, cubes, then END_TURN (the refill and the
+    next seat follow, as after that micro-action), or the first turn's Spirit choice alone (no END: the same seat
+    stays to move). before_end: stop at the first END_TURN, not playing it, which leaves the turn's exact
+    afterstate (no chance has happened yet). Returns 0, or the `rules.step` error code of the first refused
+    action: play stops there, that action left s untouched and the ones before it stay played.
+
+    Why one kernel: every whole-plan player (the plan-choice env, the learned trainer, the search agents' leaves
+    and rollouts) plays its plans through it, so a plan means the same sequence of `rules.step` calls everywhere.
+    """
+    for j in range(n):
+        a = plan[j]
+        if before_end and a == A.END_TURN:
+            break
+        e = rules.step(s, a)
+        if e:
+            return e
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _play_plan_rows(lo, hi, states, active, plans, lens, choice, errors) -> None:
+    for r in range(lo, hi):
+        if not active[r] or states[r, S.GAME_OVER]:
+            errors[r] = 0
+            continue
+        k = choice[r]
+        errors[r] = play_plan(states[r], plans[r, k], lens[r, k])
+
+
+def play_plans(states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: np.ndarray, choice: np.ndarray,
+               num_threads: int = 1, min_rows: int = MIN_ROWS_PER_THREAD) -> np.ndarray:
+    """Play one chosen whole-turn plan in each active row of a batch, in ONE numba call: the whole-plan stepper.
+
+    states int64 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
+    are skipped too); plans int64 (N, K, MAX_PLAN) K candidate plans per row; lens int64 (N, K) their lengths;
+    choice int64 (N,) the candidate to play per row: row r plays plans[r, choice[r], :lens[r, choice[r]]] with
+    `play_plan` (END_TURN included). Returns int64 (N,): 0, or the `rules.step` error code that stopped the row's
+    plan (0 for skipped rows). num_threads > 1 splits the rows over threads (`run_rows`; min_rows: fewest rows
+    worth a thread; planned rows are cheap to play, dear to plan). Arrays C-contiguous, as the kernels index them.
+
+    The micro-action stepper is `step_rows` (one action per row, observations, masks and rewards kept up to date);
+    this one plays macro-actions and leaves observing to its callers; both run on `run_rows`.
+    """
+    errors = np.zeros(states.shape[0], dtype=np.int64)
+    run_rows(_play_plan_rows, states.shape[0], num_threads, states, active, plans, lens, choice, errors,
+             min_rows=min_rows)
+    return errors
+
+@njit(cache=True)
+def _init_rows(states, num_players: int, side: int, spirits: int, seeds) -> None:
+    for r in range(states.shape[0]):
+        S.init_state(states[r], num_players, side, spirits, seeds[r])
+
+
+def init_batch(states: np.ndarray, num_players: int, side: int | str, spirits: int | bool,
+               seeds: Sequence[int] | np.ndarray) -> None:
+    """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
+    `Game(num_players, side, spirits, seed=seeds[r])` does. side: 0 / "A" or 1 / "B". Every argument is
+    validated (ValueError naming it): the kernel writes rows by these values."""
+    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+            or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
+        raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
+                         f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
+    if isinstance(side, (int, np.integer)) and not isinstance(side, (bool, np.bool_)) and side in (0, 1):
+        side = "AB"[int(side)]
+    n_players, side_c, sp = check_config(num_players, side, spirits)
+    seeds = _as_seeds(seeds, states.shape[0])
+    _init_rows(states, n_players, side_c, sp, seeds)
+
+
+@njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
+def _rollout_row(s, seed: int, scratch, totals, won) -> int:
+    rng = np.empty(1, dtype=np.int64)
+    rng[0] = seed
+    steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
+    outcome(s, totals, scratch[_TMP:_TOTALS], won)
+    return steps
+
+
+@njit(cache=True, nogil=True, _nrt=False)
+def _rollout_rows(lo, hi, states, seeds, totals, won, steps, scratch):
+    for r in range(lo, hi):
+        steps[r] = _rollout_row(states[r], seeds[r], scratch[r], totals[r], won[r])
+
+
+class Rollouts(NamedTuple):
+    """Results of `rollout_batch`: totals int64 (N, 4) final total scores (absent seats 0), won int64 (N, 4)
+    1 for each winner (most points, then most animal cubes), steps int64 (N,) actions played."""
+    totals: np.ndarray
+    won: np.ndarray
+    steps: np.ndarray
+
+
+def _as_seeds(seeds: Any, n: int, what: str = "seeds") -> np.ndarray:
+    arr = np.asarray(seeds)
+    if arr.shape != (n,) or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be {n} integers, got {arr.dtype} {arr.shape}")
+    if n and (arr.min() < 0 or (arr.dtype == np.uint64 and arr.max() >= 2**63)):
+        raise ValueError(f"{what} must be non-negative integers below 2**63")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace: bool = False,
+                  num_threads: int = 1) -> Rollouts:
+    """Play every game of `states` (int64 (N, STATE_SIZE)) to its end with uniformly random legal actions.
+
+    Row r's random player draws from seeds[r] (its own generator: the same seed gives the same playout for
+    any thread count). The games are played on a copy unless `inplace`. For MCTS leaf evaluation and
+    whole-game random baselines (start from `init_batch`).
+    """
+    states = check_states(states)  # every row, every field: the kernels index tables with these values
+    n = states.shape[0]
+    seeds = _as_seeds(seeds, n)
+    work = states if inplace else states.copy()
+    if inplace and not states.flags.c_contiguous:
+        raise ValueError("states must be C-contiguous to be played in place")
+    totals = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+    won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+    steps = np.zeros(n, dtype=np.int64)
+    scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+    run_rows(_rollout_rows, n, check_threads(num_threads), work, seeds, totals, won, steps, scratch)
+    return Rollouts(totals, won, steps)
+
+
+def check_threads(num_threads: Any) -> int:
+    """Validate a thread count (threads that step row ranges of a batch at once; 1 = the calling thread only)."""
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
+    return int(num_threads)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Python wrappers
+# ---------------------------------------------------------------------------------------------------------
+class BatchStep(NamedTuple):
+    """What one `step` of a batch returns: VIEWS of the batch's own buffers, which the next `step` / `reset`
+    overwrites (copy what you keep, as the vector envs do). obs and masks are read-only views: the engine
+    updates them incrementally, so they must not be written to.
+
+    obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): the deciding seat's view of each game (the
+    new game's for rows that just ended: auto-reset). rewards float32: (N,) for the learner
+    (`BatchedGames`), (N, 4) per seat (`SelfPlayBatch`). terminated / truncated / illegal bool (N,).
+    For rows that ended (terminated | truncated), other rows holding stale values: final_obs float32
+    (N, OBS_SIZE) the ended game's last observation; final_scores int64 (N, 4, NUM_CATEGORIES) score
+    breakdowns; final_won int64 (N, 4) 1 per winner; episode_returns float64 (N, 4) per-seat returns;
+    episode_lengths int64 (N,) decisions sent (illegal ones included); episode_seeds int64 (N,) the ended
+    game's seed; suns int64 (N,) the solo result (0 with opponents); seats int64 (N,) the learner's seat in
+    the ended game. players int64 (N,): the seat each `obs` row belongs to (the player to move in self-play).
+    """
+    obs: np.ndarray
+    masks: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    illegal: np.ndarray
+    final_obs: np.ndarray
+    final_scores: np.ndarray
+    final_won: np.ndarray
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
+    episode_seeds: np.ndarray
+    suns: np.ndarray
+    seats: np.ndarray
+    players: np.ndarray
+
+
+def _check_int(name: str, v: Any, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {v!r}")
+    return int(v)
+
+
+def _check_float(name: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v):
+        raise ValueError(f"{name} must be a finite number, got {v!r}")
+    return float(v)
+
+
+_read_only = S.read_only_view
+
+
+class _Batch:
+    """Shared machinery of `BatchedGames` and `SelfPlayBatch`: buffers, seeding, reset and step.
+
+    The observation and mask buffers persist across steps and each step writes only what its actions
+    changed (a whole row on reset, a turn change in self-play, a Spirit choice): `obs` / `masks` are
+    read-only views of them. `states`, `book` and `cfg` are read-only views too (the kernels index tables with
+    their values: a value written by hand could crash the process); set up positions with `set_states`, which
+    validates them.
+    """
+
+    def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
+                 seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
+                 illegal_reward: float, max_steps: int, num_threads: int, record: bool = False):
+        self.num_games = n = _check_int("num_games", num_games, 1)
+        if not isinstance(record, (bool, np.bool_)):
+            raise ValueError(f"record must be True or False, got {record!r}")
+        self.record = bool(record)
+        # record=True: each row's legal decisions of its current game, int16 (N, RECORD_CAP), and how many, int64
+        # (N,) (-1: unknown, after `set_states` or past RECORD_CAP); the built-in opponents' moves are replayed
+        # from the episode seed by `game(r)`, so they need no room here
+        self._hist = np.zeros((n, RECORD_CAP if self.record else 0), dtype=np.int16)
+        self._hlen = np.zeros(n, dtype=np.int64)
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
+        self.spirits = bool(sp)
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
+        self.reward = reward
+        if reward_scale is None:
+            reward_scale = 1.0 if self.num_players == 1 else 1.0 / SCORE_SCALE
+        self.reward_scale = _check_float("reward_scale", reward_scale)
+        self.illegal_reward = _check_float("illegal_reward", illegal_reward)
+        self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
+        self.num_threads = check_threads(num_threads)
+        self._cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
+                            dtype=np.int64)
+        self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self._book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
+        self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
+        self._ep_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
+        self._final_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
+        self._rewards = np.zeros((n, S.MAX_PLAYERS), dtype=np.float32)
+        self._learner_rewards = np.zeros(n, dtype=np.float32)
+        self._ended = np.zeros(n, dtype=np.bool_)
+        self._flags = np.zeros((n, FLAGS_SIZE), dtype=np.int64)
+        self._final_scores = np.zeros((n, S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
+        self._final_won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
+        self._final_obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+        self._obs_view = _read_only(self._obs)
+        self._masks_view = _read_only(self._masks)
+        self._states_view = _read_only(self._states)
+        self._book_view = _read_only(self._book)
+        self._cfg_view = _read_only(self._cfg)
+        self.reset(seed)
+
+    @property
+    def states(self) -> np.ndarray:
+        """int64 (N, STATE_SIZE): every row's position, a READ-ONLY live view (`set_states` replaces rows)."""
+        return self._states_view
+
+    @property
+    def book(self) -> np.ndarray:
+        """int64 (N, BOOK_SIZE): per-row bookkeeping of the kernels (seeds, learner seat ...), read-only view."""
+        return self._book_view
+
+    @property
+    def cfg(self) -> np.ndarray:
+        """int64 (CFG_SIZE,): the configuration the kernels read (players, side, mode ...), read-only view."""
+        return self._cfg_view
+
+    # ---- seeding and reset -----------------------------------------------------------------------------
+    def reset(self, seed: int | Sequence[int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Start a fresh game in every row; returns (obs, masks) (read-only views of the batch's buffers).
+
+        seed: an int b gives row r the base seed b + r (row r's first game is `Game(seed=b + r)`, its
+        episode k the game `Game(seed=episode_seed(b + r, k))`); a sequence gives each row's base seed;
+        None draws fresh base seeds.
+        """
+        n = self.num_games
+        if seed is None:
+            base = (check_seed(None) % (2**62)) + np.arange(n, dtype=np.int64)
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            b = check_seed(seed)
+            if b + n > 2**63:
+                raise ValueError(f"seed {b} + {n} rows would pass 2**63")
+            base = b + np.arange(n, dtype=np.int64)
+        else:
+            base = _as_seeds(seed, n)
+        self._book[:] = 0
+        self._book[:, B_BASE] = base
+        self._ep_returns[:] = 0.0
+        self._hlen[:] = 0
+        run_rows(_reset_rows, n, self.num_threads, self._states, self._cfg, self._book, self._obs, self._masks,
+                  self._scratch)
+        return self._obs_view, self._masks_view
+
+    def set_states(self, states: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> None:
+        """Put positions into the batch: `states` int64 (N, STATE_SIZE) for every row, or (len(rows), STATE_SIZE)
+        (or one (STATE_SIZE,) state) for the listed rows; then every row's observation and mask is re-encoded.
+
+        Every given state is validated first (`harmonies_env.validate`, and this batch's players / side / Spirits):
+        ValueError names the row and field, and the batch is left unchanged. The rows keep their episode
+        bookkeeping (base seed, episode number, learner seat): an episode continues from the new position.
+        This is the only way to write states: `states` is a read-only view (`step` does not re-check rows).
+        """
+        if rows is None:
+            idx = np.arange(self.num_games)
+        else:
+            idx = np.asarray(rows)
+            if idx.ndim == 0:
+                idx = idx.reshape(1)
+            if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.dtype == np.uint64 or (
+                    idx.size and (idx.min() < 0 or idx.max() >= self.num_games)) or np.unique(idx).size != idx.size:
+                raise ValueError(f"rows must be distinct row numbers 0..{self.num_games - 1}, got {rows!r}")
+        arr = np.asarray(states)
+        if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+            raise ValueError(f"states must be int64, got dtype {arr.dtype}")
+        if arr.ndim == 1 and idx.size == 1:
+            arr = arr[None, :]
+        if arr.shape != (idx.size, S.STATE_SIZE):
+            raise ValueError(f"states must be ({idx.size}, {S.STATE_SIZE}) for {idx.size} row(s), got {arr.shape}")
+        new = self._states.copy()
+        new[idx] = arr
+        self._check(new, idx)
+        self._states[idx] = new[idx]
+        self._hlen[idx] = -1  # these rows' games no longer follow from their seeds: no record until they end
+        self.refresh()
+
+    def _check(self, states: np.ndarray, rows: np.ndarray) -> None:
+        """ValueError naming the first row of `rows` whose state is invalid or not this batch's configuration."""
+        sub = np.ascontiguousarray(states[rows])
+        check_states(sub, rows)
+        for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
+                                ("spirits", S.SPIRITS, int(self.spirits))):
+            bad = np.flatnonzero(sub[:, off] != want)
+            if bad.size:
+                raise ValueError(f"states row {int(rows[bad[0]])}, field {name!r}: this batch plays {name} = {want}, "
+                                 f"got {int(sub[bad[0], off])}")
+        if self._cfg[CFG_MODE] == MODE_VERSUS:  # a row waits for its learner's action (or its game is over)
+            seats = self._book[rows, B_SEAT]
+            bad = np.flatnonzero((sub[:, S.GAME_OVER] == 0) & (sub[:, S.CURRENT] != seats))
+            if bad.size:
+                raise ValueError(f"states row {int(rows[bad[0]])}, field 'current': it is seat "
+                                 f"{int(sub[bad[0], S.CURRENT])}'s turn, but this row's learner plays seat "
+                                 f"{int(seats[bad[0]])} (a Versus row always waits for its learner)")
+
+    def refresh(self) -> None:
+        """Re-encode every row's observation and mask from the states (`set_states` does it for you).
+
+        Validates every row first (`harmonies_env.validate`; ValueError names the row and field).
+        """
+        self._check(self._states, np.arange(self.num_games))
+        run_rows(_observe_rows, self.num_games, self.num_threads, self._states, self._cfg, self._book, self._obs,
+                 self._masks, self._scratch)
+
+    # ---- stepping --------------------------------------------------------------------------------------
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
+        if arr.shape != (self.num_games,) and arr.size == self.num_games:
+            arr = arr.reshape(self.num_games)
+        if arr.shape != (self.num_games,):
+            raise ValueError(f"actions must hold one action per game ({self.num_games}), got shape {arr.shape}")
+        if arr.dtype != np.int64:
+            if not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"actions must be integers 0..{A.NUM_ACTIONS - 1}, got dtype {arr.dtype}")
+            if arr.dtype == np.uint64:
+                arr = np.minimum(arr, A.NUM_ACTIONS)  # out of range either way, but must fit int64
+        return np.ascontiguousarray(arr, dtype=np.int64)
+
+    def _step(self, actions: Any) -> None:
+        acts = self._check_actions(actions)
+        step_rows(self._states, acts, self._cfg, self.illegal_reward, self.reward_scale, self._book, self._ep_returns,
+                  self._final_returns, self._obs, self._masks, self._rewards, self._learner_rewards, self._ended,
+                  self._flags, self._final_scores, self._final_won, self._final_obs, self._scratch,
+                  num_threads=self.num_threads)
+        if self.record:
+            h = self._hlen
+            ok = (self._flags[:, F_ILLEGAL] == 0) & (h >= 0)
+            h[ok & (h >= RECORD_CAP)] = -1
+            rows = np.flatnonzero(ok & (h >= 0))
+            self._hist[rows, h[rows]] = acts[rows]
+            h[rows] += 1
+            h[self._ended] = 0  # an ended row already started its next game
+
+    def _result(self, rewards: np.ndarray) -> BatchStep:
+        f = self._flags
+        return BatchStep(self._obs_view, self._masks_view, rewards, f[:, F_TERM] == 1, f[:, F_TRUNC] == 1,
+                         f[:, F_ILLEGAL] == 1, self._final_obs, self._final_scores, self._final_won,
+                         self._final_returns, f[:, F_LENGTH], f[:, F_SEED], f[:, F_SUNS], f[:, F_SEAT],
+                         self._book_view[:, B_PLAYER])
+
+    # ---- views -----------------------------------------------------------------------------------------
+    @property
+    def players(self) -> np.ndarray:
+        """int64 (N,): the seat whose observation `obs` holds (the learner, or the player to move)."""
+        return self._book_view[:, B_PLAYER]
+
+    @property
+    def errors(self) -> np.ndarray:
+        """int64 (N,): the last step's `rules.step` error code per row (0 = legal; `rules.ERRORS` says why)."""
+        return self._flags[:, F_ERROR]
+
+    @property
+    def episodes(self) -> np.ndarray:
+        """int64 (N,): each row's episode number (0 for the first game after `reset`)."""
+        return self._book_view[:, B_EPISODE]
+
+    @property
+    def base_seeds(self) -> np.ndarray:
+        return self._book_view[:, B_BASE]
+
+    @property
+    def obs(self) -> np.ndarray:
+        """float32 (N, OBS_SIZE): each game's observation for its deciding seat (read-only view of the buffer
+        that the next step updates)."""
+        return self._obs_view
+
+    @property
+    def masks(self) -> np.ndarray:
+        """bool (N, NUM_ACTIONS): each game's legal actions for its deciding seat (read-only view)."""
+        return self._masks_view
+
+    def action_masks(self) -> np.ndarray:
+        """bool (N, NUM_ACTIONS): the legal actions of each game's deciding seat (read-only view)."""
+        return self._masks_view
+
+    def current_seeds(self) -> np.ndarray:
+        """int64 (N,): the game seed of each row's current episode."""
+        return np.array([episode_seed(int(b), int(e)) for b, e in self._book[:, [B_BASE, B_EPISODE]]],
+                        dtype=np.int64)
+
+    def game(self, r: int) -> Game:
+        """A `Game` holding a copy of row r's current state (to inspect, render, play on or export).
+
+        With `record=True` the game carries row r's seed and every action of its current game (the learner's,
+        recorded as they are stepped, and the built-in opponents', replayed from the episode seed with the same
+        generator), so `record()` / `to_json()` export a record that `Game.replay` turns back into this very
+        position (checked here). Without it the batch keeps no actions (the kernels step rows without Python):
+        the game has no history and no seed, and its `record()` / `to_json()` raise ValueError rather than export
+        a record that would replay a different game; so do rows set with `set_states` until their game ends.
+        """
+        if isinstance(r, (bool, np.bool_)) or not isinstance(r, (int, np.integer)):
+            raise ValueError(f"row must be an integer, got {r!r}")
+        if not 0 <= r < self.num_games:
+            raise IndexError(f"row {r} is outside the batch 0..{self.num_games - 1}")
+        if not self.record or self._hlen[r] < 0:
+            return Game.from_state(self._states[r])  # a validated copy: playing on it never touches the batch
+        return self._replayed(int(r))
+
+    def _replayed(self, r: int) -> Game:
+        """Row r's current game rebuilt from its episode seed and recorded actions (opponents' moves redrawn)."""
+        seed = episode_seed(int(self._book[r, B_BASE]), int(self._book[r, B_EPISODE]))
+        n = self.num_players
+        g = Game(n, "AB"[self.side_code], self.spirits, seed=seed)
+        versus = self._cfg[CFG_MODE] == MODE_VERSUS
+        rng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
+        buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        grids = np.zeros(NUM_CLASSES, dtype=np.int64)
+        seat = int(self._cfg[CFG_SEAT])
+        if versus and seat < 0:
+            seat = int(S.random_below(rng, 0, n))
+
+        def opponents() -> None:
+            while versus and not g.is_over and g.current_player != seat:
+                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf, grids)))
+
+        opponents()
+        for a in self._hist[r, : self._hlen[r]]:
+            g.step(int(a))
+            opponents()
+        if not np.array_equal(g.state, self._states[r]):
+            raise RuntimeError(f"row {r}: the recorded actions do not rebuild the row's game (a bug: please report)")
+        return g
+
+
+class BatchedGames(_Batch):
+    """N games, each with one learner: Solo (num_players=1) or Versus (the other seats play uniformly random
+    legal actions inside numba). `step(actions)` takes the learner's action for every game.
+
+    The defaults mirror harmonies/Solo-v0 and harmonies/Versus-v0: reward "dense" points in solo, "win" in
+    Versus (see REWARDS), illegal_reward -1.0 (solo) / -0.01 (Versus), max_steps 5000 (0 = no limit).
+    seat: the learner's seat in Versus (None = drawn per episode from the episode's seed). An illegal
+    action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
+    steps row ranges in threads with the same results. record=True keeps each row's actions so that `game(r)`
+    exports a replayable record (a few numpy operations per step; off by default).
+    """
+
+    def __init__(self, num_games: int, num_players: int = 1, side: str = "A", spirits: bool = False,
+                 seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
+                 reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
+                 num_threads: int = 1, record: bool = False):
+        np_, _, _ = check_config(num_players, side, spirits)
+        if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
+                                 or not 0 <= seat < np_):
+            raise ValueError(f"seat (the learner's) must be None or 0..{np_ - 1}, got {seat!r}")
+        self.mode = "solo" if np_ == 1 else "versus"
+        if reward is None:
+            reward = "dense" if np_ == 1 else "win"
+        if illegal_reward is None:
+            illegal_reward = -1.0 if np_ == 1 else -0.01
+        super().__init__(num_games, num_players, side, spirits, MODES[self.mode], -1 if seat is None else int(seat),
+                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record)
+
+    @property
+    def seats(self) -> np.ndarray:
+        """int64 (N,): the learner's seat in each row's current game."""
+        return self._book_view[:, B_SEAT]
+
+    def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
+        """Play the learner's action in every game (then the opponents', in Versus); auto-reset ended games."""
+        self._step(actions)
+        return self._result(self._learner_rewards)
+
+
+class SelfPlayBatch(_Batch):
+    """N games of 2-4 players where every seat is decided outside (by a policy: arrays in, arrays out).
+
+    Each step takes the action of the player to move in every game; `players` says whose observation came
+    back. rewards are per seat (N, 4), as the AEC env gives them: "dense" the mover's score change,
+    "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
+    An illegal action leaves the game unchanged and earns the mover `illegal_reward`. record=True: as in
+    `BatchedGames`, `game(r)` then exports row r's game with every action.
+    """
+
+    def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
+                 seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
+                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1, record: bool = False):
+        np_, _, _ = check_config(num_players, side, spirits)
+        if np_ < 2:
+            raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
+        self.mode = "selfplay"
+        super().__init__(num_games, num_players, side, spirits, MODE_SELFPLAY, 0, seed, reward, reward_scale,
+                         illegal_reward, max_steps, num_threads, record)
+
+    def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
+        """Play the action of the player to move in every game; auto-reset ended games."""
+        self._step(actions)
+        return self._result(self._rewards)
+
+
+__all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch", "step_rows", "rollout_batch",
+           "play_plan", "play_plans", "episode_seed", "outcome", "run_rows", "check_threads", "OPPONENT_SALT", "MODES",
+           "REWARDS", "SCORE_SCALE"]

@@ -1,0 +1,470 @@
+"""The Python face of the engine: `Game`, game records, `determinize` and `score_board`.
+
+`Game` owns one state vector (see `state`) and calls the kernels in `rules`; it validates input, raises
+`IllegalActionError` with the reason, and speaks the game's words. Nothing here holds rules logic.
+
+`Game.state` is a READ-ONLY view (the kernels trust the state: a value written by hand could send them out of
+bounds and crash the process). A position is replaced only through a validating route: `Game.from_state(s)`, or
+assigning `game.state = s` (`set_state`). The writable array is `_state`, used by `harmonies_env`'s own modules.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from . import actions as A
+from . import rules
+from . import state as S
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_SUN_BONUS, card_name
+from .data import COLOURS, SIDES
+from .geometry import MAX_CELLS, NUM_CELLS, cell_index, cell_qr, side_code
+from .scoring import CATEGORIES, NUM_CATEGORIES, score_into, solo_suns
+from .stacks import STACK_AFTER, stack_code, stack_kind
+
+RECORD_VERSION = 1
+
+
+class IllegalActionError(ValueError):
+    """An action that the rules do not allow now; the game is left unchanged."""
+
+    def __init__(self, action: int, reason: str, description: str = ""):
+        self.action = action
+        self.reason = reason
+        what = f"action {action}" + (f" ({description})" if description else "")
+        super().__init__(f"illegal {what}: {reason}")
+
+
+def check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
+    """Validate a game configuration: (num_players 1-4, side code 0/1, spirits 0/1), or a ValueError naming it."""
+    if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= 4:
+        raise ValueError(f"num_players must be an integer from 1 to 4 (1 = solo), got {num_players!r}")
+    if not isinstance(spirits, (bool, np.bool_)) and spirits not in (0, 1):
+        raise ValueError(f"spirits must be True or False, got {spirits!r}")
+    return int(num_players), side_code(side), int(bool(spirits))
+
+
+def check_action(action: Any) -> int:
+    """A real integer action as int; IllegalActionError for bool, float, str, arrays or values outside int64
+    (values in int64 but outside 0..NUM_ACTIONS-1 pass here: the rules refuse them with their reason)."""
+    if type(action) is int and -(2**63) <= action < 2**63:  # the common cases first, fast
+        return action
+    if isinstance(action, np.integer) and type(action) is not np.uint64:
+        return int(action)
+    if isinstance(action, np.ndarray) and action.ndim == 0:
+        action = action[()]
+    if isinstance(action, (bool, np.bool_)) or not isinstance(action, (int, np.integer)):
+        raise IllegalActionError(action, f"actions are integers 0..{A.NUM_ACTIONS - 1}, "
+                                         f"got {type(action).__name__} {action!r}")
+    if not -(2**63) <= int(action) < 2**63:
+        raise IllegalActionError(int(action), f"the action index is outside the action space 0..{A.NUM_ACTIONS - 1}")
+    return int(action)
+
+
+def _new_seed() -> int:
+    return secrets.randbits(62)
+
+
+def check_seed(seed: Any) -> int:
+    """Validate a game seed (a non-negative integer below 2**63); None draws a fresh one."""
+    if seed is None:
+        return _new_seed()
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0 or seed >= 2**63:
+        raise ValueError(f"seed must be a non-negative integer below 2**63 or None, got {seed!r}")
+    return int(seed)
+
+
+class Game:
+    """One game of Harmonies for 1-4 players (1 = solo), Side "A" or "B", with or without Spirits.
+
+    The same seed gives the same game; each game owns its generator, so games never disturb each other.
+    `state`: int64 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
+    """
+
+    def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, seed: int | None = None):
+        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
+        self.spirits = bool(sp)
+        self.seed = check_seed(seed)
+        self._adopt(np.zeros(S.STATE_SIZE, dtype=np.int64))
+        S.init_state(self._state, self.num_players, self.side_code, sp, self.seed)
+        self.history: list[int] = []
+        self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+
+    def _adopt(self, arr: np.ndarray) -> None:
+        """Own `arr` (int64 (STATE_SIZE,), C-contiguous) as the state; `state` becomes its read-only view."""
+        self._state = arr
+        self._state_view = S.read_only_view(arr)
+
+    def __copy__(self) -> "Game":  # a copy owns its state and history (as `clone`)
+        return self.clone()
+
+    def __deepcopy__(self, memo: dict) -> "Game":
+        return self.clone()
+
+    def __getstate__(self) -> dict:  # pickle: the read-only view is rebuilt over the new array, never copied apart
+        d = dict(self.__dict__)
+        d.pop("_state_view", None)
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self._adopt(np.ascontiguousarray(self._state, dtype=np.int64).copy())
+
+    @property
+    def state(self) -> np.ndarray:
+        """int64 (STATE_SIZE,): the position, as a READ-ONLY live view (`harmonies_env.state` names its fields).
+
+        Read-only because the kernels trust the state: a value written by hand can send them out of bounds and
+        crash the process. Copy it to experiment (`game.state.copy()`), and replace the position with
+        `game.state = new_state` (validated, see `set_state`) or build a game with `Game.from_state`.
+        """
+        return self._state_view
+
+    @state.setter
+    def state(self, value: np.ndarray) -> None:
+        self.set_state(value)
+
+    def set_state(self, state: np.ndarray) -> None:
+        """Replace the position by `state` (int64 (STATE_SIZE,), copied) after validating every field
+        (`harmonies_env.validate`; ValueError names the bad field, and the game is left unchanged).
+
+        The configuration (players, side, Spirits) follows the new state. The game no longer has a seed and its
+        history is cleared: no record can replay a position set by hand (`record()` raises).
+        """
+        arr = _valid_state(state)
+        self.num_players = int(arr[S.NUM_PLAYERS])
+        self.side_code = int(arr[S.SIDE])
+        self.spirits = bool(arr[S.SPIRITS])
+        self.seed = -1
+        self.history = []
+        self._adopt(arr)
+
+    # ---- configuration and position ------------------------------------------------------------------
+    @property
+    def side(self) -> str:
+        return SIDES[self.side_code]
+
+    @property
+    def num_cells(self) -> int:
+        return int(NUM_CELLS[self.side_code])
+
+    @property
+    def current_player(self) -> int:
+        return int(self._state[S.CURRENT])
+
+    @property
+    def is_over(self) -> bool:
+        return bool(self._state[S.GAME_OVER])
+
+    @property
+    def turn(self) -> int:
+        """Turns completed so far, all players together."""
+        return int(self._state[S.TURN])
+
+    @property
+    def round(self) -> int:
+        """Current round, from 1."""
+        return self.turn // self.num_players + 1
+
+    def field(self, name: str) -> np.ndarray:
+        """A named state field as a READ-ONLY array view (see `state.FIELDS`).
+
+        Read-only because the kernels trust the state: a value written by hand can send them out of bounds.
+        To set up a position, build the state vector and call `Game.from_state`, which validates it.
+        """
+        if name not in S.FIELDS:
+            raise ValueError(f"unknown state field {name!r}; fields are {', '.join(S.FIELDS)}")
+        v = S.field(self._state_view, name)
+        return v if isinstance(v, np.ndarray) else np.int64(v)
+
+    @classmethod
+    def from_state(cls, state: np.ndarray, history: Iterable[int] = ()) -> "Game":
+        """A game at the position `state` (int64 (STATE_SIZE,), copied), e.g. one set up by hand or taken from a
+        batch row. Every field is validated first (`harmonies_env.validate`): ValueError names the bad field.
+
+        Its generator is the state's `rng` field; it has no seed, so `record()` refuses (the setup cannot be
+        replayed). `history` is informational only.
+        """
+        arr = _valid_state(state)
+        g = cls.__new__(cls)
+        g.num_players = int(arr[S.NUM_PLAYERS])
+        g.side_code = int(arr[S.SIDE])
+        g.spirits = bool(arr[S.SPIRITS])
+        g.seed = -1
+        g._adopt(arr)
+        g.history = [check_action(a) for a in history]
+        g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        return g
+
+    # ---- actions -----------------------------------------------------------------------------------
+    def action_mask(self) -> np.ndarray:
+        """bool (NUM_ACTIONS,): True where the action is legal for the player to move."""
+        mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
+        rules.legal_mask(self._state, mask, self._buf)
+        return mask
+
+    def legal_actions(self) -> list[int]:
+        n = rules.legal_actions(self._state, self._buf)
+        return self._buf[:n].tolist()
+
+    def step(self, action: int) -> None:
+        """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
+        action = check_action(action)
+        code = rules.step(self._state, action)
+        if code:
+            desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
+            raise IllegalActionError(int(action), rules.ERRORS[code], desc)
+        self.history.append(int(action))
+
+    def describe_action(self, action: int, viewer: int | None = None) -> str:
+        """The action in a player's words, e.g. 'place gray on cell 7 (q=1, r=2): mountain 2'.
+
+        The action is the player to move's. `viewer`: the seat the words are for; what it cannot see (the
+        Spirit cards dealt to another seat) is not named. None = no secret is withheld.
+        """
+        kind, x, y = A.decode(check_action(action))
+        s = self._state
+        p = self.current_player
+        if kind == "take_tokens":
+            toks = [COLOURS[c] for c in S.field(s, "central")[x] if c >= 0]
+            return f"take central space {x}" + (f" ({', '.join(toks)})" if toks else " (empty)")
+        if kind == "place_token":
+            if y >= self.num_cells:
+                return f"place {COLOURS[x]} on cell {y} (not on this board)"
+            q, r = cell_qr(self.side, y)
+            new = STACK_AFTER[S.field(s, "stack")[p, y], x]
+            what = f": {stack_kind(new)}" if new >= 0 else ""
+            return f"place {COLOURS[x]} on cell {y} (q={q}, r={r}){what}"
+        if kind == "take_card":
+            card = S.field(s, "market")[x]
+            return f"take market card {x}" + (f" ({card_name(card)})" if card >= 0 else " (empty slot)")
+        if kind == "place_cube":
+            card = S.field(s, "slot")[p, x]
+            name = card_name(card) if card >= 0 else "an empty slot"
+            where = f"cell {y}" + (f" (q={cell_qr(self.side, y)[0]}, r={cell_qr(self.side, y)[1]})"
+                                   if y < self.num_cells else "")
+            return f"place a cube from held card {x} ({name}) on {where}"
+        if kind == "keep_spirit":
+            card = S.field(s, "spirit_dealt")[p, x]
+            hidden = viewer is not None and viewer != p
+            return f"keep Spirit card {x}" + (f" ({card_name(card)})" if card >= 0 and not hidden else "")
+        if kind == "solo_replace":
+            card = S.field(s, "market")[x]
+            return (f"discard market card {x}" + (f" ({card_name(card)})" if card >= 0 else "")
+                    + ", replace it from the draw pile and end the turn")
+        return "end the turn"
+
+    # ---- results -----------------------------------------------------------------------------------
+    def scores(self) -> list[dict[str, int]]:
+        """Per player, the score breakdown by category (trees ... spirit, total), as things stand now."""
+        out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
+        rules.scores_into(self._state, out)
+        return [dict(zip(CATEGORIES, map(int, out[p]))) for p in range(self.num_players)]
+
+    def animal_cubes(self) -> list[int]:
+        """Animal cubes each player has placed (the tie-break; the Spirit cube is not counted)."""
+        return [int(x) for x in self.field("animal_cubes")[: self.num_players]]
+
+    def winners(self) -> list[int]:
+        """Seats that win: most points, then most animal cubes placed; several seats = shared victory."""
+        totals = [sc["total"] for sc in self.scores()]
+        cubes = self.animal_cubes()
+        best = max(zip(totals, cubes))
+        return [p for p in range(self.num_players) if (totals[p], cubes[p]) == best]
+
+    def suns(self) -> int:
+        """Solo result in suns (score thresholds, +1 on Side A, +2 without Spirit / +1 'groups' Spirit)."""
+        if self.num_players != 1:
+            raise ValueError("suns are the solo result; this game has more than one player")
+        kept = int(self.field("spirit_kept")[0])
+        bonus = 2 if kept < 0 else int(SPIRIT_SUN_BONUS[kept])
+        return int(solo_suns(self.scores()[0]["total"], self.side_code, bonus))
+
+    # ---- copies and records --------------------------------------------------------------------------
+    def clone(self) -> "Game":
+        g = Game.__new__(Game)
+        g.num_players, g.side_code, g.spirits, g.seed = self.num_players, self.side_code, self.spirits, self.seed
+        g._adopt(self._state.copy())
+        g.history = list(self.history)
+        g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        return g
+
+    def record(self) -> dict:
+        """A JSON-able record (version, configuration, seed, actions) that `Game.replay` reproduces exactly.
+
+        Only a game set up from its seed has one: a game built by `from_state`, `determinize` or a batch row
+        (`BatchedGames.game`) raises ValueError, since no seed reproduces its start.
+        """
+        if self.seed < 0:
+            raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row), not "
+                             "from a seed, so no record can replay it; record a game played with Game(seed=...)")
+        return {"version": RECORD_VERSION, "num_players": self.num_players, "side": self.side,
+                "spirits": self.spirits, "seed": self.seed, "actions": list(self.history)}
+
+    def to_json(self) -> str:
+        return json.dumps(self.record())
+
+    @classmethod
+    def replay(cls, record: Mapping[str, Any] | str) -> "Game":
+        """Rebuild a game from its record (a dict or its JSON text) by replaying every action.
+
+        ValueError names what is wrong (see `check_record`), or the first action that does not replay.
+        """
+        record = check_record(record)
+        g = cls(record["num_players"], record["side"], record["spirits"], record["seed"])
+        for k, a in enumerate(record["actions"]):
+            try:
+                g.step(a)
+            except IllegalActionError as e:
+                raise ValueError(f"game record action #{k} does not replay: {e}") from None
+        return g
+
+    def __str__(self) -> str:
+        from .render import render_game
+        return render_game(self)
+
+    def render(self) -> str:
+        return str(self)
+
+
+def _valid_state(state: Any) -> np.ndarray:
+    """A validated C-contiguous int64 copy of `state` (ValueError naming the bad dtype, shape or field)."""
+    from .validate import check_state
+
+    arr = np.asarray(state)
+    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
+        raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got dtype {arr.dtype}")
+    arr = np.array(arr, dtype=np.int64, copy=True, order="C")
+    check_state(arr)
+    return arr
+
+
+def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
+    """The record (parsed if JSON text) if its form is right, else ValueError naming what is wrong.
+
+    Checked: a JSON object with every key (version, num_players, side, spirits, seed, actions); `version` the
+    integer this code reads (RECORD_VERSION); a concrete seed (null would replay a different random game); actions
+    a list. The configuration and seed are checked when the game is made, the actions when they are replayed.
+    """
+    if isinstance(record, (str, bytes)):
+        try:
+            record = json.loads(record)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"game record is not valid JSON: {e}") from None
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a game record is a JSON object, got {type(record).__name__}")
+    missing = {"version", "num_players", "side", "spirits", "seed", "actions"} - set(record)
+    if missing:
+        raise ValueError(f"game record lacks {sorted(missing)}")
+    version = record["version"]
+    if type(version) is not int or version != RECORD_VERSION:
+        raise ValueError(f"game record version {version!r} is not supported (this code reads version "
+                         f"{RECORD_VERSION})")
+    if record["seed"] is None:
+        raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
+    if not isinstance(record["actions"], (list, tuple)):
+        raise ValueError(f"game record actions must be a list of integers, got {type(record['actions']).__name__}")
+    return record
+
+
+def determinize(game: Game, player: int, seed: int) -> Game:
+    """A copy of `game` where what `player` cannot see is resampled consistently with what they saw.
+
+    Resampled: the pouch's draws (the generator), the draw pile's order, and other players' Spirit cards
+    that `player` has not seen. Public facts (pouch colour counts, deck contents, kept Spirits) stay. The
+    new game's generator comes only from `seed`, so the true hidden order is never revealed.
+    """
+    if not isinstance(game, Game):
+        raise ValueError(f"determinize takes a Game, got {type(game).__name__}")
+    if isinstance(player, (bool, np.bool_)) or not isinstance(player, (int, np.integer)) \
+            or not 0 <= player < game.num_players:
+        raise ValueError(f"player must be a seat 0..{game.num_players - 1}, got {player!r}")
+    if seed is None:
+        raise ValueError("determinize needs a concrete seed (an integer): None would resample at random, "
+                         "and the copy would not be reproducible")
+    player = int(player)
+    g = game.clone()
+    s = g._state
+    rng = np.random.default_rng(check_seed(seed))
+    s[S.RNG] = int(rng.integers(0, 2**62))
+    n = int(s[S.DECK_COUNT])
+    deck = S.field(s, "deck")
+    deck[:n] = rng.permutation(np.sort(deck[:n]))  # from the contents only: the true order must not leak
+    if g.spirits:
+        dealt = S.field(s, "spirit_dealt")
+        kept = S.field(s, "spirit_kept")
+        seen = set(dealt[player].tolist()) | {int(k) for k in kept if k >= 0}
+        pool = [c for c in range(FIRST_SPIRIT, NUM_CARDS + 1) if c not in seen]
+        rng.shuffle(pool)
+        for o in range(g.num_players):
+            if o == player:
+                continue
+            for j in range(2):
+                if dealt[o, j] != kept[o]:
+                    dealt[o, j] = pool.pop()
+    g.seed = -1  # the record of a determinized copy does not replay: its chance is not the original's
+    return g
+
+
+def score_board(side: str, board: Mapping[tuple[int, int], Iterable[str]],
+                cards: Iterable[tuple[int, int]] = ()) -> dict[str, int]:
+    """Score one board given as {(q, r): [colour, ... bottom -> top]} and [(card_id, cubes_placed), ...].
+
+    Returns trees, mountains, fields, buildings, water, animals, spirit and total. Unknown cells,
+    impossible stacks, unknown cards or impossible cube counts raise ValueError saying which.
+    """
+    sc = side_code(side)
+    if not isinstance(board, Mapping):
+        raise ValueError(f"board must be a mapping {{(q, r): [colour, ...]}}, got {type(board).__name__}")
+    bb = np.zeros(15, dtype=np.int64)
+    codes = np.zeros(MAX_CELLS, dtype=np.int64)
+    filled: dict[int, tuple[int, int]] = {}
+    for qr, colours in board.items():
+        if not (isinstance(qr, (tuple, list)) and len(qr) == 2):
+            raise ValueError(f"board keys are axial (q, r) pairs of integers, got {qr!r}")
+        if not all(_is_int(v) for v in qr):
+            raise ValueError(f"board key {qr!r}: cell coordinates must be integers (not bool, float or str)")
+        q, r = int(qr[0]), int(qr[1])
+        i = cell_index(side, q, r)
+        if i in filled:
+            raise ValueError(f"board lists cell (q={q}, r={r}) twice ({filled[i]!r} and {qr!r})")
+        filled[i] = qr
+        if isinstance(colours, str) or not isinstance(colours, Iterable):
+            raise ValueError(f"cell (q={q}, r={r}): a stack is a list of colours bottom -> top, got {colours!r}")
+        colours = list(colours)
+        if not all(isinstance(c, str) for c in colours):
+            raise ValueError(f"cell (q={q}, r={r}): colours are names such as 'blue', got {colours!r}")
+        try:
+            codes[i] = stack_code(colours)
+        except ValueError as e:
+            raise ValueError(f"cell (q={q}, r={r}): {e}") from None
+    for i in range(NUM_CELLS[sc]):
+        bb[codes[i]] |= 1 << i
+    placed = np.full(NUM_CARDS + 1, -1, dtype=np.int64)
+    spirits = 0
+    for entry in cards:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError(f"cards are (card_id, cubes_placed) pairs, got {entry!r}")
+        card_id, n = entry
+        if not _is_int(card_id) or not 1 <= card_id <= NUM_CARDS:
+            raise ValueError(f"card id must be 1..{NUM_CARDS}, got {card_id!r} (card ids are integers)")
+        card_id = int(card_id)
+        if not _is_int(n) or not 0 <= n <= CUBES_ON_CARD[card_id]:
+            raise ValueError(f"card {card_id} ({card_name(card_id)}) holds {CUBES_ON_CARD[card_id]} cubes, "
+                             f"got cubes_placed={n!r} (an integer 0..{CUBES_ON_CARD[card_id]})")
+        if placed[card_id] >= 0:
+            raise ValueError(f"card {card_id} ({card_name(card_id)}) is listed twice")
+        spirits += card_id >= FIRST_SPIRIT
+        placed[card_id] = int(n)
+    if spirits > 1:
+        raise ValueError("a player keeps at most one Spirit card")
+    out = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    score_into(sc, bb, placed, out)
+    return dict(zip(CATEGORIES, map(int, out)))
+
+
+def _is_int(v: Any) -> bool:
+    """A real integer: int or numpy integer, not bool (True is not a coordinate, a count or a card)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))

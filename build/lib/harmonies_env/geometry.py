@@ -1,0 +1,151 @@
+"""Board geometry: cell index <-> axial (q, r), neighbour tables, and bitmask helpers.
+
+A board is at most 25 cells, so any set of cells is one int64 bitmask (bit i = cell i). Neighbourhood,
+flood fill and distance are mask operations; the kernels here are what scoring and habitats build on.
+Axial convention (see the reference data): flat-top hexes in columns, q grows right, r grows down.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .data import BOARD_CELLS, SIDES
+
+MAX_CELLS = 25
+#: Neighbour directions N, NE, SE, S, SW, NW as axial offsets.
+DIRECTIONS = ((0, -1), (1, -1), (1, 0), (0, 1), (-1, 1), (-1, 0))
+
+#: NUM_CELLS[side] -> 23 (A) or 25 (B). int64 (2,)
+NUM_CELLS = np.array([len(BOARD_CELLS[s]) for s in SIDES], dtype=np.int64)
+#: CELL_QR[side, i] -> (q, r); padding rows are (-99, -99). int64 (2, 25, 2)
+CELL_QR = np.full((2, MAX_CELLS, 2), -99, dtype=np.int64)
+#: NEIGHBOURS[side, i, d] -> neighbouring cell index in direction d, or -1 off the board. int64 (2, 25, 6)
+NEIGHBOURS = np.full((2, MAX_CELLS, 6), -1, dtype=np.int64)
+#: NEIGHBOUR_MASK[side, i] -> bitmask of cells adjacent to i. int64 (2, 25)
+NEIGHBOUR_MASK = np.zeros((2, MAX_CELLS), dtype=np.int64)
+#: FULL_MASK[side] -> bitmask of every cell of the board. int64 (2,)
+FULL_MASK = np.zeros(2, dtype=np.int64)
+_INDEX: list[dict[tuple[int, int], int]] = []
+
+for _s, _side in enumerate(SIDES):
+    _cells = BOARD_CELLS[_side]
+    _INDEX.append({qr: i for i, qr in enumerate(_cells)})
+    FULL_MASK[_s] = (1 << len(_cells)) - 1
+    for _i, (_q, _r) in enumerate(_cells):
+        CELL_QR[_s, _i] = (_q, _r)
+        for _d, (_dq, _dr) in enumerate(DIRECTIONS):
+            _j = _INDEX[_s].get((_q + _dq, _r + _dr), -1)
+            NEIGHBOURS[_s, _i, _d] = _j
+            if _j >= 0:
+                NEIGHBOUR_MASK[_s, _i] |= 1 << _j
+
+
+def _symmetries() -> np.ndarray:
+    """The board's automorphisms: its mirror images that map the board onto itself (identity, left-right, top-bottom,
+    and both, i.e. the half turn). Cell centres are x = q, y = r + q / 2 (flat-top hexes in columns); a mirror of the
+    plane keeps hex adjacency, and both board shapes (columns 5-4-5-4-5 and 4-3-4-3-4-3-4) are symmetric in both
+    axes. Padding cells (23, 24 on Side A) map to themselves."""
+    out = np.tile(np.arange(MAX_CELLS, dtype=np.int64), (2, 4, 1))
+    for s, side in enumerate(SIDES):
+        cells = BOARD_CELLS[side]
+        twice = [(2 * q, 2 * r + q) for q, r in cells]  # 2x, 2y: integers
+        index = {xy: i for i, xy in enumerate(twice)}
+        xs = min(x for x, _ in twice) + max(x for x, _ in twice)
+        ys = min(y for _, y in twice) + max(y for _, y in twice)
+        for k, (fx, fy) in enumerate(((False, False), (True, False), (False, True), (True, True))):
+            for i, (x, y) in enumerate(twice):
+                out[s, k, i] = index[(xs - x if fx else x, ys - y if fy else y)]
+    return out
+
+
+#: SYMMETRIES[side, k, i] -> the cell that cell i becomes under the board's k-th symmetry (k = 0 is the identity).
+#: Scoring, habitats (every card's pattern is allowed in all 6 rotations, and none is chiral) and the game's rules
+#: treat a board and its mirror images alike, so a value function may learn from all four. int64 (2, 4, 25)
+SYMMETRIES = _symmetries()
+NUM_SYMMETRIES = 4
+
+
+def permute_mask(m: int, perm: np.ndarray) -> int:
+    """The cell mask m with each cell i moved to perm[i] (a board symmetry applied to a set of cells)."""
+    out = 0
+    for i in range(MAX_CELLS):
+        if (m >> i) & 1:
+            out |= 1 << int(perm[i])
+    return out
+
+
+def side_code(side: str) -> int:
+    """'A' -> 0, 'B' -> 1; anything else is a clear error."""
+    if side not in SIDES:
+        raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+    return SIDES.index(side)
+
+
+def cell_index(side: str, q: int, r: int) -> int:
+    """Index of axial cell (q, r) on a board side; ValueError if the board has no such cell."""
+    idx = _INDEX[side_code(side)].get((int(q), int(r)))
+    if idx is None:
+        raise ValueError(f"side {side} has no cell at (q={q}, r={r})")
+    return idx
+
+
+def cell_qr(side: str, i: int) -> tuple[int, int]:
+    """Axial (q, r) of cell index i."""
+    return BOARD_CELLS[side][i]
+
+
+# ---- bit kernels -------------------------------------------------------------------------------------
+
+_DEBRUIJN = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8,
+                      31, 27, 13, 23, 21, 19, 16, 7, 26, 12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def popcount(x: int) -> int:
+    """Number of set bits of a mask below 2**32."""
+    x = x - ((x >> 1) & 0x55555555)
+    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F
+    return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
+
+
+@njit(cache=True, inline="always")
+def lowest_cell(x: int) -> int:
+    """Index of the lowest set bit of a non-zero mask below 2**32."""
+    return _DEBRUIJN[(((x & -x) * 0x077CB531) & 0xFFFFFFFF) >> 27]
+
+
+@njit(cache=True)
+def grow(side: int, m: int) -> int:
+    """Mask of every cell adjacent to some cell of m (m itself not included unless adjacent)."""
+    out = 0
+    while m:
+        i = lowest_cell(m)
+        m &= m - 1
+        out |= NEIGHBOUR_MASK[side, i]
+    return out
+
+
+@njit(cache=True)
+def component_of(side: int, cell: int, within: int) -> int:
+    """The connected group of cells of `within` that contains `cell` (a mask)."""
+    comp = 1 << cell
+    frontier = comp
+    while frontier:
+        frontier = grow(side, frontier) & within & ~comp
+        comp |= frontier
+    return comp
+
+
+@njit(cache=True)
+def eccentricity(side: int, cell: int, within: int) -> int:
+    """Largest shortest-path distance (in steps) from `cell` to a cell of its group in `within`."""
+    seen = 1 << cell
+    frontier = seen
+    d = 0
+    while True:
+        frontier = grow(side, frontier) & within & ~seen
+        if frontier == 0:
+            return d
+        seen |= frontier
+        d += 1

@@ -1,0 +1,501 @@
+"""The rules as kernels over one state vector: legal actions, step, end of turn, scores.
+
+`step` validates its action and returns an error code (0 = done); on error the state is untouched, so
+the Python layer can raise a precise IllegalActionError. See `actions` for the action table and `state`
+for the fields.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import actions as A
+from . import state as S
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
+from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
+from .scoring import score_into
+from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
+
+#: Why an action was refused, by step()'s return code.
+ERRORS = (
+    "",  # 0: ok
+    "the game is over",
+    "the action index is outside the action space",
+    "the Spirit card must be chosen first (Spirit variant, first turn)",
+    "tokens were already taken from the central board this turn",
+    "that central space holds no tokens",
+    "no token of that colour is held",
+    "that cell is not on this board",
+    "that cell holds an animal cube",
+    "that stack cannot take a token of that colour",
+    "an Animal card was already taken this turn",
+    "that market slot holds no card",
+    "4 incomplete cards are already held",
+    "no incomplete card is held in that slot",
+    "that card's habitat does not stand there with a free cube cell",
+    "there is no Spirit card to choose",
+    "the turn cannot end before tokens are taken",
+    "the turn cannot end while a held token can still be placed",
+    "replacing a face-up card is a solo-only action",
+    "a card was already taken this turn, so none may be replaced",
+    "the draw pile is empty, so no card can be replaced",
+)
+OK = 0
+
+
+@njit(cache=True, inline="always")
+def _bb(s, p: int):
+    return s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+
+
+@njit(cache=True)
+def token_cells(s, p: int, colour: int) -> int:
+    """Mask of player p's cells that can take a token of `colour` now."""
+    acc = ACCEPTS[colour]
+    m = 0
+    for k in range(NUM_STACKS):
+        if (acc >> k) & 1:
+            m |= s[S.BITBOARD + 15 * p + k]
+    return m & ~s[S.CUBES + p]
+
+
+@njit(cache=True, inline="always")
+def held_cards(s, p: int) -> int:
+    """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
+    n = 0
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def _can_place_any(s, p: int) -> bool:
+    for c in range(6):
+        if s[S.HAND + c] > 0 and token_cells(s, p, c) != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def legal_mask(s, mask, buf) -> int:
+    """Set mask (uint8/int8/bool (NUM_ACTIONS,)) to the legal actions; buf is int64 scratch of that size."""
+    mask[:] = 0
+    n = legal_actions(s, buf)
+    for k in range(n):
+        mask[buf[k]] = 1
+    return n
+
+
+@njit(cache=True)
+def _set_stack(s, p: int, i: int, new: int) -> None:
+    base = S.STACK + MAX_CELLS * p
+    old = s[base + i]
+    bit = 1 << i
+    s[S.BITBOARD + 15 * p + old] &= ~bit
+    s[S.BITBOARD + 15 * p + new] |= bit
+    s[base + i] = new
+
+
+@njit(cache=True)
+def end_turn(s) -> None:
+    """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
+    p = s[S.CURRENT]
+    np_ = s[S.NUM_PLAYERS]
+    for c in range(6):
+        s[S.DISCARDED + c] += s[S.HAND + c]
+        s[S.HAND + c] = 0
+    if np_ == 1:
+        for k in range(3 * s[S.NUM_SPACES]):
+            c = s[S.CENTRAL + k]
+            if c >= 0:
+                s[S.DISCARDED + c] += 1
+            s[S.CENTRAL + k] = -1
+        for sp in range(s[S.NUM_SPACES]):
+            if not S.fill_space(s, sp):
+                s[S.END_TRIGGER] = 1
+                break
+    elif s[S.TAKEN_SPACE] >= 0:
+        if not S.fill_space(s, s[S.TAKEN_SPACE]):
+            if s[S.END_TRIGGER] == 0:
+                s[S.END_TRIGGER] = 1
+    for k in range(s[S.NUM_MARKET]):
+        if s[S.MARKET + k] < 0 and s[S.DECK_COUNT] > 0:
+            s[S.DECK_COUNT] -= 1
+            s[S.MARKET + k] = s[S.DECK + s[S.DECK_COUNT]]
+            s[S.DECK + s[S.DECK_COUNT]] = 0
+    if popcount(s[S.BITBOARD + 15 * p]) <= 2 and s[S.END_TRIGGER] == 0:
+        s[S.END_TRIGGER] = 2
+    s[S.TURN] += 1
+    s[S.TOOK_TOKENS] = 0
+    s[S.TOOK_CARD] = 0
+    s[S.TAKEN_SPACE] = -1
+    if s[S.END_TRIGGER] and p == np_ - 1:
+        s[S.GAME_OVER] = 1
+    else:
+        s[S.CURRENT] = (p + 1) % np_
+
+
+@njit(cache=True)
+def step(s, a: int) -> int:
+    """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
+    if s[S.GAME_OVER]:
+        return 1
+    if a < 0 or a >= A.NUM_ACTIONS:
+        return 2
+    p = s[S.CURRENT]
+    choosing = s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0
+    if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
+        if not choosing:
+            return 15
+        card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+        s[S.SPIRIT_KEPT + p] = card
+        s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        return 0
+    if choosing:
+        return 3
+    side = s[S.SIDE]
+    if a < A.PLACE_TOKEN:
+        if s[S.TOOK_TOKENS]:
+            return 4
+        if a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
+            return 5
+        for t in range(3):
+            c = s[S.CENTRAL + 3 * a + t]
+            if c >= 0:
+                s[S.HAND + c] += 1
+            s[S.CENTRAL + 3 * a + t] = -1
+        s[S.TOOK_TOKENS] = 1
+        s[S.TAKEN_SPACE] = a
+        return 0
+    if a < A.TAKE_CARD:
+        c = (a - A.PLACE_TOKEN) // MAX_CELLS
+        i = (a - A.PLACE_TOKEN) % MAX_CELLS
+        if s[S.HAND + c] <= 0:
+            return 6
+        if i >= NUM_CELLS[side]:
+            return 7
+        if (s[S.CUBES + p] >> i) & 1:
+            return 8
+        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c]
+        if new < 0:
+            return 9
+        _set_stack(s, p, i, new)
+        s[S.HAND + c] -= 1
+        return 0
+    if a < A.PLACE_CUBE:
+        m = a - A.TAKE_CARD
+        if s[S.TOOK_CARD]:
+            return 10
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
+            return 11
+        if held_cards(s, p) >= S.MAX_SLOTS:
+            return 12
+        card = s[S.MARKET + m]
+        for h in range(S.MAX_SLOTS):
+            if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
+                s[S.SLOT + S.MAX_SLOTS * p + h] = card
+                break
+        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+        s[S.MARKET + m] = -1
+        s[S.TOOK_CARD] = 1
+        return 0
+    if a < A.KEEP_SPIRIT:
+        h = (a - A.PLACE_CUBE) // MAX_CELLS
+        i = (a - A.PLACE_CUBE) % MAX_CELLS
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            return 13
+        if i >= NUM_CELLS[side]:
+            return 7
+        if not (habitat_cells(side, _bb(s, p), s[S.CUBES + p], card) >> i) & 1:
+            return 14
+        s[S.CUBES + p] |= 1 << i
+        k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
+        s[k] += 1
+        if card < FIRST_SPIRIT:
+            s[S.ANIMAL_CUBES + p] += 1
+        if s[k] == CUBES_ON_CARD[card]:
+            s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+        return 0
+    # end of turn, plain or with a solo card replacement
+    if not s[S.TOOK_TOKENS]:
+        return 16
+    if _can_place_any(s, p):
+        return 17
+    if a < A.END_TURN:
+        m = a - A.SOLO_REPLACE
+        if s[S.NUM_PLAYERS] != 1:
+            return 18
+        if s[S.TOOK_CARD]:
+            return 19
+        if s[S.DECK_COUNT] == 0:
+            return 20
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
+            return 11
+        s[S.MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
+    end_turn(s)
+    return 0
+
+
+@njit(cache=True)
+def scores_into(s, out) -> None:
+    """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
+    out[:] = 0
+    side = s[S.SIDE]
+    for p in range(s[S.NUM_PLAYERS]):
+        score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
+                   out[p])
+
+
+@njit(cache=True)
+def token_total(s) -> int:
+    """Tokens accounted for: pouch + central board + hand + boards + discarded (always 120)."""
+    n = 0
+    for c in range(6):
+        n += s[S.POUCH + c] + s[S.HAND + c] + s[S.DISCARDED + c]
+    for k in range(15):
+        if s[S.CENTRAL + k] >= 0:
+            n += 1
+    for p in range(s[S.NUM_PLAYERS]):
+        for i in range(MAX_CELLS):
+            n += HEIGHT[s[S.STACK + MAX_CELLS * p + i]]
+    return n
+
+
+@njit(cache=True, inline="always")
+def random_action(s, rng, i: int, buf, grids) -> int:
+    """A uniformly random legal action of the player to move (the game must not be over).
+
+    rng[i]: the player's int64 generator (`state.random_below`), advanced by one draw; buf: int64 (NUM_ACTIONS,)
+    and grids: int64 (NUM_CLASSES,) scratch.
+    """
+    n = legal_actions(s, buf, grids)
+    return buf[S.random_below(rng, i, n)]
+
+
+@njit(cache=True)
+def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
+    """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
+
+    The engine's one random-play loop: the Versus envs' built-in opponents (`env_gym`, `batch`), whole random
+    games (`random_playout`, `random_games`, `batch.rollout_batch`). seat = -1 plays to the end of the game.
+    rng[i]: the player's int64 generator (`state.random_below`, kept apart from the game's own chance); buf: int64
+    (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
+    """
+    steps = 0
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        step(s, random_action(s, rng, i, buf, grids))
+        steps += 1
+    return steps
+
+
+@njit(cache=True)
+def random_playout(s, rng, buf, grids=None) -> int:
+    """Play uniformly random legal actions until the game ends; return the number of actions taken.
+
+    rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
+    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch (`random_until` with seat -1).
+    """
+    if grids is None:
+        grids = np.empty(NUM_CLASSES, dtype=np.int64)
+    return random_until(s, -1, rng, 0, buf, grids)
+
+
+@njit(cache=True)
+def random_games(num_players: int, side: int, spirits: int, seed: int, games: int) -> int:
+    """Play `games` whole uniformly random games inside numba (game seeds seed, seed+1, ...).
+
+    Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
+    """
+    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    rng = np.zeros(1, dtype=np.int64)
+    rng[0] = seed ^ 0x5DEECE66D
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    total = 0
+    for g in range(games):
+        S.init_state(s, num_players, side, spirits, seed + g)
+        total += random_playout(s, rng, buf)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Legal actions. The rules of legality are written once, as bit sets per region of the action table (the
+# `_*_bits` helpers below, and `token_cells` / `cards.habitat_cells_grid`); `legal_actions` lists them as action
+# indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
+# rewrites only what an action can have changed). Both give the actions in the same ascending order.
+# ---------------------------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _choosing_spirit(s, p: int) -> bool:
+    """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
+    return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
+
+
+@njit(cache=True, inline="always")
+def _space_bits(s) -> int:
+    """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
+    m = 0
+    if not s[S.TOOK_TOKENS]:
+        for sp in range(s[S.NUM_SPACES]):
+            if s[S.CENTRAL + 3 * sp] >= 0:
+                m |= 1 << sp
+    return m
+
+
+@njit(cache=True, inline="always")
+def _card_bits(s, held: int) -> int:
+    """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
+    m = 0
+    if not s[S.TOOK_CARD] and held < S.MAX_SLOTS:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
+                m |= 1 << k
+    return m
+
+
+@njit(cache=True, inline="always")
+def _replace_bits(s) -> int:
+    """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
+    draw pile to refill from."""
+    m = 0
+    if s[S.NUM_PLAYERS] == 1 and not s[S.TOOK_CARD] and s[S.DECK_COUNT] > 0:
+        for k in range(s[S.NUM_MARKET]):
+            if s[S.MARKET + k] >= 0:
+                m |= 1 << k
+    return m
+
+
+@njit(cache=True, inline="always")
+def _may_end(s, placeable: bool) -> bool:
+    """Whether the turn may end: tokens were taken and no held token can be placed."""
+    return s[S.TOOK_TOKENS] != 0 and not placeable
+
+
+@njit(cache=True, inline="always")
+def _list_bits(out, n: int, base: int, m: int) -> int:
+    """Append base + (each set bit of m, ascending) to out[n:]; return the new count."""
+    while m:
+        out[n] = base + lowest_cell(m)
+        m &= m - 1
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def legal_actions(s, out, grids=None) -> int:
+    """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
+
+    grids: int64 (NUM_CLASSES,) scratch for the habitat matcher, allocated here if not given (hot loops pass
+    their own).
+    """
+    if grids is None:
+        grids = np.empty(NUM_CLASSES, dtype=np.int64)
+    if s[S.GAME_OVER]:
+        return 0
+    p = s[S.CURRENT]
+    if _choosing_spirit(s, p):
+        out[0] = A.KEEP_SPIRIT
+        out[1] = A.KEEP_SPIRIT + 1
+        return 2
+    n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
+    placeable = False
+    for c in range(6):
+        if s[S.HAND + c] > 0:
+            m = token_cells(s, p, c)
+            if m:
+                placeable = True
+                n = _list_bits(out, n, A.PLACE_TOKEN + MAX_CELLS * c, m)
+    held = held_cards(s, p)
+    n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
+    if held:
+        side = s[S.SIDE]
+        class_grids(side, _bb(s, p), grids)
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card >= 0:
+                m = habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+                n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
+    if _may_end(s, placeable):
+        n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
+        out[n] = A.END_TURN
+        n += 1
+    return n
+
+
+#: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).
+MASK_TOKENS, MASK_PLACE, MASK_CARD, MASK_CUBE, MASK_TAIL = 1, 2, 4, 8, 16
+MASK_ALL = 31
+
+
+@njit(cache=True, inline="always")
+def _set_bits(mask, base: int, m: int) -> None:
+    """Set mask[base + each set bit of m]."""
+    while m:
+        mask[base + lowest_cell(m)] = 1
+        m &= m - 1
+
+
+@njit(cache=True, inline="always")
+def _clear(mask, lo: int, hi: int, clear: bool) -> None:
+    if clear:
+        for k in range(lo, hi):
+            mask[k] = 0
+
+
+@njit(cache=True)
+def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
+    """Rewrite the `regions` (MASK_* flags) of mask (bool (NUM_ACTIONS,)) to the legal actions of s.
+
+    MASK_ALL gives exactly `legal_mask` (the same rules as `legal_actions`, from the same helpers). A part of the
+    regions suffices after an action that cannot have changed the others (the batched engine's incremental
+    masks: see `batch`); MASK_CUBE rewrites only the held-card slots in `cube_slots` (bit h = slot h; 15 = all).
+    grids: int64 (NUM_CLASSES,) scratch.
+    """
+    full = regions == MASK_ALL
+    p = s[S.CURRENT]
+    if full:
+        for k in range(A.NUM_ACTIONS):
+            mask[k] = 0
+        if s[S.GAME_OVER]:
+            return
+        if _choosing_spirit(s, p):
+            mask[A.KEEP_SPIRIT] = 1
+            mask[A.KEEP_SPIRIT + 1] = 1
+            return
+    part = not full
+    if regions & MASK_TOKENS:
+        _clear(mask, A.TAKE_TOKENS, A.PLACE_TOKEN, part)
+        _set_bits(mask, A.TAKE_TOKENS, _space_bits(s))
+    if regions & (MASK_PLACE | MASK_TAIL):
+        placeable = False
+        if regions & MASK_PLACE:
+            _clear(mask, A.PLACE_TOKEN, A.TAKE_CARD, part)
+        for c in range(6):
+            if s[S.HAND + c] > 0:
+                m = token_cells(s, p, c)
+                if m:
+                    placeable = True
+                    if regions & MASK_PLACE:
+                        _set_bits(mask, A.PLACE_TOKEN + MAX_CELLS * c, m)
+        if regions & MASK_TAIL:
+            _clear(mask, A.SOLO_REPLACE, A.NUM_ACTIONS, part)
+            if _may_end(s, placeable):
+                _set_bits(mask, A.SOLO_REPLACE, _replace_bits(s))
+                mask[A.END_TURN] = 1
+    if regions & (MASK_CARD | MASK_CUBE):
+        held = held_cards(s, p)
+        if regions & MASK_CARD:
+            _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
+            _set_bits(mask, A.TAKE_CARD, _card_bits(s, held))
+        if regions & MASK_CUBE:
+            side = s[S.SIDE]
+            if held:
+                class_grids(side, _bb(s, p), grids)
+            for h in range(S.MAX_SLOTS):
+                if (cube_slots >> h) & 1:
+                    base = A.PLACE_CUBE + MAX_CELLS * h
+                    _clear(mask, base, base + MAX_CELLS, part)
+                    card = s[S.SLOT + S.MAX_SLOTS * p + h]
+                    if card >= 0:
+                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[S.CUBES + p], card))

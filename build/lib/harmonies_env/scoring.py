@@ -1,0 +1,171 @@
+"""Scoring of a board: every landscape category, both water sides, animal cards and Nature's Spirits.
+
+All of it works on the board's bitboards (int64 (15,), one mask per stack code), so it needs no
+per-cell loops except to walk groups. Categories are returned in CATEGORIES order.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import stacks as ST
+from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, SPIRIT_KIND, SPIRIT_POINTS, SPIRIT_TARGET
+from .geometry import FULL_MASK, NEIGHBOUR_MASK, component_of, eccentricity, lowest_cell, popcount
+
+CATEGORIES = ("trees", "mountains", "fields", "buildings", "water", "animals", "spirit", "total")
+NUM_CATEGORIES = len(CATEGORIES)
+#: RIVER_POINTS[length] for lengths 0..6; beyond 6, +4 per token.
+RIVER_POINTS = np.array([0, 0, 2, 5, 8, 11, 15], dtype=np.int64)
+ISLAND_POINTS = 5
+#: Solo sun thresholds: a score of at least SUN_THRESHOLDS[k] earns k + 1 suns.
+SUN_THRESHOLDS = np.array([40, 70, 90, 110, 130, 140, 150, 160], dtype=np.int64)
+
+# stack codes whose top token is each colour, as a bitmask over stack codes
+_TOP_STACKS = np.array([sum(1 << s for s in range(ST.NUM_STACKS) if ST.TOP_COLOUR[s] == c) for c in range(6)],
+                       dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _union(bb, stack_set: int) -> int:
+    m = 0
+    for s in range(ST.NUM_STACKS):
+        if (stack_set >> s) & 1:
+            m |= bb[s]
+    return m
+
+
+@njit(cache=True)
+def group_sizes_points(side: int, cells: int, by_size) -> int:
+    """Sum over the connected groups of `cells` of by_size[min(size, 3) - 1]."""
+    total = 0
+    while cells:
+        comp = component_of(side, lowest_cell(cells), cells)
+        cells &= ~comp
+        total += by_size[min(popcount(comp), 3) - 1]
+    return total
+
+
+@njit(cache=True)
+def count_groups(side: int, cells: int, min_size: int) -> int:
+    """Number of connected groups of `cells` with at least min_size cells."""
+    n = 0
+    while cells:
+        comp = component_of(side, lowest_cell(cells), cells)
+        cells &= ~comp
+        if popcount(comp) >= min_size:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def river_length(side: int, blue: int) -> int:
+    """Longest river: max over blue groups of (largest shortest-path distance + 1); 0 without blue."""
+    best = 0
+    todo = blue
+    while todo:
+        comp = component_of(side, lowest_cell(todo), todo)
+        todo &= ~comp
+        if popcount(comp) <= best:
+            continue  # a group cannot be longer than its size
+        cells = comp
+        while cells:
+            i = lowest_cell(cells)
+            cells &= cells - 1
+            d = eccentricity(side, i, comp) + 1
+            if d > best:
+                best = d
+    return best
+
+
+@njit(cache=True)
+def river_points(length: int) -> int:
+    if length <= 6:
+        return RIVER_POINTS[length]
+    return RIVER_POINTS[6] + 4 * (length - 6)
+
+
+@njit(cache=True)
+def building_count(side: int, bb) -> int:
+    """Buildings whose neighbours' top tokens show at least 3 different colours."""
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
+    n = 0
+    while buildings:
+        i = lowest_cell(buildings)
+        buildings &= buildings - 1
+        around = NEIGHBOUR_MASK[side, i]
+        colours = 0
+        for c in range(6):
+            if _union(bb, _TOP_STACKS[c]) & around:
+                colours += 1
+        if colours >= 3:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def spirit_score(side: int, bb, card: int) -> int:
+    """Points of a Nature's Spirit card's own rule on this board (whether its cube was placed is not checked)."""
+    target = SPIRIT_TARGET[card]
+    pts = SPIRIT_POINTS[card]
+    if SPIRIT_KIND[card] == 1:  # groups
+        if target == 0:
+            cells = bb[ST.S_BLUE]
+        elif target == 1:
+            cells = bb[ST.S_YELLOW]
+        else:
+            cells = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
+        return group_sizes_points(side, cells, pts)
+    if target == 0:
+        return pts[0] * popcount(bb[ST.S_BLUE])
+    if target == 2:
+        return pts[0] * popcount(bb[ST.S_TREE1]) + pts[1] * popcount(bb[ST.S_TREE2]) + pts[2] * popcount(bb[ST.S_TREE3])
+    return (pts[0] * popcount(bb[ST.S_MOUNTAIN1]) + pts[1] * popcount(bb[ST.S_MOUNTAIN2])
+            + pts[2] * popcount(bb[ST.S_MOUNTAIN3]))
+
+
+@njit(cache=True)
+def score_into(side: int, bb, cubes_placed, out) -> None:
+    """Write the score breakdown (CATEGORIES order) of one board into out (int64 (8,)).
+
+    bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
+    player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
+    """
+    out[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
+    mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
+    m = 0
+    cells = mountains
+    while cells:
+        i = lowest_cell(cells)
+        cells &= cells - 1
+        if NEIGHBOUR_MASK[side, i] & mountains:
+            bit = 1 << i
+            m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
+    out[1] = m
+    out[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
+    out[3] = 5 * building_count(side, bb)
+    if side == 0:
+        out[4] = river_points(river_length(side, bb[ST.S_BLUE]))
+    else:
+        out[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
+    animals = 0
+    spirit = 0
+    for card in range(1, FIRST_SPIRIT):
+        k = cubes_placed[card]
+        if k > 0:
+            animals += CARD_POINTS[card, k - 1]
+    for card in range(FIRST_SPIRIT, len(cubes_placed)):
+        if cubes_placed[card] == CUBES_ON_CARD[card]:
+            spirit += spirit_score(side, bb, card)
+    out[5] = animals
+    out[6] = spirit
+    out[7] = out[0] + out[1] + out[2] + out[3] + out[4] + animals + spirit
+
+
+@njit(cache=True)
+def solo_suns(score: int, side: int, spirit_bonus: int) -> int:
+    """Suns of a solo result: by score, +1 on Side A, + the Spirit bonus (2 without a Spirit)."""
+    suns = 0
+    for t in SUN_THRESHOLDS:
+        if score >= t:
+            suns += 1
+    return suns + (1 if side == 0 else 0) + spirit_bonus

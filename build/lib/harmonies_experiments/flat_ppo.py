@@ -1,0 +1,239 @@
+"""Flat-action MaskablePPO: one micro-action (268 choices) per step, the masks from the env.
+
+- `solo-ppo`: the solo rules (harmonies/Solo-v0's rewards: the return is the final score).
+- `versus-ppo`: 2-4 player games against a fixed opponent: "random" (inside the batched engine) or "greedy"
+  (the greedy planner, all games' opponents in one numba call, `agents.pool_env.PoolVecEnv`).
+- `selfplay-ppo`: against a pool of its own frozen snapshots and the heuristics (`PoolVecEnv`); every
+  `[selfplay] snapshot_every` steps the policy is frozen into the pool; evaluated against greedy.
+
+    python -m experiments.train solo-ppo --config experiments/configs/solo_ppo.toml --max-minutes 10
+    python -m experiments.train versus-ppo --config experiments/configs/versus_greedy_ppo.toml
+    python -m experiments.train selfplay-ppo --config experiments/configs/selfplay_ppo.toml --run runs/sp
+    python -m experiments.train selfplay-ppo --run runs/sp --resume
+
+`[env] vec = "batched"` (default) steps every game in one numba call; "dummy" / "subproc" use one Gymnasium
+env per game in SB3's DummyVecEnv / SubprocVecEnv (the per-env path, for comparison); evaluation is always
+batched, on the seeds of `experiments.evaluate.EVAL_SEED`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .common import ConfigError, section
+from .runner import RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
+
+SOLO_ENV = {"n_envs": 64, "side": "A", "spirits": False, "reward": "dense", "max_steps": 5000, "vec": "batched"}
+VERSUS_ENV = {"n_envs": 64, "players": 2, "side": "A", "spirits": False, "reward": "win", "opponent": "random",
+              "greedy_beam": 24, "seat": -1, "max_steps": 5000, "vec": "batched"}
+SELFPLAY_ENV = {"n_envs": 32, "players": 2, "side": "A", "spirits": False, "reward": "score",
+                "pool": ["random", "greedy"], "greedy_beam": 8, "opponent_sample": False, "vec": "batched"}
+SELFPLAY = {"snapshot_every": 50_000, "eval_beam": 8}
+VECS = ("batched", "dummy", "subproc")
+
+
+def _check(env: dict[str, Any], vecs: tuple[str, ...] = VECS) -> None:
+    if env["vec"] not in vecs:
+        raise ConfigError(f"[env] vec must be one of {', '.join(vecs)}, got {env['vec']!r}")
+    if int(env["n_envs"]) < 1:
+        raise ConfigError(f"[env] n_envs must be positive, got {env['n_envs']!r}")
+
+
+def _gym_vec(make_one: Any, n: int, vec: str, seed: int) -> Any:
+    """n one-game Gymnasium envs (with SB3's Monitor) in a DummyVecEnv / SubprocVecEnv."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    fns = [make_one for _ in range(n)]
+    venv = SubprocVecEnv(fns) if vec == "subproc" else DummyVecEnv(fns)
+    venv.seed(seed)
+    return venv
+
+
+class _SoloThunk:
+    def __init__(self, env: dict[str, Any]):
+        self.env = env
+
+    def __call__(self) -> Any:
+        from stable_baselines3.common.monitor import Monitor
+
+        from harmonies_env.env_gym import SoloEnv
+
+        return Monitor(SoloEnv(side=self.env["side"], spirits=self.env["spirits"], max_steps=self.env["max_steps"]))
+
+
+class _VersusThunk(_SoloThunk):
+    def __call__(self) -> Any:
+        from stable_baselines3.common.monitor import Monitor
+
+        from harmonies_env.env_gym import VersusEnv
+
+        e = self.env
+        seat = None if int(e["seat"]) < 0 else int(e["seat"])
+        return Monitor(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"], reward=e["reward"],
+                                 seat=seat, max_steps=e["max_steps"]))
+
+
+def solo_env(env: dict[str, Any], n: int, seed: int, threads: int = 1) -> Any:
+    """n solo games on the batched engine ([env] settings), row r from base seed `seed` + r."""
+    from harmonies_env.vector import make_sb3_vec_env
+
+    return make_sb3_vec_env(n, num_players=1, side=env["side"], spirits=env["spirits"], reward=env["reward"],
+                            max_steps=env["max_steps"], num_threads=threads, seed=seed)
+
+
+def versus_env(env: dict[str, Any], n: int, seed: int, threads: int = 1, device: str = "cpu") -> Any:
+    """n Versus games against [env] opponent on the batched engine, row r from base seed `seed` + r."""
+    seat = None if int(env["seat"]) < 0 else int(env["seat"])
+    if env["opponent"] == "random":
+        from harmonies_env.vector import make_sb3_vec_env
+
+        return make_sb3_vec_env(n, num_players=env["players"], side=env["side"], spirits=env["spirits"],
+                                reward=env["reward"], seat=seat, max_steps=env["max_steps"], num_threads=threads,
+                                seed=seed)
+    from agents.pool_env import PoolVecEnv
+
+    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward=env["reward"],
+                      pool=["greedy"], greedy_beam=int(env["greedy_beam"]), seat=seat, max_steps=env["max_steps"],
+                      seed=seed, device=device)
+
+
+def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
+    env = section(config, "env", VERSUS_ENV)
+    _check(env)
+    if env["opponent"] not in ("random", "greedy"):
+        raise ConfigError(f"[env] opponent must be 'random' or 'greedy', got {env['opponent']!r}")
+    if env["opponent"] == "greedy" and env["vec"] != "batched":
+        raise ConfigError("[env] opponent 'greedy' runs on the batched engine only (vec = \"batched\"); "
+                          "selfplay-ppo has a per-env path with agent opponents")
+    return env
+
+
+def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> Any:
+    """The evaluation env of a solo-ppo / versus-ppo / selfplay-ppo run with this config: n games."""
+    threads = int(section(config, "run", RUN_DEFAULTS)["engine_threads"])
+    if algo == "solo-ppo":
+        return solo_env(section(config, "env", SOLO_ENV), n, 0, threads)
+    if algo == "versus-ppo":
+        return versus_env(_versus_settings(config), n, 0, threads, device)
+    from agents.pool_env import PoolVecEnv
+
+    env = section(config, "env", SELFPLAY_ENV)
+    sp = section(config, "selfplay", SELFPLAY)
+    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward="win",
+                      pool=["greedy"], greedy_beam=int(sp["eval_beam"]), seed=0, device=device)
+
+
+def solo(args: RunArgs) -> dict[str, Any]:
+    """`solo-ppo`: MaskablePPO on the solo rules."""
+    env = section(args.config, "env", SOLO_ENV)
+    _check(env)
+    if env["vec"] != "batched" and env["reward"] != "dense":
+        raise ConfigError("[env] Solo-v0 per env (vec \"dummy\" / \"subproc\") has the \"dense\" reward only")
+    run = section(args.config, "run", RUN_DEFAULTS)
+    threads = int(run["engine_threads"])
+
+    def make_env(seed: int) -> Any:
+        if env["vec"] == "batched":
+            return solo_env(env, int(env["n_envs"]), seed, threads)
+        return _gym_vec(_SoloThunk(env), int(env["n_envs"]), env["vec"], seed)
+
+    def make_eval_env() -> Any:
+        return solo_env(env, int(run["eval_episodes"]), 0, threads)
+
+    return train_ppo(args, PPOTask("solo-ppo", make_env, make_eval_env))
+
+
+def versus(args: RunArgs) -> dict[str, Any]:
+    """`versus-ppo`: MaskablePPO against a fixed opponent ("random" or "greedy")."""
+    env = _versus_settings(args.config)
+    run = section(args.config, "run", RUN_DEFAULTS)
+    threads = int(run["engine_threads"])
+    device = args.resolved_device()
+
+    def make_env(seed: int) -> Any:
+        if env["vec"] == "batched":
+            return versus_env(env, int(env["n_envs"]), seed, threads, device)
+        return _gym_vec(_VersusThunk(env), int(env["n_envs"]), env["vec"], seed)
+
+    def make_eval_env() -> Any:
+        return versus_env(env, int(run["eval_episodes"]), 0, threads, device)
+
+    return train_ppo(args, PPOTask(f"versus-ppo-{env['opponent']}", make_env, make_eval_env))
+
+
+class _Pool:
+    """The self-play pool: member names ("random", "greedy") and snapshot files, kept relative to the run
+    folder in checkpoints so that a run folder can be moved or resumed from another working directory."""
+
+    def __init__(self, run: Path, members: list[str]):
+        self.run = run
+        self.members = [self._abs(m) for m in members]
+        self.envs: list[Any] = []
+
+    def _abs(self, m: str) -> str:
+        return m if m in ("random", "greedy") else str((self.run / m).resolve())
+
+    def _rel(self, m: str) -> str:
+        if m in ("random", "greedy"):
+            return m
+        try:
+            return str(Path(m).resolve().relative_to(self.run.resolve()))
+        except ValueError:
+            return m
+
+    def state(self) -> dict:
+        return {"pool": [self._rel(m) for m in self.members]}
+
+    def restore(self, state: dict) -> None:
+        self.members = [self._abs(m) for m in state.get("pool", self.members)]
+
+    def snapshot(self, model: Any, timesteps: int) -> None:
+        path = export_policy(model, self.run / "pool" / f"step_{timesteps:012d}.pt")  # weights-only (+ .json)
+        self.members.append(str(path.resolve()))
+        for e in self.envs:
+            e.env_method("add_to_pool", str(path.resolve()))
+
+
+def selfplay(args: RunArgs) -> dict[str, Any]:
+    """`selfplay-ppo`: MaskablePPO against a pool of its frozen snapshots and the heuristics."""
+    from agents.pool_env import PoolVecEnv
+
+    env = section(args.config, "env", SELFPLAY_ENV)
+    _check(env, ("batched", "dummy", "subproc"))
+    sp = section(args.config, "selfplay", SELFPLAY)
+    if env["opponent_sample"] and env["vec"] != "batched":
+        raise ConfigError("[env] opponent_sample is for vec = \"batched\"")
+    run = section(args.config, "run", RUN_DEFAULTS)
+    pool = _Pool(args.run, list(env["pool"]))
+    device = args.resolved_device()
+
+    def make_env(seed: int) -> Any:
+        if env["vec"] == "batched":
+            venv = PoolVecEnv(int(env["n_envs"]), num_players=env["players"], side=env["side"],
+                              spirits=env["spirits"], reward=env["reward"], pool=pool.members,
+                              greedy_beam=int(env["greedy_beam"]), opponent_sample=env["opponent_sample"],
+                              seed=seed, device=device)
+        else:
+            venv = _gym_vec(_PoolThunk(env, pool.members), int(env["n_envs"]), env["vec"], seed)
+        pool.envs.append(venv)
+        return venv
+
+    def make_eval_env() -> Any:
+        return eval_env("selfplay-ppo", args.config, int(run["eval_episodes"]), device)
+
+    task = PPOTask("selfplay-ppo", make_env, make_eval_env, state=pool.state, restore=pool.restore,
+                   hooks=[(int(sp["snapshot_every"]), pool.snapshot)])
+    return train_ppo(args, task)
+
+
+class _PoolThunk:
+    def __init__(self, env: dict[str, Any], members: list[str]):
+        self.env, self.members = env, list(members)
+
+    def __call__(self) -> Any:
+        from agents.pool_env import PoolOpponents
+        from harmonies_env.env_gym import VersusEnv
+
+        e = self.env
+        return PoolOpponents(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"],
+                                       reward=e["reward"]), self.members, greedy_beam=int(e["greedy_beam"]))

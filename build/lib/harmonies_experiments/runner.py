@@ -1,0 +1,280 @@
+"""What every training command shares: the run-level arguments, the run folder and the one MaskablePPO set-up
+and training loop (`train_ppo`) that the PPO commands (solo-ppo, versus-ppo, selfplay-ppo, plan-ppo) plug their
+environments into.
+
+A run folder holds `config.json` (the command, its resolved config and seed: what `--resume` continues),
+`checkpoints/` (atomic checkpoints, the newest two kept), `eval.csv` (periodic evaluations, rewritten
+atomically), `tb/` (TensorBoard), `model.pt` + `model.json` (the final policy) and `summary.json`.
+
+Checkpoints are weights-only: `step_<timesteps>.pt` is a `torch.save` of tensors and plain values only (the
+policy's and the optimizer's state dicts, the step and update counters, the torch / numpy / Python generator
+states; `checkpoint_bytes`), read back with `torch.load(weights_only=True)`, which never unpickles code, and
+`step_<timesteps>.json` (its record: size, SHA-256, the run's resumable state as JSON). `--resume` builds a fresh
+MaskablePPO from the run's `config.json` and loads that checkpoint into it (`restore_checkpoint`): nothing written
+by Stable-Baselines3's pickling `save` is written or read back. The policy exports — `model.pt` (and plan-ppo's
+`best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its `.json` — are weights-only too (`export_policy`,
+`agents.ppo.save_policy`: the policy's state dict + a JSON config), for `ppo:PATH` and `PPOAgent`;
+`[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only (`agents.ppo.load_policy`).
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .common import ConfigError, atomic_write_json, latest_checkpoint, remove_temp_files, section
+
+
+@dataclass
+class RunArgs:
+    """The run-level settings of one training command (everything else is in `config`)."""
+
+    algo: str
+    config: dict[str, Any]
+    seed: int = 0
+    run: Path = Path("runs")
+    resume: bool = False
+    device: str = "cpu"
+    max_minutes: float = 0.0
+    progress: bool = True
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+#: What a checkpoint's `torch.save` dict says it is (checked when resuming).
+CHECKPOINT_FORMAT = "harmonies-ppo-checkpoint-1"
+
+#: The [run] section: how long to train and how often to evaluate / checkpoint (steps), torch threads.
+RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
+                                "checkpoint_every": 50_000, "keep_checkpoints": 2, "threads": 1,
+                                "engine_threads": 1, "init": ""}
+
+
+def save_run_config(args: RunArgs) -> None:
+    """`run/config.json`: the command, config and seed a `--resume` continues with."""
+    atomic_write_json(args.run / "config.json", {"algo": args.algo, "seed": args.seed, "config": args.config})
+
+
+def make_ppo(venv: Any, ppo: dict[str, Any], seed: int, device: str, tb: str | None) -> Any:
+    """The one MaskablePPO set-up: [ppo] keys are MaskablePPO's own keyword arguments, except `net_arch`
+    (hidden layer sizes, for both heads) and `activation` ("tanh" / "relu"), which go to policy_kwargs."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    kw = dict(ppo)
+    policy_kwargs: dict[str, Any] = {}
+    if "net_arch" in kw:
+        policy_kwargs["net_arch"] = list(kw.pop("net_arch"))
+    if "activation" in kw:
+        act = kw.pop("activation")
+        acts = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
+        if act not in acts:
+            raise ConfigError(f"[ppo] activation must be one of {', '.join(acts)}, got {act!r}")
+        policy_kwargs["activation_fn"] = acts[act]
+    try:
+        return MaskablePPO("MlpPolicy", venv, seed=seed, device=device, verbose=0, tensorboard_log=tb,
+                           policy_kwargs=policy_kwargs, **kw)
+    except TypeError as e:
+        raise ConfigError(f"config section [ppo]: {e}") from None
+
+
+def checkpoint_bytes(model: Any) -> bytes:
+    """A resumable checkpoint of `model` as `torch.save` bytes of tensors and plain values only: the policy's and
+    the optimizer's state dicts, `num_timesteps`, the update count and the torch / numpy / Python global generator
+    states (SB3 draws minibatches from numpy's). `torch.load(weights_only=True)` reads it without unpickling code."""
+    import random
+
+    import torch
+
+    _, key, pos, has_gauss, gauss = np.random.get_state()
+    version, py_state, py_gauss = random.getstate()
+    obj = {"format": CHECKPOINT_FORMAT,
+           "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+           "num_timesteps": int(model.num_timesteps), "n_updates": int(getattr(model, "_n_updates", 0)),
+           "torch_rng": torch.get_rng_state(),
+           "numpy_rng": {"key": torch.from_numpy(np.asarray(key, dtype=np.int64)), "pos": int(pos),
+                         "has_gauss": int(has_gauss), "gauss": float(gauss)},
+           "python_rng": {"version": int(version), "state": torch.tensor(py_state, dtype=torch.int64),
+                          "gauss": py_gauss}}
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def export_policy(model: Any, path: str | Path) -> Path:
+    """Write `model`'s policy as a weights-only export `path` (`NAME.pt` + `NAME.json`, atomically;
+    `agents.ppo.save_policy`): what `ppo:PATH`, `PPOAgent`, the self-play pool and `[run] init` read. Never a
+    Stable-Baselines3 zip (which stores pickles). Returns the `.pt` path."""
+    from agents.ppo import save_policy
+
+    return save_policy(model.policy, path)
+
+
+def _read_weights(path: Path, device: str) -> dict[str, Any]:
+    import torch
+
+    try:
+        obj = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError ...
+        raise ConfigError(f"{path}: not a weights-only checkpoint written by these commands "
+                          f"({str(e).splitlines()[0][:200]})") from None
+    if not isinstance(obj, dict):
+        raise ConfigError(f"{path}: not a checkpoint written by these commands (a {type(obj).__name__})")
+    return obj
+
+
+def _load_policy_weights(model: Any, state: Any, path: Path) -> None:
+    try:
+        model.policy.load_state_dict(state, strict=True)
+    except (RuntimeError, TypeError, AttributeError, KeyError) as e:
+        raise ConfigError(f"{path}: its weights do not fit the network of this run's [ppo] config "
+                          f"({str(e).splitlines()[0][:200]})") from None
+
+
+def restore_checkpoint(model: Any, path: str | Path) -> None:
+    """Load a checkpoint written by `checkpoint_bytes` into `model` (a fresh MaskablePPO built from the same
+    config): weights, optimizer, counters, generator states. `torch.load(weights_only=True)`: no code runs."""
+    import random
+
+    import torch
+
+    path = Path(path)
+    obj = _read_weights(path, str(model.device))
+    if obj.get("format") != CHECKPOINT_FORMAT:
+        raise ConfigError(f"{path}: checkpoint format {obj.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    _load_policy_weights(model, obj["policy"], path)
+    model.policy.optimizer.load_state_dict(obj["optimizer"])
+    model.num_timesteps = int(obj["num_timesteps"])
+    model._n_updates = int(obj["n_updates"])
+    torch.set_rng_state(obj["torch_rng"])
+    r = obj["numpy_rng"]
+    np.random.set_state(("MT19937", r["key"].numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
+                         float(r["gauss"])))
+    p = obj["python_rng"]
+    random.setstate((int(p["version"]), tuple(int(x) for x in p["state"].tolist()), p["gauss"]))
+
+
+def init_from(model: Any, path: str | Path) -> None:
+    """Start `model` from the policy weights of `path`: a `.pt` written by these commands (a checkpoint's `policy`
+    entry, or a policy export such as `model.pt`, whose state dict it is), or an SB3 `.zip` read weights-only
+    (`agents.ppo.load_policy`: a zip that would need unpickling is refused). The optimizer and counters start fresh."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"init: no checkpoint at {path}")
+    if path.suffix == ".pt":
+        obj = _read_weights(path, str(model.device))
+        _load_policy_weights(model, obj.get("policy", obj), path)
+        return
+    from agents.ppo import load_policy
+
+    try:
+        policy = load_policy(path, device=str(model.device), trust=False)
+    except ValueError as e:
+        raise ConfigError(f"init: {e}") from None
+    _load_policy_weights(model, policy.state_dict(), path)
+
+
+@dataclass
+class PPOTask:
+    """How a PPO command differs from the others.
+
+    make_env(seed) -> the training VecEnv whose row r plays games from base seed `seed` + r;
+    make_eval_env() -> the evaluation VecEnv (None: no evaluation); state() / restore(state): extra resumable
+    state (e.g. the self-play pool); hooks: periodic (every, fn(model, timesteps)); before_learn(model):
+    called once on a fresh model (e.g. a warm start); on_eval(model, row): e.g. keep the best policy.
+    """
+
+    name: str
+    make_env: Callable[[int], Any]
+    make_eval_env: Callable[[], Any] | None = None
+    state: Callable[[], dict] | None = None
+    restore: Callable[[dict], None] | None = None
+    hooks: list[tuple[int, Callable[[Any, int], None]]] = field(default_factory=list)
+    before_learn: Callable[[Any], dict] | None = None
+    on_eval: Callable[[Any, dict], None] | None = None
+
+
+def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
+    """Train (or resume) a MaskablePPO run; returns the summary also written to `run/summary.json`."""
+    import torch
+    from stable_baselines3.common.utils import set_random_seed
+
+    from .callbacks import ProgressBar, RunCallback
+    from .evaluate import EVAL_SEED, evaluate, train_seed
+
+    cfg = section(args.config, "run", RUN_DEFAULTS)
+    torch.set_num_threads(int(cfg["threads"]))
+    set_random_seed(args.seed)
+    run = args.run
+    tb = str(run / "tb")
+    device = args.resolved_device()
+    if args.resume:  # what killed writes left behind
+        for folder in (run / "checkpoints", run / "pool", run):  # pool/: the self-play opponents' exports
+            remove_temp_files(folder)
+    ck = latest_checkpoint(run / "checkpoints") if args.resume else None
+    if args.resume and ck is None:
+        raise SystemExit(f"--resume: no complete checkpoint in {run / 'checkpoints'}")
+    state = ck[1]["state"] if ck else {}
+    if ck and task.restore is not None:
+        task.restore(state)
+    start = int(ck[1]["timesteps"]) if ck else 0
+    venv = task.make_env(train_seed(args.seed) + start)  # a resumed run plays new games
+    extra: dict[str, Any] = {}
+    model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
+    if ck:
+        if ck[0].suffix != ".pt":
+            raise SystemExit(f"--resume: {ck[0]} is a Stable-Baselines3 zip from an older version of this code; "
+                             "resuming reads only weights-only .pt checkpoints (start the run again)")
+        restore_checkpoint(model, ck[0])
+        print(f"resumed {args.algo} from {ck[0]} at {start} steps", flush=True)
+    elif cfg["init"]:
+        init = Path(cfg["init"]).expanduser()
+        init_from(model, init)
+        print(f"initialised from {init}", flush=True)
+    elif task.before_learn is not None:
+        extra.update(task.before_learn(model))
+    venv.seed(train_seed(args.seed) + start)  # the model's own seeding reseeded the env: the run's games again
+    eval_env = task.make_eval_env() if task.make_eval_env is not None else None
+
+    def run_eval(m: Any) -> dict:
+        return evaluate(m, eval_env, EVAL_SEED)
+
+    cb = RunCallback(run, run_eval if eval_env is not None else None, int(cfg["eval_every"]),
+                     int(cfg["checkpoint_every"]), state=task.state, evals=state.get("evals", []),
+                     keep=int(cfg["keep_checkpoints"]), hooks=task.hooks, max_minutes=args.max_minutes,
+                     elapsed_minutes=float(state.get("minutes", 0.0)),
+                     elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)), on_eval=task.on_eval)
+    remaining = int(cfg["timesteps"]) - start
+    t0 = time.perf_counter()
+    if remaining > 0:
+        model.learn(total_timesteps=remaining, reset_num_timesteps=not ck and not cfg["init"],
+                    callback=[cb, ProgressBar(remaining, task.name, disable=not args.progress)],
+                    tb_log_name=task.name)
+    else:  # nothing left to train (a finished run resumed): evaluate and save all the same
+        cb.init_callback(model)
+    wall = time.perf_counter() - t0
+    steps = int(model.num_timesteps) - start
+    if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
+        cb.run_eval()
+    cb.checkpoint()
+    model_path = export_policy(model, run / "model.pt")
+    summary = {"algo": args.algo, "timesteps": int(model.num_timesteps), "this_process_steps": steps,
+               "wall_s": round(wall, 1), "steps_per_s": round(steps / max(wall, 1e-9), 1),
+               "seconds": {k: round(v, 1) for k, v in cb.seconds.items()},
+               "stopped_by_time": cb.stopped_by_time, "minutes": round(cb.minutes(), 2),
+               "cpu_minutes": round(cb.cpu_minutes(), 2),
+               "final_eval": cb.evals[-1] if cb.evals else None, "model": str(model_path),
+               "seed": args.seed, **extra, **(task.state() if task.state else {})}
+    atomic_write_json(run / "summary.json", summary)
+    print(json.dumps(summary), flush=True)
+    return summary

@@ -1,0 +1,163 @@
+"""The one training entry point: `python -m experiments.train ALGO [--config FILE] [run-level flags]`.
+
+Hyperparameters live in TOML config files (`experiments/configs/`); the command line carries only run-level
+settings and `--set section.key=value` overrides of config keys:
+
+    python -m experiments.train solo-ppo --config experiments/configs/solo_ppo.toml --max-minutes 10
+    python -m experiments.train versus-ppo --config experiments/configs/versus_greedy_ppo.toml --seed 1
+    python -m experiments.train selfplay-ppo --run runs/sp --set run.timesteps=2000000
+    python -m experiments.train selfplay-ppo --run runs/sp --resume          # after a kill, or to extend it
+    tensorboard --logdir runs
+
+Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). Every run
+writes into --run (default `runs/<algo>-s<seed>`): config.json, atomic checkpoints (newest two kept),
+eval.csv, tb/, model.pt + model.json (the policy, weights-only) and summary.json; `--resume` continues from the
+newest complete checkpoint with the run's saved config (plus any --set). The same seed gives the same run (up to
+torch's own nondeterminism on some hardware). `harmonies train ALGO ...` forwards here.
+
+Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help); the function takes
+a `RunArgs` (run-level flags parsed here, config loaded) and returns a summary dict. A command whose module
+parses its own flags registers with default config None: `function(argv)` then gets every argument after the
+command's name, unchanged, and returns an exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from .common import ConfigError, apply_overrides, latest_checkpoint, load_config
+from .runner import RunArgs, save_run_config
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+#: How usage lines and error messages name this command when it is run as a module.
+PROG = "python -m experiments.train"
+
+#: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
+#: parses its own flags), one-line help).
+COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
+    "solo-ppo": (".flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
+    "versus-ppo": (".flat_ppo", "versus", "versus_random_ppo.toml",
+                   "MaskablePPO against a fixed opponent (random or greedy)"),
+    "selfplay-ppo": (".flat_ppo", "selfplay", "selfplay_ppo.toml",
+                     "MaskablePPO against a pool of its past selves and the heuristics"),
+    "tune-greedy": (".tune_greedy", "run", "tune_greedy.toml",
+                    "compare / hill-climb the greedy planner's weights in numba"),
+    "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
+                  "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
+    "learned": (".train_learned", "main", None,
+                "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
+}
+
+
+def prog() -> str:
+    """`harmonies train` when the `harmonies` command forwards here (it sets sys.argv[0] so), else `PROG`."""
+    return sys.argv[0] if sys.argv and sys.argv[0].startswith("harmonies ") else PROG
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default once: not when its help already says it, nor an empty one (None, False, [])."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False or action.default == [] or \
+                "default" in (action.help or "").lower():
+            return action.help
+        return super()._get_help_string(action)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=prog(), description=__doc__.splitlines()[0],
+                                 epilog="\n".join(__doc__.splitlines()[2:]),
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="algo", metavar="ALGO", required=True)
+    for name, (_, _, default, help_) in COMMANDS.items():
+        if default is None:  # listed here; its own parser handles its flags (main forwards before parsing)
+            sub.add_parser(name, help=f"{help_} (its own flags: {name} --help)", add_help=False)
+            continue
+        p = sub.add_parser(name, help=help_, description=help_,
+                           formatter_class=_DefaultsHelp)
+        p.add_argument("--config", default=None,
+                       help=f"TOML config (default: experiments/configs/{default}; with --resume: the run's own)")
+        p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                       help="override one config key (TOML value syntax); repeatable")
+        p.add_argument("--seed", type=int, default=None, help="seeds games, torch and PPO (default 0; with "
+                       "--resume: the run's own)")
+        p.add_argument("--run", default=None, help="run folder (default runs/<algo>-s<seed>)")
+        p.add_argument("--resume", action="store_true", help="continue the run in --run from its newest "
+                       "complete checkpoint")
+        p.add_argument("--max-minutes", type=float, default=0.0,
+                       help="stop (checkpoint, evaluate, save) after this much training wall time; 0: no limit")
+        p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
+        p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return ap
+
+
+def resolve(ns: argparse.Namespace) -> RunArgs:
+    """The run-level settings and the config of a parsed command line (the saved ones with --resume)."""
+    import json
+
+    run = Path(ns.run) if ns.run else Path("runs") / f"{ns.algo}-s{0 if ns.seed is None else ns.seed}"
+    run = run.expanduser().resolve()  # absolute: resumes work from any working directory
+    if ns.resume:
+        saved_path = run / "config.json"
+        if not saved_path.exists():
+            raise SystemExit(f"--resume: {run} holds no run (no config.json)")
+        saved = json.loads(saved_path.read_text())
+        if saved["algo"] != ns.algo:
+            raise SystemExit(f"--resume: {run} is a {saved['algo']} run, not {ns.algo}")
+        if ns.seed is not None and ns.seed != saved["seed"]:
+            raise SystemExit(f"--resume: the run's seed is {saved['seed']}, not {ns.seed}")
+        config = saved["config"] if ns.config is None else load_config(ns.config)
+        seed = int(saved["seed"])
+    else:
+        if latest_checkpoint(run / "checkpoints") is not None:
+            raise SystemExit(f"{run} already holds a run: pass --resume to continue it, or another --run")
+        config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2])
+        seed = 0 if ns.seed is None else ns.seed
+    config = apply_overrides(config, ns.overrides)
+    if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
+        raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
+    return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=ns.device,
+                   max_minutes=ns.max_minutes, progress=not ns.no_progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. A bad setting, config file or run
+    folder raises SystemExit with one line naming it (`cli()` and `harmonies train` print it, exit status 2)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # no command: the list of commands, not an error
+        build_parser().print_help()
+        return 0
+    if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
+        module, function, _, _ = COMMANDS[argv[0]]
+        return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
+    ns = build_parser().parse_args(argv)
+    try:
+        args = resolve(ns)
+        module, function, _, _ = COMMANDS[args.algo]
+        fn = getattr(importlib.import_module(module, __package__), function)
+        args.run.mkdir(parents=True, exist_ok=True)
+        save_run_config(args)
+        fn(args)
+    except ConfigError as e:  # a bad config: say which, no traceback
+        raise SystemExit(f"{ns.algo}: {e}") from None
+    except OSError as e:  # an unusable --run or a missing file: say which, no traceback
+        raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
+    return 0
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """`main` for the shell: a refusal raised as SystemExit("message") is one line on stderr and exit status 2
+    (as `harmonies train` prints it), not Python's bare message and status 1."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        if e.code is None or isinstance(e.code, int):
+            raise
+        print(f"{prog()}: {e.code}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(cli())

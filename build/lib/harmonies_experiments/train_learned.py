@@ -1,0 +1,684 @@
+"""Train the afterstate value network (`agents.learned`) from scratch by batched self-play.
+
+    python -m experiments.train learned --run runs/learned          # = python -m experiments.train_learned ...
+    harmonies train learned --run runs/learned --max-minutes 60      # the same, from the CLI
+
+Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
+(`agents.afterstate.candidate_rows`, threads over row ranges) and writes each candidate's afterstate features, ONE
+forward pass of the network scores all candidates of all games, each game plays its best candidate (a uniformly
+random one with probability `epsilon`), and ONE numba call plays the chosen plans (`batch.play_plans`, the engine's
+whole-plan stepper). A game's recorded
+afterstates get Monte-Carlo targets when it ends (every seat's final total and who won, relative to the mover) and
+go to a replay buffer; `steps_per_iter` Adam steps on minibatches from it follow each iteration. A fraction of the
+games (`greedy_games`) seats the heuristic (the planner's first plan) in one seat, so the network also meets the
+hand-written evaluation; the rest is pure self-play.
+
+Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned`
+plays) meets GreedyAgent's planner (beam 24) on `eval.games` fixed seeds that training never uses (each seed with
+both seatings); every `eval.mcts_every` iterations it also meets `mcts:200it` (`eval.mcts_games` games on fixed
+seeds of their own). The rows go to `progress.csv` (and TensorBoard when installed), the best network by win rate
+against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
+the run.
+
+`run.init` (a learned checkpoint, e.g. `agents/checkpoints/learned.pt`) starts the network from its weights instead of
+random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
+The run then depends on that file's contents too; `model.json` records its SHA-256.
+
+Reproducible and kill-safe: a run is a function of its config and `--seed` alone (iteration-based schedules,
+one numpy generator whose state is checkpointed, deterministic torch CPU kernels); every `checkpoint_every`
+iterations the complete trainer state (network, optimizer, generator, games in flight, replay buffer) is written to
+a fresh folder `ckpt-NNNNNNNN` that is renamed into place only when complete (files fsynced), and `--resume` (the
+default when the run folder has one) continues from the newest complete checkpoint, so a run killed at any moment
+and resumed ends bit-identical to one never interrupted. Nothing is pickled: tensors go through
+`torch.save`/`torch.load(weights_only=True)`, everything else is JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents.afterstate import (
+    FEATURE_VERSION,
+    NUM_FEATURES,
+    SIDE_FEATURE,
+    candidate_rows,
+    spirit_choice,
+    symmetry_index,
+)
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
+from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
+from experiments.common import parse_value, remove_temp_files
+from experiments.eval_learned import candidate_outputs, play_vs_greedy
+from harmonies_env import state as S
+from harmonies_env.batch import outcome, play_plans, run_rows
+from harmonies_env.geometry import NUM_SYMMETRIES
+from harmonies_env.io import atomic_write_bytes, fsync_dir
+from harmonies_env.scoring import NUM_CATEGORIES
+
+#: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
+                "play": dict(DEFAULT_CONFIG["play"])},  # how `learned` proposes candidates to this network (its JSON)
+    "selfplay": {
+        "games": 128,            # games played at once (one decision each per iteration)
+        "players": [2],          # drawn per game
+        "sides": ["A"],          # drawn per game
+        "spirits": [False],      # drawn per game
+        "beam": 48,              # candidate planner beam while training
+        "candidates": 24,        # candidates per decision
+        "diverse": False,        # candidates cover every central space and card choice (a beam per space: `beam` is
+                                 # then per space; `greedy.plan_candidates`), not just the plain beam's best plans
+        "epsilon": 0.05,         # chance of a uniformly random candidate
+        "greedy_games": 0.2,     # fraction of games with one seat played by the heuristic (planner's first plan)
+        "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
+    },
+    "train": {
+        "lr": 1e-3, "lr_final": None,  # lr_final: linear decay from lr to it over `iterations` (None: constant)
+        "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
+        "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
+        "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
+                                 # network's own later predictions of the same seat (less variance, some bias)
+        "augment": False,        # train on a random mirror image of every seat's board (`afterstate.symmetry_index`)
+    },
+    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "diverse": False, "opponent_beam": 24,
+             "seed": 1_000_000,
+             "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
+             "mcts_games": 16,       # games (each seed with both seatings), the network with eval's candidates
+             "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
+    "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
+            "init": ""},         # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
+}                                # ("" = from scratch); the same architecture; optimizer and buffer start empty
+#: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
+TRAIN_SEED_LOW = 2**40
+
+
+# ------------------------------------------------------------------------------------------------ configuration
+
+def load_config(path: str | Path | None, overrides: list[str]) -> dict[str, dict[str, Any]]:
+    """DEFAULTS, updated by the TOML file and by `section.key=value` overrides (values parsed as TOML)."""
+    cfg = json.loads(json.dumps(DEFAULTS))
+    if path:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        _merge(cfg, data, str(path))
+    for item in overrides:
+        key, eq, value = item.partition("=")
+        if not eq or "." not in key:
+            raise ValueError(f"--set takes section.key=value, got {item!r}")
+        sec, _, name = key.partition(".")
+        parsed = parse_value(value) if value.strip() else ""
+        _merge(cfg, {sec: {name: parsed}}, "--set")
+    return cfg
+
+
+def _merge(cfg: dict, data: dict, where: str) -> None:
+    for sec, values in data.items():
+        if sec not in cfg or not isinstance(values, dict):
+            raise ValueError(f"{where}: unknown section {sec!r} (sections: {', '.join(cfg)})")
+        for k, v in values.items():
+            if k not in cfg[sec]:
+                raise ValueError(f"{where}: unknown setting {sec}.{k} (known: {', '.join(cfg[sec])})")
+            _check_kind(DEFAULTS[sec][k], v, f"{where}: {sec}.{k}")
+            cfg[sec][k] = v
+
+
+def _check_kind(default: Any, value: Any, what: str) -> None:
+    """ValueError when a setting's value is not of its default's kind (a number, text, list, table, true/false);
+    settings whose default is None take anything."""
+    kinds = ((bool, "true or false"), ((int, float), "a number"), (str, "text"), (list, "a list"), (dict, "a table"))
+    for typ, name in kinds:
+        if isinstance(default, typ):
+            ok = isinstance(value, typ) and (typ is bool or not isinstance(value, bool))
+            if not ok:
+                raise ValueError(f"{what} takes {name}, got {value!r}")
+            return
+
+
+def with_defaults(cfg: dict) -> dict[str, dict[str, Any]]:
+    """A saved run's config with the settings added since it was made filled in at their defaults (which keep the
+    old behaviour), so that a run started before a setting existed still resumes."""
+    out = json.loads(json.dumps(DEFAULTS))
+    for sec, values in cfg.items():
+        for k, v in values.items():
+            default = out.setdefault(sec, {}).get(k)
+            out[sec][k] = {**default, **v} if isinstance(default, dict) and isinstance(v, dict) else v
+    return out
+
+
+def _training_part(cfg: dict) -> dict:
+    """The settings that shape a run: all but `network.play` (how the agents will play the result)."""
+    return {sec: {k: v for k, v in values.items() if (sec, k) != ("network", "play")} for sec, values in cfg.items()}
+
+
+def network_config(cfg: dict) -> dict[str, Any]:
+    return check_config({"feature_version": FEATURE_VERSION, "num_features": NUM_FEATURES,
+                         "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"]),
+                         "play": dict(cfg["network"]["play"])})
+
+
+# ------------------------------------------------------------------------------------------------ atomic files
+
+
+def _torch_bytes(obj: Any) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
+    """NAME.pt (weights only) + NAME.json (config the agent needs, and how it was trained), each atomically."""
+    weights = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+    atomic_write_bytes(path.with_suffix(".pt"), _torch_bytes(weights))
+    atomic_write_bytes(path.with_suffix(".json"), json.dumps({"network": netcfg, "training": info}, indent=1).encode())
+
+
+# ------------------------------------------------------------------------------------------------ the trainer
+
+class Trainer:
+    """Batched self-play + replay-buffer training of the value network (see the module docstring)."""
+
+    def __init__(self, cfg: dict, seed: int, run: Path, device: str = "cpu", progress: bool = True,
+                 init: bool = True):
+        """init: start the network from `run.init` when set (False when a checkpoint will be loaded instead)."""
+        import torch
+
+        self.cfg = cfg
+        self.sp = cfg["selfplay"]
+        self.tr = cfg["train"]
+        self.ev = cfg["eval"]
+        self.seed = int(seed)
+        self.run = run
+        self.device = torch.device(device)
+        self.progress = progress
+        self.netcfg = network_config(cfg)
+        threads = int(cfg["run"]["threads"])
+        torch.set_num_threads(max(1, threads))
+        torch.use_deterministic_algorithms(True)
+        torch.manual_seed(self.seed)
+        self.threads = max(1, threads)
+        self.net = torch_net(self.netcfg).to(self.device)
+        self.init_sha256: str | None = None
+        if init and cfg["run"]["init"]:
+            self.init_sha256 = self._init_from(str(cfg["run"]["init"]))
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=float(self.tr["lr"]),
+                                    weight_decay=float(self.tr["weight_decay"]))
+        self.rng = np.random.default_rng(self.seed)
+        G, K = int(self.sp["games"]), int(self.sp["candidates"])
+        self.G, self.K = G, K
+        self.D = int(self.sp["max_decisions"])
+        self.states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.greedy_seat = np.full(G, -1, dtype=np.int64)     # seat played by the heuristic, -1 = none
+        self.pend_x = np.zeros((G, self.D, NUM_FEATURES), dtype=np.float16)
+        self.pend_seat = np.zeros((G, self.D), dtype=np.int64)
+        self.pend_n = np.zeros(G, dtype=np.int64)
+        self.pend_v = np.zeros((G, self.D, 8), dtype=np.float32)  # prediction at play time: totals, win probs
+        cap = int(self.tr["buffer"])
+        self.buf_x = np.zeros((cap, NUM_FEATURES), dtype=np.float16)
+        self.buf_tot = np.zeros((cap, 4), dtype=np.float32)
+        self.buf_win = np.zeros((cap, 4), dtype=np.float32)
+        self.buf_np = np.zeros(cap, dtype=np.int64)
+        self.buf_size = 0
+        self.buf_pos = 0
+        self.iteration = 0
+        self.games_done = 0
+        self.decisions = 0
+        self.samples_trained = 0
+        self.loss_ema = float("nan")
+        self.best_win = -1.0
+        self.evals: list[dict[str, Any]] = []
+        self.started = time.time()
+        self.elapsed_before = 0.0
+        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((G, K), dtype=np.int64)
+        self.values = np.zeros((G, K), dtype=np.float64)
+        self.feats = np.zeros((G, K, NUM_FEATURES), dtype=np.float32)
+        self.counts = np.zeros(G, dtype=np.int64)
+        self._tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+        for r in range(G):
+            self._new_game(r)
+
+    def _init_from(self, path: str) -> str:
+        """Load the network's starting weights from a learned checkpoint (weights only); their SHA-256. ValueError
+        (or FileNotFoundError) naming what does not fit."""
+        import torch
+
+        from agents.learned import load_checkpoint
+
+        config, state = load_checkpoint(path)
+        theirs = check_config(config)
+        for key in ("feature_version", "num_features", "hidden"):
+            if theirs[key] != self.netcfg[key]:
+                raise ValueError(f"run.init {path}: its network has {key} = {theirs[key]!r}, this run's has "
+                                 f"{self.netcfg[key]!r}")
+        try:
+            self.net.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+        except RuntimeError as e:
+            raise ValueError(f"run.init {path}: its weights do not fit this network: {e}") from None
+        return hashlib.sha256(Path(path).with_suffix(".pt").read_bytes()).hexdigest()  # the file load_checkpoint read
+
+    # ---- games ----
+    def _new_game(self, r: int) -> None:
+        sp = self.sp
+        n = int(self.rng.choice(np.asarray(sp["players"], dtype=np.int64)))
+        side = 0 if str(self.rng.choice(np.asarray(sp["sides"]))) == "A" else 1
+        spirits = int(bool(self.rng.choice(np.asarray(sp["spirits"], dtype=bool))))
+        seed = int(self.rng.integers(TRAIN_SEED_LOW, 2**62))
+        S.init_state(self.states[r], n, side, spirits, seed)
+        g = self.rng.random() < float(sp["greedy_games"]) and n > 1
+        self.greedy_seat[r] = int(self.rng.integers(n)) if g else -1
+        self.pend_n[r] = 0
+
+    def _rows(self, fn: Any, n: int, *args: Any) -> None:
+        run_rows(fn, n, self.threads, *args, min_rows=2)  # a row's planning costs milliseconds: split even few rows
+
+    def _play(self, states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: np.ndarray,
+              choice: np.ndarray) -> None:
+        """Each active row plays its chosen plan (`batch.play_plans`, the rows split as `_rows` splits them); the plans
+        were made on these very states, so none is refused."""
+        play_plans(states, active, plans, lens, choice, num_threads=self.threads, min_rows=2)
+
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            return self.net(torch.from_numpy(x).to(self.device)).cpu().numpy()
+
+    def _outputs(self, feats: np.ndarray, counts: np.ndarray, rows: np.ndarray) -> dict[int, np.ndarray]:
+        """Network outputs for every candidate of the given rows, in ONE forward pass: row -> (counts[r], 8)."""
+        return candidate_outputs(self._forward, feats, counts, rows)
+
+    def selfplay_step(self) -> None:
+        """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
+        G = self.G
+        active = np.ones(G, dtype=np.bool_)
+        self._rows(candidate_rows, G, self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]),
+                   bool(self.sp["diverse"]), self.plans, self.lens, self.values, self.feats, self.counts)
+        movers = self.states[:, S.CURRENT]
+        choice = np.zeros(G, dtype=np.int64)
+        spirit = spirit_choice(self.plans[:, 0, 0])
+        use_net = (self.counts > 1) & (movers != self.greedy_seat) & ~spirit
+        lam = float(self.tr["lam"])
+        rows = np.flatnonzero((self.counts > 0) & ~spirit) if lam < 1.0 else np.flatnonzero(use_net)
+        explore = self.rng.random(G) < float(self.sp["epsilon"])
+        outs = self._outputs(self.feats, self.counts, rows)
+        value = self.netcfg["value"]
+        for r, o in outs.items():
+            if use_net[r]:
+                choice[r] = int(np.argmax(decision_values(o, int(self.states[r, S.NUM_PLAYERS]), value)))
+        rand = self.rng.integers(0, np.maximum(self.counts, 1))
+        choice = np.where(use_net & explore, rand, choice)
+        for r in range(G):  # record the chosen afterstate (not the Spirit choice: the board does not change)
+            if self.counts[r] and not spirit[r] and self.pend_n[r] < self.D:
+                j = self.pend_n[r]
+                self.pend_x[r, j] = self.feats[r, choice[r]]
+                self.pend_seat[r, j] = movers[r]
+                if lam < 1.0:
+                    o = outs[r][choice[r]]
+                    n = int(self.states[r, S.NUM_PLAYERS])
+                    self.pend_v[r, j, :4] = o[:4]
+                    e = np.exp(o[4: 4 + n] - o[4: 4 + n].max())
+                    self.pend_v[r, j, 4:] = 0.0
+                    self.pend_v[r, j, 4: 4 + n] = e / e.sum()
+                self.pend_n[r] += 1
+        self.decisions += int((self.counts > 0).sum())
+        self._play(self.states, active, self.plans, self.lens, choice)
+        totals = np.zeros(4, dtype=np.int64)
+        won = np.zeros(4, dtype=np.int64)
+        for r in np.flatnonzero(self.states[:, S.GAME_OVER] | (self.counts == 0)):
+            if self.states[r, S.GAME_OVER]:
+                outcome(self.states[r], totals, self._tmp, won)
+                self._store(r, totals, won)
+                self.games_done += 1
+            self._new_game(int(r))
+
+    def _store(self, r: int, totals: np.ndarray, won: np.ndarray) -> None:
+        n = int(self.states[r, S.NUM_PLAYERS])
+        m = int(self.pend_n[r])
+        cap = self.buf_x.shape[0]
+        nw = max(1, int(won[:n].sum()))
+        lam = float(self.tr["lam"])
+        target = np.zeros((m, 8), dtype=np.float32)
+        nxt: dict[int, np.ndarray] = {}  # seat -> lambda-return of its next afterstate
+        for j in range(m - 1, -1, -1):  # backwards: G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome
+            p = int(self.pend_seat[r, j])
+            if p not in nxt:
+                rel = [(p + q) % n for q in range(n)]
+                z = np.zeros(8, dtype=np.float32)
+                z[:n] = totals[rel] / 100.0
+                z[4: 4 + n] = won[rel] / nw
+                target[j] = z
+            else:
+                g_next, v_next = nxt[p]
+                target[j] = (1.0 - lam) * v_next + lam * g_next
+            nxt[p] = (target[j].copy(), self.pend_v[r, j])
+        for j in range(m):
+            i = self.buf_pos
+            self.buf_x[i] = self.pend_x[r, j]
+            self.buf_tot[i] = target[j, :4]
+            self.buf_win[i] = target[j, 4:]
+            self.buf_np[i] = n
+            self.buf_pos = (i + 1) % cap
+            self.buf_size = min(cap, self.buf_size + 1)
+
+    def train_step(self) -> float:
+        import torch
+
+        B = int(self.tr["batch"])
+        idx = self.rng.integers(0, self.buf_size, size=B)
+        xb = self.buf_x[idx]
+        if self.tr["augment"]:  # each seat's board in a random one of its 4 mirror images: the same value
+            ks = self.rng.integers(0, NUM_SYMMETRIES, size=(B, S.MAX_PLAYERS))
+            xb = np.take_along_axis(xb, symmetry_index(xb[:, SIDE_FEATURE] > 0.5, ks), axis=1)
+        x = torch.from_numpy(xb.astype(np.float32)).to(self.device)
+        tot = torch.from_numpy(self.buf_tot[idx]).to(self.device)
+        win = torch.from_numpy(self.buf_win[idx]).to(self.device)
+        npl = torch.from_numpy(self.buf_np[idx]).to(self.device)
+        seats = torch.arange(4, device=self.device)[None, :]
+        present = (seats < npl[:, None]).float()
+        out = self.net(x)
+        score_loss = (((out[:, :4] - tot) ** 2) * present).sum() / present.sum()
+        logits = out[:, 4:].masked_fill(present == 0, -1e9)
+        multi = (npl > 1).float()
+        ce = -(win * torch.log_softmax(logits, dim=1)).sum(dim=1)
+        win_loss = (ce * multi).sum() / multi.sum().clamp(min=1.0)
+        loss = score_loss + float(self.tr["win_loss"]) * win_loss
+        final = self.tr["lr_final"]
+        if final is not None:  # linear decay over the configured iterations (a function of the iteration alone)
+            frac = min(1.0, self.iteration / max(1, int(self.tr["iterations"])))
+            for group in self.opt.param_groups:
+                group["lr"] = float(self.tr["lr"]) + frac * (float(final) - float(self.tr["lr"]))
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        self.samples_trained += B
+        return float(loss.item())
+
+    # ---- evaluation ----
+    def evaluate(self) -> dict[str, Any]:
+        """The network (argmax over `eval.candidates` of beam `eval.beam`) vs the heuristic planner (beam
+        `eval.opponent_beam`, GreedyAgent's) on fixed seeds, each with both seatings; 2 players, Side A
+        (`experiments.eval_learned.play_vs_greedy`, the same as `python -m experiments.eval_learned`)."""
+        ev = self.ev
+        res = play_vs_greedy(self._forward, int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
+                             beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
+                             opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
+        return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
+
+    def evaluate_mcts(self) -> dict[str, Any]:
+        """The network as the greedy evaluation plays it (`eval.candidates` candidates at beam `eval.beam`,
+        `eval.diverse`; the training decision weights; no mirror images) vs `MCTSAgent` (`eval.mcts_iterations`
+        iterations a decision) on `eval.mcts_games` fixed seeds (2 players, Side A)."""
+        from agents.learned import LearnedAgent, ValueNet
+        from agents.mcts import MCTSAgent
+        from harmonies_env.game import Game
+        from harmonies_env.view import PlayerView
+
+        ev = self.ev
+        net = ValueNet(self.netcfg, {k: v.detach().cpu() for k, v in self.net.state_dict().items()})
+        base = int(ev["seed"]) + 500_000
+        wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
+        E = int(ev["mcts_games"])
+        for i in range(E):
+            me = i % 2
+            agents = [LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                                   diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"]),
+                      MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=base + i)]
+            seats = agents if me == 0 else agents[::-1]
+            g = Game(2, "A", False, seed=base + i // 2)
+            while not g.is_over:
+                p = g.current_player
+                g.step(seats[p].act(PlayerView(g, p)))
+            totals = [sc["total"] for sc in g.scores()]
+            winners = g.winners()
+            wins += (1.0 / len(winners)) if me in winners else 0.0
+            mine_pts += totals[me]
+            theirs_pts += totals[1 - me]
+        return {"mcts_win_rate": wins / E, "mcts_mean_score": mine_pts / E, "mcts_score": theirs_pts / E}
+
+    def _evaluation_row(self) -> dict[str, Any]:
+        row = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+               "hours": round(self.elapsed() / 3600, 4),
+               "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 6),
+               **{k: round(v, 4) for k, v in self.evaluate().items()}}
+        every_m = int(self.ev["mcts_every"])
+        if every_m > 0 and int(self.ev["mcts_games"]) > 0 and self.iteration % every_m == 0:
+            row.update({k: round(v, 4) for k, v in self.evaluate_mcts().items()})
+        return row
+
+    # ---- checkpoints ----
+    def state_tensors(self) -> dict[str, Any]:
+        import torch
+
+        n = self.buf_size
+        t = torch.from_numpy
+        return {
+            "net": {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()},
+            "opt": self.opt.state_dict(),
+            "states": t(self.states.copy()), "greedy_seat": t(self.greedy_seat.copy()),
+            "pend_x": t(self.pend_x.copy()), "pend_seat": t(self.pend_seat.copy()), "pend_n": t(self.pend_n.copy()),
+            "pend_v": t(self.pend_v.copy()),
+            "buf_x": t(self.buf_x[:n].copy()), "buf_tot": t(self.buf_tot[:n].copy()),
+            "buf_win": t(self.buf_win[:n].copy()), "buf_np": t(self.buf_np[:n].copy()),
+        }
+
+    def meta(self) -> dict[str, Any]:
+        return {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
+                "samples_trained": self.samples_trained, "buf_size": self.buf_size, "buf_pos": self.buf_pos,
+                "best_win": self.best_win, "loss_ema": self.loss_ema, "evals": self.evals,
+                "rng": self.rng.bit_generator.state, "seed": self.seed, "config": self.cfg,
+                "init_sha256": self.init_sha256,
+                "elapsed": self.elapsed()}
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    def save(self) -> Path:
+        """Write the complete trainer state into a new ckpt folder, renamed into place once every file is synced."""
+        final = self.run / f"ckpt-{self.iteration:08d}"
+        tmp = self.run / f".ckpt-{self.iteration:08d}.tmp{os.getpid()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        atomic_write_bytes(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
+        atomic_write_bytes(tmp / "trainer.json", json.dumps(self.meta()).encode())
+        fsync_dir(tmp)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        fsync_dir(self.run)
+        info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+                "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
+                **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
+        save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
+        self._write_progress()
+        ckpts = complete_checkpoints(self.run)
+        for old in ckpts[: -int(self.cfg["run"]["keep"])]:
+            shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def load(self, ckpt: Path) -> None:
+        import torch
+
+        meta = json.loads((ckpt / "trainer.json").read_text())
+        st = torch.load(ckpt / "trainer.pt", map_location="cpu", weights_only=True)
+        self.net.load_state_dict(st["net"])
+        self.opt.load_state_dict(st["opt"])
+        self.states[:] = st["states"].numpy()
+        self.greedy_seat[:] = st["greedy_seat"].numpy()
+        self.pend_x[:] = st["pend_x"].numpy()
+        self.pend_seat[:] = st["pend_seat"].numpy()
+        self.pend_n[:] = st["pend_n"].numpy()
+        self.pend_v[:] = st["pend_v"].numpy()
+        n = int(meta["buf_size"])
+        self.buf_x[:n] = st["buf_x"].numpy()
+        self.buf_tot[:n] = st["buf_tot"].numpy()
+        self.buf_win[:n] = st["buf_win"].numpy()
+        self.buf_np[:n] = st["buf_np"].numpy()
+        self.buf_size, self.buf_pos = n, int(meta["buf_pos"])
+        for k in ("iteration", "games_done", "decisions", "samples_trained"):
+            setattr(self, k, int(meta[k]))
+        self.best_win = float(meta["best_win"])
+        self.loss_ema = float(meta["loss_ema"])
+        self.evals = list(meta["evals"])
+        self.rng.bit_generator.state = meta["rng"]
+        self.elapsed_before = float(meta["elapsed"])
+        self.init_sha256 = meta.get("init_sha256")
+        self.started = time.time()
+
+    def _write_progress(self) -> None:
+        if not self.evals:
+            return
+        out = io.StringIO()
+        fields = list(dict.fromkeys(k for row in self.evals for k in row))  # MCTS columns only on some rows
+        w = csv.DictWriter(out, fieldnames=fields, restval="")
+        w.writeheader()
+        w.writerows(self.evals)
+        atomic_write_bytes(self.run / "progress.csv", out.getvalue().encode())
+
+    # ---- the loop ----
+    def _record_evaluation(self, row: dict[str, Any], log: Any, bar: Any) -> None:
+        self.evals.append(row)
+        if log is not None:
+            for k in ("win_rate", "mean_score", "loss", "mcts_win_rate", "mcts_mean_score"):
+                if k in row and not (isinstance(row[k], float) and math.isnan(row[k])):
+                    log.add_scalar(f"eval/{k}", row[k], self.games_done)
+        bar.write(json.dumps(row))
+        if row["win_rate"] > self.best_win:
+            self.best_win = row["win_rate"]
+            info = {"iteration": self.iteration, "games": self.games_done, "eval": row, "seed": self.seed,
+                    "config": self.cfg}
+            save_agent_checkpoint(self.run / "best", self.net.state_dict(), self.netcfg, info)
+
+    def train(self, iterations: int, max_minutes: float | None, log: Any = None) -> None:
+        from tqdm import tqdm
+
+        deadline = None if max_minutes is None else time.time() + 60.0 * max_minutes
+        bar = tqdm(total=iterations, initial=self.iteration, unit="it", dynamic_ncols=True, disable=not self.progress,
+                   desc="self-play")
+        every_ck = int(self.cfg["run"]["checkpoint_every"])
+        every_ev = int(self.ev["every"])
+        if every_ev > 0 and self.iteration == 0 and not self.evals:  # the untrained network: the curve's first point
+            self._record_evaluation(self._evaluation_row(), log, bar)
+        while self.iteration < iterations:
+            self.selfplay_step()
+            if self.buf_size >= int(self.tr["min_buffer"]):
+                for _ in range(int(self.tr["steps_per_iter"])):
+                    loss = self.train_step()
+                    self.loss_ema = loss if math.isnan(self.loss_ema) else 0.98 * self.loss_ema + 0.02 * loss
+            self.iteration += 1
+            bar.update(1)
+            bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.4f}", best=f"{self.best_win:.3f}")
+            if every_ev > 0 and self.iteration % every_ev == 0:
+                self._record_evaluation(self._evaluation_row(), log, bar)
+            if self.iteration % every_ck == 0 or self.iteration == iterations:
+                self.save()
+            if deadline is not None and time.time() >= deadline:
+                if self.iteration % every_ck:
+                    self.save()
+                bar.write(f"--max-minutes reached at iteration {self.iteration}")
+                break
+        bar.close()
+
+
+def complete_checkpoints(run: Path) -> list[Path]:
+    """Complete checkpoint folders of a run, oldest first (a folder exists only once renamed into place)."""
+    return sorted(p for p in run.glob("ckpt-*") if p.is_dir() and (p / "trainer.json").is_file()
+                  and (p / "trainer.pt").is_file())
+
+
+def remove_stale_writes(run: Path) -> int:
+    """Delete what killed writes left in a run folder: half-written `.ckpt-N.tmpPID` folders (never read: only a
+    renamed folder counts) and atomic writes' temp files. Call only when no trainer is writing to `run`."""
+    stale = [p for p in run.glob(".ckpt-*.tmp*") if p.is_dir()]
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+    return len(stale) + remove_temp_files(run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m experiments.train_learned", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--config", default=str(Path(__file__).resolve().parent / "configs" / "learned.toml"),
+                    help="TOML file of settings (the shipped agent's: experiments/configs/learned.toml)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override one setting (TOML value), repeatable")
+    ap.add_argument("--run", default="runs/learned", help="run folder: checkpoints, model.pt/.json, progress.csv")
+    ap.add_argument("--seed", type=int, default=0, help="the run is a function of config and seed")
+    ap.add_argument("--iterations", type=int, default=None, help="stop after this many iterations (default: config)")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this wall time")
+    ap.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available)")
+    ap.add_argument("--fresh", action="store_true", help="start over even if the run folder has a checkpoint")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--tensorboard", action="store_true", help="also log to RUN/tb (needs tensorboard)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print('train_learned needs torch: pip install -e ".[train]"', file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(args.config, args.set)
+    except (ValueError, OSError, tomllib.TOMLDecodeError) as e:
+        print(f"train_learned: {e}", file=sys.stderr)
+        return 2
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    run = Path(args.run).resolve()
+    run.mkdir(parents=True, exist_ok=True)
+    iterations = int(args.iterations if args.iterations is not None else cfg["train"]["iterations"])
+    removed = remove_stale_writes(run)
+    if removed:
+        print(f"removed {removed} unfinished write(s) a killed run left in {run}", file=sys.stderr)
+    ckpts = [] if args.fresh else complete_checkpoints(run)
+    if ckpts:
+        saved = json.loads((ckpts[-1] / "trainer.json").read_text())
+        if _training_part(json.loads(json.dumps(cfg))) != _training_part(with_defaults(saved["config"])) \
+                or args.seed != saved["seed"]:
+            print(f"train_learned: {ckpts[-1]} was made with another config or seed; use --fresh or the same "
+                  "settings", file=sys.stderr)
+            return 2
+    try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
+        trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress, init=not ckpts)
+    except (ValueError, OSError) as e:
+        print(f"train_learned: {e}", file=sys.stderr)
+        return 2
+    if ckpts:
+        trainer.load(ckpts[-1])
+        print(f"resumed from {ckpts[-1].name} (iteration {trainer.iteration})", file=sys.stderr)
+    log = None
+    if args.tensorboard:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            log = SummaryWriter(str(run / "tb"))
+        except ImportError:
+            print('tensorboard is not installed (pip install -e ".[train]"); logging to progress.csv only',
+                  file=sys.stderr)
+    trainer.train(iterations, args.max_minutes, log)
+    if log is not None:
+        log.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
