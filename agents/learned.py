@@ -335,8 +335,10 @@ def _load_error(e: Exception) -> str:
     text = str(e)
     if isinstance(e, pickle.UnpicklingError):
         _, found, after = text.partition("WeightsUnpickler error:")
-        reason = (after.strip().splitlines() or [""])[0] if found else ""
-        return f"torch.load(weights_only=True) refused it: {reason[:200] or 'not a plain pickle of tensors'}"
+        advice = ("Weights only load failed", "Check the documentation", "Please file an issue", "(1)", "(2)")
+        lines = [s.strip() for s in (after if found else text).splitlines()]
+        reason = next((s for s in lines if s and not s.startswith(advice)), "not a plain pickle of tensors")
+        return f"torch.load(weights_only=True) refused it: {reason.split('. ')[0][:200]}"
     first = (text.strip().splitlines() or [""])[0].split(". ")[0][:200]
     return f"{type(e).__name__}: {first}" if first else f"{type(e).__name__}: the file ends early or is empty"
 

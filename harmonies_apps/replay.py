@@ -176,6 +176,8 @@ def check_annotations(annotations: Any, plies: int) -> dict[int, dict]:
     for k, ann in enumerate(annotations):
         problem = _annotation_problem(ann, plies)
         ply = ann.get("ply") if isinstance(ann, Mapping) and _is_int(ann.get("ply")) else None
+        if ply is not None and not 0 <= ply <= plies:
+            ply = None  # the problem is the ply itself
         where = f"annotation #{k}" + (f" (ply {ply})" if ply is not None else "")
         if problem is None and ply in out:
             problem = "is the second annotation of that ply"
