@@ -17,16 +17,23 @@ what the search plays for) and `play.value` (what `learned` plays for).
 
 Checkpoints are a weights-only file (`NAME.pt`: `torch.save` of a state dict of tensors, loaded with
 `torch.load(..., weights_only=True)`, which never unpickles code) plus `NAME.json` (architecture, feature
-version, value weights, play settings, how it was trained). Nothing shipped is a pickle. Inference here runs in
-numpy (weights converted once), so playing never depends on torch's threads; torch is only needed to load the file.
+version, value weights, play settings, how it was trained, and the SHA-256 of `NAME.pt`). `load_checkpoint` checks
+the pair before anything plays with it (the hash, then the weights' names, shapes and dtypes against the JSON's
+architecture) and refuses anything else with one `CheckpointError` naming the file. Nothing shipped is a pickle.
+Inference here runs in numpy (weights converted once), so playing never depends on torch's threads; torch is only
+needed to load the file.
 """
 from __future__ import annotations
 
-import json
+import hashlib
+import io
 import math
+import pickle  # noqa: S403 (only to recognise torch.load's refusal; nothing is unpickled)
+import re
 import time
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 from numba import njit
@@ -36,6 +43,7 @@ from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
+from harmonies_env.validate import parse_json
 
 from .afterstate import (
     FEATURE_VERSION,
@@ -68,6 +76,18 @@ DEFAULT_CONFIG: dict[str, Any] = {
     # (None: `value` above, which is also what self-play used in training).
     "play": {"beam": WIDE_BEAM, "candidates": 32, "diverse": False, "symmetries": 1, "value": None},
 }
+#: Top-level entries of a checkpoint's NAME.json: `network` (the config above), `sha256` (of NAME.pt, required),
+#: `training` and `decision` (how it was trained and chosen: free-form, not read).
+CHECKPOINT_KEYS = ("network", "sha256", "training", "decision")
+#: Largest NAME.json / NAME.pt read (bytes): anything bigger is not a checkpoint of this network.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_WEIGHTS_BYTES = 1 << 30
+
+
+class CheckpointError(ValueError):
+    """A learned checkpoint that is refused: missing or wrong SHA-256, not a weights-only state dict of float32
+    tensors, weights that do not fit its config, a config that is not JSON or not a network this code runs. The
+    message is one line naming the file and what is wrong."""
 
 
 def torch_net(config: dict[str, Any]):
@@ -84,7 +104,15 @@ def torch_net(config: dict[str, Any]):
 
 
 def check_config(config: dict[str, Any]) -> dict[str, Any]:
-    """A validated copy of a network config (ValueError naming what is wrong)."""
+    """A validated copy of a network config (ValueError naming what is wrong); missing entries take
+    DEFAULT_CONFIG's (an older checkpoint may lack `play`), unknown ones are refused."""
+    if not isinstance(config, Mapping):
+        raise ValueError(f"the network config must be an object {{{', '.join(DEFAULT_CONFIG)}}}, got "
+                         f"{type(config).__name__}")
+    unknown = [str(k) for k in config if k not in DEFAULT_CONFIG]
+    if unknown:
+        raise ValueError(f"the network config has unknown entries {sorted(unknown)[:5]} (known: "
+                         f"{', '.join(DEFAULT_CONFIG)})")
     cfg = {**DEFAULT_CONFIG, **config}
     if cfg["feature_version"] != FEATURE_VERSION:
         raise ValueError(f"checkpoint features are version {cfg['feature_version']}, this code computes version "
@@ -153,23 +181,60 @@ def _whole(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+def state_shapes(config: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    """The state dict a (validated) config's network has, name -> shape: `torch_net`'s Linear layers, which sit at
+    even indices of its Sequential (weight (out, in), bias (out,))."""
+    widths = [int(config["num_features"]), *map(int, config["hidden"]), NUM_OUTPUTS]
+    out: dict[str, tuple[int, ...]] = {}
+    for j, (i, o) in enumerate(zip(widths[:-1], widths[1:])):
+        out[f"{2 * j}.weight"] = (o, i)
+        out[f"{2 * j}.bias"] = (o,)
+    return out
+
+
+def _state_problem(state: Any, shapes: dict[str, tuple[int, ...]], tensor_type: Any = None) -> str | None:
+    """What is wrong with a state dict for a network of these `shapes` (None: nothing), naming the entry: the names
+    exactly `shapes`' keys; each value a numpy array or torch tensor (with tensor_type given: only a dense float32
+    tensor of that type, as a checkpoint file must hold) of that shape, finite."""
+    if not isinstance(state, Mapping):
+        return f"the weights must be a state dict (name -> tensor), got {type(state).__name__}"
+    if set(state) != set(shapes):
+        missing = sorted(set(shapes) - set(state))
+        unknown = sorted(str(k) for k in set(state) - set(shapes))
+        return (f"the state dict must hold exactly {sorted(shapes)} for this config (missing {missing[:5]}, "
+                f"unknown {unknown[:5]})")
+    for name, shape in shapes.items():
+        v = state[name]
+        if tensor_type is not None:
+            if not isinstance(v, tensor_type) or str(v.layout) != "torch.strided":
+                return f"{name!r} must be a (dense) tensor, got {type(v).__name__}"
+            if str(v.dtype) != "torch.float32":
+                return f"{name!r} must be float32, got {str(v.dtype).replace('torch.', '')}"
+        elif not (isinstance(v, np.ndarray) or hasattr(v, "detach")):
+            return f"{name!r} must be a numpy array or a torch tensor, got {type(v).__name__}"
+        got = tuple(int(d) for d in v.shape)
+        if got != shape:
+            return f"{name!r} must have shape {shape} for this config, got {got}"
+        a = _numpy(v)
+        if not (np.issubdtype(a.dtype, np.floating) and np.isfinite(a).all()):
+            return f"{name!r} must hold finite floating-point numbers"
+    return None
+
+
 class ValueNet:
     """The value network for inference, in numpy: weights float32 [(out, in)], biases float32 [(out,)]."""
 
     def __init__(self, config: dict[str, Any], state_dict: dict[str, Any]):
         self.config = check_config(config)
-        widths = [self.config["num_features"], *self.config["hidden"], NUM_OUTPUTS]
+        shapes = state_shapes(self.config)
+        problem = _state_problem(state_dict, shapes)
+        if problem:
+            raise ValueError(problem)
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
-        keys = sorted({k.rsplit(".", 1)[0] for k in state_dict}, key=lambda k: int(k))
-        if len(keys) != len(widths) - 1:
-            raise ValueError(f"state dict has {len(keys)} layers, config says {len(widths) - 1}")
-        for k, (i, o) in zip(keys, zip(widths[:-1], widths[1:])):
-            w = np.asarray(_numpy(state_dict[f"{k}.weight"]), dtype=np.float32)
-            b = np.asarray(_numpy(state_dict[f"{k}.bias"]), dtype=np.float32)
-            if w.shape != (o, i) or b.shape != (o,) or not (np.isfinite(w).all() and np.isfinite(b).all()):
-                raise ValueError(f"layer {k}: expected finite weight ({o}, {i}) and bias ({o},), got {w.shape}, "
-                                 f"{b.shape}")
+        for j in range(len(shapes) // 2):
+            w = np.asarray(_numpy(state_dict[f"{2 * j}.weight"]), dtype=np.float32)
+            b = np.asarray(_numpy(state_dict[f"{2 * j}.bias"]), dtype=np.float32)
             self.weights.append(np.ascontiguousarray(w.T))
             self.biases.append(b)
 
@@ -185,7 +250,8 @@ class ValueNet:
 
     @classmethod
     def load(cls, path: str | Path) -> "ValueNet":
-        """Load NAME.pt (weights only) and NAME.json beside it. No pickle is ever run."""
+        """Load NAME.pt (weights only) and NAME.json beside it, checked by `load_checkpoint` (CheckpointError naming
+        the file). No pickle is ever run."""
         config, state = load_checkpoint(path)
         return cls(config, state)
 
@@ -194,8 +260,22 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+def weights_sha256(data: bytes) -> str:
+    """The SHA-256 (hex) of a checkpoint's weights file, as its NAME.json records it (`sha256`)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(config, state dict of tensors) from NAME.pt + NAME.json; `torch.load(weights_only=True)` refuses code."""
+    """(validated network config, state dict of float32 tensors) from NAME.pt + NAME.json.
+
+    Checked before anything plays with them, in this order; any failure is a `CheckpointError` (a ValueError) with
+    a one-line message naming the file: NAME.json is JSON (`validate.parse_json`: depth-limited, at most
+    MAX_CONFIG_BYTES) holding only CHECKPOINT_KEYS, with a `network` config `check_config` accepts and a `sha256`
+    of NAME.pt; NAME.pt has that SHA-256 (a damaged, edited or mixed-up pair is refused); it loads with
+    `torch.load(weights_only=True)`, which refuses code (pickled objects); it is a state dict of exactly the
+    config's layers (`state_shapes`), each a finite float32 tensor of the right shape. FileNotFoundError if either
+    file is missing; ImportError if torch is not installed.
+    """
     p = Path(path)
     if p.suffix != ".pt":
         p = p.with_suffix(".pt")
@@ -207,13 +287,60 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         import torch
     except ImportError:
         raise ImportError('the learned agents load their weights with torch: pip install -e ".[train]"') from None
-    config = json.loads(meta.read_text())
-    if not isinstance(config, dict) or "network" not in config:
-        raise ValueError(f"{meta}: not a learned-agent config (no 'network' entry)")
-    state = torch.load(p, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict):
-        raise ValueError(f"{p}: expected a state dict of tensors")
-    return config["network"], state
+    if meta.stat().st_size > MAX_CONFIG_BYTES:
+        raise CheckpointError(f"{meta}: larger than a checkpoint config ({MAX_CONFIG_BYTES} bytes at most)")
+    try:
+        doc = parse_json(meta.read_bytes(), str(meta))
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+    if not isinstance(doc, dict) or "network" not in doc:
+        raise CheckpointError(f"{meta}: not a learned-agent config (no 'network' entry)")
+    unknown = [str(k) for k in doc if k not in CHECKPOINT_KEYS]
+    if unknown:
+        raise CheckpointError(f"{meta}: unknown entries {sorted(unknown)[:5]} (a learned checkpoint's are "
+                              f"{', '.join(CHECKPOINT_KEYS)})")
+    try:
+        config = check_config(doc["network"])
+    except ValueError as e:
+        raise CheckpointError(f"{meta}: {e}") from None
+    if p.stat().st_size > MAX_WEIGHTS_BYTES:
+        raise CheckpointError(f"{p}: larger than this network's weights could be ({MAX_WEIGHTS_BYTES} bytes at most)")
+    data = p.read_bytes()
+    actual = weights_sha256(data)
+    want = doc.get("sha256")
+    if want is None:
+        raise CheckpointError(f"{meta}: no 'sha256' of {p.name}, so the pair cannot be checked (checkpoints saved "
+                              f"before it was recorded); if you trust both files, add \"sha256\": \"{actual}\" "
+                              f"to {meta.name}")
+    if not (isinstance(want, str) and re.fullmatch(r"[0-9a-f]{64}", want)):
+        raise CheckpointError(f"{meta}: 'sha256' must be 64 lowercase hex digits, got {str(want)[:80]!r}")
+    if actual != want:
+        raise CheckpointError(f"{p}: SHA-256 {actual} is not the {want} that {meta.name} records (a damaged, "
+                              f"edited or mixed-up pair of files)")
+    try:
+        with warnings.catch_warnings():  # e.g. a pickle protocol note: the refusal below says all there is to say
+            warnings.simplefilter("ignore")
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:  # the weights-only unpickler refuses code; a damaged file fails to parse
+        raise CheckpointError(f"{p}: not a weights-only state dict of tensors ({_load_error(e)})") from None
+    problem = _state_problem(state, state_shapes(config), torch.Tensor)
+    if problem:
+        raise CheckpointError(f"{p}: {problem}")
+    return config, dict(state)
+
+
+def _load_error(e: Exception) -> str:
+    """torch.load's refusal in a few words: the weights-only unpickler's reason (its message opens with advice to
+    turn weights_only off, which is exactly what must not be done), else the first line."""
+    text = str(e)
+    if isinstance(e, pickle.UnpicklingError):
+        _, found, after = text.partition("WeightsUnpickler error:")
+        advice = ("Weights only load failed", "Check the documentation", "Please file an issue", "(1)", "(2)")
+        lines = [s.strip() for s in (after if found else text).splitlines()]
+        reason = next((s for s in lines if s and not s.startswith(advice)), "not a plain pickle of tensors")
+        return f"torch.load(weights_only=True) refused it: {reason.split('. ')[0][:200]}"
+    first = (text.strip().splitlines() or [""])[0].split(". ")[0][:200]
+    return f"{type(e).__name__}: {first}" if first else f"{type(e).__name__}: the file ends early or is empty"
 
 
 def mirrored_outputs(net: Any, x: np.ndarray, side: int, symmetries: int) -> np.ndarray:
@@ -524,6 +651,6 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
     return float(blend(pw, np.asarray(totals, dtype=np.float64)[None, :] / 100.0, me, n, value)[0])
 
 
-__all__ = ["LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint", "mirrored_outputs",
-           "play_settings", "play_value", "torch_net",
-           "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]
+__all__ = ["CheckpointError", "LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint",
+           "mirrored_outputs", "play_settings", "play_value", "state_shapes", "torch_net", "weights_sha256",
+           "CHECKPOINT_KEYS", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]

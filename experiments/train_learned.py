@@ -59,7 +59,7 @@ from agents.afterstate import (
     symmetry_index,
 )
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
-from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net
+from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net, weights_sha256
 from experiments.common import parse_value, remove_temp_files
 from experiments.eval_learned import candidate_outputs, play_vs_greedy
 from harmonies_env import state as S
@@ -181,10 +181,12 @@ def _torch_bytes(obj: Any) -> bytes:
 
 
 def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
-    """NAME.pt (weights only) + NAME.json (config the agent needs, and how it was trained), each atomically."""
-    weights = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
-    atomic_write_bytes(path.with_suffix(".pt"), _torch_bytes(weights))
-    atomic_write_bytes(path.with_suffix(".json"), json.dumps({"network": netcfg, "training": info}, indent=1).encode())
+    """NAME.pt (weights only) + NAME.json (config the agent needs, the SHA-256 of NAME.pt, which
+    `agents.learned.load_checkpoint` checks, and how it was trained), each atomically, the weights first."""
+    weights = _torch_bytes({k: v.detach().cpu().clone() for k, v in state_dict.items()})
+    atomic_write_bytes(path.with_suffix(".pt"), weights)
+    atomic_write_bytes(path.with_suffix(".json"), json.dumps(
+        {"network": netcfg, "sha256": weights_sha256(weights), "training": info}, indent=1).encode())
 
 
 # ------------------------------------------------------------------------------------------------ the trainer

@@ -8,6 +8,7 @@ candidates of the first search of each turn. `annotations(record, logs)` turns t
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from harmonies_env.game import Game
@@ -25,9 +26,10 @@ class CandidateLog:
         key = (int(round_), int(seat))
         if key in self.turns:  # a second search in the same turn (a re-plan): the first one decided the turn
             return
-        rows = [{"plan": [int(a) for a in p], "value": round(float(m), 4), "visits": int(v)}
-                for p, v, m in zip(plans, visits, means)]
-        rows.sort(key=lambda r: (r["visits"] == 0, -r["value"]))  # searched plans first, best first
+        # a value that is not finite is written as null: records are strict JSON, and the viewer refuses NaN
+        rows = [{"plan": [int(a) for a in p], "value": round(float(m), 4) if math.isfinite(m) else None,
+                 "visits": int(v)} for p, v, m in zip(plans, visits, means)]
+        rows.sort(key=lambda r: (r["visits"] == 0, -(r["value"] if r["value"] is not None else -math.inf)))
         self.turns[key] = rows[:MAX_CANDIDATES]
 
 

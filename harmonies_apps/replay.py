@@ -10,7 +10,9 @@ A record is what `Game.record()` / `Game.to_json()` writes: {"version", "num_pla
 - "annotations": a list of {"ply": k, "candidates": [{"plan": [action, ...], "value": float, "visits": int
   (optional)}, ...], "note": str (optional)}, an agent's candidate plans and their values at the decision before
   action k (k counts the record's actions from 0). The viewer lists them on that frame, in words, and marks the
-  plan that was played. `tournament --save-games` adds them for search agents (see `annotate`).
+  plan that was played. `tournament --save-games` adds them for search agents (see `annotate`). A malformed
+  annotation is refused (`check_annotations`: ValueError naming the annotation, its ply and what is wrong), never
+  skipped: a page that silently dropped one would show a game as annotated when it is not.
 
 Frames are computed here, in Python, by replaying the record (`Game.replay` semantics: one frame per
 micro-action); each frame holds only the public table at that moment (see `table.table_state`), so nothing
@@ -22,14 +24,20 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
+from harmonies_env.actions import NUM_ACTIONS
 from harmonies_env.game import Game, IllegalActionError, check_record
+from harmonies_env.validate import parse_json
 
 from .table import static_data, static_text, table_state, write_text_atomic
 
 REQUIRED = ("num_players", "side", "spirits", "seed", "actions")
+#: Most candidates one annotation may list, and most actions in one candidate plan (a turn has at most 48).
+MAX_ANNOTATION_CANDIDATES = 64
+MAX_ANNOTATION_PLAN = 64
 
 
 def is_record(obj: Any) -> bool:
@@ -47,10 +55,7 @@ def load_records(path: str | Path) -> list[tuple[str, dict]]:
     if p.is_dir():
         out: list[tuple[str, dict]] = []
         for f in sorted(p.glob("*.json")):
-            try:
-                obj = json.loads(f.read_text())
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{f}: not valid JSON ({e})") from None
+            obj = parse_json(f.read_bytes(), str(f))
             if is_record(obj):
                 out.append((f.stem, obj))
         if not out:
@@ -58,10 +63,7 @@ def load_records(path: str | Path) -> list[tuple[str, dict]]:
         return out
     if not p.exists():
         raise ValueError(f"{p} does not exist")
-    try:
-        obj = json.loads(p.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{p}: not valid JSON ({e})") from None
+    obj = parse_json(p.read_bytes(), str(p))
     if is_record(obj):
         return [(p.stem, obj)]
     if isinstance(obj, list) and obj and all(is_record(o) for o in obj):
@@ -88,16 +90,12 @@ def _describe_plan(game: Game, plan: list[int]) -> list[str]:
 def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]:
     """Everything the viewer draws for one record: static facts, one frame per micro-action, turn starts."""
     try:
-        check_record(record)  # every key, a known version, a concrete seed
+        check_record(record)  # every key, a known version, a concrete seed, integer actions
+        annotations = check_annotations(record.get("annotations"), len(record["actions"]))
+        game = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
-    game = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
     actions = list(record["actions"])
-    annotations: dict[int, dict] = {}
-    for k, ann in enumerate(record.get("annotations") or []):
-        if not isinstance(ann, Mapping) or not isinstance(ann.get("ply"), int) or not 0 <= ann["ply"] <= len(actions):
-            raise ValueError(f"{label}: annotation #{k} needs an integer 'ply' in 0..{len(actions)}")
-        annotations[int(ann["ply"])] = dict(ann)
     show_all = range(game.num_players)
     frames = [dict(table_state(game, show_all), last=None)]
     turn_starts = [0]
@@ -125,14 +123,80 @@ def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]
                        "seed": record["seed"], "actions": len(actions)}}
 
 
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _annotation_problem(ann: Any, plies: int) -> str | None:
+    """What is wrong with one annotation of a record with `plies` actions (None: nothing)."""
+    if not isinstance(ann, Mapping):
+        return f"must be an object {{'ply', 'candidates', 'note'}}, got {type(ann).__name__}"
+    extra = set(ann) - {"ply", "candidates", "note"}
+    if extra:
+        return f"has unknown keys {sorted(map(str, extra))} (known: ply, candidates, note)"
+    if not (_is_int(ann.get("ply")) and 0 <= ann["ply"] <= plies):
+        return f"needs an integer 'ply' in 0..{plies}"
+    if not isinstance(ann.get("note", ""), str):
+        return "'note' must be a string"
+    cands = ann.get("candidates")
+    if cands is None:
+        return None
+    if not isinstance(cands, list) or len(cands) > MAX_ANNOTATION_CANDIDATES:
+        return f"'candidates' must be a list of at most {MAX_ANNOTATION_CANDIDATES} candidates"
+    for j, c in enumerate(cands):
+        what = f"candidate #{j}"
+        if not isinstance(c, Mapping):
+            return f"{what} must be an object {{'plan', 'value', 'visits'}}, got {type(c).__name__}"
+        extra = set(c) - {"plan", "value", "visits"}
+        if extra:
+            return f"{what} has unknown keys {sorted(map(str, extra))} (known: plan, value, visits)"
+        plan = c.get("plan", [])
+        if not (isinstance(plan, list) and len(plan) <= MAX_ANNOTATION_PLAN
+                and all(_is_int(a) and 0 <= a < NUM_ACTIONS for a in plan)):
+            return (f"{what}: 'plan' must be a list of at most {MAX_ANNOTATION_PLAN} actions, integers "
+                    f"0..{NUM_ACTIONS - 1}")
+        value = c.get("value")
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                      and math.isfinite(value)):
+            return f"{what}: 'value' must be a finite number or null"
+        visits = c.get("visits")
+        if visits is not None and not (_is_int(visits) and visits >= 0):
+            return f"{what}: 'visits' must be a whole number >= 0 or null"
+    return None
+
+
+def check_annotations(annotations: Any, plies: int) -> dict[int, dict]:
+    """A record's optional "annotations" (None or a list), validated, by ply; ValueError naming the annotation, its
+    ply and what is wrong (see the module docstring and docs/web.md for the form). At most one per ply."""
+    if annotations is None:
+        return {}
+    if not isinstance(annotations, list):
+        raise ValueError(f"annotations must be a list, got {type(annotations).__name__}")
+    out: dict[int, dict] = {}
+    for k, ann in enumerate(annotations):
+        problem = _annotation_problem(ann, plies)
+        ply = ann.get("ply") if isinstance(ann, Mapping) and _is_int(ann.get("ply")) else None
+        if ply is not None and not 0 <= ply <= plies:
+            ply = None  # the problem is the ply itself
+        where = f"annotation #{k}" + (f" (ply {ply})" if ply is not None else "")
+        if problem is None and ply in out:
+            problem = "is the second annotation of that ply"
+        if problem:
+            raise ValueError(f"{where} {problem}")
+        out[ply] = dict(ann)
+    return out
+
+
 def _annotation(game: Game, ann: Mapping[str, Any], rest: list[int]) -> dict[str, Any]:
+    """The viewer's form of one annotation (checked by `check_annotations`): candidates in words, the played one
+    marked."""
     cands = []
     for c in ann.get("candidates") or []:
-        plan = [int(x) for x in c.get("plan", [])]
+        plan = list(c.get("plan", []))
         value = c.get("value")
         visits = c.get("visits")
-        cands.append({"value": float(value) if isinstance(value, (int, float)) else None,
-                      "visits": int(visits) if isinstance(visits, int) else None,
+        cands.append({"value": None if value is None else float(value),
+                      "visits": visits,
                       "words": _describe_plan(game, plan),
                       "played": bool(plan) and list(rest[: len(plan)]) == plan})
     return {"note": str(ann.get("note", "")), "candidates": cands}
@@ -188,4 +252,5 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
-__all__ = ["build_game", "render_html", "write_replay", "load_records", "is_record", "add_parser"]
+__all__ = ["build_game", "check_annotations", "render_html", "write_replay", "load_records", "is_record",
+           "add_parser"]

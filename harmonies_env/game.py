@@ -344,15 +344,15 @@ def _valid_state(state: Any) -> np.ndarray:
 def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
     """The record (parsed if JSON text) if its form is right, else ValueError naming what is wrong.
 
-    Checked: a JSON object with every key (version, num_players, side, spirits, seed, actions); `version` the
-    integer this code reads (RECORD_VERSION); a concrete seed (null would replay a different random game); actions
-    a list. The configuration and seed are checked when the game is made, the actions when they are replayed.
+    Checked: JSON text nested at most `validate.MAX_JSON_DEPTH` deep; a JSON object with every key (version,
+    num_players, side, spirits, seed, actions); `version` the integer this code reads (RECORD_VERSION); `spirits`
+    true or false (not 1 / 0); a concrete seed (null would replay a different random game); actions a list of
+    integers. The configuration and seed are checked when the game is made, the actions' legality when replayed.
     """
     if isinstance(record, (str, bytes)):
-        try:
-            record = json.loads(record)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"game record is not valid JSON: {e}") from None
+        from .validate import parse_json
+
+        record = parse_json(record, "game record")
     if not isinstance(record, Mapping):
         raise ValueError(f"a game record is a JSON object, got {type(record).__name__}")
     missing = {"version", "num_players", "side", "spirits", "seed", "actions"} - set(record)
@@ -364,9 +364,23 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
                          f"{RECORD_VERSION})")
     if record["seed"] is None:
         raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
+    if not isinstance(record["spirits"], (bool, np.bool_)):
+        raise ValueError(f"game record spirits must be true or false, got {_brief(record['spirits'])}")
     if not isinstance(record["actions"], (list, tuple)):
         raise ValueError(f"game record actions must be a list of integers, got {type(record['actions']).__name__}")
+    for k, a in enumerate(record["actions"]):
+        if not _is_int(a):
+            raise ValueError(f"game record action #{k} must be an integer, got {_brief(a)}")
     return record
+
+
+def _brief(v: Any) -> str:
+    """A value for an error message: a scalar's repr (cut short), else its type (a nested value's repr could be
+    huge or too deep to print)."""
+    if v is None or isinstance(v, (bool, int, float, str, np.generic)):
+        r = repr(v)
+        return r if len(r) <= 40 else r[:37] + "..."
+    return type(v).__name__
 
 
 def determinize(game: Game, player: int, seed: int) -> Game:

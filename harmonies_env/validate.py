@@ -16,8 +16,15 @@ dealt (distinct, only with the variant), kept (one of the dealt, held); the turn
 after taking, the taken space empty); current = turn % num_players (n - 1 once the game is over); end_trigger
 0..2, game_over only once triggered; and a game that is not over has a legal action. The generator (`rng`) may
 hold any value. A state that passes can be played to its end by the kernels without error.
+
+`parse_json(text, what)` is the one reader of JSON handed in from files (game records, learned checkpoints' configs):
+it raises only ValueError naming `what`, also for nesting too deep to walk (`MAX_JSON_DEPTH`), which would otherwise
+be a RecursionError in the parser or in whatever walks the value next.
 """
 from __future__ import annotations
+
+import json
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -330,4 +337,47 @@ def check_states(states: np.ndarray, row_numbers: np.ndarray | None = None) -> n
     return states
 
 
-__all__ = ["state_error", "check_state", "check_states", "STATE_ERRORS"]
+#: Deepest nesting of JSON arrays / objects `parse_json` accepts (records and checkpoint configs nest at most 5).
+MAX_JSON_DEPTH = 32
+
+
+def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
+    """Nesting depth of lists / dicts in a parsed JSON value (a scalar is 0), walked without recursion; the count
+    stops at the first level past `limit`."""
+    deepest = 0
+    todo = [(value, 1)]
+    while todo:
+        v, d = todo.pop()
+        if isinstance(v, dict):
+            children = v.values()
+        elif isinstance(v, list):
+            children = v
+        else:
+            continue
+        if d > deepest:
+            deepest = d
+            if deepest > limit:
+                break
+        todo.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def parse_json(text: str | bytes, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The value of JSON text, or ValueError naming `what` (e.g. the file): not JSON, or arrays / objects nested
+    deeper than `max_depth` (refused whether Python's parser hits its recursion limit or not, so the caller never
+    meets a RecursionError walking the value)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        value, deep = None, True
+    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
+        raise ValueError(f"{what}: not valid JSON ({str(e).splitlines()[0][:200]})") from None
+    else:
+        deep = json_depth(value, max_depth) > max_depth
+    if deep:
+        raise ValueError(f"{what}: JSON nested deeper than {max_depth} levels")
+    return value
+
+
+__all__ = ["state_error", "check_state", "check_states", "STATE_ERRORS", "MAX_JSON_DEPTH", "json_depth",
+           "parse_json"]

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -126,6 +127,31 @@ def test_cli_refuses_a_crafted_checkpoint_in_one_line(tiny_zip, tmp_path):
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "--trust-checkpoint" in p.stderr and not marker.exists()
+
+
+#: Refused learned checkpoints (tests/bad_checkpoints.py) each command must report in one line.
+LEARNED_CLI_CASES = ("truncated", "empty", "pickle", "network-list", "deep-json", "extra-key", "bad-sha256", "lists")
+
+
+@pytest.mark.parametrize("case", LEARNED_CLI_CASES)
+def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(case, tmp_path):
+    """`harmonies tournament --agents learned:PATH` and `python -m experiments.eval_learned --checkpoint PATH` print
+    one line naming the file and what is wrong, exit 2, no traceback (docs/safety.md), for each way a learned
+    checkpoint is refused: damaged, a pickle, a bad config, a wrong hash, weights that are not tensors."""
+    pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
+    from bad_checkpoints import bad_checkpoint
+
+    path, match = bad_checkpoint(case, tmp_path)
+    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"learned:{path}", "greedy",
+                                           "--games", "1", "--quiet"],
+                "eval_learned: ": ["experiments.eval_learned", "--checkpoint", str(path), "--games", "2",
+                                   "--no-progress"]}
+    for prefix, argv in commands.items():
+        p = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=_env(), cwd=tmp_path,
+                           timeout=300)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and "Traceback" not in p.stderr and len(lines) == 1, (argv, p.stderr)
+        assert lines[0].startswith(prefix) and str(path.parent) in lines[0] and re.search(match, lines[0]), lines[0]
 
 
 def test_cli_trust_checkpoint_is_the_only_way_a_file_runs_code(tiny_zip, tmp_path):
@@ -654,6 +680,39 @@ def test_records_have_a_concrete_seed_and_a_checked_version():
     for junk in ("not json", "[1, 2]", "null"):
         with pytest.raises(ValueError):
             Game.replay(junk)
+    # spirits is a JSON true/false, as records write it: 1 / 0 are refused by name, like 2
+    for spirits in (1, 0, 2, "true", None):
+        with pytest.raises(ValueError, match=f"spirits must be true or false, got {spirits!r}"):
+            Game.replay({**rec, "spirits": spirits})
+    # nesting deeper than validate.MAX_JSON_DEPTH is one ValueError, never a RecursionError
+    text = json.dumps(rec)
+    for deep in (text[:-1] + ', "x": ' + "[" * 1000 + "]" * 1000 + "}", text[:-1] + ', "x": ' + "[" * 33 + "]" * 33
+                 + "}", "[" * 100_000 + "]" * 100_000):
+        with pytest.raises(ValueError, match="game record: JSON nested deeper than 32 levels"):
+            Game.replay(deep)
+    assert Game.replay(text[:-1] + ', "x": ' + "[" * 31 + "]" * 31 + "}").history == g.history
+    nested: list = []
+    for _ in range(5000):  # a record built in Python: its actions are checked by type, never printed whole
+        nested = [nested]
+    with pytest.raises(ValueError, match="action #0 must be an integer, got list"):
+        Game.replay({**rec, "actions": [nested]})
+
+
+def test_cli_replay_refuses_a_deep_record_and_a_bad_annotation_in_one_line(tmp_path):
+    g = Game(2, seed=4)
+    for _ in range(3):
+        g.step(g.legal_actions()[0])
+    rec = g.record()
+    (tmp_path / "deep.json").write_text(json.dumps(rec)[:-1] + ', "x": ' + "[" * 1000 + "]" * 1000 + "}")
+    (tmp_path / "ann.json").write_text(json.dumps({**rec, "annotations": [{"ply": 1, "candidates": ["abc"]}]}))
+    for name, match in (("deep", "deep.json: JSON nested deeper than 32 levels"),
+                        ("ann", r"ann: annotation #0 \(ply 1\) candidate #0 must be an object")):
+        p = subprocess.run([sys.executable, "-m", "harmonies_apps.cli", "replay", str(tmp_path / f"{name}.json")],
+                           capture_output=True, text=True, env=_env(), cwd=tmp_path, timeout=300)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and "Traceback" not in p.stderr and len(lines) == 1, p.stderr
+        assert lines[0].startswith("harmonies replay: ") and re.search(match, lines[0]), lines[0]
+        assert not (tmp_path / f"{name}.html").exists()
 
 
 def test_batch_rows_and_copies_refuse_to_export_a_record_that_would_not_replay():

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
+
+from bad_checkpoints import CASES, bad_checkpoint, copy_shipped, torch_bytes  # noqa: E402
 
 from agents import GreedyAgent, RandomAgent, make_agent  # noqa: E402
 from agents.afterstate import (  # noqa: E402
@@ -34,6 +37,7 @@ from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_group, pote
 from agents.learned import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     DEFAULT_CONFIG,
+    CheckpointError,
     LearnedAgent,
     LearnedSearchAgent,
     ValueNet,
@@ -215,6 +219,8 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     cfg = {**DEFAULT_CONFIG, "hidden": [8]}
     tnet = torch_net(cfg)
     save_agent_checkpoint(tmp_path / "m", tnet.state_dict(), cfg, {"note": "test"})
+    saved = json.loads((tmp_path / "m.json").read_text())  # the trainer records the weights' SHA-256
+    assert saved["sha256"] == hashlib.sha256((tmp_path / "m.pt").read_bytes()).hexdigest()
     config, state = load_checkpoint(tmp_path / "m.pt")
     assert config["hidden"] == [8]
     x = np.ones((1, NUM_FEATURES), np.float32)
@@ -297,20 +303,75 @@ class _Evil:
 
 
 def test_checkpoint_with_code_is_refused(tmp_path):
-    """A .pt that would run code when unpickled is refused by weights_only loading; the code never runs."""
+    """A .pt that would run code when unpickled is refused by weights_only loading, even when its JSON records its
+    true SHA-256 (whoever crafted one file can write the other); the code never runs."""
     _Evil.target = str(tmp_path / "pwned")
-    (tmp_path / "evil.json").write_text(json.dumps({"network": DEFAULT_CONFIG}))
     with open(tmp_path / "evil.pt", "wb") as f:
         torch.save({"0.weight": _Evil()}, f, pickle_module=pickle)
-    with pytest.raises(pickle.UnpicklingError):
+    sha = hashlib.sha256((tmp_path / "evil.pt").read_bytes()).hexdigest()
+    (tmp_path / "evil.json").write_text(json.dumps({"network": DEFAULT_CONFIG, "sha256": sha}))
+    with pytest.raises(CheckpointError, match=r"evil\.pt: not a weights-only .*refused it: .*GLOBAL .*system"):
         ValueNet.load(tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.skipif(not DEFAULT_CHECKPOINT.exists(), reason="no shipped checkpoint in this checkout")
+def test_learned_checkpoints_are_checked_by_sha256_and_hold_float32_tensors_only(tmp_path):
+    """A flipped byte, a wrong or missing SHA-256, and weights that are not the config's float32 tensors are each
+    refused by name with a CheckpointError (a ValueError); an untouched copy loads to the shipped network."""
+    raw = DEFAULT_CHECKPOINT.read_bytes()
+    doc = json.loads(DEFAULT_CHECKPOINT.with_suffix(".json").read_text())
+    true = hashlib.sha256(raw).hexdigest()
+    assert doc["sha256"] == true  # the shipped JSON records its weights' hash
+    x = np.linspace(-1, 1, 2 * NUM_FEATURES, dtype=np.float32).reshape(2, NUM_FEATURES)
+    ok = ValueNet.load(copy_shipped(tmp_path / "ok"))
+    assert np.array_equal(ok(x), ValueNet.load(DEFAULT_CHECKPOINT)(x))
+    flipped = bytearray(raw)
+    flipped[len(raw) // 2] ^= 0x01
+    bad = hashlib.sha256(bytes(flipped)).hexdigest()
+    with pytest.raises(CheckpointError, match=rf"flip/m\.pt: SHA-256 {bad} is not the {true} that m\.json records"):
+        ValueNet.load(copy_shipped(tmp_path / "flip", bytes(flipped)))
+    with pytest.raises(CheckpointError, match=rf"SHA-256 {true} is not the {'0' * 64}"):
+        load_checkpoint(copy_shipped(tmp_path / "bogus", edit=lambda d: {**d, "sha256": "0" * 64}))
+    for sha in ("abc", 12, [], "A" * 64):
+        with pytest.raises(CheckpointError, match="'sha256' must be 64 lowercase hex digits"):
+            load_checkpoint(copy_shipped(tmp_path / "form", edit=lambda d: {**d, "sha256": sha}))
+    # an older checkpoint without the hash: refused, saying how to add it
+    with pytest.raises(CheckpointError, match=rf"m\.json: no 'sha256' of m\.pt.*add \"sha256\": \"{true}\" to m\.json"):
+        load_checkpoint(copy_shipped(tmp_path / "old", edit=lambda d: {k: v for k, v in d.items() if k != "sha256"}))
+    state = torch.load(DEFAULT_CHECKPOINT, weights_only=True)
+    for name, weights, match in (
+            ("lists", {k: v.tolist() for k, v in state.items()}, "'0.weight' must be a \\(dense\\) tensor, got list"),
+            ("arrays", {k: v.numpy() for k, v in state.items()}, "not a weights-only .*refused it: .*GLOBAL numpy"),
+            ("f64", {k: v.double() for k, v in state.items()}, "'0.weight' must be float32, got float64"),
+            ("extra", {**state, "6.weight": state["4.weight"]}, "must hold exactly .*unknown \\['6.weight'\\]"),
+            ("missing", {k: v for k, v in state.items() if k != "2.bias"}, "missing \\['2.bias'\\]"),
+            ("shape", {**state, "4.bias": torch.zeros(9)}, "'4.bias' must have shape \\(8,\\) for this config, got "
+                                                           "\\(9,\\)"),
+            ("nan", {**state, "4.bias": torch.full((8,), float("nan"))}, "'4.bias' must hold finite"),
+            ("notdict", [state["0.weight"]], "must be a state dict")):
+        with pytest.raises(CheckpointError, match=rf"{name}/m\.pt: .*{match}"):
+            LearnedAgent(copy_shipped(tmp_path / name, torch_bytes(weights), fix_sha=True))
+
+
+@pytest.mark.skipif(not DEFAULT_CHECKPOINT.exists(), reason="no shipped checkpoint in this checkout")
+@pytest.mark.parametrize("case", CASES)
+def test_each_refused_checkpoint_is_one_checkpoint_error_naming_the_file(case, tmp_path):
+    """Every way a learned checkpoint is refused is a CheckpointError with a one-line message naming the file (what
+    the commands print), also when the pair was crafted together (the JSON holding the bad file's true hash)."""
+    path, match = bad_checkpoint(case, tmp_path)
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    msg = str(err.value)
+    assert "\n" not in msg and str(tmp_path) in msg and re.search(match, msg), msg
 
 
 @pytest.mark.skipif(not DEFAULT_CHECKPOINT.exists(), reason="no shipped checkpoint in this checkout")
 def test_shipped_checkpoint_loads_weights_only_and_beats_random():
     state = torch.load(DEFAULT_CHECKPOINT, map_location="cpu", weights_only=True)
     assert all(isinstance(v, torch.Tensor) for v in state.values())
+    config, checked = load_checkpoint(DEFAULT_CHECKPOINT)  # its SHA-256, names, shapes and dtypes pass
+    assert config["hidden"] == [256, 256] and checked.keys() == state.keys()
     for seed in range(3):
         agent = make_agent("learned")
         g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)

@@ -70,7 +70,7 @@ def test_annotations_are_described_and_the_played_plan_marked():
     rec = g.record()
     played = rec["actions"][2:5]
     rec["annotations"] = [{"ply": 2, "note": "beam 4", "candidates": [
-        {"plan": played, "value": 7.5}, {"plan": [999], "value": 1.0}]}]
+        {"plan": played, "value": 7.5}, {"plan": [262], "value": 1.0}]}]  # 262: a solo-only action
     ann = build_game(rec)["annotations"]["2"]
     assert ann["note"] == "beam 4"
     first, second = ann["candidates"]
@@ -92,6 +92,62 @@ def test_bad_records_fail_clearly(tmp_path):
         load_records(f)
     with pytest.raises(ValueError, match="holds no game records"):
         load_records(_empty(tmp_path))
+
+
+def test_malformed_annotations_are_refused_naming_the_annotation_and_its_ply():
+    """docs/web.md's form: plan entries are action integers 0..267, value a finite number or null, visits a whole
+    number or null; anything else is refused (never skipped) with the annotation, its ply and what is wrong."""
+    rec = _random_game(seed=5).record()
+    n = len(rec["actions"])
+    good = {"ply": 2, "candidates": [{"plan": rec["actions"][2:4], "value": 1.5, "visits": 3}], "note": "x"}
+    assert build_game(dict(rec, annotations=[good, {"ply": n}, {"ply": 0, "candidates": None}]))["annotations"]
+    for anns, match in (
+            ([{"ply": 2, "candidates": ["abc"]}], r"annotation #0 \(ply 2\) candidate #0 must be an object"),
+            ([{"ply": 2, "candidates": [{"plan": [float("inf")]}]}], r"#0 \(ply 2\) candidate #0: 'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": [None]}]}], r"candidate #0: 'plan' must be a list .* integers 0..267"),
+            ([{"ply": 2, "candidates": [{"plan": [3.0]}]}], "'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": [True]}]}], "'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": [268]}]}], "'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": [-1]}]}], "'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": "12"}]}], "'plan' must be"),
+            ([{"ply": 2, "candidates": [{"plan": [5] * 65}]}], "at most 64 actions"),
+            ([{"ply": 2, "candidates": [{"plan": [], "value": float("nan")}]}], "'value' must be a finite number"),
+            ([{"ply": 2, "candidates": [{"plan": [], "value": "1"}]}], "'value' must be a finite number"),
+            ([{"ply": 2, "candidates": [{"plan": [], "visits": -1}]}], "'visits' must be a whole number"),
+            ([{"ply": 2, "candidates": [{"plan": [], "visits": 1.5}]}], "'visits' must be a whole number"),
+            ([{"ply": 2, "candidates": [{"plan": [], "score": 1}]}], r"candidate #0 has unknown keys \['score'\]"),
+            ([{"ply": 2, "candidates": {"plan": []}}], "'candidates' must be a list"),
+            ([{"ply": 2, "candidates": [{}] * 65}], "at most 64 candidates"),
+            ([{"ply": 2, "note": 5}], "'note' must be a string"),
+            ([{"ply": 2, "comment": ""}], r"annotation #0 \(ply 2\) has unknown keys \['comment'\]"),
+            ([good, {"ply": 1}, dict(good)], r"annotation #2 \(ply 2\) is the second annotation of that ply"),
+            ([{"ply": True}], "annotation #0 needs an integer 'ply'"),
+            ([{"ply": n + 1}], f"annotation #0 needs an integer 'ply' in 0..{n}"),
+            (["x"], "annotation #0 must be an object"),
+            ({"ply": 2}, "annotations must be a list")):
+        with pytest.raises(ValueError, match=match) as err:
+            build_game(dict(rec, annotations=anns), "g")
+        assert str(err.value).startswith("g: annotation"), err.value
+
+
+def test_records_are_parsed_depth_limited_and_spirits_is_a_bool(tmp_path):
+    rec = _random_game(seed=6, spirits=False).record()
+    for spirits in (1, 0):
+        with pytest.raises(ValueError, match=f"^g: game record spirits must be true or false, got {spirits}"):
+            build_game(dict(rec, spirits=spirits), "g")
+    deep = tmp_path / "deep.json"
+    deep.write_text(json.dumps(rec)[:-1] + ', "names": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(ValueError, match="deep.json: JSON nested deeper than 32 levels"):
+        load_records(deep)
+    folder = tmp_path / "games"
+    folder.mkdir()
+    (folder / "a.json").write_text(json.dumps(rec))
+    (folder / "b.json").write_text("[" * 5000 + "]" * 5000)  # even a file that is not a record
+    with pytest.raises(ValueError, match="b.json: JSON nested deeper"):
+        load_records(folder)
+    (folder / "b.json").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ValueError, match="b.json: not valid JSON"):
+        load_records(folder)
 
 
 def _empty(tmp_path):
