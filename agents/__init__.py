@@ -91,7 +91,8 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             return PPOAgent(arg, seed=seed, name=spec, trust=trust)
     except ValueError as e:
         why = str(e) if SPEC_FORMS[kind] in str(e) else f"{e}; {kind} takes {SPEC_FORMS[kind]}"
-        raise ValueError(f"bad agent spec {spec!r}: {why}") from None
+        e.args = (f"bad agent spec {spec!r}: {why}",)  # the same error, so a CheckpointError stays one
+        raise
     raise ValueError(f"unknown agent {spec!r}; agents are {', '.join(AGENT_KINDS)} (e.g. greedy, mcts:0.5, "
                      "mcts:200it, random, ppo:model.pt, learned, learned-search:1.0, learned-search:200it)")
 

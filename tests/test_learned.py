@@ -391,6 +391,10 @@ def test_specs_and_budgets(tmp_path):
             make_agent(bad)
     with pytest.raises((ValueError, FileNotFoundError)):
         make_agent(f"learned:{tmp_path / 'nothing.pt'}")
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "empty.json").write_text("{}")
+    with pytest.raises(CheckpointError, match=r"^bad agent spec 'learned:.*empty"):  # the spec named, the type kept
+        make_agent(f"learned:{tmp_path / 'empty.pt'}")
 
 
 @pytest.mark.parametrize("players,spirits", [(2, False), (3, True), (1, False)])
