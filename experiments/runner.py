@@ -8,13 +8,16 @@ atomically), `tb/` (TensorBoard), `model.pt` + `model.json` (the final policy) a
 
 Checkpoints are weights-only: `step_<timesteps>.pt` is a `torch.save` of tensors and plain values only (the
 policy's and the optimizer's state dicts, the step and update counters, the torch / numpy / Python generator
-states; `checkpoint_bytes`), read back with `torch.load(weights_only=True)`, which never unpickles code, and
-`step_<timesteps>.json` (its record: size, SHA-256, the run's resumable state as JSON). `--resume` builds a fresh
-MaskablePPO from the run's `config.json` and loads that checkpoint into it (`restore_checkpoint`): nothing written
-by Stable-Baselines3's pickling `save` is written or read back. The policy exports — `model.pt` (and plan-ppo's
-`best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its `.json` — are weights-only too (`export_policy`,
-`agents.ppo.save_policy`: the policy's state dict + a JSON config), for `ppo:PATH` and `PPOAgent`;
-`[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only (`agents.ppo.load_policy`).
+states, SB3's last observations and the training env's games in flight; `checkpoint_bytes`), read back with
+`torch.load(weights_only=True)`, which never unpickles code, and `step_<timesteps>.json` (its record: size, SHA-256,
+the run's resumable state as JSON). They are taken between rollouts only (`callbacks.RunCallback`), so `--resume`,
+which builds a fresh MaskablePPO and training env from the run's `config.json` and loads the checkpoint into them
+(`restore_checkpoint`), continues bit-identically to the run never stopped (on the batched engine; docs/training.md
+says what is not exact). Nothing written by Stable-Baselines3's pickling `save` is written or read back.
+The policy exports — `model.pt` (and plan-ppo's `best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its
+`.json` — are weights-only too (`export_policy`, `agents.ppo.save_policy`: the policy's state dict + a JSON config),
+for `ppo:PATH` and `PPOAgent`; `[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only
+(`agents.ppo.load_policy`).
 """
 from __future__ import annotations
 

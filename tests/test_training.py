@@ -485,3 +485,13 @@ def test_pool_env_loads_snapshots_without_touching_torchs_generator(tmp_path):
     while str(path) not in env._models:  # until a snapshot opponent has moved
         env.step(env.action_masks().argmax(axis=1))
     assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_ppo_stopped_by_the_time_limit_resumes_bit_identical(tmp_path, solo_reference):
+    """--max-minutes stops training between two rollouts, where the last checkpoint catches everything."""
+    run = tmp_path / "run"
+    assert train.main(ppo_argv("solo-ppo", run, 1024, "--max-minutes", "0.005")) == 0
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["stopped_by_time"] and stopped["timesteps"] < 1024 and stopped["timesteps"] % 128 == 0
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
+    assert_same_run(solo_reference, run)
