@@ -168,13 +168,13 @@ def _load_policy_weights(model: Any, state: Any, path: Path) -> None:
                           f"({str(e).splitlines()[0][:200]})") from None
 
 
-def restore_checkpoint(model: Any, path: str | Path) -> bool:
+def restore_checkpoint(model: Any, path: str | Path) -> str:
     """Load a checkpoint written by `checkpoint_bytes` into `model` (a fresh MaskablePPO built from the same
     config, on a training env built as the run's first one was): weights, optimizer, counters, generator states,
-    the observations SB3 steps from and the env's games in flight. True when all of that was restored (the run
-    then continues exactly as if never stopped); False for a checkpoint or env without the games in flight (an
-    older checkpoint, the per-env `vec = "dummy"` / `"subproc"` path): the caller must reset the env.
-    `torch.load(weights_only=True)`: no code runs."""
+    the observations SB3 steps from and the env's games in flight. Returns "" when all of that was restored (the
+    run then continues exactly as if never stopped), else why the games in flight were not (an older checkpoint,
+    the per-env `vec = "dummy"` / `"subproc"` path, an env of another size): the caller must then start new
+    games. `torch.load(weights_only=True)`: no code runs."""
     import random
     from collections import deque
 
@@ -189,20 +189,21 @@ def restore_checkpoint(model: Any, path: str | Path) -> bool:
     model.num_timesteps = int(obj["num_timesteps"])
     model._n_updates = int(obj["n_updates"])
     env = model.get_env()
-    exact = "env" in obj and "last_obs" in obj and hasattr(env, "set_state")
-    if exact:
+    why = ""
+    if not hasattr(env, "set_state"):
+        why = f"this run's env ({type(env).__name__}) cannot take back games in flight"
+    elif "env" not in obj or "last_obs" not in obj:
+        why = "the checkpoint keeps no games in flight (an older version's, or an env's that cannot keep them)"
+    else:
         state = {k: v.cpu().numpy() for k, v in obj["env"].items()}
         state.update(json.loads(obj["env_json"]))
         try:
-            env.set_state(state)
+            env.set_state(state)  # validated first: a state that does not fit leaves the env as it was
         except ValueError as e:
-            raise ConfigError(f"{path}: its games in flight do not fit this run's env ({e})") from None
-        last_obs = obj["last_obs"].cpu().numpy()
-        if last_obs.shape != (env.num_envs, *env.observation_space.shape):
-            raise ConfigError(f"{path}: its observations are {last_obs.shape}, this run's env gives "
-                              f"{(env.num_envs, *env.observation_space.shape)}")
-        model._last_obs = last_obs
-        model._last_episode_starts = obj["last_episode_starts"].cpu().numpy()
+            why = f"its games in flight do not fit this run's env ({e})"
+        else:
+            model._last_obs = obj["last_obs"].cpu().numpy()
+            model._last_episode_starts = obj["last_episode_starts"].cpu().numpy()
     if "ep_info" in obj:
         model.ep_info_buffer = deque(json.loads(obj["ep_info"]), maxlen=model._stats_window_size)
         model.ep_success_buffer = deque(maxlen=model._stats_window_size)  # (our envs report no "is_success")
@@ -212,7 +213,7 @@ def restore_checkpoint(model: Any, path: str | Path) -> bool:
                          float(r["gauss"])))
     p = obj["python_rng"]
     random.setstate((int(p["version"]), tuple(int(x) for x in p["state"].tolist()), p["gauss"]))
-    return exact
+    return why
 
 
 def init_from(model: Any, path: str | Path) -> None:
@@ -293,10 +294,11 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     venv.seed(train_seed(args.seed))  # the model's own seeding reseeded the env: the run's games again
     eval_env = task.make_eval_env() if task.make_eval_env is not None else None
     if ck:
-        if not restore_checkpoint(model, ck[0]):  # last: the generators are the checkpoint's when learn() starts
-            venv.seed(train_seed(args.seed) + start)  # no games in flight saved: new games, not the first ones
-            print("note: this checkpoint or env keeps no games in flight: the run goes on with new games, "
-                  "not bit-identical to an unstopped run (docs/training.md)", flush=True)
+        why = restore_checkpoint(model, ck[0])  # last: the generators are the checkpoint's when learn() starts
+        if why:
+            venv.seed(train_seed(args.seed) + start)  # new games, not the run's first ones again
+            print(f"note: {why}: the run goes on with new games, not bit-identical to the run never stopped "
+                  "(docs/training.md)", flush=True)
         print(f"resumed {args.algo} from {ck[0]} at {start} steps", flush=True)
     elif cfg["init"]:
         init = Path(cfg["init"]).expanduser()

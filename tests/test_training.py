@@ -495,3 +495,21 @@ def test_ppo_stopped_by_the_time_limit_resumes_bit_identical(tmp_path, solo_refe
     assert stopped["stopped_by_time"] and stopped["timesteps"] < 1024 and stopped["timesteps"] % 128 == 0
     assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
     assert_same_run(solo_reference, run)
+
+
+def test_ppo_resume_says_when_it_cannot_be_exact(tmp_path, capsys):
+    """Where the games in flight cannot come back (another number of games, the per-env path), --resume goes on
+    with new games and says so in one line."""
+    run = tmp_path / "run"
+    assert train.main(ppo_argv("solo-ppo", run, 128)) == 0
+    capsys.readouterr()
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress", "--set", "env.n_envs=4",
+                       "--set", "run.timesteps=384"]) == 0
+    out = capsys.readouterr().out
+    assert "note: its games in flight do not fit this run's env" in out and "not bit-identical" in out
+    assert json.loads((run / "summary.json").read_text())["timesteps"] == 384
+    d = tmp_path / "dummy"
+    assert train.main(ppo_argv("solo-ppo", d, 128, "--set", 'env.vec="dummy"')) == 0
+    capsys.readouterr()
+    assert train.main(["solo-ppo", "--run", str(d), "--resume", "--no-progress", "--set", "run.timesteps=256"]) == 0
+    assert "(DummyVecEnv) cannot take back games in flight" in capsys.readouterr().out
