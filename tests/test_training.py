@@ -370,11 +370,15 @@ def test_ppo_stopped_and_resumed_is_bit_identical(tmp_path, algo, capsys):
     assert 0 < len(episodes(stopped)) < len(episodes(done))
 
 
+#: Steps of the solo runs killed or stopped by time (16 updates: long enough to kill it after its first checkpoint).
+REF_STEPS = 2048
+
+
 @pytest.fixture(scope="module")
 def solo_reference(tmp_path_factory) -> Path:
-    """The uninterrupted solo run the killed ones are compared with (1,024 steps, 8 updates)."""
+    """The uninterrupted solo run the killed ones are compared with."""
     run = tmp_path_factory.mktemp("ref") / "run"
-    assert train.main(ppo_argv("solo-ppo", run, 1024)) == 0
+    assert train.main(ppo_argv("solo-ppo", run, REF_STEPS)) == 0
     return run
 
 
@@ -390,7 +394,8 @@ def test_ppo_killed_after_a_checkpoint_resumes_bit_identical(tmp_path, solo_refe
 
     run = tmp_path / "run"
     env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    proc = subprocess.Popen([sys.executable, "-m", "experiments.train", *ppo_argv("solo-ppo", run, 1024)], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.train", *ppo_argv("solo-ppo", run, REF_STEPS)],
+                            cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 600  # a loaded machine slows the start (imports, kernels)
     while latest_checkpoint(run / "checkpoints") is None and proc.poll() is None and time.monotonic() < deadline:
@@ -398,7 +403,7 @@ def test_ppo_killed_after_a_checkpoint_resumes_bit_identical(tmp_path, solo_refe
     proc.send_signal(signal.SIGKILL)
     out = proc.communicate()[0]
     killed_at = latest_checkpoint(run / "checkpoints")[1]["timesteps"]
-    assert killed_at < 1024 and not (run / "summary.json").exists(), out[-3000:]
+    assert killed_at < REF_STEPS and not (run / "summary.json").exists(), out[-3000:]
     assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
     assert_same_run(solo_reference, run)
 
@@ -411,7 +416,7 @@ def test_ppo_killed_before_its_first_checkpoint_resumes_from_scratch(tmp_path, s
     from experiments.runner import save_run_config
 
     run = tmp_path / "run"
-    save_run_config(train.resolve(train.build_parser().parse_args(ppo_argv("solo-ppo", run, 1024))))
+    save_run_config(train.resolve(train.build_parser().parse_args(ppo_argv("solo-ppo", run, REF_STEPS))))
     atomic_write_csv(run / "eval.csv", [{"timesteps": 0, "mean_score": -1.0}])
     (run / "checkpoints").mkdir()
     (run / "checkpoints" / ".step_000000000128.pt.x1.tmp").write_bytes(b"torn")
@@ -490,9 +495,9 @@ def test_pool_env_loads_snapshots_without_touching_torchs_generator(tmp_path):
 def test_ppo_stopped_by_the_time_limit_resumes_bit_identical(tmp_path, solo_reference):
     """--max-minutes stops training between two rollouts, where the last checkpoint catches everything."""
     run = tmp_path / "run"
-    assert train.main(ppo_argv("solo-ppo", run, 1024, "--max-minutes", "0.005")) == 0
+    assert train.main(ppo_argv("solo-ppo", run, REF_STEPS, "--max-minutes", "0.005")) == 0
     stopped = json.loads((run / "summary.json").read_text())
-    assert stopped["stopped_by_time"] and stopped["timesteps"] < 1024 and stopped["timesteps"] % 128 == 0
+    assert stopped["stopped_by_time"] and stopped["timesteps"] < REF_STEPS and stopped["timesteps"] % 128 == 0
     assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
     assert_same_run(solo_reference, run)
 
