@@ -12,7 +12,8 @@
   engine, which sb3-contrib's MaskablePPO trains from directly: it reads the masks with
   `env_method("action_masks")` and checks them with `has_attr("action_masks")`, both answered here. Ended
   games report `infos[i]["terminal_observation"]` and `infos[i]["episode"] = {"r", "l", "t"}` (what
-  `VecMonitor` would add, so no monitor wrapper is needed).
+  `VecMonitor` would add, so no monitor wrapper is needed). `get_state()` / `set_state()` save and put back the
+  games in flight (`batch_state` / `set_batch_state`), so a training run resumes exactly where it stopped.
 
 Seeding: `reset(seed=b)` gives game r the base seed b + r, so its first game is `Game(seed=b + r)` and its
 episode k `Game(seed=batch.episode_seed(b + r, k))`; a list gives each game's base seed. This differs from
