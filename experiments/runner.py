@@ -96,11 +96,12 @@ def make_ppo(venv: Any, ppo: dict[str, Any], seed: int, device: str, tb: str | N
 def checkpoint_bytes(model: Any) -> bytes:
     """A resumable checkpoint of `model`, taken between two rollouts (after a PPO update, before the next step), as
     `torch.save` bytes of tensors and plain values only: the policy's and the optimizer's state dicts,
-    `num_timesteps`, the update count, the torch / numpy / Python global generator states (the policy samples
-    actions from torch's, SB3 draws minibatches from numpy's), the last observations and episode starts SB3 steps
-    from, its episode-statistics window (JSON), and the training env's games in flight where the env can say
-    (`get_state()`: `harmonies_env.vector.SB3VecEnv`, `agents.pool_env.PoolVecEnv`; arrays as tensors, the rest as
-    JSON). `torch.load(weights_only=True)` reads it without unpickling code."""
+    `num_timesteps`, the update count, the torch (CPU, and the GPU's when training on one) / numpy / Python
+    generator states (the policy samples actions from torch's, SB3 draws minibatches from numpy's), the last
+    observations and episode starts SB3 steps from, its episode-statistics window (JSON), and the training env's
+    games in flight where the env can say (`get_state()`: `harmonies_env.vector.SB3VecEnv`,
+    `agents.pool_env.PoolVecEnv`; arrays as tensors, the rest as JSON). `torch.load(weights_only=True)` reads it
+    without unpickling code."""
     import random
 
     import torch
@@ -117,6 +118,8 @@ def checkpoint_bytes(model: Any) -> bytes:
         "python_rng": {"version": int(version), "state": torch.tensor(py_state, dtype=torch.int64),
                        "gauss": py_gauss},
         "ep_info": json.dumps(list(model.ep_info_buffer or []), default=float)}
+    if model.device.type == "cuda":  # on a GPU the policy samples from the device's generator
+        obj["cuda_rng"] = torch.cuda.get_rng_state(model.device)
     if model._last_obs is not None:
         obj["last_obs"] = torch.from_numpy(np.array(model._last_obs))
         obj["last_episode_starts"] = torch.from_numpy(np.array(model._last_episode_starts, dtype=bool))
@@ -207,9 +210,11 @@ def restore_checkpoint(model: Any, path: str | Path) -> str:
     if "ep_info" in obj:
         model.ep_info_buffer = deque(json.loads(obj["ep_info"]), maxlen=model._stats_window_size)
         model.ep_success_buffer = deque(maxlen=model._stats_window_size)  # (our envs report no "is_success")
-    torch.set_rng_state(obj["torch_rng"])
+    torch.set_rng_state(obj["torch_rng"].cpu())  # (read with map_location=device: back to the CPU)
+    if "cuda_rng" in obj and model.device.type == "cuda":
+        torch.cuda.set_rng_state(obj["cuda_rng"].cpu(), model.device)
     r = obj["numpy_rng"]
-    np.random.set_state(("MT19937", r["key"].numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
+    np.random.set_state(("MT19937", r["key"].cpu().numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
                          float(r["gauss"])))
     p = obj["python_rng"]
     random.setstate((int(p["version"]), tuple(int(x) for x in p["state"].tolist()), p["gauss"]))
