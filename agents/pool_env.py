@@ -33,7 +33,7 @@ from harmonies_env.batch import SelfPlayBatch, episode_seed
 from harmonies_env.env_gym import VersusEnv
 from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from harmonies_env.scoring import NUM_CATEGORIES
-from harmonies_env.vector import BatchVecEnvMethods
+from harmonies_env.vector import BatchVecEnvMethods, batch_state, set_batch_state
 
 from .batched_greedy import GreedyPlans, random_rows
 from .greedy import GreedyAgent
@@ -152,9 +152,12 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     def _policy(self, path: str) -> Any:
         """A frozen snapshot's policy, loaded weights-only (`agents.ppo.load_policy`: nothing in the file runs)."""
         if path not in self._models:
+            import torch
+
             from .ppo import load_policy
 
-            self._models[path] = load_policy(path, device=self.device)
+            with torch.random.fork_rng(devices=[]):  # building the network draws initial weights: leave the
+                self._models[path] = load_policy(path, device=self.device)  # learner's generator as it was
         return self._models[path]
 
     def _policy_actions(self, path: str, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -344,6 +347,63 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     def action_masks(self) -> np.ndarray:
         """bool (N, NUM_ACTIONS): the learner's legal actions in every game."""
         return self._masks.copy()
+
+    # ---- saving and restoring the games in flight (exact resumes) -------------------------------------------
+    _ARRAYS = ("_rng", "_seat", "_member", "_abandoned", "_ep_ret", "_ep_len", "_carry", "_obs", "_masks")
+
+    def get_state(self) -> dict[str, Any]:
+        """Everything this env carries from one learner decision to the next, as copies: the batch
+        (`harmonies_env.vector.batch_state`), each game's learner seat, opponents, random players' generator,
+        episode counters and carried reward, the learner's observations and masks, the greedy players' plans,
+        the snapshot sampler's generator state (plain ints) and the pool's size. Arrays, except
+        `sample_rng` (a JSON-able dict) and `pool_size` (an int)."""
+        out: dict[str, Any] = {f"batch_{k}": v for k, v in batch_state(self.batch).items()}
+        out.update({k.lstrip("_"): getattr(self, k).copy() for k in self._ARRAYS})
+        g = self.greedy
+        out.update(greedy_plans=g._plans.copy(), greedy_lens=g._lens.copy(), greedy_pos=g._pos.copy(),
+                   greedy_owner=g._owner.copy())
+        out["sample_rng"] = self._sample_rng.bit_generator.state
+        out["pool_size"] = len(self.pool)
+        return out
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue from a `get_state` of an env of the same size, configuration and pool (its members are not
+        stored: the caller rebuilds the pool). ValueError names what does not fit; the env is then unchanged."""
+        if int(state.get("pool_size", -1)) != len(self.pool):
+            raise ValueError(f"env state: saved with a pool of {state.get('pool_size')} members, this env has "
+                             f"{len(self.pool)}")
+        new: dict[str, np.ndarray] = {}
+        for k in self._ARRAYS:
+            cur = getattr(self, k)
+            a = np.asarray(state.get(k.lstrip("_"), np.zeros(0)))
+            if a.shape != cur.shape or a.dtype != cur.dtype:
+                raise ValueError(f"env state {k.lstrip('_')!r}: want {cur.dtype.name} {cur.shape}, got "
+                                 f"{a.dtype.name} {a.shape}")
+            new[k] = a
+        members = new["_member"][:, : self.num_players]
+        if (new["_seat"] < 0).any() or (new["_seat"] >= self.num_players).any() or (members >= len(self.pool)).any():
+            raise ValueError("env state: a learner seat or an opponent index out of range")
+        g = self.greedy
+        plans = {f"greedy_{k}": getattr(g, f"_{k}") for k in ("plans", "lens", "pos", "owner")}
+        for k, cur in plans.items():
+            a = np.asarray(state.get(k, np.zeros(0)))
+            if a.shape != cur.shape or a.dtype != cur.dtype:
+                raise ValueError(f"env state {k!r}: want {cur.dtype.name} {cur.shape}, got {a.dtype.name} {a.shape}")
+        lens, pos = np.asarray(state["greedy_lens"]), np.asarray(state["greedy_pos"])
+        if (lens < 0).any() or (lens > g._plans.shape[1]).any() or (pos < 0).any():
+            raise ValueError("env state 'greedy_lens' / 'greedy_pos': out of range")
+        sampler = np.random.default_rng()
+        try:
+            sampler.bit_generator.state = state["sample_rng"]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"env state 'sample_rng': not a {type(sampler.bit_generator).__name__} state "
+                             f"({e})") from None
+        set_batch_state(self.batch, {k[len("batch_"):]: v for k, v in state.items() if k.startswith("batch_")})
+        for k, a in new.items():
+            getattr(self, k)[:] = a
+        for k in plans:
+            getattr(g, f"_{k[len('greedy_'):]}")[:] = state[k]
+        self._sample_rng = sampler
 
 
 # ---------------------------------------------------------------------------------------------------------

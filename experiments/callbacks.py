@@ -37,6 +37,11 @@ class ProgressBar(BaseCallback):
         self.bar.close()
 
 
+class StopTraining(Exception):
+    """Raised by `RunCallback` between two rollouts when the wall-time limit is reached: `learn()` stops there,
+    after a PPO update and before the next step, the one point where a checkpoint catches everything."""
+
+
 def crossed(before: int, now: int, every: int) -> bool:
     """Whether a multiple of `every` lies in (before, now] (every <= 0: never)."""
     return every > 0 and now // every > before // every
@@ -48,11 +53,13 @@ class RunCallback(BaseCallback):
     - every `eval_every` steps: `evaluate(model) -> dict` is run, the row (plus `timesteps` and `minutes`)
       appended to `evals`, `run/eval.csv` rewritten atomically, each number logged to TensorBoard as
       `eval/<key>` and printed as one JSON line;
-    - every `checkpoint_every` steps: an atomic weights-only checkpoint in `run/checkpoints` whose record carries
-      `state()` (the caller's resumable state, e.g. a self-play pool) and the evaluations so far;
+    - every `checkpoint_every` steps, at the next rollout boundary (after the PPO update, before the next step:
+      nothing is half done there, so a resume is exact): an atomic weights-only checkpoint in `run/checkpoints`
+      whose record carries `state()` (the caller's resumable state, e.g. a self-play pool) and the evaluations
+      so far;
     - `hooks`: (every, fn(model, timesteps)) pairs, e.g. freezing a snapshot into a self-play pool;
-    - after `max_minutes` of wall time (0: no limit) `learn()` is stopped; the caller writes the last
-      checkpoint.
+    - after `max_minutes` of wall time (0: no limit) `learn()` is stopped at the next rollout boundary
+      (`StopTraining`); the caller writes the last checkpoint there.
     `seconds` splits the wall time into rollout (collecting steps), train (PPO updates) and eval. Evaluation
     rows carry the training wall `minutes` and the process's `cpu_minutes` (all its threads), both counted
     over the run's earlier processes too: on a shared machine CPU time is the fairer measure of compute.
@@ -77,19 +84,29 @@ class RunCallback(BaseCallback):
         self.seconds = {"rollout": 0.0, "train": 0.0, "eval": 0.0, "checkpoint": 0.0}
         self.stopped_by_time = False
         self._last = 0
+        self._saved = 0  # steps at the last checkpoint (or the start)
         self._mark = self.t0
 
     # ---- time accounting ----------------------------------------------------------------------------------
     def _on_training_start(self) -> None:
-        self._last = self.num_timesteps
+        self._last = self._saved = self.num_timesteps
         if self.evaluate is not None and self.eval_every > 0 and self.num_timesteps == 0 and not self.evals:
             self.run_eval()  # the untrained policy: where the curve starts
         self._mark = time.perf_counter()
 
     def _on_rollout_start(self) -> None:
+        """A rollout boundary (the PPO update done, no step of the next rollout taken): checkpoints and the time
+        limit act here only, so that a checkpoint holds the whole state of training."""
         now = time.perf_counter()
         self.seconds["train"] += now - self._mark  # since the end of the last rollout: the PPO update
-        self._mark = now
+        if crossed(self._saved, self.num_timesteps, self.checkpoint_every):
+            self.checkpoint()
+        t = time.perf_counter()
+        self.seconds["checkpoint"] += t - now
+        self._mark = t
+        if self.max_minutes and self.minutes() >= self.max_minutes:
+            self.stopped_by_time = True
+            raise StopTraining
 
     def _on_rollout_end(self) -> None:
         now = time.perf_counter()
@@ -115,15 +132,8 @@ class RunCallback(BaseCallback):
         if self.evaluate is not None and crossed(before, now, self.eval_every):
             self.run_eval()
         t1 = time.perf_counter()
-        if crossed(before, now, self.checkpoint_every):
-            self.checkpoint()
-        t2 = time.perf_counter()
         self.seconds["eval"] += t1 - t
-        self.seconds["checkpoint"] += t2 - t1
-        self._mark += t2 - t  # not rollout time
-        if self.max_minutes and self.minutes() >= self.max_minutes:
-            self.stopped_by_time = True
-            return False
+        self._mark += t1 - t  # not rollout time
         return True
 
     def run_eval(self) -> dict:
@@ -144,7 +154,9 @@ class RunCallback(BaseCallback):
         return row
 
     def checkpoint(self) -> Path:
-        """An atomic checkpoint of the model now, with the caller's state and the evaluations so far."""
+        """An atomic checkpoint of the model now (call it between rollouts), with the caller's state and the
+        evaluations so far."""
+        self._saved = int(self.model.num_timesteps)
         state = {**self.state(), "evals": self.evals, "minutes": round(self.minutes(), 4),
                  "cpu_minutes": round(self.cpu_minutes(), 4)}
         from .runner import checkpoint_bytes

@@ -8,13 +8,16 @@ atomically), `tb/` (TensorBoard), `model.pt` + `model.json` (the final policy) a
 
 Checkpoints are weights-only: `step_<timesteps>.pt` is a `torch.save` of tensors and plain values only (the
 policy's and the optimizer's state dicts, the step and update counters, the torch / numpy / Python generator
-states; `checkpoint_bytes`), read back with `torch.load(weights_only=True)`, which never unpickles code, and
-`step_<timesteps>.json` (its record: size, SHA-256, the run's resumable state as JSON). `--resume` builds a fresh
-MaskablePPO from the run's `config.json` and loads that checkpoint into it (`restore_checkpoint`): nothing written
-by Stable-Baselines3's pickling `save` is written or read back. The policy exports — `model.pt` (and plan-ppo's
-`best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its `.json` — are weights-only too (`export_policy`,
-`agents.ppo.save_policy`: the policy's state dict + a JSON config), for `ppo:PATH` and `PPOAgent`;
-`[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only (`agents.ppo.load_policy`).
+states, SB3's last observations and the training env's games in flight; `checkpoint_bytes`), read back with
+`torch.load(weights_only=True)`, which never unpickles code, and `step_<timesteps>.json` (its record: size, SHA-256,
+the run's resumable state as JSON). They are taken between rollouts only (`callbacks.RunCallback`), so `--resume`,
+which builds a fresh MaskablePPO and training env from the run's `config.json` and loads the checkpoint into them
+(`restore_checkpoint`), continues bit-identically to the run never stopped (on the batched engine; docs/training.md
+says what is not exact). Nothing written by Stable-Baselines3's pickling `save` is written or read back.
+The policy exports — `model.pt` (and plan-ppo's `best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its
+`.json` — are weights-only too (`export_policy`, `agents.ppo.save_policy`: the policy's state dict + a JSON config),
+for `ppo:PATH` and `PPOAgent`; `[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only
+(`agents.ppo.load_policy`).
 """
 from __future__ import annotations
 
@@ -52,7 +55,9 @@ class RunArgs:
 
 
 #: What a checkpoint's `torch.save` dict says it is (checked when resuming).
-CHECKPOINT_FORMAT = "harmonies-ppo-checkpoint-1"
+CHECKPOINT_FORMAT = "harmonies-ppo-checkpoint-2"
+#: Checkpoints of the previous version (no games in flight): still resumed, with new games.
+_OLD_FORMAT = "harmonies-ppo-checkpoint-1"
 
 #: The [run] section: how long to train and how often to evaluate / checkpoint (steps), torch threads.
 RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
@@ -89,26 +94,51 @@ def make_ppo(venv: Any, ppo: dict[str, Any], seed: int, device: str, tb: str | N
 
 
 def checkpoint_bytes(model: Any) -> bytes:
-    """A resumable checkpoint of `model` as `torch.save` bytes of tensors and plain values only: the policy's and
-    the optimizer's state dicts, `num_timesteps`, the update count and the torch / numpy / Python global generator
-    states (SB3 draws minibatches from numpy's). `torch.load(weights_only=True)` reads it without unpickling code."""
+    """A resumable checkpoint of `model`, taken between two rollouts (after a PPO update, before the next step), as
+    `torch.save` bytes of tensors and plain values only: the policy's and the optimizer's state dicts,
+    `num_timesteps`, the update count, the torch (CPU, and the GPU's when training on one) / numpy / Python
+    generator states (the policy samples actions from torch's, SB3 draws minibatches from numpy's), the last
+    observations and episode starts SB3 steps from, its episode-statistics window (JSON), and the training env's
+    games in flight where the env can say (`get_state()`: `harmonies_env.vector.SB3VecEnv`,
+    `agents.pool_env.PoolVecEnv`; arrays as tensors, the rest as JSON). `torch.load(weights_only=True)` reads it
+    without unpickling code."""
     import random
 
     import torch
 
     _, key, pos, has_gauss, gauss = np.random.get_state()
     version, py_state, py_gauss = random.getstate()
-    obj = {"format": CHECKPOINT_FORMAT,
-           "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
-           "num_timesteps": int(model.num_timesteps), "n_updates": int(getattr(model, "_n_updates", 0)),
-           "torch_rng": torch.get_rng_state(),
-           "numpy_rng": {"key": torch.from_numpy(np.asarray(key, dtype=np.int64)), "pos": int(pos),
-                         "has_gauss": int(has_gauss), "gauss": float(gauss)},
-           "python_rng": {"version": int(version), "state": torch.tensor(py_state, dtype=torch.int64),
-                          "gauss": py_gauss}}
+    obj: dict[str, Any] = {
+        "format": CHECKPOINT_FORMAT,
+        "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+        "num_timesteps": int(model.num_timesteps), "n_updates": int(getattr(model, "_n_updates", 0)),
+        "torch_rng": torch.get_rng_state(),
+        "numpy_rng": {"key": torch.from_numpy(np.asarray(key, dtype=np.int64)), "pos": int(pos),
+                      "has_gauss": int(has_gauss), "gauss": float(gauss)},
+        "python_rng": {"version": int(version), "state": torch.tensor(py_state, dtype=torch.int64),
+                       "gauss": py_gauss},
+        "ep_info": json.dumps(list(model.ep_info_buffer or []), default=float)}
+    if model.device.type == "cuda":  # on a GPU the policy samples from the device's generator
+        obj["cuda_rng"] = torch.cuda.get_rng_state(model.device)
+    if model._last_obs is not None:
+        obj["last_obs"] = torch.from_numpy(np.array(model._last_obs))
+        obj["last_episode_starts"] = torch.from_numpy(np.array(model._last_episode_starts, dtype=bool))
+    env = model.get_env()
+    if hasattr(env, "get_state"):
+        arrays, plain = _split_state(env.get_state())
+        obj["env"] = arrays
+        obj["env_json"] = json.dumps(plain)
     buf = io.BytesIO()
     torch.save(obj, buf)
     return buf.getvalue()
+
+
+def _split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An env state's numpy arrays (as tensors) and its other, JSON-able, values."""
+    import torch
+
+    arrays = {k: torch.from_numpy(np.array(v)) for k, v in state.items() if isinstance(v, np.ndarray)}
+    return arrays, {k: v for k, v in state.items() if not isinstance(v, np.ndarray)}
 
 
 def export_policy(model: Any, path: str | Path) -> Path:
@@ -141,27 +171,54 @@ def _load_policy_weights(model: Any, state: Any, path: Path) -> None:
                           f"({str(e).splitlines()[0][:200]})") from None
 
 
-def restore_checkpoint(model: Any, path: str | Path) -> None:
+def restore_checkpoint(model: Any, path: str | Path) -> str:
     """Load a checkpoint written by `checkpoint_bytes` into `model` (a fresh MaskablePPO built from the same
-    config): weights, optimizer, counters, generator states. `torch.load(weights_only=True)`: no code runs."""
+    config, on a training env built as the run's first one was): weights, optimizer, counters, generator states,
+    the observations SB3 steps from and the env's games in flight. Returns "" when all of that was restored (the
+    run then continues exactly as if never stopped), else why the games in flight were not (an older checkpoint,
+    the per-env `vec = "dummy"` / `"subproc"` path, an env of another size): the caller must then start new
+    games. `torch.load(weights_only=True)`: no code runs."""
     import random
+    from collections import deque
 
     import torch
 
     path = Path(path)
     obj = _read_weights(path, str(model.device))
-    if obj.get("format") != CHECKPOINT_FORMAT:
+    if obj.get("format") not in (CHECKPOINT_FORMAT, _OLD_FORMAT):
         raise ConfigError(f"{path}: checkpoint format {obj.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
     _load_policy_weights(model, obj["policy"], path)
     model.policy.optimizer.load_state_dict(obj["optimizer"])
     model.num_timesteps = int(obj["num_timesteps"])
     model._n_updates = int(obj["n_updates"])
-    torch.set_rng_state(obj["torch_rng"])
+    env = model.get_env()
+    why = ""
+    if not hasattr(env, "set_state"):
+        why = f"this run's env ({type(env).__name__}) cannot take back games in flight"
+    elif "env" not in obj or "last_obs" not in obj:
+        why = "the checkpoint keeps no games in flight (an older version's, or an env's that cannot keep them)"
+    else:
+        state = {k: v.cpu().numpy() for k, v in obj["env"].items()}
+        state.update(json.loads(obj["env_json"]))
+        try:
+            env.set_state(state)  # validated first: a state that does not fit leaves the env as it was
+        except ValueError as e:
+            why = f"its games in flight do not fit this run's env ({e})"
+        else:
+            model._last_obs = obj["last_obs"].cpu().numpy()
+            model._last_episode_starts = obj["last_episode_starts"].cpu().numpy()
+    if "ep_info" in obj:
+        model.ep_info_buffer = deque(json.loads(obj["ep_info"]), maxlen=model._stats_window_size)
+        model.ep_success_buffer = deque(maxlen=model._stats_window_size)  # (our envs report no "is_success")
+    torch.set_rng_state(obj["torch_rng"].cpu())  # (read with map_location=device: back to the CPU)
+    if "cuda_rng" in obj and model.device.type == "cuda":
+        torch.cuda.set_rng_state(obj["cuda_rng"].cpu(), model.device)
     r = obj["numpy_rng"]
-    np.random.set_state(("MT19937", r["key"].numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
+    np.random.set_state(("MT19937", r["key"].cpu().numpy().astype(np.uint32), int(r["pos"]), int(r["has_gauss"]),
                          float(r["gauss"])))
     p = obj["python_rng"]
     random.setstate((int(p["version"]), tuple(int(x) for x in p["state"].tolist()), p["gauss"]))
+    return why
 
 
 def init_from(model: Any, path: str | Path) -> None:
@@ -205,11 +262,15 @@ class PPOTask:
 
 
 def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
-    """Train (or resume) a MaskablePPO run; returns the summary also written to `run/summary.json`."""
+    """Train (or resume) a MaskablePPO run; returns the summary also written to `run/summary.json`.
+
+    Checkpoints are taken between rollouts (`RunCallback`), so a resumed run on the batched engine continues
+    bit-identically: same weights, same evaluation rows (but their wall/CPU minutes) as the run never stopped.
+    `--resume` on a run folder without a complete checkpoint (killed before its first) starts it from scratch."""
     import torch
     from stable_baselines3.common.utils import set_random_seed
 
-    from .callbacks import ProgressBar, RunCallback
+    from .callbacks import ProgressBar, RunCallback, StopTraining
     from .evaluate import EVAL_SEED, evaluate, train_seed
 
     cfg = section(args.config, "run", RUN_DEFAULTS)
@@ -223,19 +284,26 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
             remove_temp_files(folder)
     ck = latest_checkpoint(run / "checkpoints") if args.resume else None
     if args.resume and ck is None:
-        raise SystemExit(f"--resume: no complete checkpoint in {run / 'checkpoints'}")
+        print(f"--resume: no complete checkpoint in {run / 'checkpoints'} (killed before its first): "
+              "starting the run from scratch", flush=True)
+    if ck and ck[0].suffix != ".pt":
+        raise SystemExit(f"--resume: {ck[0]} is a Stable-Baselines3 zip from an older version of this code; "
+                         "resuming reads only weights-only .pt checkpoints (start the run again)")
     state = ck[1]["state"] if ck else {}
     if ck and task.restore is not None:
         task.restore(state)
     start = int(ck[1]["timesteps"]) if ck else 0
-    venv = task.make_env(train_seed(args.seed) + start)  # a resumed run plays new games
+    venv = task.make_env(train_seed(args.seed))  # built as the run's first env was: a checkpoint's games go into it
     extra: dict[str, Any] = {}
     model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
+    venv.seed(train_seed(args.seed))  # the model's own seeding reseeded the env: the run's games again
+    eval_env = task.make_eval_env() if task.make_eval_env is not None else None
     if ck:
-        if ck[0].suffix != ".pt":
-            raise SystemExit(f"--resume: {ck[0]} is a Stable-Baselines3 zip from an older version of this code; "
-                             "resuming reads only weights-only .pt checkpoints (start the run again)")
-        restore_checkpoint(model, ck[0])
+        why = restore_checkpoint(model, ck[0])  # last: the generators are the checkpoint's when learn() starts
+        if why:
+            venv.seed(train_seed(args.seed) + start)  # new games, not the run's first ones again
+            print(f"note: {why}: the run goes on with new games, not bit-identical to the run never stopped "
+                  "(docs/training.md)", flush=True)
         print(f"resumed {args.algo} from {ck[0]} at {start} steps", flush=True)
     elif cfg["init"]:
         init = Path(cfg["init"]).expanduser()
@@ -243,8 +311,6 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
         print(f"initialised from {init}", flush=True)
     elif task.before_learn is not None:
         extra.update(task.before_learn(model))
-    venv.seed(train_seed(args.seed) + start)  # the model's own seeding reseeded the env: the run's games again
-    eval_env = task.make_eval_env() if task.make_eval_env is not None else None
 
     def run_eval(m: Any) -> dict:
         return evaluate(m, eval_env, EVAL_SEED)
@@ -255,18 +321,24 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
                      elapsed_minutes=float(state.get("minutes", 0.0)),
                      elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)), on_eval=task.on_eval)
     remaining = int(cfg["timesteps"]) - start
+    bar = ProgressBar(remaining, task.name, disable=not args.progress)
     t0 = time.perf_counter()
     if remaining > 0:
-        model.learn(total_timesteps=remaining, reset_num_timesteps=not ck and not cfg["init"],
-                    callback=[cb, ProgressBar(remaining, task.name, disable=not args.progress)],
-                    tb_log_name=task.name)
+        try:
+            model.learn(total_timesteps=remaining, reset_num_timesteps=not ck and not cfg["init"],
+                        callback=[cb, bar], tb_log_name=task.name)
+        except StopTraining:  # the time limit, met between two rollouts (where checkpoints are exact)
+            cb.on_training_end()
+            bar.on_training_end()
     else:  # nothing left to train (a finished run resumed): evaluate and save all the same
         cb.init_callback(model)
     wall = time.perf_counter() - t0
     steps = int(model.num_timesteps) - start
+    # the checkpoint first: an evaluation off the eval_every grid (at the end, or at a time stop) is not carried
+    # into it, so a resumed or extended run's eval.csv is the unstopped run's
+    cb.checkpoint()
     if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
         cb.run_eval()
-    cb.checkpoint()
     model_path = export_policy(model, run / "model.pt")
     summary = {"algo": args.algo, "timesteps": int(model.num_timesteps), "this_process_steps": steps,
                "wall_s": round(wall, 1), "steps_per_s": round(steps / max(wall, 1e-9), 1),

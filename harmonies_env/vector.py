@@ -12,7 +12,8 @@
   engine, which sb3-contrib's MaskablePPO trains from directly: it reads the masks with
   `env_method("action_masks")` and checks them with `has_attr("action_masks")`, both answered here. Ended
   games report `infos[i]["terminal_observation"]` and `infos[i]["episode"] = {"r", "l", "t"}` (what
-  `VecMonitor` would add, so no monitor wrapper is needed).
+  `VecMonitor` would add, so no monitor wrapper is needed). `get_state()` / `set_state()` save and put back the
+  games in flight (`batch_state` / `set_batch_state`), so a training run resumes exactly where it stopped.
 
 Seeding: `reset(seed=b)` gives game r the base seed b + r, so its first game is `Game(seed=b + r)` and its
 episode k `Game(seed=batch.episode_seed(b + r, k))`; a list gives each game's base seed. This differs from
@@ -32,7 +33,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import actions as A
+from . import batch as _B
 from . import rules
+from . import state as S
 from .batch import BatchedGames, BatchStep
 from .observation import OBS_HIGH, OBS_LOW
 
@@ -184,6 +187,54 @@ def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> di
 
 
 # ---------------------------------------------------------------------------------------------------------
+# a batch's whole state, to save and put back (exact resumes of training)
+# ---------------------------------------------------------------------------------------------------------
+def batch_state(batch: Any) -> dict[str, np.ndarray]:
+    """Copies of everything a `BatchedGames` / `SelfPlayBatch` carries from one step to the next: the positions
+    (`states`), the per-row bookkeeping (`book`: base seeds, episode numbers, learner seats, the built-in
+    opponents' generators, step counts, last rewarded scores) and the running returns (`ep_returns`). The
+    observations and masks follow from them. `set_batch_state` puts them back: a training run saved between two
+    steps continues with the very games it was playing (`experiments.runner`, `--resume`)."""
+    return {"states": batch.states.copy(), "book": batch.book.copy(), "ep_returns": batch._ep_returns.copy()}
+
+
+def set_batch_state(batch: Any, state: dict[str, Any]) -> None:
+    """Put a `batch_state` back into `batch` (same size and configuration). The positions are validated by
+    `set_states` and the bookkeeping the kernels index with (learner seats, counters) is checked; ValueError
+    names what is wrong and leaves the batch unchanged."""
+    n = batch.num_games
+    want = {"states": ((n, S.STATE_SIZE), np.int64), "book": ((n, _B.BOOK_SIZE), np.int64),
+            "ep_returns": ((n, S.MAX_PLAYERS), np.float64)}
+    arrs: dict[str, np.ndarray] = {}
+    for key, (shape, dtype) in want.items():
+        if key not in state:
+            raise ValueError(f"batch state: no {key!r}")
+        a = np.asarray(state[key])
+        if a.shape != shape or a.dtype != dtype:
+            raise ValueError(f"batch state {key!r}: want {np.dtype(dtype).name} {shape}, got {a.dtype.name} {a.shape}")
+        arrs[key] = a
+    book = arrs["book"]
+    players = batch.num_players
+    seats, fixed = book[:, _B.B_SEAT], batch.cfg[_B.CFG_SEAT]  # fixed: -1 (drawn per episode) only in Versus
+    ok = (seats == fixed) if fixed >= 0 else ((seats >= 0) & (seats < players))
+    ok &= (book[:, _B.B_EPISODE] >= 0) & (book[:, _B.B_LEN] >= 0) & np.isin(book[:, _B.B_FRESH], (0, 1))
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        raise ValueError(f"batch state 'book' row {int(bad[0])}: seat, episode, step count or fresh flag out of range")
+    if not np.isfinite(arrs["ep_returns"]).all():
+        raise ValueError("batch state 'ep_returns': not all finite")
+    old_book, old_ret = batch._book.copy(), batch._ep_returns.copy()
+    batch._book[:] = book
+    batch._ep_returns[:] = arrs["ep_returns"]
+    try:
+        batch.set_states(arrs["states"])  # validates, then re-encodes every observation and mask
+    except ValueError:
+        batch._book[:] = old_book
+        batch._ep_returns[:] = old_ret
+        raise
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Stable-Baselines3 adapter (loaded lazily: importing SB3 pulls in torch)
 # ---------------------------------------------------------------------------------------------------------
 class BatchVecEnvMethods:
@@ -307,6 +358,14 @@ def _sb3_class() -> type:
             """bool (N, NUM_ACTIONS): the learner's legal actions in every game."""
             return self.batch.masks.copy()
 
+        def get_state(self) -> dict[str, np.ndarray]:
+            """The games in flight and their bookkeeping (`batch_state`), between two steps."""
+            return batch_state(self.batch)
+
+        def set_state(self, state: dict[str, Any]) -> None:
+            """Continue from a `get_state` of an env of the same size and configuration (`set_batch_state`)."""
+            set_batch_state(self.batch, state)
+
     SB3VecEnv.__module__ = __name__
     SB3VecEnv.__qualname__ = "SB3VecEnv"
     return SB3VecEnv
@@ -323,4 +382,5 @@ def make_sb3_vec_env(num_envs: int = 64, **kwargs: Any) -> Any:
     return _sb3_class()(num_envs, **kwargs)
 
 
-__all__ = ["HarmoniesVectorEnv", "SoloVectorEnv", "VersusVectorEnv", "make_sb3_vec_env"]  # + SB3VecEnv, lazily
+__all__ = ["HarmoniesVectorEnv", "SoloVectorEnv", "VersusVectorEnv", "make_sb3_vec_env", "batch_state",
+           "set_batch_state"]  # + SB3VecEnv, lazily

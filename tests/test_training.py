@@ -290,3 +290,231 @@ def test_selfplay_per_env_path(tmp_path):
     assert out["timesteps"] == 256 and len(out["pool"]) == 4
     with pytest.raises(SystemExit, match="opponent_sample"):
         selfplay(tmp_path / "t", "--set", 'env.vec="dummy"', "--set", "env.opponent_sample=true")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# resuming a PPO run is exact: the same weights and evaluation rows as the run never stopped
+# ---------------------------------------------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+#: Tiny runs: 2 games, rollouts of 2 x 64 steps (a checkpoint after each), evaluations every 256 steps.
+TINY = {"solo-ppo": ["--set", "env.n_envs=2", "--set", "ppo.net_arch=[32]"],
+        "versus-ppo": ["--set", "env.n_envs=2", "--set", "ppo.net_arch=[32]"],
+        "selfplay-ppo": ["--set", "env.n_envs=2", "--set", "env.greedy_beam=2", "--set", "selfplay.snapshot_every=128",
+                         "--set", "selfplay.eval_beam=2", "--set", "env.opponent_sample=true"]}
+COMMON = ["--no-progress", "--set", "run.checkpoint_every=128", "--set", "run.eval_every=256",
+          "--set", "run.eval_episodes=2", "--set", "ppo.n_steps=64", "--set", "ppo.batch_size=64",
+          "--set", "ppo.n_epochs=2"]
+
+
+def ppo_argv(algo: str, run: Path, steps: int | None, *extra: str) -> list[str]:
+    out = [algo, "--run", str(run), *COMMON, *TINY[algo], *extra]
+    return out + (["--set", f"run.timesteps={steps}"] if steps is not None else [])
+
+
+def final_checkpoint(run: Path) -> dict:
+    from experiments.common import latest_checkpoint
+
+    return torch.load(latest_checkpoint(run / "checkpoints")[0], weights_only=True)
+
+
+def assert_same(a, b, where: str = "") -> None:
+    """Every tensor equal (torch.equal), every other value equal, recursively."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), (where, set(a) ^ set(b))
+        for k in a:
+            assert_same(a[k], b[k], f"{where}/{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, (where, a, b)
+
+
+def episodes(ck: dict) -> list[tuple]:
+    """The finished training episodes in a checkpoint's statistics window (return, length: not wall time)."""
+    return [(e["r"], e["l"]) for e in json.loads(ck["ep_info"])]
+
+
+def assert_same_run(a: Path, b: Path) -> None:
+    """Runs a and b ended bit-identical: final checkpoint (weights, optimizer, counters, generators, games in
+    flight), exported policy, and evaluation rows but for their wall / CPU minutes."""
+    ca, cb = final_checkpoint(a), final_checkpoint(b)
+    assert episodes(ca) == episodes(cb)
+    ca.pop("ep_info"), cb.pop("ep_info")
+    assert_same(ca, cb)
+    assert_same(torch.load(a / "model.pt", weights_only=True), torch.load(b / "model.pt", weights_only=True))
+    rows = [[{k: v for k, v in r.items() if "minutes" not in k} for r in train_rows(run / "eval.csv")]
+            for run in (a, b)]
+    assert rows[0] == rows[1] and len(rows[0]) >= 3
+
+
+@pytest.mark.parametrize("algo", ["solo-ppo", "versus-ppo", "selfplay-ppo"])
+def test_ppo_stopped_and_resumed_is_bit_identical(tmp_path, algo, capsys):
+    """A run stopped after 3 updates (run.timesteps) and resumed to 6 ends as the run of 6 updates never stopped:
+    the games in flight, SB3's last observations, the generators and the optimizer all come back."""
+    assert train.main(ppo_argv(algo, tmp_path / "a", 768)) == 0
+    assert train.main(ppo_argv(algo, tmp_path / "b", 384)) == 0
+    stopped = final_checkpoint(tmp_path / "b")
+    assert stopped["num_timesteps"] == 384 and "env" in stopped and "last_obs" in stopped
+    capsys.readouterr()
+    assert train.main([algo, "--run", str(tmp_path / "b"), "--resume", "--no-progress",
+                       "--set", "run.timesteps=768"]) == 0
+    out = capsys.readouterr().out
+    assert "at 384 steps" in out and "not bit-identical" not in out
+    assert_same_run(tmp_path / "a", tmp_path / "b")
+    done = final_checkpoint(tmp_path / "a")
+    # games were cut mid-episode at the stop, and episodes ended on both sides of it
+    assert 0 < len(episodes(stopped)) < len(episodes(done))
+
+
+#: Steps of the solo runs killed or stopped by time (16 updates: long enough to kill it after its first checkpoint).
+REF_STEPS = 2048
+
+
+@pytest.fixture(scope="module")
+def solo_reference(tmp_path_factory) -> Path:
+    """The uninterrupted solo run the killed ones are compared with."""
+    run = tmp_path_factory.mktemp("ref") / "run"
+    assert train.main(ppo_argv("solo-ppo", run, REF_STEPS)) == 0
+    return run
+
+
+def test_ppo_killed_after_a_checkpoint_resumes_bit_identical(tmp_path, solo_reference):
+    """A real training process SIGKILLed right after its first checkpoint resumes to the unstopped run."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from experiments.common import latest_checkpoint
+
+    run = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.train", *ppo_argv("solo-ppo", run, REF_STEPS)],
+                            cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600  # a loaded machine slows the start (imports, kernels)
+    while latest_checkpoint(run / "checkpoints") is None and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    out = proc.communicate()[0]
+    killed_at = latest_checkpoint(run / "checkpoints")[1]["timesteps"]
+    assert killed_at < REF_STEPS and not (run / "summary.json").exists(), out[-3000:]
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
+    assert_same_run(solo_reference, run)
+
+
+def test_ppo_killed_before_its_first_checkpoint_resumes_from_scratch(tmp_path, solo_reference, capsys):
+    """A folder a kill left before any checkpoint (its config, the step-0 evaluation, a torn write) is started
+    again by --resume, from scratch, and ends as the unstopped run; a folder of another command or seed is
+    still refused."""
+    from experiments.common import atomic_write_csv
+    from experiments.runner import save_run_config
+
+    run = tmp_path / "run"
+    save_run_config(train.resolve(train.build_parser().parse_args(ppo_argv("solo-ppo", run, REF_STEPS))))
+    atomic_write_csv(run / "eval.csv", [{"timesteps": 0, "mean_score": -1.0}])
+    (run / "checkpoints").mkdir()
+    (run / "checkpoints" / ".step_000000000128.pt.x1.tmp").write_bytes(b"torn")
+    with pytest.raises(SystemExit, match="is a solo-ppo run, not versus-ppo"):
+        train.main(["versus-ppo", "--run", str(run), "--resume"])
+    with pytest.raises(SystemExit, match="the run's seed is 0, not 1"):
+        train.main(["solo-ppo", "--run", str(run), "--resume", "--seed", "1"])
+    capsys.readouterr()
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
+    assert "starting the run from scratch" in capsys.readouterr().out
+    assert_same_run(solo_reference, run)
+
+
+def test_env_states_put_back_continue_the_same_games():
+    """`get_state` / `set_state` of the batched training envs: a fresh env given a state mid-game steps on exactly
+    as the env it came from; a state that does not fit is refused and leaves the env as it was."""
+    from harmonies_env.vector import make_sb3_vec_env
+
+    def play(env, rng, steps: int) -> list:
+        seen = []
+        for _ in range(steps):
+            acts = np.array([rng.choice(np.flatnonzero(m)) for m in env.action_masks()])
+            obs, rew, dones, infos = env.step(acts)
+            seen.append((obs, rew, dones, [{k: v for k, v in i.items() if k != "episode"} for i in infos]))
+        return seen
+
+    def same(x, y) -> None:
+        for (o1, r1, d1, i1), (o2, r2, d2, i2) in zip(x, y):
+            assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and np.array_equal(d1, d2)
+            assert [sorted(i) for i in i1] == [sorted(i) for i in i2]
+            for a, b in zip(i1, i2):
+                for k in a:
+                    assert np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k]
+
+    for make in (lambda: make_sb3_vec_env(3, num_players=2, seat=None, max_steps=70, seed=4),
+                 lambda: make_sb3_vec_env(2, num_players=1, seed=9),
+                 lambda: PoolVecEnv(3, pool=["random", "greedy"], greedy_beam=2, opponent_sample=True, seed=2)):
+        env = make()
+        env.reset()
+        play(env, np.random.default_rng(0), 60)
+        state = env.get_state()
+        masks = env.action_masks()
+        later = play(env, np.random.default_rng(1), 150)
+        other = make()
+        other.reset()
+        before = other.get_state()
+        bad = dict(state)
+        key = "states" if "states" in bad else "batch_states"
+        bad[key] = bad[key].copy()
+        bad[key][1, 0] = 99  # not a valid position
+        with pytest.raises(ValueError):
+            other.set_state(bad)
+        after = other.get_state()
+        assert all(np.array_equal(before[k], after[k]) for k in before if isinstance(before[k], np.ndarray))
+        other.set_state(state)
+        assert np.array_equal(other.action_masks(), masks)
+        same(later, play(other, np.random.default_rng(1), 150))
+
+
+def test_pool_env_loads_snapshots_without_touching_torchs_generator(tmp_path):
+    """Loading a snapshot builds a network (which draws initial weights): the learner's generator must not move,
+    or a resumed run, loading its snapshots anew, would sample other actions than the unstopped one."""
+    from agents.ppo import save_policy
+
+    model = MaskablePPO("MlpPolicy", VersusEnv(), seed=0, device="cpu", policy_kwargs={"net_arch": [16]})
+    path = save_policy(model.policy, tmp_path / "snap.pt")
+    env = PoolVecEnv(2, pool=[str(path)], seed=5)
+    torch.manual_seed(3)
+    before = torch.get_rng_state()
+    env.reset()
+    while str(path) not in env._models:  # until a snapshot opponent has moved
+        env.step(env.action_masks().argmax(axis=1))
+    assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_ppo_stopped_by_the_time_limit_resumes_bit_identical(tmp_path, solo_reference):
+    """--max-minutes stops training between two rollouts, where the last checkpoint catches everything."""
+    run = tmp_path / "run"
+    assert train.main(ppo_argv("solo-ppo", run, REF_STEPS, "--max-minutes", "0.005")) == 0
+    stopped = json.loads((run / "summary.json").read_text())
+    assert stopped["stopped_by_time"] and stopped["timesteps"] < REF_STEPS and stopped["timesteps"] % 128 == 0
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress"]) == 0
+    assert_same_run(solo_reference, run)
+
+
+def test_ppo_resume_says_when_it_cannot_be_exact(tmp_path, capsys):
+    """Where the games in flight cannot come back (another number of games, the per-env path), --resume goes on
+    with new games and says so in one line."""
+    run = tmp_path / "run"
+    assert train.main(ppo_argv("solo-ppo", run, 128)) == 0
+    capsys.readouterr()
+    assert train.main(["solo-ppo", "--run", str(run), "--resume", "--no-progress", "--set", "env.n_envs=4",
+                       "--set", "run.timesteps=384"]) == 0
+    out = capsys.readouterr().out
+    assert "note: its games in flight do not fit this run's env" in out and "not bit-identical" in out
+    assert json.loads((run / "summary.json").read_text())["timesteps"] == 384
+    d = tmp_path / "dummy"
+    assert train.main(ppo_argv("solo-ppo", d, 128, "--set", 'env.vec="dummy"')) == 0
+    capsys.readouterr()
+    assert train.main(["solo-ppo", "--run", str(d), "--resume", "--no-progress", "--set", "run.timesteps=256"]) == 0
+    assert "(DummyVecEnv) cannot take back games in flight" in capsys.readouterr().out
