@@ -68,15 +68,13 @@ class RunCallback(BaseCallback):
     def __init__(self, run: Path, evaluate: Callable[[Any], dict] | None, eval_every: int, checkpoint_every: int,
                  state: Callable[[], dict] | None = None, evals: list[dict] | None = None, keep: int = 2,
                  hooks: list[tuple[int, Callable[[Any, int], None]]] | None = None, max_minutes: float = 0.0,
-                 elapsed_minutes: float = 0.0, elapsed_cpu_minutes: float = 0.0,
-                 on_eval: Callable[[Any, dict], None] | None = None):
+                 elapsed_minutes: float = 0.0, elapsed_cpu_minutes: float = 0.0):
         super().__init__()
         self.run = Path(run)
         self.evaluate, self.eval_every, self.checkpoint_every = evaluate, eval_every, checkpoint_every
         self.state = state or (lambda: {})
         self.evals: list[dict] = list(evals or [])
         self.keep, self.hooks, self.max_minutes = keep, list(hooks or []), max_minutes
-        self.on_eval = on_eval
         self.elapsed0 = elapsed_minutes  # minutes trained before this process (resumed runs)
         self.cpu0 = elapsed_cpu_minutes
         self.t0 = time.perf_counter()
@@ -146,8 +144,6 @@ class RunCallback(BaseCallback):
         for k, v in row.items():
             if k not in ("timesteps", "games") and isinstance(v, (int, float)):
                 self.logger.record(f"eval/{k}", v)
-        if self.on_eval is not None:
-            self.on_eval(self.model, row)
         from tqdm import tqdm
 
         tqdm.write(json.dumps(row))

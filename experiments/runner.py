@@ -1,5 +1,5 @@
 """What every training command shares: the run-level arguments, the run folder and the one MaskablePPO set-up
-and training loop (`train_ppo`) that the PPO commands (solo-ppo, versus-ppo, selfplay-ppo, plan-ppo) plug their
+and training loop (`train_ppo`) that the PPO commands (solo-ppo, versus-ppo, selfplay-ppo) plug their
 environments into.
 
 A run folder holds `config.json` (the command, its resolved config and seed: what `--resume` continues),
@@ -14,7 +14,7 @@ the run's resumable state as JSON). They are taken between rollouts only (`callb
 which builds a fresh MaskablePPO and training env from the run's `config.json` and loads the checkpoint into them
 (`restore_checkpoint`), continues bit-identically to the run never stopped (on the batched engine; docs/training.md
 says what is not exact). Nothing written by Stable-Baselines3's pickling `save` is written or read back.
-The policy exports — `model.pt` (and plan-ppo's `best.pt`, self-play's `pool/step_<timesteps>.pt`), each with its
+The policy exports — `model.pt` (and self-play's `pool/step_<timesteps>.pt`), each with its
 `.json` — are weights-only too (`export_policy`, `agents.ppo.save_policy`: the policy's state dict + a JSON config),
 for `ppo:PATH` and `PPOAgent`; `[run] init` reads a `.pt` written here, or a user's SB3 zip weights-only
 (`agents.ppo.load_policy`).
@@ -247,8 +247,7 @@ class PPOTask:
 
     make_env(seed) -> the training VecEnv whose row r plays games from base seed `seed` + r;
     make_eval_env() -> the evaluation VecEnv (None: no evaluation); state() / restore(state): extra resumable
-    state (e.g. the self-play pool); hooks: periodic (every, fn(model, timesteps)); before_learn(model):
-    called once on a fresh model (e.g. a warm start); on_eval(model, row): e.g. keep the best policy.
+    state (e.g. the self-play pool); hooks: periodic (every, fn(model, timesteps)).
     """
 
     name: str
@@ -257,8 +256,6 @@ class PPOTask:
     state: Callable[[], dict] | None = None
     restore: Callable[[dict], None] | None = None
     hooks: list[tuple[int, Callable[[Any, int], None]]] = field(default_factory=list)
-    before_learn: Callable[[Any], dict] | None = None
-    on_eval: Callable[[Any, dict], None] | None = None
 
 
 def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
@@ -294,7 +291,6 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
         task.restore(state)
     start = int(ck[1]["timesteps"]) if ck else 0
     venv = task.make_env(train_seed(args.seed))  # built as the run's first env was: a checkpoint's games go into it
-    extra: dict[str, Any] = {}
     model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
     venv.seed(train_seed(args.seed))  # the model's own seeding reseeded the env: the run's games again
     eval_env = task.make_eval_env() if task.make_eval_env is not None else None
@@ -309,8 +305,6 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
         init = Path(cfg["init"]).expanduser()
         init_from(model, init)
         print(f"initialised from {init}", flush=True)
-    elif task.before_learn is not None:
-        extra.update(task.before_learn(model))
 
     def run_eval(m: Any) -> dict:
         return evaluate(m, eval_env, EVAL_SEED)
@@ -319,7 +313,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
                      int(cfg["checkpoint_every"]), state=task.state, evals=state.get("evals", []),
                      keep=int(cfg["keep_checkpoints"]), hooks=task.hooks, max_minutes=args.max_minutes,
                      elapsed_minutes=float(state.get("minutes", 0.0)),
-                     elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)), on_eval=task.on_eval)
+                     elapsed_cpu_minutes=float(state.get("cpu_minutes", 0.0)))
     remaining = int(cfg["timesteps"]) - start
     bar = ProgressBar(remaining, task.name, disable=not args.progress)
     t0 = time.perf_counter()
@@ -346,7 +340,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
                "stopped_by_time": cb.stopped_by_time, "minutes": round(cb.minutes(), 2),
                "cpu_minutes": round(cb.cpu_minutes(), 2),
                "final_eval": cb.evals[-1] if cb.evals else None, "model": str(model_path),
-               "seed": args.seed, **extra, **(task.state() if task.state else {})}
+               "seed": args.seed, **(task.state() if task.state else {})}
     atomic_write_json(run / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary

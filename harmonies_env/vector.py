@@ -239,8 +239,8 @@ def set_batch_state(batch: Any, state: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------------------------
 class BatchVecEnvMethods:
     """The per-sub-env part of SB3's `VecEnv` API for an env that is one batch with no sub-env objects: the
-    batch answers for all rows. Mixed in first by `SB3VecEnv`, `agents.plan_env.PlanChoiceVecEnv` and
-    `agents.pool_env.PoolVecEnv`; needs `num_envs` and `action_masks()`."""
+    batch answers for all rows. Mixed in first by `SB3VecEnv` and `agents.pool_env.PoolVecEnv`;
+    needs `num_envs` and `action_masks()`."""
 
     num_envs: int
 
