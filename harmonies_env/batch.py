@@ -108,7 +108,8 @@ def episode_seed(base: int, episode: int) -> int:
 def _total(s, p: int, tmp) -> int:
     """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
     cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp)
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp,
+               s[S.RIVER_LOOPS])
     return tmp[NUM_CATEGORIES - 1]
 
 
@@ -322,7 +323,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
             if p < n:
                 cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
                 score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
-                           s[cp: cp + NUM_CARDS + 1], final_scores[p])
+                           s[cp: cp + NUM_CARDS + 1], final_scores[p], s[S.RIVER_LOOPS])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]
