@@ -389,6 +389,10 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
                          f"{', '.join(map(str, RECORD_VERSIONS))})")
     if version >= 2 and "river_loops" not in record:
         raise ValueError("game record lacks ['river_loops'] (a version 2 record names its river_loops rule)")
+    if "river_loops" in record and (not isinstance(record["river_loops"], str)
+                                    or record["river_loops"] not in RIVER_LOOPS):
+        raise ValueError(f"game record river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got "
+                         f"{record['river_loops']!r}")
     if record["seed"] is None:
         raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
     if not isinstance(record["actions"], (list, tuple)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -284,7 +285,11 @@ def test_bad_records_are_named():
     del no_option["river_loops"]
     with pytest.raises(ValueError, match=r"lacks \['river_loops'\]"):
         Game.replay(no_option)
-    with pytest.raises(ValueError, match="river_loops must be one of 'rulebook', 'bga', got 'house'"):
-        Game.replay({**rec, "river_loops": "house"})
+    for bad in ("house", None, 1, ["bga"]):
+        want = f"record river_loops must be one of 'rulebook', 'bga', got {bad!r}"
+        with pytest.raises(ValueError, match=re.escape(want)):
+            Game.replay({**rec, "river_loops": bad})
+        with pytest.raises(ValueError, match="record river_loops must be"):
+            Game.replay({**rec, "version": 1, "river_loops": bad})
     with pytest.raises(ValueError, match="version 3 is not supported"):
         Game.replay({**rec, "version": 3})
