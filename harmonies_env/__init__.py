@@ -1,10 +1,12 @@
 """harmonies-env: a fast, faithful engine and RL environments for the board game Harmonies (Libellud, 2024)."""
 from .actions import NUM_ACTIONS
+from .config import RIVER_LOOPS, GameConfig
 from .game import Game, IllegalActionError, determinize, score_board
 from .scoring import CATEGORIES
 
 __version__ = "0.1.0"
-__all__ = ["Game", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS", "CATEGORIES", "env", "raw_env"]
+__all__ = ["Game", "GameConfig", "RIVER_LOOPS", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS",
+           "CATEGORIES", "env", "raw_env"]
 
 
 def __getattr__(name: str):

@@ -45,7 +45,8 @@ from . import actions as A
 from . import rules
 from . import state as S
 from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
-from .game import Game, check_config, check_seed
+from .config import GameConfig, make_config
+from .game import Game, check_seed
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
 from .rewards import SCORE_SCALE
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
@@ -70,8 +71,8 @@ REWARD_DENSE, REWARD_SCORE, REWARD_WIN = 0, 1, 2
 REWARDS = {"dense": REWARD_DENSE, "score": REWARD_SCORE, "win": REWARD_WIN}
 
 #: cfg: int64 (CFG_SIZE,) shared by all rows. CFG_SEAT = -1: the learner's seat is drawn per episode (Versus).
-CFG_PLAYERS, CFG_SIDE, CFG_SPIRITS, CFG_MODE, CFG_SEAT, CFG_REWARD, CFG_MAX_STEPS = range(7)
-CFG_SIZE = 7
+CFG_PLAYERS, CFG_SIDE, CFG_SPIRITS, CFG_MODE, CFG_SEAT, CFG_REWARD, CFG_MAX_STEPS, CFG_RIVER_LOOPS = range(8)
+CFG_SIZE = 8
 #: book: int64 (N, BOOK_SIZE), per-row bookkeeping the kernels keep between calls.
 B_BASE = 0       # base seed of the row
 B_EPISODE = 1    # episode number (0, 1, ...)
@@ -108,7 +109,8 @@ def episode_seed(base: int, episode: int) -> int:
 def _total(s, p: int, tmp) -> int:
     """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
     cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp)
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp,
+               s[S.RIVER_LOOPS])
     return tmp[NUM_CATEGORIES - 1]
 
 
@@ -174,7 +176,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
     opponents seated before the learner move."""
     seed = episode_seed(book[B_BASE], book[B_EPISODE])
     n = cfg[CFG_PLAYERS]
-    S.init_state(s, n, cfg[CFG_SIDE], cfg[CFG_SPIRITS], seed)
+    S.init_state(s, n, cfg[CFG_SIDE], cfg[CFG_SPIRITS], seed, cfg[CFG_RIVER_LOOPS])
     book[B_OPP_RNG] = seed ^ OPPONENT_SALT
     book[B_SEAT] = cfg[CFG_SEAT]
     book[B_LEN] = 0
@@ -322,7 +324,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
             if p < n:
                 cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
                 score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
-                           s[cp: cp + NUM_CARDS + 1], final_scores[p])
+                           s[cp: cp + NUM_CARDS + 1], final_scores[p], s[S.RIVER_LOOPS])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]
@@ -478,25 +480,29 @@ def play_plans(states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: 
     return errors
 
 @njit(cache=True)
-def _init_rows(states, num_players: int, side: int, spirits: int, seeds) -> None:
+def _init_rows(states, num_players: int, side: int, spirits: int, seeds, river_loops: int) -> None:
     for r in range(states.shape[0]):
-        S.init_state(states[r], num_players, side, spirits, seeds[r])
+        S.init_state(states[r], num_players, side, spirits, seeds[r], river_loops)
 
 
-def init_batch(states: np.ndarray, num_players: int, side: int | str, spirits: int | bool,
-               seeds: Sequence[int] | np.ndarray) -> None:
+def init_batch(states: np.ndarray, num_players: int | None = None, side: int | str | None = None,
+               spirits: int | bool | None = None, seeds: Sequence[int] | np.ndarray | None = None, *,
+               river_loops: str | None = None, config: GameConfig | None = None) -> None:
     """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
-    `Game(num_players, side, spirits, seed=seeds[r])` does. side: 0 / "A" or 1 / "B". Every argument is
-    validated (ValueError naming it): the kernel writes rows by these values."""
+    `Game(num_players, side, spirits, seed=seeds[r], river_loops=...)` does. side: 0 / "A" or 1 / "B". The
+    configuration may come as `config=GameConfig(...)` instead (a loose argument that contradicts it is a
+    ValueError). Every argument is validated (ValueError naming it): the kernel writes rows by these values."""
     if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
             or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
         raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
                          f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
     if isinstance(side, (int, np.integer)) and not isinstance(side, (bool, np.bool_)) and side in (0, 1):
         side = "AB"[int(side)]
-    n_players, side_c, sp = check_config(num_players, side, spirits)
+    cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+    if seeds is None:
+        raise ValueError("init_batch needs seeds: one game seed per row")
     seeds = _as_seeds(seeds, states.shape[0])
-    _init_rows(states, n_players, side_c, sp, seeds)
+    _init_rows(states, cfg.num_players, cfg.side_code, int(cfg.spirits), seeds, cfg.river_loops_code)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -620,7 +626,7 @@ class _Batch:
     validates them.
     """
 
-    def __init__(self, num_games: int, num_players: int, side: str, spirits: bool, mode: int, seat: int,
+    def __init__(self, num_games: int, config: GameConfig, mode: int, seat: int,
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
                  illegal_reward: float, max_steps: int, num_threads: int, record: bool = False):
         self.num_games = n = _check_int("num_games", num_games, 1)
@@ -632,8 +638,9 @@ class _Batch:
         # from the episode seed by `game(r)`, so they need no room here
         self._hist = np.zeros((n, RECORD_CAP if self.record else 0), dtype=np.int16)
         self._hlen = np.zeros(n, dtype=np.int64)
-        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
-        self.spirits = bool(sp)
+        self.config = config
+        self.num_players, self.side_code, self.spirits = config.num_players, config.side_code, config.spirits
+        self.river_loops = config.river_loops
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {', '.join(map(repr, REWARDS))}, got {reward!r}")
         self.reward = reward
@@ -643,8 +650,8 @@ class _Batch:
         self.illegal_reward = _check_float("illegal_reward", illegal_reward)
         self.max_steps = _check_int("max_steps (0 = no limit)", max_steps, 0)
         self.num_threads = check_threads(num_threads)
-        self._cfg = np.array([self.num_players, self.side_code, sp, mode, seat, REWARDS[reward], self.max_steps],
-                            dtype=np.int64)
+        self._cfg = np.array([self.num_players, self.side_code, int(self.spirits), mode, seat, REWARDS[reward],
+                              self.max_steps, config.river_loops_code], dtype=np.int64)
         self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self._book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
         self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
@@ -744,7 +751,8 @@ class _Batch:
         sub = np.ascontiguousarray(states[rows])
         check_states(sub, rows)
         for name, off, want in (("num_players", S.NUM_PLAYERS, self.num_players), ("side", S.SIDE, self.side_code),
-                                ("spirits", S.SPIRITS, int(self.spirits))):
+                                ("spirits", S.SPIRITS, int(self.spirits)),
+                                ("river_loops", S.RIVER_LOOPS, self.config.river_loops_code)):
             bad = np.flatnonzero(sub[:, off] != want)
             if bad.size:
                 raise ValueError(f"states row {int(rows[bad[0]])}, field {name!r}: this batch plays {name} = {want}, "
@@ -864,7 +872,7 @@ class _Batch:
         """Row r's current game rebuilt from its episode seed and recorded actions (opponents' moves redrawn)."""
         seed = episode_seed(int(self._book[r, B_BASE]), int(self._book[r, B_EPISODE]))
         n = self.num_players
-        g = Game(n, "AB"[self.side_code], self.spirits, seed=seed)
+        g = Game(seed=seed, config=self.config)
         versus = self._cfg[CFG_MODE] == MODE_VERSUS
         rng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
         buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
@@ -895,14 +903,18 @@ class BatchedGames(_Batch):
     seat: the learner's seat in Versus (None = drawn per episode from the episode's seed). An illegal
     action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
     steps row ranges in threads with the same results. record=True keeps each row's actions so that `game(r)`
-    exports a replayable record (a few numpy operations per step; off by default).
+    exports a replayable record (a few numpy operations per step; off by default). The configuration: loose
+    arguments (num_players default 1 here, side "A", no Spirits, river_loops "rulebook") or `config=GameConfig(...)`.
     """
 
-    def __init__(self, num_games: int, num_players: int = 1, side: str = "A", spirits: bool = False,
-                 seat: int | None = 0, seed: int | Sequence[int] | None = None, reward: str | None = None,
-                 reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
-                 num_threads: int = 1, record: bool = False):
-        np_, _, _ = check_config(num_players, side, spirits)
+    def __init__(self, num_games: int, num_players: int | None = None, side: str | None = None,
+                 spirits: bool | None = None, seat: int | None = 0, seed: int | Sequence[int] | None = None,
+                 reward: str | None = None, reward_scale: float | None = None, illegal_reward: float | None = None,
+                 max_steps: int = 5000, num_threads: int = 1, record: bool = False, *, river_loops: str | None = None,
+                 config: GameConfig | None = None):
+        cfg = make_config(config, {"num_players": 1}, num_players=num_players, side=side, spirits=spirits,
+                          river_loops=river_loops)
+        np_ = cfg.num_players
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < np_):
             raise ValueError(f"seat (the learner's) must be None or 0..{np_ - 1}, got {seat!r}")
@@ -911,7 +923,7 @@ class BatchedGames(_Batch):
             reward = "dense" if np_ == 1 else "win"
         if illegal_reward is None:
             illegal_reward = -1.0 if np_ == 1 else -0.01
-        super().__init__(num_games, num_players, side, spirits, MODES[self.mode], -1 if seat is None else int(seat),
+        super().__init__(num_games, cfg, MODES[self.mode], -1 if seat is None else int(seat),
                          seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record)
 
     @property
@@ -932,17 +944,20 @@ class SelfPlayBatch(_Batch):
     back. rewards are per seat (N, 4), as the AEC env gives them: "dense" the mover's score change,
     "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
     An illegal action leaves the game unchanged and earns the mover `illegal_reward`. record=True: as in
-    `BatchedGames`, `game(r)` then exports row r's game with every action.
+    `BatchedGames`, `game(r)` then exports row r's game with every action. The configuration: loose arguments
+    (num_players default 2) or `config=GameConfig(...)`, as `BatchedGames`.
     """
 
-    def __init__(self, num_games: int, num_players: int = 2, side: str = "A", spirits: bool = False,
-                 seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
-                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1, record: bool = False):
-        np_, _, _ = check_config(num_players, side, spirits)
-        if np_ < 2:
+    def __init__(self, num_games: int, num_players: int | None = None, side: str | None = None,
+                 spirits: bool | None = None, seed: int | Sequence[int] | None = None, reward: str = "win",
+                 reward_scale: float | None = None, illegal_reward: float = -0.01, max_steps: int = 5000,
+                 num_threads: int = 1, record: bool = False, *, river_loops: str | None = None,
+                 config: GameConfig | None = None):
+        cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+        if cfg.num_players < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"
-        super().__init__(num_games, num_players, side, spirits, MODE_SELFPLAY, 0, seed, reward, reward_scale,
+        super().__init__(num_games, cfg, MODE_SELFPLAY, 0, seed, reward, reward_scale,
                          illegal_reward, max_steps, num_threads, record)
 
     def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:

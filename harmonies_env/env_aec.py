@@ -23,14 +23,17 @@ to move. Seat `player_0` starts each round.
 ### Arguments
 
 ``` python
-env_aec.env(num_players=2, side="A", spirits=False, reward="win", render_mode=None, max_cycles=None)
+env_aec.env(num_players=2, side="A", spirits=False, reward="win", render_mode=None, max_cycles=None,
+            river_loops="rulebook", config=None)
 ```
 
 `num_players`: 1 (the solo rules) to 4. `side`: board side "A" (river) or "B" (islands). `spirits`: the
 Nature's Spirit variant. `reward`: "win", "score" or "dense" (below). `render_mode`: None, "ansi" (the
 table as text) or "rgb_array" (a picture, uint8 HxWx3). `max_cycles`: if set, every agent is truncated
 once that many actions have been played (games end on their own: a 2-4 player game never exceeds a few
-hundred actions, see the tests).
+hundred actions, see the tests). `river_loops`: how a river loop scores, "rulebook" or "bga" (docs/rules.md).
+`config`: a `harmonies_env.GameConfig` in place of num_players / side / spirits / river_loops (a loose argument
+that contradicts it is a ValueError naming both).
 
 ### Observation Space
 
@@ -84,6 +87,7 @@ from pettingzoo.utils import wrappers
 
 from . import actions as A
 from . import rules
+from .config import GameConfig, make_config
 from .env_render import check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
@@ -139,11 +143,15 @@ class raw_env(AECEnv, EzPickle):
     metadata = {"render_modes": ["ansi", "rgb_array"], "name": "harmonies_v0", "is_parallelizable": False,
                 "render_fps": 2}
 
-    def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, reward: str = "win",
-                 render_mode: str | None = None, max_cycles: int | None = None):
-        EzPickle.__init__(self, num_players, side, spirits, reward, render_mode, max_cycles)
+    def __init__(self, num_players: int | None = None, side: str | None = None, spirits: bool | None = None,
+                 reward: str = "win", render_mode: str | None = None, max_cycles: int | None = None, *,
+                 river_loops: str | None = None, config: GameConfig | None = None):
+        EzPickle.__init__(self, num_players, side, spirits, reward, render_mode, max_cycles, river_loops=river_loops,
+                          config=config)
         super().__init__()
-        probe = Game(num_players, side, spirits, seed=0)  # validates the configuration with clear errors
+        self.config = make_config(config, num_players=num_players, side=side, spirits=spirits,
+                                  river_loops=river_loops)
+        probe = Game(seed=0, config=self.config)
         self.num_players = probe.num_players
         self.side = probe.side
         self.spirits = probe.spirits
@@ -181,7 +189,7 @@ class raw_env(AECEnv, EzPickle):
             game_seed = int(seed)
         else:
             game_seed = int(self._seeder.integers(0, 2**62))
-        self.game = Game(self.num_players, self.side, self.spirits, seed=game_seed)
+        self.game = Game(seed=game_seed, config=self.config)
         self.steps = 0
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)

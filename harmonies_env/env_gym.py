@@ -16,6 +16,9 @@ actions cannot loop forever.
 `reset(seed=s)` reproduces an episode exactly: the game, the learner's seat and the built-in random
 opponents all derive from s (opponent objects you pass keep their own randomness).
 
+Both also take `river_loops="rulebook"` (or "bga", docs/rules.md) and `config=GameConfig(...)` in place of the
+loose configuration arguments (a loose argument that contradicts the config is a ValueError naming both).
+
 Solo-v0: `gymnasium.make("harmonies/Solo-v0", side="A", spirits=False)`. Reward = the change of the
 score after each action (points, unscaled), so the undiscounted return is the final score. At the end
 `info` holds `"scores"` (the breakdown by category) and `"suns"`.
@@ -45,6 +48,7 @@ from gymnasium import spaces
 from . import actions as A
 from . import rules
 from .cards import NUM_CLASSES
+from .config import GameConfig, make_config
 from .env_render import RENDER_MODES, check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
@@ -63,9 +67,9 @@ def _check_max_steps(max_steps: Any) -> int:
 class _Base(gymnasium.Env):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2}
 
-    def __init__(self, num_players: int, side: str, spirits: bool, render_mode: str | None, max_steps: int,
-                 illegal_reward: float):
-        probe = Game(num_players, side, spirits, seed=0)  # validates the configuration with clear errors
+    def __init__(self, config: GameConfig, render_mode: str | None, max_steps: int, illegal_reward: float):
+        probe = Game(seed=0, config=config)
+        self.config = config
         self.num_players, self.side, self.spirits = probe.num_players, probe.side, probe.spirits
         self.render_mode = check_render_mode(render_mode)
         self.max_steps = _check_max_steps(max_steps)
@@ -107,7 +111,7 @@ class _Base(gymnasium.Env):
 
     def _new_game(self, seed: int | None) -> None:
         gymnasium.Env.reset(self, seed=seed)
-        self.game = Game(self.num_players, self.side, self.spirits, seed=int(self.np_random.integers(0, 2**62)))
+        self.game = Game(seed=int(self.np_random.integers(0, 2**62)), config=self.config)
         self.steps = 0
 
     def render(self) -> str | np.ndarray | None:
@@ -117,9 +121,14 @@ class _Base(gymnasium.Env):
 class SoloEnv(_Base):
     """harmonies/Solo-v0: one player, the solo rules; reward = score change, so the return is the final score."""
 
-    def __init__(self, side: str = "A", spirits: bool = False, render_mode: str | None = None,
-                 max_steps: int = 5000, illegal_reward: float = -1.0):
-        super().__init__(1, side, spirits, render_mode, max_steps, illegal_reward)
+    def __init__(self, side: str | None = None, spirits: bool | None = None, render_mode: str | None = None,
+                 max_steps: int = 5000, illegal_reward: float = -1.0, *, river_loops: str | None = None,
+                 config: GameConfig | None = None):
+        cfg = make_config(config, {"num_players": 1}, side=side, spirits=spirits, river_loops=river_loops)
+        if cfg.num_players != 1:
+            raise ValueError(f"Solo-v0 plays the solo rules: config.num_players must be 1, got {cfg.num_players}; "
+                             "use harmonies/Versus-v0 for 2-4 players")
+        super().__init__(cfg, render_mode, max_steps, illegal_reward)
         self._total = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
@@ -147,12 +156,14 @@ class SoloEnv(_Base):
 class VersusEnv(_Base):
     """harmonies/Versus-v0: the learner against opponents that play inside step(); see the module docstring."""
 
-    def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, reward: str = "win",
-                 opponents: Opponent | Sequence[Opponent] | None = None, seat: int | None = None,
-                 render_mode: str | None = None, max_steps: int = 5000, illegal_reward: float = -0.01):
-        if isinstance(num_players, (int, np.integer)) and not isinstance(num_players, bool) and num_players == 1:
+    def __init__(self, num_players: int | None = None, side: str | None = None, spirits: bool | None = None,
+                 reward: str = "win", opponents: Opponent | Sequence[Opponent] | None = None, seat: int | None = None,
+                 render_mode: str | None = None, max_steps: int = 5000, illegal_reward: float = -0.01, *,
+                 river_loops: str | None = None, config: GameConfig | None = None):
+        cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+        if cfg.num_players == 1:
             raise ValueError("Versus-v0 needs 2-4 players; use harmonies/Solo-v0 for the solo rules")
-        super().__init__(num_players, side, spirits, render_mode, max_steps, illegal_reward)
+        super().__init__(cfg, render_mode, max_steps, illegal_reward)
         self.reward_kind = check_reward(reward)
         n_opp = self.num_players - 1
         if opponents is None:

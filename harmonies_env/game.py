@@ -19,12 +19,18 @@ from . import actions as A
 from . import rules
 from . import state as S
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_SUN_BONUS, card_name
+from .config import RIVER_LOOPS, GameConfig, make_config
 from .data import COLOURS, SIDES
 from .geometry import MAX_CELLS, NUM_CELLS, cell_index, cell_qr, side_code
 from .scoring import CATEGORIES, NUM_CATEGORIES, score_into, solo_suns
 from .stacks import STACK_AFTER, stack_code, stack_kind
 
-RECORD_VERSION = 1
+#: The record version this code writes for a game with a rules option off its default (river_loops "bga"): such a
+#: record holds "river_loops", and an older reader refuses it by its version instead of replaying it with other
+#: scoring. A game with default rules is still written as version 1 (no "river_loops": the rulebook), as before.
+RECORD_VERSION = 2
+#: Record versions this code reads: 1 (no rules options: river_loops "rulebook" unless given) and 2.
+RECORD_VERSIONS = (1, 2)
 
 
 class IllegalActionError(ValueError):
@@ -81,14 +87,18 @@ class Game:
 
     The same seed gives the same game; each game owns its generator, so games never disturb each other.
     `state`: int64 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
+    The configuration comes as loose arguments (defaults 2 players, Side "A", no Spirits, river_loops "rulebook")
+    or as `config=GameConfig(...)`; a loose argument that contradicts the config is a ValueError naming both.
     """
 
-    def __init__(self, num_players: int = 2, side: str = "A", spirits: bool = False, seed: int | None = None):
-        self.num_players, self.side_code, sp = check_config(num_players, side, spirits)
-        self.spirits = bool(sp)
+    def __init__(self, num_players: int | None = None, side: str | None = None, spirits: bool | None = None,
+                 seed: int | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
+        cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+        self.num_players, self.side_code, self.spirits = cfg.num_players, cfg.side_code, cfg.spirits
         self.seed = check_seed(seed)
         self._adopt(np.zeros(S.STATE_SIZE, dtype=np.int64))
-        S.init_state(self._state, self.num_players, self.side_code, sp, self.seed)
+        S.init_state(self._state, self.num_players, self.side_code, int(self.spirits), self.seed,
+                     cfg.river_loops_code)
         self.history: list[int] = []
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
 
@@ -145,6 +155,16 @@ class Game:
     @property
     def side(self) -> str:
         return SIDES[self.side_code]
+
+    @property
+    def river_loops(self) -> str:
+        """How a river loop scores in this game: "rulebook" or "bga" (the state's `river_loops` field)."""
+        return RIVER_LOOPS[int(self._state[S.RIVER_LOOPS])]
+
+    @property
+    def config(self) -> GameConfig:
+        """This game's configuration (players, side, Spirits, river_loops) as a `GameConfig`."""
+        return GameConfig(self.num_players, self.side, self.spirits, self.river_loops)
 
     @property
     def num_cells(self) -> int:
@@ -300,8 +320,11 @@ class Game:
         if self.seed < 0:
             raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row), not "
                              "from a seed, so no record can replay it; record a game played with Game(seed=...)")
-        return {"version": RECORD_VERSION, "num_players": self.num_players, "side": self.side,
-                "spirits": self.spirits, "seed": self.seed, "actions": list(self.history)}
+        rec = {"version": 1, "num_players": self.num_players, "side": self.side, "spirits": self.spirits}
+        if self.river_loops != "rulebook":  # a rules option off its default: version 2 names it
+            rec.update(version=RECORD_VERSION, river_loops=self.river_loops)
+        rec.update(seed=self.seed, actions=list(self.history))
+        return rec
 
     def to_json(self) -> str:
         return json.dumps(self.record())
@@ -313,7 +336,8 @@ class Game:
         ValueError names what is wrong (see `check_record`), or the first action that does not replay.
         """
         record = check_record(record)
-        g = cls(record["num_players"], record["side"], record["spirits"], record["seed"])
+        g = cls(record["num_players"], record["side"], record["spirits"], record["seed"],
+                river_loops=record.get("river_loops", "rulebook"))
         for k, a in enumerate(record["actions"]):
             try:
                 g.step(a)
@@ -345,9 +369,10 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
     """The record (parsed if JSON text) if its form is right, else ValueError naming what is wrong.
 
     Checked: JSON text nested at most `validate.MAX_JSON_DEPTH` deep; a JSON object with every key (version,
-    num_players, side, spirits, seed, actions); `version` the integer this code reads (RECORD_VERSION); `spirits`
-    true or false (not 1 / 0); a concrete seed (null would replay a different random game); actions a list of
-    integers. The configuration and seed are checked when the game is made, the actions' legality when replayed.
+    num_players, side, spirits, seed, actions); `version` an integer this code reads (RECORD_VERSIONS; version 2 also
+    holds river_loops); `spirits` true or false (not 1 / 0); a concrete seed (null would replay a different random
+    game); actions a list of integers. The configuration and seed are checked when the game is made, the actions'
+    legality when replayed.
     """
     if isinstance(record, (str, bytes)):
         from .validate import parse_json
@@ -359,9 +384,15 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
     if missing:
         raise ValueError(f"game record lacks {sorted(missing)}")
     version = record["version"]
-    if type(version) is not int or version != RECORD_VERSION:
-        raise ValueError(f"game record version {version!r} is not supported (this code reads version "
-                         f"{RECORD_VERSION})")
+    if type(version) is not int or version not in RECORD_VERSIONS:
+        raise ValueError(f"game record version {version!r} is not supported (this code reads versions "
+                         f"{', '.join(map(str, RECORD_VERSIONS))})")
+    if version >= 2 and "river_loops" not in record:
+        raise ValueError("game record lacks ['river_loops'] (a version 2 record names its river_loops rule)")
+    if "river_loops" in record and (not isinstance(record["river_loops"], str)
+                                    or record["river_loops"] not in RIVER_LOOPS):
+        raise ValueError(f"game record river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got "
+                         f"{record['river_loops']!r}")
     if record["seed"] is None:
         raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
     if not isinstance(record["spirits"], (bool, np.bool_)):
@@ -422,14 +453,21 @@ def determinize(game: Game, player: int, seed: int) -> Game:
     return g
 
 
-def score_board(side: str, board: Mapping[tuple[int, int], Iterable[str]],
-                cards: Iterable[tuple[int, int]] = ()) -> dict[str, int]:
+def score_board(side: str | None, board: Mapping[tuple[int, int], Iterable[str]],
+                cards: Iterable[tuple[int, int]] = (), *, river_loops: str | None = None,
+                config: GameConfig | None = None) -> dict[str, int]:
     """Score one board given as {(q, r): [colour, ... bottom -> top]} and [(card_id, cubes_placed), ...].
 
     Returns trees, mountains, fields, buildings, water, animals, spirit and total. Unknown cells,
     impossible stacks, unknown cards or impossible cube counts raise ValueError saying which.
+    river_loops: "rulebook" (default) or "bga" (docs/rules.md). config: a `GameConfig` gives the side and
+    river_loops instead (side may then be None; a side or river_loops that contradicts it is a ValueError).
     """
-    sc = side_code(side)
+    if side is None and config is None:
+        raise ValueError("score_board needs the board's side ('A' or 'B'), or a config that gives it")
+    cfg = make_config(config, side=side, river_loops=river_loops)
+    side = cfg.side
+    sc = cfg.side_code
     if not isinstance(board, Mapping):
         raise ValueError(f"board must be a mapping {{(q, r): [colour, ...]}}, got {type(board).__name__}")
     bb = np.zeros(15, dtype=np.int64)
@@ -475,7 +513,7 @@ def score_board(side: str, board: Mapping[tuple[int, int], Iterable[str]],
     if spirits > 1:
         raise ValueError("a player keeps at most one Spirit card")
     out = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    score_into(sc, bb, placed, out)
+    score_into(sc, bb, placed, out, cfg.river_loops_code)
     return dict(zip(CATEGORIES, map(int, out)))
 
 

@@ -166,7 +166,8 @@ def _write_score(score, b: int, out) -> None:
 @njit(cache=True)
 def _score_of(s, p: int, score) -> None:
     cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score)
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score,
+               s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)
@@ -291,7 +292,7 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
             score[3] = 5 * building_count(side, bb)
         if new == ST.S_BLUE:
             if side == 0:
-                score[4] = river_points(river_length(side, bb[ST.S_BLUE]))
+                score[4] = river_points(river_length(side, bb[ST.S_BLUE], s[S.RIVER_LOOPS]))
             else:
                 score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
         kept = s[S.SPIRIT_KEPT + p]

@@ -246,7 +246,7 @@ def scores_into(s, out) -> None:
     side = s[S.SIDE]
     for p in range(s[S.NUM_PLAYERS]):
         score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
-                   out[p])
+                   out[p], s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)

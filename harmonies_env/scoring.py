@@ -2,6 +2,10 @@
 
 All of it works on the board's bitboards (int64 (15,), one mask per stack code), so it needs no
 per-cell loops except to walk groups. Categories are returned in CATEGORIES order.
+
+River loops (Side A): `loops` = 0 scores a river by the rulebook (its longest shortest path), 1 as Board Game
+Arena does (a river that closes around enclosed cells counts the tokens around them, when that is longer). The
+option is the state's `river_loops` field (`harmonies_env.config.RIVER_LOOPS`); docs/rules.md states both readings.
 """
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from numba import njit
 
 from . import stacks as ST
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, SPIRIT_KIND, SPIRIT_POINTS, SPIRIT_TARGET
-from .geometry import FULL_MASK, NEIGHBOUR_MASK, component_of, eccentricity, lowest_cell, popcount
+from .geometry import FULL_MASK, NEIGHBOUR_MASK, NUM_CELLS, component_of, eccentricity, grow, lowest_cell, popcount
 
 CATEGORIES = ("trees", "mountains", "fields", "buildings", "water", "animals", "spirit", "total")
 NUM_CATEGORIES = len(CATEGORIES)
@@ -19,6 +23,11 @@ RIVER_POINTS = np.array([0, 0, 2, 5, 8, 11, 15], dtype=np.int64)
 ISLAND_POINTS = 5
 #: Solo sun thresholds: a score of at least SUN_THRESHOLDS[k] earns k + 1 suns.
 SUN_THRESHOLDS = np.array([40, 70, 90, 110, 130, 140, 150, 160], dtype=np.int64)
+
+#: RIM_MASK[side]: the board's edge cells (fewer than 6 neighbours on the board). A set of cells that holds one
+#: of them is open to the outside, so no river encloses it. int64 (2,)
+RIM_MASK = np.array([sum(1 << i for i in range(NUM_CELLS[s]) if bin(int(NEIGHBOUR_MASK[s, i])).count("1") < 6)
+                     for s in range(2)], dtype=np.int64)
 
 # stack codes whose top token is each colour, as a bitmask over stack codes
 _TOP_STACKS = np.array([sum(1 << s for s in range(ST.NUM_STACKS) if ST.TOP_COLOUR[s] == c) for c in range(6)],
@@ -58,8 +67,34 @@ def count_groups(side: int, cells: int, min_size: int) -> int:
 
 
 @njit(cache=True)
-def river_length(side: int, blue: int) -> int:
-    """Longest river: max over blue groups of (largest shortest-path distance + 1); 0 without blue."""
+def loop_length(side: int, group: int) -> int:
+    """Board Game Arena's loop length of one connected blue group: the most tokens of the group around one hole,
+    0 without a hole.
+
+    A hole is a connected set of cells that are not in the group (empty, other tokens, other blue) with no edge
+    cell among them (RIM_MASK): the group closes all the way around it. The tokens around it are the group's
+    cells adjacent to it (a ring around one cell: 6).
+    """
+    others = FULL_MASK[side] & ~group
+    todo = others & ~RIM_MASK[side]
+    best = 0
+    while todo:
+        hole = component_of(side, lowest_cell(todo), others)
+        todo &= ~hole
+        if hole & RIM_MASK[side]:
+            continue  # open to the board's edge: not enclosed
+        n = popcount(grow(side, hole) & group)
+        if n > best:
+            best = n
+    return best
+
+
+@njit(cache=True)
+def river_length(side: int, blue: int, loops: int = 0) -> int:
+    """Longest river: max over blue groups of (largest shortest-path distance + 1); 0 without blue.
+
+    loops = 1 (Board Game Arena's reading): a group's length is the larger of that and its `loop_length`.
+    """
     best = 0
     todo = blue
     while todo:
@@ -67,6 +102,10 @@ def river_length(side: int, blue: int) -> int:
         todo &= ~comp
         if popcount(comp) <= best:
             continue  # a group cannot be longer than its size
+        if loops != 0 and popcount(comp) >= 6:  # a hole needs 6 tokens around it
+            d = loop_length(side, comp)
+            if d > best:
+                best = d
         cells = comp
         while cells:
             i = lowest_cell(cells)
@@ -124,11 +163,12 @@ def spirit_score(side: int, bb, card: int) -> int:
 
 
 @njit(cache=True)
-def score_into(side: int, bb, cubes_placed, out) -> None:
+def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
     """Write the score breakdown (CATEGORIES order) of one board into out (int64 (8,)).
 
     bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
     player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
+    river_loops: the state's `river_loops` field (0 = rulebook, 1 = Board Game Arena's loops; Side A only).
     """
     out[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
@@ -144,7 +184,7 @@ def score_into(side: int, bb, cubes_placed, out) -> None:
     out[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
     out[3] = 5 * building_count(side, bb)
     if side == 0:
-        out[4] = river_points(river_length(side, bb[ST.S_BLUE]))
+        out[4] = river_points(river_length(side, bb[ST.S_BLUE], river_loops))
     else:
         out[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
     animals = 0

@@ -35,6 +35,7 @@ def _field(name: str, shape: tuple[int, ...], doc: str) -> int:
 NUM_PLAYERS = _field("num_players", (), "1..4 (1 = solo)")
 SIDE = _field("side", (), "0 = Side A (river), 1 = Side B (islands)")
 SPIRITS = _field("spirits", (), "1 if the Nature's Spirit variant is on")
+RIVER_LOOPS = _field("river_loops", (), "how a river loop scores (Side A): 0 = rulebook, 1 = bga (docs/rules.md)")
 NUM_SPACES = _field("num_spaces", (), "central spaces in play: 5, or 3 in solo")
 NUM_MARKET = _field("num_market", (), "face-up card slots in play: 5, or 3 in solo")
 RNG = _field("rng", (), "splitmix64 state of this game's chance (hidden information)")
@@ -133,12 +134,16 @@ def shuffle_range(s, start: int, n: int) -> None:
 
 
 @njit(cache=True)
-def init_state(s, num_players: int, side: int, spirits: int, seed: int) -> None:
-    """Set up a new game in s (int64 (STATE_SIZE,)): fill the central board, deal the market and Spirits."""
+def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_loops: int = 0) -> None:
+    """Set up a new game in s (int64 (STATE_SIZE,)): fill the central board, deal the market and Spirits.
+
+    river_loops: 0 = rulebook, 1 = bga (`config.RIVER_LOOPS`); it changes only scoring, never the deal.
+    """
     s[:] = 0
     s[NUM_PLAYERS] = num_players
     s[SIDE] = side
     s[SPIRITS] = spirits
+    s[RIVER_LOOPS] = river_loops
     solo = num_players == 1
     s[NUM_SPACES] = 3 if solo else 5
     s[NUM_MARKET] = 3 if solo else 5

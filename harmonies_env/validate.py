@@ -15,7 +15,7 @@ each Animal card at most once; the held-card slots exactly the incomplete held c
 dealt (distinct, only with the variant), kept (one of the dealt, held); the turn flags (0/1, hand tokens only
 after taking, the taken space empty); current = turn % num_players (n - 1 once the game is over); end_trigger
 0..2, game_over only once triggered; and a game that is not over has a legal action. The generator (`rng`) may
-hold any value. A state that passes can be played to its end by the kernels without error.
+hold any value. A state that passes can be played to its end by the kernels without error. (river_loops: 0 or 1.)
 
 `parse_json(text, what)` is the one reader of JSON handed in from files (game records, learned checkpoints' configs):
 it raises only ValueError naming `what`, also for nesting too deep to walk (`MAX_JSON_DEPTH`), which would otherwise
@@ -75,6 +75,7 @@ STATE_ERRORS: tuple[tuple[str, str], ...] = (
     ("central", "no central space holds tokens although this turn has not taken any"),
     ("spirit_kept", "a seat with the variant on must keep a Spirit on its first turn"),
     ("current", "the player to move has no legal action"),
+    ("river_loops", "must be 0 (rulebook) or 1 (bga)"),
 )
 
 _TOKENS = np.array(TOKEN_COUNTS, dtype=np.int64)
@@ -104,6 +105,8 @@ def state_error(s) -> int:
         return 2
     if not _is_flag(s[S.SPIRITS]):
         return 3
+    if not _is_flag(s[S.RIVER_LOOPS]):
+        return 36
     want = 3 if n == 1 else 5
     if s[S.NUM_SPACES] != want:
         return 4

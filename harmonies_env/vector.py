@@ -37,26 +37,31 @@ from . import batch as _B
 from . import rules
 from . import state as S
 from .batch import BatchedGames, BatchStep
+from .config import GameConfig, make_config
 from .observation import OBS_HIGH, OBS_LOW
 
 
 class HarmoniesVectorEnv(VectorEnv):
     """N games with one learner each (Solo, or Versus against built-in random opponents), as one VectorEnv.
 
-    See `BatchedGames` for the arguments. Observations come back as copies, as Gymnasium's vector envs do
+    See `BatchedGames` for the arguments (the configuration as loose arguments, num_players default 1, or
+    `config=GameConfig(...)`). Observations come back as copies, as Gymnasium's vector envs do
     (copy=True); `copy=False` returns the engine's own observation buffer instead (faster: a read-only view
     that the next `step` / `reset` updates in place, so copy what you keep). Rewards come back as float64 (N,).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int = 8, num_players: int = 1, side: str = "A", spirits: bool = False,
-                 reward: str | None = None, seat: int | None = 0, reward_scale: float | None = None,
-                 illegal_reward: float | None = None, max_steps: int = 5000, num_threads: int = 1,
-                 copy: bool = True):
+    def __init__(self, num_envs: int = 8, num_players: int | None = None, side: str | None = None,
+                 spirits: bool | None = None, reward: str | None = None, seat: int | None = 0,
+                 reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
+                 num_threads: int = 1, copy: bool = True, *, river_loops: str | None = None,
+                 config: GameConfig | None = None):
         self.batch = BatchedGames(num_envs, num_players=num_players, side=side, spirits=spirits, seat=seat,
                                   seed=0, reward=reward, reward_scale=reward_scale, illegal_reward=illegal_reward,
-                                  max_steps=max_steps, num_threads=num_threads)
+                                  max_steps=max_steps, num_threads=num_threads, river_loops=river_loops,
+                                  config=config)
+        self.config = self.batch.config
         self.num_envs = self.batch.num_games
         self.copy = bool(copy)
         self.render_mode = None
@@ -119,12 +124,17 @@ class HarmoniesVectorEnv(VectorEnv):
 class SoloVectorEnv(HarmoniesVectorEnv):
     """N harmonies/Solo-v0 games: reward = score change (the return is the final score), illegal -1.0."""
 
-    def __init__(self, num_envs: int = 8, side: str = "A", spirits: bool = False, max_steps: int = 5000,
-                 illegal_reward: float = -1.0, num_threads: int = 1, copy: bool = True,
-                 render_mode: str | None = None):
+    def __init__(self, num_envs: int = 8, side: str | None = None, spirits: bool | None = None,
+                 max_steps: int = 5000, illegal_reward: float = -1.0, num_threads: int = 1, copy: bool = True,
+                 render_mode: str | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a single game with batch.game(i)")
-        super().__init__(num_envs, 1, side, spirits, "dense", 0, 1.0, illegal_reward, max_steps, num_threads, copy)
+        cfg = make_config(config, {"num_players": 1}, side=side, spirits=spirits, river_loops=river_loops)
+        if cfg.num_players != 1:
+            raise ValueError(f"SoloVectorEnv plays the solo rules: config.num_players must be 1, got "
+                             f"{cfg.num_players}; use VersusVectorEnv for 2-4 players")
+        super().__init__(num_envs, None, None, None, "dense", 0, 1.0, illegal_reward, max_steps, num_threads, copy,
+                         config=cfg)
 
 
 class VersusVectorEnv(HarmoniesVectorEnv):
@@ -134,19 +144,20 @@ class VersusVectorEnv(HarmoniesVectorEnv):
     and the reset infos say which.
     """
 
-    def __init__(self, num_envs: int = 8, num_players: int = 2, side: str = "A", spirits: bool = False,
-                 reward: str = "win", opponents: Any = None, seat: int | None = None, max_steps: int = 5000,
-                 illegal_reward: float = -0.01, num_threads: int = 1, copy: bool = True,
-                 render_mode: str | None = None):
+    def __init__(self, num_envs: int = 8, num_players: int | None = None, side: str | None = None,
+                 spirits: bool | None = None, reward: str = "win", opponents: Any = None, seat: int | None = None,
+                 max_steps: int = 5000, illegal_reward: float = -0.01, num_threads: int = 1, copy: bool = True,
+                 render_mode: str | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
         if opponents is not None:
             raise ValueError("the vector env plays built-in random opponents only (opponents=None); use "
                              "harmonies/Versus-v0 for custom opponents")
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a single game with batch.game(i)")
-        if isinstance(num_players, (int, np.integer)) and not isinstance(num_players, bool) and num_players == 1:
+        cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+        if cfg.num_players == 1:
             raise ValueError("Versus needs 2-4 players; use SoloVectorEnv for the solo rules")
-        super().__init__(num_envs, num_players, side, spirits, reward, seat, None, illegal_reward, max_steps,
-                         num_threads, copy)
+        super().__init__(num_envs, None, None, None, reward, seat, None, illegal_reward, max_steps,
+                         num_threads, copy, config=cfg)
 
 
 def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> dict[str, Any]:
@@ -286,20 +297,24 @@ def _sb3_class() -> type:
     class SB3VecEnv(BatchVecEnvMethods, VecEnv):
         """N Harmonies games (Solo, or Versus against built-in random opponents) as an SB3 `VecEnv`.
 
-        Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0), plus `seed` for the first reset.
+        Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0; `config=GameConfig(...)` or loose
+        arguments), plus `seed` for the first reset.
         sb3-contrib's MaskablePPO trains from it directly (no ActionMasker, no SubprocVecEnv: numba steps
         all games in one call; `num_threads` > 1 spreads them over cores). Observations, masks and terminal
         observations are handed out as fresh copies: SB3 keeps `_last_obs` across a step, while the engine
         updates its own buffer in place.
         """
 
-        def __init__(self, num_envs: int = 64, num_players: int = 1, side: str = "A", spirits: bool = False,
-                     reward: str | None = None, seat: int | None = 0, reward_scale: float | None = None,
-                     illegal_reward: float | None = None, max_steps: int = 5000, num_threads: int = 1,
-                     seed: int | None = None):
+        def __init__(self, num_envs: int = 64, num_players: int | None = None, side: str | None = None,
+                     spirits: bool | None = None, reward: str | None = None, seat: int | None = 0,
+                     reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
+                     num_threads: int = 1, seed: int | None = None, *, river_loops: str | None = None,
+                     config: GameConfig | None = None):
             self.batch = BatchedGames(num_envs, num_players=num_players, side=side, spirits=spirits, seat=seat,
                                       seed=0, reward=reward, reward_scale=reward_scale,
-                                      illegal_reward=illegal_reward, max_steps=max_steps, num_threads=num_threads)
+                                      illegal_reward=illegal_reward, max_steps=max_steps, num_threads=num_threads,
+                                      river_loops=river_loops, config=config)
+            self.config = self.batch.config
             self.render_mode = None
             super().__init__(self.batch.num_games, spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32),
                              spaces.Discrete(A.NUM_ACTIONS))

@@ -5,7 +5,8 @@ Nothing here imports the engine: boards, cards and patterns come from the compon
 out the way rules.md says it, over dicts and sets. Readability beats speed here.
 
 A board is a dict {(q, r): (colour, ...) bottom -> top}; a missing cell is empty.
-Held cards are a list of (card_id, cubes_placed).
+Held cards are a list of (card_id, cubes_placed). river_loops: "rulebook" (default) or "bga", as docs/rules.md
+states Board Game Arena's reading of a river loop.
 """
 from __future__ import annotations
 
@@ -171,13 +172,36 @@ def river_points(length: int) -> int:
     return RIVER_POINTS[length] if length <= 6 else 15 + 4 * (length - 6)
 
 
-def river_length(side: str, board: Board) -> int:
-    """Best river: over each blue group, the largest shortest-path distance between two of its cells, plus 1."""
+def loop_length(side: str, group: set[Cell]) -> int:
+    """BGA's reading (docs/rules.md): the most tokens of the blue group around one hole, 0 without a hole.
+
+    Spill outward from the board's edge (cells with fewer than 6 neighbours on the board) through every cell that
+    is not in the group; the cells never reached are enclosed by the group. Each connected set of them is a hole,
+    and the tokens around it are the group's cells that touch it.
+    """
+    free = set(BOARD_CELLS[side]) - group
+    reached = {c for c in free if len(neighbours(side, c)) < 6}
+    frontier = list(reached)
+    while frontier:
+        for n in neighbours(side, frontier.pop()):
+            if n in free and n not in reached:
+                reached.add(n)
+                frontier.append(n)
+    holes = groups(side, free - reached)
+    return max((len({n for c in hole for n in neighbours(side, c)} & group) for hole in holes), default=0)
+
+
+def river_length(side: str, board: Board, river_loops: str = "rulebook") -> int:
+    """Best river: over each blue group, the largest shortest-path distance between two of its cells, plus 1;
+    with river_loops "bga", the larger of that and the group's `loop_length`."""
+    assert river_loops in ("rulebook", "bga")
     blue = {c for c, s in board.items() if tuple(s) == ("blue",)}
     best = 0
     for group in groups(side, blue):
         for c in group:
             best = max(best, max(distances_from(side, c, group).values()) + 1)
+        if river_loops == "bga":
+            best = max(best, loop_length(side, group))
     return best
 
 
@@ -205,9 +229,9 @@ def score_buildings(side: str, board: Board) -> int:
     return total
 
 
-def score_water(side: str, board: Board) -> int:
+def score_water(side: str, board: Board, river_loops: str = "rulebook") -> int:
     if side == "A":
-        return river_points(river_length(side, board))
+        return river_points(river_length(side, board, river_loops))
     land = {c for c in BOARD_CELLS[side] if top(board.get(c, ())) != "blue"}
     return 5 * max(1, len(groups(side, land)))
 
@@ -251,7 +275,7 @@ def spirit_points(side: str, board: Board, card_id: int) -> int:
     raise KeyError(f"no Spirit rule for card {card_id} ({name})")
 
 
-def score(side: str, board: Board, cards=()) -> dict[str, int]:
+def score(side: str, board: Board, cards=(), river_loops: str = "rulebook") -> dict[str, int]:
     """Full breakdown, same category names as the engine's CATEGORIES."""
     board = {tuple(c): tuple(s) for c, s in board.items() if len(s)}
     for c, s in board.items():
@@ -262,7 +286,7 @@ def score(side: str, board: Board, cards=()) -> dict[str, int]:
         "mountains": score_mountains(side, board),
         "fields": score_fields(side, board),
         "buildings": score_buildings(side, board),
-        "water": score_water(side, board),
+        "water": score_water(side, board, river_loops),
         "animals": score_animals(cards),
         "spirit": sum(spirit_points(side, board, cid) for cid, placed in cards if cid in SPIRIT_IDS and placed == 1),
     }

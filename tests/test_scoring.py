@@ -1,5 +1,6 @@
-"""Scoring: rulebook examples, BGA test vectors and final boards, hand-built boards, and the kernel against
-the plain-Python reference on random boards. Everything goes through the public `score_board`."""
+"""Scoring: rulebook examples, BGA test vectors and final boards, hand-built boards, river loops under both
+`river_loops` readings, and the kernel against the plain-Python reference on random boards. Everything goes
+through the public `score_board`."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ import reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harmonies_env import CATEGORIES, geometry, score_board
+from harmonies_env import CATEGORIES, GameConfig, geometry, score_board
 
 DATA = Path(__file__).parent / "data"
 VECTORS = json.loads((DATA / "harmonies-components.json").read_text())["test_vectors"]
@@ -23,11 +24,11 @@ TRUNK1, TRUNK2 = ("brown",), ("brown", "brown")
 BR, GR, RR = ("brown", "red"), ("gray", "red"), ("red", "red")
 
 
-def check(side, board, cards=(), **expected):
+def check(side, board, cards=(), river_loops="rulebook", **expected):
     """Score with the engine, compare every category with the reference, then with the hand-known values."""
-    got = score_board(side, board, cards)
+    got = score_board(side, board, cards, river_loops=river_loops)
     assert list(got) == list(CATEGORIES)
-    assert got == ref.score(side, board, cards), f"engine {got} != reference"
+    assert got == ref.score(side, board, cards, river_loops), f"engine {got} != reference"
     for k, v in expected.items():
         assert got[k] == v, f"{k}: got {got[k]}, expected {v}"
     return got
@@ -108,6 +109,7 @@ def test_bga_final_boards(name, seat, side, player):
     board = {tuple(c["cell"]): tuple(c["stack"]) for c in player["board"]}
     held = [(c["id"], c["cubes_placed"]) for c in player["cards"]]
     check(side, board, held, total=player["expected_total"])
+    check(side, board, held, river_loops="bga", total=player["expected_total"])  # no blue loop on these boards
 
 
 # ---- hand-built boards with known category scores --------------------------------------------------------
@@ -171,6 +173,78 @@ def test_river_loop_gives_no_extra_length():
     ring = [(2, 0), (3, 0), (3, 1), (2, 2), (1, 2), (1, 1)]  # six blues around (2, 1)
     check("A", {c: W for c in ring}, water=8)  # farthest ends are 3 steps apart -> length 4, not 6
     check("A", {c: W for c in ring + [(2, 1)]}, water=5)  # filled flower: diameter 2 -> length 3
+
+
+# ---- river loops: the rulebook's reading and BGA's (river_loops="bga", docs/rules.md) ----------------------
+
+def bga_cell(col, row):
+    """BGA's board cell (odd-q column, row) in our axial (q, r), as tests/data's BGA vectors were converted."""
+    return col, row - col // 2
+
+
+#: Board Game Arena's own unit tests of circular rivers (tests/scoreWaterSideATest.php of mizutismask/bga-harmonies,
+#: cells as its setTokensIn(col, row) calls): testScoreWaterCircular, testScoreWaterCircularPlusOneOnSide and
+#: testScoreWaterDoubleCircular, each expecting 15 points (a river of 6). BGA's testAll() leaves the last one out
+#: ("not sure how it should count, will probably never happen"). Our rulebook reading gives 8, 8 and 11.
+RING_BGA = [(1, 0), (1, 1), (2, 0), (2, 2), (3, 0), (3, 1)]  # six blues around BGA cell (2, 1)
+BGA_LOOP_CASES = [
+    ("circular", RING_BGA, 15, 8),
+    ("circular_plus_one_on_side", RING_BGA + [(4, 1)], 15, 8),
+    ("double_circular", RING_BGA + [(1, 2), (2, 3), (3, 2)], 15, 11),
+]
+
+
+@pytest.mark.parametrize("name,cells,bga,rulebook", BGA_LOOP_CASES, ids=[c[0] for c in BGA_LOOP_CASES])
+def test_bga_loop_cases(name, cells, bga, rulebook):
+    board = {bga_cell(*c): W for c in cells}
+    check("A", board, river_loops="bga", water=bga, total=bga)
+    check("A", board, water=rulebook, total=rulebook)  # the rulebook reading (the default) as before
+    assert score_board(None, board, config=GameConfig(river_loops="bga"))["water"] == bga
+
+
+def test_bga_loop_cases_are_rings_around_an_empty_cell():
+    ring = {bga_cell(*c) for c in RING_BGA}
+    centre = bga_cell(2, 1)
+    assert centre == (2, 0) and ring == ref.neighbours("A", centre)
+    assert ref.loop_length("A", ring) == 6
+
+
+def test_hand_built_loops():
+    ring = [(2, 0), (3, 0), (3, 1), (2, 2), (1, 2), (1, 1)]  # six blues around the empty (2, 1)
+    board = {c: W for c in ring}
+    check("A", board, river_loops="bga", water=15)  # the loop: 6 tokens
+    check("A", board, water=8)  # the rulebook: farthest ends 3 steps apart -> 4
+    # blue in the hole closes it (a filled flower: diameter 2, length 3); any other token leaves the loop a loop
+    check("A", {**board, (2, 1): W}, river_loops="bga", water=5)
+    check("A", {**board, (2, 1): Y}, river_loops="bga", water=15)
+    # one ring token missing: an open bend, no loop
+    check("A", {c: W for c in ring[:-1]}, river_loops="bga", water=11)
+    # a ring around two empty cells (2, 1) and (2, 2): 8 tokens around them
+    two = [(2, 0), (3, 0), (3, 1), (3, 2), (2, 3), (1, 3), (1, 2), (1, 1)]
+    check("A", {c: W for c in two}, river_loops="bga", water=23)
+    # a loop with tails: the longer of the loop (6 tokens) and the longest shortest path
+    one_tail = {**board, (4, -1): W}  # (4, -1) - (3, 0) - ... - (1, 2): 4 steps, 5 tokens
+    check("A", one_tail, water=11)
+    check("A", one_tail, river_loops="bga", water=15)
+    two_tails = {**one_tail, (4, -2): W, (0, 3): W, (0, 4): W}  # (4, -2) ... (0, 4): 7 steps, 8 tokens
+    check("A", two_tails, water=23)
+    check("A", two_tails, river_loops="bga", water=23)
+    # a triangle of 3 encloses nothing: 2 tokens by both readings
+    check("A", {(0, 0): W, (1, 0): W, (0, 1): W}, river_loops="bga", water=2)
+
+
+def test_a_bend_against_the_board_edge_is_no_loop():
+    # (0, 1) is an edge cell: blue on all its board neighbours does not enclose it
+    around = ref.neighbours("A", (0, 1))
+    assert len(around) < 6
+    board = {c: W for c in around}
+    assert ref.loop_length("A", set(board)) == 0
+    check("A", board, river_loops="bga", water=score_board("A", board)["water"])
+
+
+def test_side_b_ignores_river_loops():
+    ring = {c: W for c in ref.neighbours("B", (2, 1))}
+    assert score_board("B", ring, river_loops="bga") == score_board("B", ring)
 
 
 def test_river_token_beside_an_end_adds_no_length():
@@ -250,6 +324,14 @@ def test_bad_input_is_named():
         score_board("A", {}, [(33, 1), (34, 1)])
     with pytest.raises(ValueError, match="'C'"):
         score_board("C", {})
+    with pytest.raises(ValueError, match=r"river_loops must be one of 'rulebook', 'bga', got 'loops'"):
+        score_board("A", {}, river_loops="loops")
+    with pytest.raises(ValueError, match=r"side='B' conflicts with config.side='A'"):
+        score_board("B", {}, config=GameConfig())
+    with pytest.raises(ValueError, match=r"river_loops='rulebook' conflicts with config.river_loops='bga'"):
+        score_board("A", {}, river_loops="rulebook", config=GameConfig(river_loops="bga"))
+    with pytest.raises(ValueError, match="needs the board's side"):
+        score_board(None, {})
 
 
 # ---- the kernel against the reference on random boards ---------------------------------------------------
@@ -273,6 +355,15 @@ def scored_boards(draw, side):
 def test_kernel_matches_reference_side_a(bh):
     board, held = bh
     assert score_board("A", board, held) == ref.score("A", board, held)
+    assert score_board("A", board, held, river_loops="bga") == ref.score("A", board, held, "bga")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sets(st.sampled_from(ref.BOARD_CELLS["A"]), min_size=5), st.sampled_from(("rulebook", "bga")))
+def test_kernel_matches_reference_on_blue_boards(blue, river_loops):
+    """Boards of blue tokens only, often dense enough to close loops around one or more cells."""
+    board = {c: W for c in blue}
+    assert score_board("A", board, river_loops=river_loops) == ref.score("A", board, (), river_loops)
 
 
 @settings(max_examples=1500, deadline=None)
@@ -295,6 +386,7 @@ def test_scores_do_not_change_under_the_boards_symmetries(sb):
     """Why the learned network may train on mirror images (`afterstate.symmetry_index`): every category, Spirits
     included, scores a board and its mirror images alike."""
     side, (board, held) = sb
-    want = score_board(side, board, held)
-    for k in range(1, geometry.NUM_SYMMETRIES):
-        assert score_board(side, mirrored(side, board, k), held) == want
+    for river_loops in ("rulebook", "bga"):
+        want = score_board(side, board, held, river_loops=river_loops)
+        for k in range(1, geometry.NUM_SYMMETRIES):
+            assert score_board(side, mirrored(side, board, k), held, river_loops=river_loops) == want
