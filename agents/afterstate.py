@@ -110,7 +110,7 @@ def afterstate_features(s, p: int, out) -> None:
         bb = s[S.BITBOARD + 15 * q: S.BITBOARD + 15 * q + 15]
         cubes = s[S.CUBES + q]
         cp = S.CUBES_PLACED + _NC * q
-        score_into(side, bb, s[cp: cp + _NC], sc)
+        score_into(side, bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
         for c in range(NUM_CATEGORIES - 1):
             out[base + c] = sc[c] / 20.0
         out[base + NUM_CATEGORIES - 1] = sc[NUM_CATEGORIES - 1] / 100.0

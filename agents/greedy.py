@@ -249,7 +249,7 @@ def evaluate(s, p: int, w, sc) -> float:
     w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
     cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc)
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left(s, p):
         return v

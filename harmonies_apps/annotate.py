@@ -55,7 +55,8 @@ def annotations(record: dict, logs: Sequence[CandidateLog | None]) -> list[dict[
 
     logs[p] is seat p's log (None for seats not watched). Turns are found by replaying the record.
     """
-    g = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
+    g = Game(record["num_players"], record["side"], record["spirits"], record["seed"],
+             river_loops=record.get("river_loops"))
     starts = {(g.round, g.current_player): 0}
     for k, a in enumerate(record["actions"]):
         turn = g.turn

@@ -92,7 +92,8 @@ def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]
     try:
         check_record(record)  # every key, a known version, a concrete seed, integer actions
         annotations = check_annotations(record.get("annotations"), len(record["actions"]))
-        game = Game(record["num_players"], record["side"], record["spirits"], record["seed"])
+        game = Game(record["num_players"], record["side"], record["spirits"], record["seed"],
+                    river_loops=record.get("river_loops"))
     except ValueError as e:
         raise ValueError(f"{label}: {e}") from None
     actions = list(record["actions"])

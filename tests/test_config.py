@@ -293,3 +293,36 @@ def test_bad_records_are_named():
             Game.replay({**rec, "version": 1, "river_loops": bad})
     with pytest.raises(ValueError, match="version 3 is not supported"):
         Game.replay({**rec, "version": 3})
+
+
+def test_the_replay_viewer_and_annotations_keep_the_records_reading():
+    """`harmonies replay` rebuilds a "bga" record under "bga": its last frame's scores are the game's."""
+    from harmonies_apps.annotate import annotations
+    from harmonies_apps.replay import build_game
+
+    rng = np.random.default_rng(0)
+    g = Game(2, "A", seed=0, river_loops="bga")
+    while not g.is_over:
+        g.step(ring_policy(g) if g.current_player == 0 else int(rng.choice(g.legal_actions())))
+    record = g.record()
+    frames = build_game(record)["frames"]
+    assert [p["scores"] for p in frames[-1]["players"]] == g.scores()
+    assert g.scores()[0]["water"] > Game.replay({**record, "version": 1, "river_loops": "rulebook"}).scores()[0]["water"]
+    assert annotations(record, [None, None]) == []  # replays the record (under its reading) without error
+
+
+def test_the_planners_score_by_the_states_reading():
+    """greedy's evaluation reads the state's river_loops field: the same ring scores more under "bga"."""
+    from agents.greedy import DEFAULT_WEIGHTS, evaluate
+    from harmonies_env.scoring import NUM_CATEGORIES
+
+    rng = np.random.default_rng(0)
+    g = Game(2, "A", seed=0, river_loops="bga")
+    while not g.is_over:
+        g.step(ring_policy(g) if g.current_player == 0 else int(rng.choice(g.legal_actions())))
+    s = np.array(g.state)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    bga = evaluate(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
+    s[S.RIVER_LOOPS] = 0
+    rulebook = evaluate(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
+    assert bga == g.scores()[0]["total"] and bga > rulebook
