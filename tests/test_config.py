@@ -307,7 +307,8 @@ def test_the_replay_viewer_and_annotations_keep_the_records_reading():
     record = g.record()
     frames = build_game(record)["frames"]
     assert [p["scores"] for p in frames[-1]["players"]] == g.scores()
-    assert g.scores()[0]["water"] > Game.replay({**record, "version": 1, "river_loops": "rulebook"}).scores()[0]["water"]
+    rulebook = Game.replay({**record, "version": 1, "river_loops": "rulebook"})
+    assert g.scores()[0]["water"] > rulebook.scores()[0]["water"]
     assert annotations(record, [None, None]) == []  # replays the record (under its reading) without error
 
 
