@@ -388,6 +388,21 @@ class PPOAgent(PlanAgent):
             a = int(np.flatnonzero(mask)[0])
         return a
 
+    def act_batch(self, batch: Any) -> np.ndarray:
+        """Every game's most likely legal action in ONE forward pass (a flat-action policy; a plan-choosing one asks
+        one view at a time). The same moves as `act`."""
+        if self.kind == "plan":
+            return super().act_batch(batch)
+        masks = np.asarray(batch.action_masks, dtype=bool)
+        if not len(batch):
+            return np.zeros(0, dtype=np.int64)
+        actions, _ = self.model.predict(np.asarray(batch.observations, dtype=np.float32), action_masks=masks,
+                                        deterministic=True)
+        a = np.asarray(actions, dtype=np.int64).reshape(len(batch))
+        bad = ~masks[np.arange(len(a)), a]
+        a[bad] = masks[bad].argmax(axis=1)  # a policy trained on another observation layout: never play illegally
+        return a
+
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         from .plan_choice import describe
 
