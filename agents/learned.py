@@ -261,7 +261,8 @@ class Candidates:
 
     plans int64 (N, K, MAX_PLAN), lens int64 (N, K), values float64 (N, K) (the planner's own values, best first),
     feats float32 (N, K, NUM_FEATURES), counts int64 (N,). `propose` fills them for every active game in one
-    threaded numba call (`afterstate.candidate_rows`). The one proposer of the learned agents (`LearnedAgent.rank`
+    threaded numba call (`afterstate.candidate_rows`; the buffers may hold more rows than the states given: rows past
+    them are left as they were). The one proposer of the learned agents (`LearnedAgent.rank`
     and `act_batch`) and of the trainer's self-play (`experiments.train_learned`).
     """
 
@@ -329,6 +330,7 @@ class LearnedAgent(PlanAgent):
         self.name = name or "learned"
         self._one = Candidates(1, self.candidates)
         self._batch: PlanRows | None = None
+        self._cands: Candidates | None = None
         self.last_values: np.ndarray = np.zeros(0)
         self.reset()
 
@@ -376,6 +378,7 @@ class LearnedAgent(PlanAgent):
         """Plan buffers for a batched match of len(seeds) games (the agent draws nothing: seeds are unused)."""
         self.reset()
         self._batch = PlanRows(len(seeds), MAX_PLAN)
+        self._cands: Candidates | None = None
 
     def act_batch(self, batch: Any) -> np.ndarray:
         """Every game's move: the games whose turn starts are planned in one threaded numba call, all their
@@ -387,13 +390,16 @@ class LearnedAgent(PlanAgent):
         stale = self._batch.stale(batch.states, rows)
         if stale.size:
             sub = np.ascontiguousarray(batch.states[stale])
-            c = Candidates(stale.size, self.candidates)
-            self.propose(sub, np.ones(stale.size, dtype=np.bool_), c, batch.threads)
+            if self._cands is None or self._cands.counts.size < stale.size:  # kept: its pages are touched once
+                self._cands = Candidates(stale.size, self.candidates)
+            c = self._cands
+            self.propose(sub, np.ones(stale.size, dtype=np.bool_), c, batch.threads)  # rows 0..len(sub)-1 of c
             choice = np.zeros(stale.size, dtype=np.int64)
             for j, v in self.values(sub, c, np.arange(stale.size)).items():
                 choice[j] = int(np.argmax(v))
             k = np.arange(stale.size)
-            self._batch.store(sub, rows[stale], c.plans[k, choice], np.where(c.counts > 0, c.lens[k, choice], 0))
+            lens = np.where(c.counts[: stale.size] > 0, c.lens[k, choice], 0)
+            self._batch.store(sub, rows[stale], c.plans[k, choice], lens)
         return self._batch.next(rows)
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:

@@ -89,6 +89,25 @@ def _actions(policy: Any, name: str, batch: BatchView) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
+def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, threads: int, index: np.ndarray,
+               seeds: np.ndarray, history: list[list[int]]) -> None:
+    """Ask `policy` for one micro-action in each of the games `rows` (it is to move there) and play them; an
+    illegal one raises IllegalActionError naming the policy, the game and the reason."""
+    acts = _actions(policy, name, BatchView(states, rows, threads))
+    errors = np.zeros(rows.size, dtype=np.int64)
+    _play_rows(states, rows, acts, errors)
+    if errors.any():
+        k = int(np.flatnonzero(errors)[0])
+        r, a = int(rows[k]), int(acts[k])
+        g = Game.from_state(states[r])
+        desc = g.describe_action(a, viewer=g.current_player) if 0 <= a < A.NUM_ACTIONS else ""
+        raise IllegalActionError(a, f"policy {name!r} in game {int(index[r])} (seed {int(seeds[r])}, seat "
+                                    f"{int(states[r, S.CURRENT])}): {rules.ERRORS[int(errors[k])]}", desc)
+    if history:
+        for r, a in zip(rows.tolist(), acts.tolist()):
+            history[r].append(a)
+
+
 def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[int], side: str = "A",
                spirits: bool = False, seed: int = 0, *, paired: bool = False, names: Sequence[str] | None = None,
                record: bool = False, threads: int = 1,
@@ -144,25 +163,14 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
         live = states[:, S.GAME_OVER] == 0
         if not live.any():
             break
-        slot = slot_of[all_rows, states[:, S.CURRENT]]
-        for j, p in enumerate(pols):
-            rows = np.flatnonzero(live & (slot == j))
-            if not rows.size:
-                continue
-            acts = _actions(p, names[j], BatchView(states, rows, threads))
-            errors = np.zeros(rows.size, dtype=np.int64)
-            _play_rows(states, rows, acts, errors)
-            if errors.any():
-                k = int(np.flatnonzero(errors)[0])
-                r, a = int(rows[k]), int(acts[k])
-                g = Game.from_state(states[r])
-                desc = g.describe_action(a, viewer=g.current_player) if 0 <= a < A.NUM_ACTIONS else ""
-                err = IllegalActionError(a, rules.ERRORS[int(errors[k])], desc)
-                raise IllegalActionError(a, f"policy {names[j]!r} in game {int(index[r])} (seed {int(seeds[r])}, "
-                                            f"seat {int(states[r, S.CURRENT])}): {err.reason}", desc)
-            if record:
-                for r, a in zip(rows.tolist(), acts.tolist()):
-                    history[r].append(a)
+        for j, p in enumerate(pols):  # each policy plays a whole turn in every game where it is to move
+            slot = slot_of[all_rows, states[:, S.CURRENT]]
+            rows = np.flatnonzero((states[:, S.GAME_OVER] == 0) & (slot == j))
+            turn = states[rows, S.TURN]
+            while rows.size:
+                _turn_step(p, names[j], states, rows, threads, index, seeds, history)
+                going = (states[rows, S.GAME_OVER] == 0) & (states[rows, S.TURN] == turn)
+                rows, turn = rows[going], turn[going]
         if progress is not None:
             progress(int(states[:, S.GAME_OVER].sum()))
     out = []
