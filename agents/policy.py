@@ -121,7 +121,15 @@ class BatchView:
 
     def view(self, j: int) -> PlayerView:
         """Game j of the batch as a `PlayerView` of its seat to move (for agents that decide one view at a time)."""
-        return PlayerView(Game.from_state(self._states[j]), int(self.players[j]))
+        s = self._states[j]
+        # a public copy as `PlayerView` makes its own (blanked Spirit cards do not pass `Game.from_state`'s checks, and
+        # need not: the position is one the engine validated), adopted the way `Game.clone` adopts a state
+        g = Game.__new__(Game)
+        g.num_players, g.side_code, g.spirits, g.seed = int(s[S.NUM_PLAYERS]), int(s[S.SIDE]), bool(s[S.SPIRITS]), -1
+        g._adopt(s.copy())
+        g.history = []
+        g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        return PlayerView(g, int(self.players[j]))
 
 
 @runtime_checkable
