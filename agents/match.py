@@ -90,7 +90,7 @@ def _actions(policy: Any, name: str, batch: BatchView) -> np.ndarray:
 
 
 def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, threads: int, index: np.ndarray,
-               seeds: np.ndarray, history: list[list[int]]) -> None:
+               seeds: np.ndarray, history: list[list[int]], on_action: Callable[[int, int], None] | None) -> None:
     """Ask `policy` for one micro-action in each of the games `rows` (it is to move there) and play them; an
     illegal one raises IllegalActionError naming the policy, the game and the reason."""
     acts = _actions(policy, name, BatchView(states, rows, threads))
@@ -106,12 +106,15 @@ def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, thr
     if history:
         for r, a in zip(rows.tolist(), acts.tolist()):
             history[r].append(a)
+    if on_action is not None:
+        for r, a in zip(rows.tolist(), acts.tolist()):
+            on_action(int(index[r]), a)
 
 
 def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[int], side: str = "A",
                spirits: bool = False, seed: int = 0, *, paired: bool = False, names: Sequence[str] | None = None,
-               record: bool = False, threads: int = 1,
-               progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+               record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
+               on_action: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Play seeded games between batch policies, all at once; one result dict per game, in game order.
 
     policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
@@ -119,7 +122,8 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
     memory for the seat it plays. games: how many (indices 0..games-1) or which game indices to play (see the module
     docstring for the seeding and seat rotation). names: the policies' names in the results (default: their
     `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many threads a policy may
-    plan with. progress(k) is called with the number of finished games after every round.
+    plan with. progress(k) is called with the number of finished games after every round; on_action(i, a) after
+    each action a played in game i (how `play_game` follows its one game live).
 
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
@@ -168,7 +172,7 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
             rows = np.flatnonzero((states[:, S.GAME_OVER] == 0) & (slot == j))
             turn = states[rows, S.TURN]
             while rows.size:
-                _turn_step(p, names[j], states, rows, threads, index, seeds, history)
+                _turn_step(p, names[j], states, rows, threads, index, seeds, history, on_action)
                 going = (states[rows, S.GAME_OVER] == 0) & (states[rows, S.TURN] == turn)
                 rows, turn = rows[going], turn[going]
         if progress is not None:
@@ -185,6 +189,31 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
             res["actions"] = history[r]
         out.append(res)
     return out
+
+
+def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
+              on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
+    """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no
+    rotation), each asked one `PlayerView` at a time (`AgentPolicy`). Returns the finished `Game`, with its history.
+
+    on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
+    """
+    if len(agents) != num_players:
+        raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")
+    game = Game(num_players, side, spirits, seed=seed)
+    said: list[str] = []
+
+    def follow(_: int, a: int) -> None:
+        p, turn = game.current_player, game.turn
+        if on_turn is not None:
+            said.append(game.describe_action(a))
+        game.step(a)
+        if on_turn is not None and (game.turn != turn or game.is_over):
+            on_turn(game, p, list(said))
+            said.clear()
+
+    play_match([AgentPolicy(a) for a in agents], num_players, 1, side, spirits, seed, on_action=follow)
+    return game
 
 
 def replay_result(result: dict[str, Any], num_players: int, side: str = "A", spirits: bool = False) -> Game:
@@ -277,5 +306,5 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
-__all__ = ["play_match", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed", "unique_names",
-           "win_shares", "totals_of", "replay_result"]
+__all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
+           "unique_names", "win_shares", "totals_of", "replay_result"]

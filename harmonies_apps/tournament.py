@@ -18,43 +18,16 @@ import json
 import multiprocessing as mp
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from agents.match import agent_seed, summarize, unique_names, wilson_interval
-from harmonies_env.game import RECORD_VERSION, Game
+from agents.match import agent_seed, play_game, summarize, unique_names, wilson_interval
+from harmonies_env.game import RECORD_VERSION
 from harmonies_env.scoring import CATEGORIES
 
 from .annotate import annotations, watch
 from .table import write_bytes_atomic, write_text_atomic
-
-
-def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
-              on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
-    """Play one game with agents[k] in seat k; each gets its own `PlayerView`. Returns the finished Game.
-
-    on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
-    """
-    from harmonies_env.view import PlayerView
-
-    if len(agents) != num_players:
-        raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")
-    game = Game(num_players, side, spirits, seed=seed)
-    for a in agents:
-        if hasattr(a, "reset"):
-            a.reset()
-    said: list[str] = []
-    while not game.is_over:
-        p, turn = game.current_player, game.turn
-        a = agents[p].act(PlayerView(game, p))  # a fresh snapshot per decision: views do not follow the game
-        if on_turn is not None:
-            said.append(game.describe_action(a))
-        game.step(a)  # an illegal action raises IllegalActionError naming it
-        if on_turn is not None and (game.turn != turn or game.is_over):
-            on_turn(game, p, said)
-            said = []
-    return game
 
 
 def time_budget_specs(specs: Sequence[str]) -> list[str]:

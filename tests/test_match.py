@@ -31,6 +31,17 @@ def docs_policy_class() -> type:
     return next(v for k, v in scope.items() if isinstance(v, type) and hasattr(v, "act_batch") and k != "BatchView")
 
 
+def reference_game(agents, num_players, side, spirits, seed) -> Game:
+    """The plain loop the engine must agree with: one `Game`, a fresh `PlayerView` per decision, `act` per view."""
+    game = Game(num_players, side, spirits, seed=seed)
+    for a in agents:
+        a.reset()
+    while not game.is_over:
+        p = game.current_player
+        game.step(agents[p].act(PlayerView(game, p)))
+    return game
+
+
 def test_the_docs_user_policy_plays_1024_games_against_greedy_and_learned():
     pytest.importorskip("torch", reason="the docs' policy is a torch module")
     Policy = docs_policy_class()
@@ -56,16 +67,18 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_learned():
 @pytest.mark.parametrize("num_players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True)])
 def test_games_are_the_agents_games_and_winners_are_the_games(num_players, side, spirits):
     """Every batched agent plays, game for game, what the same agents seeded alike play one view at a time through
-    `Game` (greedy natively, random natively, mcts by one agent per game); winners and scores are `Game`'s."""
+    `Game` (greedy natively, random natively, mcts by one agent per game); winners and scores are `Game`'s; `play_game`
+    (one game on the engine, agents asked one view at a time) plays it too."""
     specs = ["greedy:4", "random", "mcts:2it", "greedy:3:spaces"][:num_players]
     res = play_match(specs, num_players, 2 * num_players, side, spirits, seed=11, record=True, threads=2)
     for r in res:
         i = r["game"]
         slots = [(k + i) % num_players for k in range(num_players)]
         assert r["seats"] == [specs[j] for j in slots] and r["seed"] == 11 + i
-        g = play_game([make_agent(specs[j], seed=agent_seed(11, i, j)) for j in slots], num_players, side, spirits,
-                      seed=11 + i)
+        agents = [make_agent(specs[j], seed=agent_seed(11, i, j)) for j in slots]
+        g = reference_game(agents, num_players, side, spirits, seed=11 + i)
         assert g.history == r["actions"], i
+        assert play_game(agents, num_players, side, spirits, seed=11 + i).history == g.history
         assert r["winners"] == g.winners() and r["scores"] == g.scores() and r["animal_cubes"] == g.animal_cubes()
         assert r["turns"] == g.turn
         assert replay_result(r, num_players, side, spirits).history == g.history
