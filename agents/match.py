@@ -25,12 +25,11 @@ import math
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
-from harmonies_env.batch import init_batch
+from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.game import RECORD_VERSION, Game, IllegalActionError, check_config
 from harmonies_env.scoring import CATEGORIES
 
@@ -71,14 +70,6 @@ def policy_of(spec: str, trust: bool | None = None) -> Any:
     return AgentPolicy(lambda s: make_agent(spec, seed=s, trust=trust), name=spec)
 
 
-@njit(cache=True)
-def _play_rows(states, rows, actions, errors) -> None:
-    """Play actions[j] in game rows[j] of states (int64 (N, STATE_SIZE), in place); errors[j] = `rules.step`'s code
-    (0 = played; an illegal action leaves its game unchanged)."""
-    for j in range(rows.shape[0]):
-        errors[j] = rules.step(states[rows[j]], actions[j])
-
-
 def _actions(policy: Any, name: str, batch: BatchView) -> np.ndarray:
     """The policy's answer for the batch, checked: one integer action per game."""
     out = policy.act_batch(batch)
@@ -94,8 +85,13 @@ def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, thr
     """Ask `policy` for one micro-action in each of the games `rows` (it is to move there) and play them; an
     illegal one raises IllegalActionError naming the policy, the game and the reason."""
     acts = _actions(policy, name, BatchView(states, rows, threads))
-    errors = np.zeros(rows.size, dtype=np.int64)
-    _play_rows(states, rows, acts, errors)
+    # played by the engine's whole-plan stepper, each action a plan of one: `rules.step`, its error code per game
+    active = np.zeros(len(states), dtype=np.bool_)
+    active[rows] = True
+    plans = np.zeros((len(states), 1, 1), dtype=np.int64)
+    plans[rows, 0, 0] = acts
+    errors = play_plans(states, active, plans, np.ones((len(states), 1), dtype=np.int64),
+                        np.zeros(len(states), dtype=np.int64))[rows]
     if errors.any():
         k = int(np.flatnonzero(errors)[0])
         r, a = int(rows[k]), int(acts[k])
