@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import multiprocessing as mp
 import re
 from pathlib import Path
@@ -90,8 +91,9 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-#: Games per task handed to a worker process (several tasks per worker: the progress bar moves, the load evens out).
-_SHARE = 8
+#: Most games in one task (one `play_match` call): batched agents decide a task's games together, search agents keep
+#: one instance per game of it (memory), and the progress bar moves once per task.
+MAX_SHARE = 64
 
 
 def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
@@ -115,7 +117,8 @@ def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A
     save = None if save_games is None else str(save_games)
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
-    shares = [list(range(k, min(games, k + _SHARE))) for k in range(0, games, _SHARE)]
+    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
+    shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
     if num_players == 1:
         tasks = [((s,), (nm,), 1, side, spirits, seed, idx, save) for s, nm in zip(specs, names) for idx in shares]
     else:
