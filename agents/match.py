@@ -144,8 +144,8 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
         index = np.arange(int(games), dtype=np.int64)
     else:
         index = np.asarray(list(games), dtype=np.int64)
-        if index.size == 0 or index.min() < 0:
-            raise ValueError("games must list at least one non-negative game index")
+        if index.ndim != 1 or index.size == 0 or index.min() < 0 or np.unique(index).size != index.size:
+            raise ValueError(f"games must list distinct non-negative game indices (at least one), got {games!r}")
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
     G, n = len(index), n_players
@@ -159,10 +159,7 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
             p.reset_batch(np.array([agent_seed(seed, int(i), j) for i in index], dtype=np.int64))
     history: list[list[int]] = [[] for _ in range(G)] if record else []
     all_rows = np.arange(G)
-    while True:
-        live = states[:, S.GAME_OVER] == 0
-        if not live.any():
-            break
+    while not states[:, S.GAME_OVER].all():
         for j, p in enumerate(pols):  # each policy plays a whole turn in every game where it is to move
             slot = slot_of[all_rows, states[:, S.CURRENT]]
             rows = np.flatnonzero((states[:, S.GAME_OVER] == 0) & (slot == j))

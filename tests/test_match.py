@@ -165,5 +165,7 @@ def test_bad_policies_are_refused_naming_what_is_wrong():
         play_match([GreedyAgent(), GreedyAgent()], 3, 2)
     with pytest.raises(ValueError, match="games must be >= 1"):
         play_match([GreedyAgent(), GreedyAgent()], 2, 0)
+    with pytest.raises(ValueError, match="distinct non-negative game indices"):
+        play_match([GreedyAgent(), GreedyAgent()], 2, [3, 3])
     with pytest.raises(ValueError, match="act_batch"):
         play_match([object(), GreedyAgent()], 2, 1)
