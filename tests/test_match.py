@@ -125,6 +125,21 @@ def test_batch_view_shows_public_information_only():
     assert np.array_equal(one.states[0], batch.states[0])
 
 
+def test_act_is_the_batch_of_one():
+    """A view alone (`BatchView.of`) gets from `act_batch` what `act` answers, for every natively batched agent."""
+    pytest.importorskip("torch", reason="the learned agent reads its weights with torch")
+    game = Game(2, "A", True, seed=8)
+    for _ in range(9):
+        game.step(GreedyAgent(beam=4).act(PlayerView(game, game.current_player)))
+    learned = make_agent("learned")
+    for make in (lambda: GreedyAgent(beam=8), lambda: GreedyAgent(beam=3, diverse=True), lambda: RandomAgent(seed=4),
+                 lambda: type(learned)(net=learned.net, beam=8, candidates=6, diverse=False)):
+        view = PlayerView(game, game.current_player)
+        one, batched = make(), make()
+        batched.reset_batch(np.array([4]))
+        assert batched.act_batch(BatchView.of([view])).tolist() == [one.act(view)]
+
+
 def test_agents_act_batch_kinds():
     assert is_native(GreedyAgent()) and is_native(RandomAgent()) and not is_native(make_agent("mcts:2it"))
     assert isinstance(policy_of("mcts:2it"), AgentPolicy) and isinstance(policy_of("greedy:4"), GreedyAgent)
