@@ -5,12 +5,16 @@
 weights-only `.pt` + `.json`, or a MaskablePPO `.zip`; the path is required), `make_agent("learned")` (the shipped
 afterstate value network) and `make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that
 network inside a search).
+
+Every agent also decides for many games at once (`act_batch`, `agents.policy`), and `agents.match.play_match` plays
+seeded matches between any of them, or a user's own batch policy (docs/agents.md).
 """
 from __future__ import annotations
 
 from .base import Agent, PlanAgent, private_copy
 from .greedy import MAX_BEAM, GreedyAgent
 from .mcts import MCTSAgent
+from .policy import AgentPolicy, BatchPolicy, BatchView
 from .random_agent import RandomAgent
 
 AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
@@ -98,4 +102,4 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
 
 
 __all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AGENT_KINDS",
-           "SPEC_FORMS"]
+           "SPEC_FORMS", "AgentPolicy", "BatchPolicy", "BatchView"]

@@ -1,7 +1,9 @@
 """What every agent shares: the `Agent` base class and a determinization that never depends on hidden order.
 
 An agent is any object with `act(view) -> int` and a `name`; it receives a `PlayerView` (see
-`harmonies_env.view`), never the real `Game`. Search agents look ahead on `private_copy(view, seed)`.
+`harmonies_env.view`), never the real `Game`. Search agents look ahead on `private_copy(view, seed)`. Every `Agent`
+also decides for many games at once (`act_batch(batch)`, `agents.policy`): the base class loops over `act`, the
+random, greedy, learned and PPO agents decide a whole batch in one go.
 """
 from __future__ import annotations
 
@@ -22,6 +24,17 @@ class Agent:
 
     def reset(self) -> None:
         """Forget anything cached about the previous game."""
+
+    def reset_batch(self, seeds: Any) -> None:
+        """Before a batched match (`agents.match.play_match`): one seed per game, for what the agent draws at random.
+        The base class only resets; agents with a native `act_batch` keep per-game state here."""
+        self.reset()
+
+    def act_batch(self, batch: Any) -> Any:
+        """The micro-action of the seat to move in every game of `batch` (an `agents.policy.BatchView`): int64
+        (len(batch),). The base class asks `act` one view at a time, with this one instance for every game (an agent
+        that must be seeded per game goes through `agents.policy.AgentPolicy`)."""
+        return np.array([int(self.act(batch.view(j))) for j in range(len(batch))], dtype=np.int64)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"

@@ -1,13 +1,14 @@
-"""Heuristic moves for many games in one numba call: `GreedyAgent`'s planner and uniform random play over rows.
+"""Heuristic moves for many games in one numba call: the greedy planner and uniform random play over rows.
 
-Why: in batched self-play (`agents.pool_env.PoolVecEnv`) the opponents of many games move together. Calling
-`GreedyAgent.act` row by row costs a determinization and a Python round trip per micro-action; here one call
-decides every row that needs it, planning a whole turn (`greedy.plan_turn`) only for the rows whose plan ran
-out and keeping each row's plan in arrays between calls.
+Why: in a batched match (`agents.match.play_match`: `GreedyAgent.act_batch`) and in batched self-play
+(`agents.pool_env.PoolVecEnv`) the greedy players of many games move together. Calling `GreedyAgent.act` game by game
+costs a determinization and a Python round trip per micro-action; here one call plans a whole turn
+(`greedy.plan_turn`, or `greedy.plan_candidates`' first plan for the diverse planner) for every game whose plan ran
+out, in threads over row ranges, and each game's plan is kept between calls (`policy.PlanRows`).
 
-The greedy kernel plans on the real state, where `GreedyAgent` plans on a determinized copy: a turn involves
+The kernel plans on the position it is given, where `GreedyAgent.act` plans on a determinized copy: a turn involves
 no chance and the planner reads only what the player to move sees, so both give the same moves
-(tests/test_training.py plays them side by side).
+(tests/test_training.py and tests/test_match.py play them side by side).
 """
 from __future__ import annotations
 
@@ -15,41 +16,31 @@ import numpy as np
 from numba import njit
 
 from harmonies_env import state as S
+from harmonies_env.batch import run_rows
 from harmonies_env.cards import NUM_CLASSES
 from harmonies_env.rules import random_action
 
-from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn, planner_settings
+from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn, planner_settings
+from .policy import PlanRows
 
-__all__ = ["greedy_rows", "random_rows", "GreedyPlans", "DEFAULT_WEIGHTS", "MAX_PLAN"]
+__all__ = ["greedy_plans", "random_rows", "GreedyPlans", "DEFAULT_WEIGHTS", "MAX_PLAN"]
 
 
-@njit(cache=True)
-def greedy_rows(states, rows, weights, beam: int, plans, lens, pos, owner, out) -> None:
-    """The greedy move of the player to move in each listed row, planning a new turn where needed.
-
-    states: int64 (N, STATE_SIZE), read only. rows: int64 (M,) the rows to decide. weights: float64 (NUM_TERMS,)
-    potential weights; beam: partial turns kept per token level (as `GreedyAgent(beam=...)`).
-    Per-row plan buffers, kept by the caller between calls: plans int64 (N, MAX_PLAN), lens int64 (N,),
-    pos int64 (N,) the next index into the plan, owner int64 (N,) the (turn, seat) the plan was made for
-    (turn * MAX_PLAYERS + seat). A row replans when its plan is used up or was made for another turn or
-    seat; set lens[r] = pos[r] = 0 when row r starts a new game. out: int64 (M,) the actions (-1 where
-    the position had no legal action, which a live game never has).
+@njit(cache=True, nogil=True)
+def greedy_plans(lo: int, hi: int, states, weights, beam: int, diverse: bool, plans, lens) -> None:
+    """The greedy planner's turn for the player to move in rows lo..hi-1 of states (int64 (M, STATE_SIZE), read
+    only): plans int64 (M, MAX_PLAN), lens int64 (M,) (0 where the position has no legal action, which a live game
+    never has). weights float64 (NUM_TERMS,), beam: as `GreedyAgent(beam=...)`; diverse: `plan_candidates`' first
+    plan (a beam per central space) instead of `plan_turn`'s. Releases the GIL: `run_rows` splits rows over threads.
     """
     values = np.zeros(1, dtype=np.float64)
-    for j in range(rows.shape[0]):
-        r = rows[j]
-        s = states[r]
-        who = s[S.TURN] * S.MAX_PLAYERS + s[S.CURRENT]
-        if pos[r] >= lens[r] or owner[r] != who:
-            n = plan_turn(s, weights, beam, plans[r:r + 1], lens[r:r + 1], values)
-            pos[r] = 0
-            owner[r] = who
-            if n == 0:
-                lens[r] = 0
-                out[j] = -1
-                continue
-        out[j] = plans[r, pos[r]]
-        pos[r] += 1
+    for j in range(lo, hi):
+        if diverse:
+            n = plan_candidates(states[j], weights, beam, plans[j:j + 1], lens[j:j + 1], values)
+        else:
+            n = plan_turn(states[j], weights, beam, plans[j:j + 1], lens[j:j + 1], values)
+        if n == 0:
+            lens[j] = 0
 
 
 @njit(cache=True)
@@ -68,26 +59,33 @@ def random_rows(states, rows, rng, out, buf) -> None:
 
 
 class GreedyPlans:
-    """Plan buffers of `greedy_rows` for a batch of N games (one plan per game: only one seat moves at a time).
+    """The greedy players of a batch of N games: each game's current plan (only one seat moves at a time), planned
+    for all games that need one in one threaded numba call (`greedy_plans`)."""
 
-    The buffers are private: `greedy_rows` indexes plans with the lengths and positions kept here."""
-
-    def __init__(self, num_games: int, beam: int = 24, weights: np.ndarray | None = None):
+    def __init__(self, num_games: int, beam: int = 24, weights: np.ndarray | None = None, diverse: bool = False):
         self.beam, self.weights = planner_settings(beam, weights)
-        self._plans = np.zeros((num_games, MAX_PLAN), dtype=np.int64)
-        self._lens = np.zeros(num_games, dtype=np.int64)
-        self._pos = np.zeros(num_games, dtype=np.int64)
-        self._owner = np.full(num_games, -1, dtype=np.int64)
+        self.diverse = bool(diverse)
+        self.rows = PlanRows(num_games, MAX_PLAN)
 
     def forget(self, rows: np.ndarray) -> None:
         """Drop the plans of these rows (they start new games)."""
-        self._lens[rows] = 0
-        self._pos[rows] = 0
-        self._owner[rows] = -1
+        self.rows.forget(rows)
 
-    def actions(self, states: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """int64 (len(rows),): the greedy move of the player to move in each listed row of states."""
+    def decide(self, states: np.ndarray, rows: np.ndarray, threads: int = 1) -> np.ndarray:
+        """int64 (M,): the greedy move in each game; states int64 (M, STATE_SIZE) the games' positions (public
+        copies will do), rows int64 (M,) their rows in the batch (whose plans they continue)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        out = np.empty(rows.shape[0], dtype=np.int64)
-        greedy_rows(states, rows, self.weights, self.beam, self._plans, self._lens, self._pos, self._owner, out)
-        return out
+        stale = self.rows.stale(states, rows)
+        if stale.size:
+            sub = np.ascontiguousarray(states[stale])
+            plans = np.zeros((stale.size, MAX_PLAN), dtype=np.int64)
+            lens = np.zeros(stale.size, dtype=np.int64)
+            run_rows(greedy_plans, stale.size, threads, sub, self.weights, self.beam, self.diverse, plans, lens,
+                     min_rows=2)  # a plan costs a millisecond or more: even two rows are worth a thread
+            self.rows.store(sub, rows[stale], plans, lens)
+        return self.rows.next(rows)
+
+    def actions(self, states: np.ndarray, rows: np.ndarray, threads: int = 1) -> np.ndarray:
+        """int64 (len(rows),): the greedy move of the player to move in each listed row of states (N, STATE_SIZE)."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        return self.decide(np.asarray(states)[rows], rows, threads)

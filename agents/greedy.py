@@ -555,6 +555,20 @@ class GreedyAgent(PlanAgent):
         self._values = np.zeros(1, dtype=np.float64)
         self.reset()
 
+    def reset_batch(self, seeds: Any) -> None:
+        """Plan buffers for a batched match of len(seeds) games (the planner draws nothing: seeds are unused)."""
+        from .batched_greedy import GreedyPlans
+
+        self.reset()
+        self._batch = GreedyPlans(len(seeds), self.beam, self.weights, self.diverse)
+
+    def act_batch(self, batch: Any) -> np.ndarray:
+        """Every game's move: the games whose turn starts are planned in one numba call (`batched_greedy`), the
+        others continue their plan. The same moves as `act` (a turn holds no chance)."""
+        if getattr(self, "_batch", None) is None:
+            raise ValueError(f"{self.name}: reset_batch(seeds) must come before act_batch")
+        return self._batch.decide(batch.states, np.asarray(batch.rows), batch.threads)
+
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         plan = plan_candidates if self.diverse else plan_turn
         n = plan(game.state.copy(), self.weights, self.beam, self._plans, self._lens, self._values)

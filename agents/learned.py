@@ -40,7 +40,7 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plan
+from harmonies_env.batch import outcome, play_plan, run_rows
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.validate import parse_json
@@ -50,11 +50,12 @@ from .afterstate import (
     MIRRORS,
     NUM_FEATURES,
     afterstate_features,
-    candidate_features,
+    candidate_rows,
     spirit_choice,
 )
 from .base import PlanAgent, private_copy
 from .greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, evaluate, plan_turn, planner_settings
+from .policy import PlanRows
 
 #: The checkpoint shipped with the package (2 players, Side A, no Spirits, trained from scratch by self-play).
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "learned.pt"
@@ -382,6 +383,51 @@ def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], 
     return blend(p[:, seat], tot, seat, n, value)
 
 
+class Candidates:
+    """Candidate whole-turn plans of N games and their afterstates' features: what the network ranks.
+
+    plans int64 (N, K, MAX_PLAN), lens int64 (N, K), values float64 (N, K) (the planner's own values, best first),
+    feats float32 (N, K, NUM_FEATURES), counts int64 (N,). `propose` fills them for every active game in one
+    threaded numba call (`afterstate.candidate_rows`; the buffers may hold more rows than the states given: rows past
+    them are left as they were). The one proposer of the learned agents (`LearnedAgent.rank`
+    and `act_batch`) and of the trainer's self-play (`experiments.train_learned`).
+    """
+
+    def __init__(self, num_games: int, candidates: int):
+        n, k = int(num_games), int(candidates)
+        self.plans = np.zeros((n, k, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((n, k), dtype=np.int64)
+        self.values = np.zeros((n, k), dtype=np.float64)
+        self.feats = np.empty((n, k, NUM_FEATURES), dtype=np.float32)
+        self.counts = np.zeros(n, dtype=np.int64)
+
+    def propose(self, states: np.ndarray, active: np.ndarray, weights: np.ndarray, beam: int, diverse: bool,
+                threads: int = 1) -> np.ndarray:
+        """Plan the mover's turn in every active game of states (int64 (N, STATE_SIZE), not modified): the planner
+        `greedy.plan_candidates` (diverse) or `greedy.plan_turn` at `beam`, K candidates each. Returns counts."""
+        run_rows(candidate_rows, len(states), threads, states, active, weights, int(beam), bool(diverse), self.plans,
+                 self.lens, self.values, self.feats, self.counts, min_rows=2)  # a row costs milliseconds
+        return self.counts
+
+    def spirit(self) -> np.ndarray:
+        """bool (N,): the games whose candidates are the first-turn Spirit choice (the planner's order decides)."""
+        return (self.counts > 0) & spirit_choice(self.plans[:, 0, 0])
+
+
+def candidate_outputs(forward: Any, feats: np.ndarray, counts: np.ndarray,
+                      rows: np.ndarray) -> dict[int, np.ndarray]:
+    """Network outputs for every candidate of the given rows, in ONE forward pass: row -> float32 (counts[r], 8).
+
+    feats float32 (N, K, NUM_FEATURES), counts int64 (N,), rows int64 (R,); forward maps float32 (B, NUM_FEATURES)
+    to (B, 8) (the numpy `ValueNet`, `mirrored_outputs` of it, or the trainer's torch module)."""
+    if not len(rows):
+        return {}
+    k = counts[rows]
+    out = forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
+    ofs = np.concatenate([[0], np.cumsum(k)])
+    return {int(r): out[ofs[i]: ofs[i + 1]] for i, r in enumerate(rows)}
+
+
 class LearnedAgent(PlanAgent):
     """Plays the candidate whole-turn plan whose afterstate the value network rates best (network only).
 
@@ -409,10 +455,9 @@ class LearnedAgent(PlanAgent):
         self.value = dict(value)
         self.seed = int(seed)
         self.name = name or "learned"
-        self._plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
-        self._lens = np.zeros(self.candidates, dtype=np.int64)
-        self._values = np.zeros(self.candidates, dtype=np.float64)
-        self._feats = np.zeros((self.candidates, NUM_FEATURES), dtype=np.float32)
+        self._one = Candidates(1, self.candidates)
+        self._batch: PlanRows | None = None
+        self._cands: Candidates | None = None
         self.last_values: np.ndarray = np.zeros(0)
         self.reset()
 
@@ -420,19 +465,69 @@ class LearnedAgent(PlanAgent):
         """Decision weights when none are given: the checkpoint's `play.value`, else its `value`."""
         return play_value(self.net.config)
 
+    def propose(self, states: np.ndarray, active: np.ndarray, cands: Candidates, threads: int = 1) -> np.ndarray:
+        """This agent's candidates (its planner settings) for every active game of states: `Candidates.propose`."""
+        return cands.propose(states, active, self.planner_weights, self.beam, self.diverse, threads)
+
+    def values(self, states: np.ndarray, cands: Candidates, rows: np.ndarray) -> dict[int, np.ndarray]:
+        """The one decision rule, for many games at once: row -> float64 (counts[r],) the value of each candidate of
+        the game states[r] for its mover: `decision_values` of the network's outputs (averaged over `symmetries`
+        mirror images), all rows' candidates in one forward pass per board side; the first-turn Spirit choice gets
+        the planner's order (-0, -1, ...). Rows without candidates are left out."""
+        rows = np.asarray(rows, dtype=np.int64)
+        rows = rows[cands.counts[rows] > 0]
+        spirit = cands.spirit()[rows]
+        out = {int(r): -np.arange(cands.counts[r], dtype=np.float64) for r in rows[spirit]}
+        todo = rows[~spirit]
+        for side in np.unique(states[todo, S.SIDE]):
+            some = todo[states[todo, S.SIDE] == side]
+
+            def forward(x: np.ndarray, side: int = int(side)) -> np.ndarray:
+                return mirrored_outputs(self.net, x, side, self.symmetries)
+
+            for r, o in candidate_outputs(forward, cands.feats, cands.counts, some).items():
+                out[r] = decision_values(o, int(states[r, S.NUM_PLAYERS]), self.value)
+        return out
+
     def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray, bool]:
         """Candidate plans for the mover of `game` (a private copy), the network's value of each, and whether this
-        is the first-turn Spirit choice (then the values are the planner's order, not the network's)."""
-        s = game.state.copy()  # writable, as the kernels are compiled for (`Game.state` is a read-only view)
-        n = candidate_features(s, self.planner_weights, self.beam, self.diverse, self._plans, self._lens,
-                               self._values, self._feats)
-        plans = [self._plans[k, : self._lens[k]].tolist() for k in range(n)]
+        is the first-turn Spirit choice (then the values are the planner's order, not the network's): the batch of
+        one of `propose` and `values`."""
+        s = game.state.copy()[None]  # writable, as the kernels are compiled for (`Game.state` is a read-only view)
+        c = self._one
+        n = int(self.propose(s, np.ones(1, dtype=np.bool_), c)[0])
+        plans = [c.plans[0, k, : c.lens[0, k]].tolist() for k in range(n)]
         if n == 0:
             return plans, np.zeros(0), False
-        if spirit_choice(plans[0][0]):  # the first-turn Spirit choice: the planner's order
-            return plans, -np.arange(n, dtype=np.float64), True
-        out = mirrored_outputs(self.net, self._feats[:n], game.state[S.SIDE], self.symmetries)
-        return plans, decision_values(out, game.num_players, self.value), False
+        return plans, self.values(s, c, np.zeros(1, dtype=np.int64))[0], bool(c.spirit()[0])
+
+    def reset_batch(self, seeds: Any) -> None:
+        """Plan buffers for a batched match of len(seeds) games (the agent draws nothing: seeds are unused)."""
+        self.reset()
+        self._batch = PlanRows(len(seeds), MAX_PLAN)
+        self._cands: Candidates | None = None
+
+    def act_batch(self, batch: Any) -> np.ndarray:
+        """Every game's move: the games whose turn starts are planned in one threaded numba call, all their
+        candidates valued in one forward pass (`values`), and each plays its best plan over its turn's micro-actions;
+        the same moves as `act`."""
+        if self._batch is None:
+            raise ValueError(f"{self.name}: reset_batch(seeds) must come before act_batch")
+        rows = np.asarray(batch.rows, dtype=np.int64)
+        stale = self._batch.stale(batch.states, rows)
+        if stale.size:
+            sub = np.ascontiguousarray(batch.states[stale])
+            if self._cands is None or self._cands.counts.size < stale.size:  # kept: its pages are touched once
+                self._cands = Candidates(stale.size, self.candidates)
+            c = self._cands
+            self.propose(sub, np.ones(stale.size, dtype=np.bool_), c, batch.threads)  # rows 0..len(sub)-1 of c
+            choice = np.zeros(stale.size, dtype=np.int64)
+            for j, v in self.values(sub, c, np.arange(stale.size)).items():
+                choice[j] = int(np.argmax(v))
+            k = np.arange(stale.size)
+            lens = np.where(c.counts[: stale.size] > 0, c.lens[k, choice], 0)
+            self._batch.store(sub, rows[stale], c.plans[k, choice], lens)
+        return self._batch.next(rows)
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         plans, values, _ = self.rank(game)
@@ -651,6 +746,7 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
     return float(blend(pw, np.asarray(totals, dtype=np.float64)[None, :] / 100.0, me, n, value)[0])
 
 
-__all__ = ["CheckpointError", "LearnedAgent", "LearnedSearchAgent", "ValueNet", "decision_values", "load_checkpoint",
-           "mirrored_outputs", "play_settings", "play_value", "state_shapes", "torch_net", "weights_sha256",
-           "CHECKPOINT_KEYS", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES", "NUM_OUTPUTS"]
+__all__ = ["Candidates", "CheckpointError", "LearnedAgent", "LearnedSearchAgent", "ValueNet", "candidate_outputs",
+           "decision_values", "load_checkpoint", "mirrored_outputs", "play_settings", "play_value", "state_shapes",
+           "torch_net", "weights_sha256", "CHECKPOINT_KEYS", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES",
+           "NUM_OUTPUTS"]

@@ -161,23 +161,11 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         return self._models[path]
 
     def _policy_actions(self, path: str, obs: np.ndarray, masks: np.ndarray) -> np.ndarray:
-        """One forward pass of a frozen snapshot for all its games: masked argmax, or a masked sample."""
-        import torch
+        """One forward pass of a frozen snapshot for all its games: masked argmax (`PPOAgent.act_batch`'s rule), or
+        a masked sample."""
+        from .ppo import policy_actions
 
-        policy = self._policy(path)
-        obs_t, _ = policy.obs_to_tensor(obs)
-        with torch.no_grad():
-            probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.cpu().numpy()
-        if self.opponent_sample:
-            cdf = np.cumsum(probs, axis=1, dtype=np.float64)
-            u = (1.0 - self._sample_rng.random(len(obs))) * cdf[:, -1]
-            a = np.minimum((cdf < u[:, None]).sum(axis=1), A.NUM_ACTIONS - 1)
-        else:
-            a = probs.argmax(axis=1)
-        bad = ~masks[np.arange(len(a)), a]
-        if bad.any():  # rounding at the edge of a sample: never play an illegal move
-            a[bad] = masks[bad].argmax(axis=1)
-        return a.astype(np.int64)
+        return policy_actions(self._policy(path), obs, masks, self._sample_rng if self.opponent_sample else None)
 
     def _opponent_actions(self, rows: np.ndarray, movers: np.ndarray, obs: np.ndarray,
                           masks: np.ndarray) -> np.ndarray:

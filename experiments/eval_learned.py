@@ -10,18 +10,19 @@
 
 Why: the trainer's periodic evaluation (`Trainer.evaluate` calls `play_vs_greedy`), as a command, so that a question
 about a network (how many candidates, which decision weights, which variant) costs a minute instead of an hour of
-tournament. Every game advances together: ONE numba call plans the network's turns in all games
-(`agents.afterstate.candidate_rows`), ONE forward pass scores all their candidates, ONE numba call plays the chosen
-plans (`batch.play_plans`); the heuristic's turns likewise. The network picks as `LearnedAgent` does (`candidates`
-plans of the planner at beam `beam`, diverse or not, then `decision_values` of outputs averaged over `symmetries`
-mirror images), against `GreedyAgent(beam=opponent_beam)` in every other seat; the two give the same games as the
-sequential `Game` with those agents (tested). Unset options take the checkpoint's `play` settings and decision
-weights, so the default is the agent as it plays.
+tournament. The games are played by the match engine (`agents.match.play_match`): every game advances together, ONE
+threaded numba call plans the network's turns in all games that start one, ONE forward pass scores all their
+candidates (`LearnedAgent.act_batch`), and the heuristic's turns likewise (`GreedyAgent.act_batch`). The network picks
+as `LearnedAgent` does (it is that agent: `candidates` plans of the planner at beam `beam`, diverse or not, then
+`decision_values` of outputs averaged over `symmetries` mirror images), against `GreedyAgent(beam=opponent_beam)` in
+every other seat; the same games as the sequential `Game` with those agents (tested). Unset options take the
+checkpoint's `play` settings and decision weights, so the default is the agent as it plays.
 
-Game i plays seed `seed + i // players` with the network in seat `i % players`, so each seed is played from every
-seat (use a multiple of `players` games). Seeds here are small integers; training draws its games' seeds from
-[2**40, 2**62), so none is ever a training game. The trainer's own evaluation uses `--seed 1000000` (config
-`eval.seed`); pick other seeds for figures you publish. Prints one JSON line.
+Game i plays seed `seed + i // players` with the seats rotated by i (`play_match(paired=True)`: the network sits in
+seat (-i) mod players), so each seed is played from every seat (use a multiple of `players` games). Seeds here are
+small integers; training draws its games' seeds from [2**40, 2**62), so none is ever a training game. The trainer's
+own evaluation uses `--seed 1000000` (config `eval.seed`); pick other seeds for figures you publish. Prints one JSON
+line.
 """
 from __future__ import annotations
 
@@ -34,103 +35,38 @@ from typing import Any, Callable
 
 import numpy as np
 
-from agents.afterstate import NUM_FEATURES, candidate_rows, spirit_choice
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, planner_settings
-from agents.learned import (
-    DEFAULT_CHECKPOINT,
-    ValueNet,
-    decision_values,
-    mirrored_outputs,
-    play_settings,
-    play_value,
-)
-from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plans, run_rows
-from harmonies_env.scoring import NUM_CATEGORIES
+from agents.greedy import GreedyAgent, planner_settings
+from agents.learned import DEFAULT_CHECKPOINT, LearnedAgent, ValueNet, play_settings, play_value
+from agents.match import play_match, totals_of, wilson_interval, win_shares
 
 #: Default base seed of the command (the trainer's evaluations use 1_000_000; these games are others).
 DEFAULT_SEED = 3_000_000
 
 
-def candidate_outputs(forward: Callable[[np.ndarray], np.ndarray], feats: np.ndarray, counts: np.ndarray,
-                      rows: np.ndarray) -> dict[int, np.ndarray]:
-    """Network outputs for every candidate of the given rows, in ONE forward pass: row -> float32 (counts[r], 8).
-
-    feats float32 (N, K, NUM_FEATURES), counts int64 (N,), rows int64 (R,); forward maps float32 (B, NUM_FEATURES)
-    to (B, 8) (the numpy `ValueNet` or the trainer's torch module)."""
-    if not len(rows):
-        return {}
-    k = counts[rows]
-    out = forward(np.concatenate([feats[r, : k[i]] for i, r in enumerate(rows)]))
-    ofs = np.concatenate([[0], np.cumsum(k)])
-    return {int(r): out[ofs[i]: ofs[i + 1]] for i, r in enumerate(rows)}
-
-
-def play_vs_greedy(forward: Callable[[np.ndarray], np.ndarray], games: int, seed: int, value: dict[str, float], *,
-                   players: int = 2, side: int = 0, spirits: bool = False, beam: int = 96, candidates: int = 24,
-                   diverse: bool = False, symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
+def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float], *, players: int = 2,
+                   side: int = 0, spirits: bool = False, beam: int = 96, candidates: int = 24, diverse: bool = False,
+                   symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
                    progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Play `games` games, the network against the heuristic planner, all at once; their summary.
+    """Play `games` games, the network against the heuristic planner, all at once (`play_match`); their summary.
 
-    The network picks as `LearnedAgent(beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries)`
-    does. Game i: seed `seed + i // players`, the network in seat `i % players`, `GreedyAgent(beam=opponent_beam)` in
-    the others. Returns win_rate (a shared win counts its share), mean_score (the network's mean total), greedy_score
-    (the other seats' mean total), and per game `totals` int (games, players) by seat and `net_seat` (games,).
-    progress(k) is called with the number of finished games after every round of turns.
+    The network plays as `LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse,
+    symmetries=symmetries, value=value)`, `GreedyAgent(beam=opponent_beam)` in the other seats. Game i: seed
+    `seed + i // players`, seats rotated by i. Returns win_rate (a shared win counts its share), mean_score (the
+    network's mean total), greedy_score (the other seats' mean total), per game `totals` int (games, players) by
+    seat and `net_seat` (games,), and the engine's `results`. progress(k) is called with the number of finished games.
     """
-    E, n = int(games), int(players)
-    net_forward = forward
-    if symmetries != 1:
-        def forward(x: np.ndarray) -> np.ndarray:
-            return mirrored_outputs(net_forward, x, int(side), int(symmetries))
-    states = np.zeros((E, S.STATE_SIZE), dtype=np.int64)
-    net_seat = np.zeros(E, dtype=np.int64)
-    for i in range(E):
-        S.init_state(states[i], n, int(side), int(bool(spirits)), int(seed) + i // n)
-        net_seat[i] = i % n
-    K = int(candidates)
-    plans = np.zeros((E, K, MAX_PLAN), dtype=np.int64)
-    lens = np.zeros((E, K), dtype=np.int64)
-    vals = np.zeros((E, K), dtype=np.float64)
-    feats = np.zeros((E, K, NUM_FEATURES), dtype=np.float32)
-    counts = np.zeros(E, dtype=np.int64)
-    gp = np.zeros((E, 1, MAX_PLAN), dtype=np.int64)
-    gl = np.zeros((E, 1), dtype=np.int64)
-    gv = np.zeros((E, 1), dtype=np.float64)
-    gf = np.zeros((E, 1, NUM_FEATURES), dtype=np.float32)
-    gc = np.zeros(E, dtype=np.int64)
-    zero = np.zeros(E, dtype=np.int64)
-    while not states[:, S.GAME_OVER].all():
-        live = states[:, S.GAME_OVER] == 0
-        mine = live & (states[:, S.CURRENT] == net_seat)
-        theirs = live & ~mine
-        run_rows(candidate_rows, E, threads, states, mine, DEFAULT_WEIGHTS, int(beam), bool(diverse), plans, lens, vals,
-                 feats, counts, min_rows=2)
-        run_rows(candidate_rows, E, threads, states, theirs, DEFAULT_WEIGHTS, int(opponent_beam), False, gp, gl, gv, gf,
-                 gc, min_rows=2)
-        choice = np.zeros(E, dtype=np.int64)
-        rows = np.flatnonzero(mine & (counts > 1))
-        rows = rows[~spirit_choice(plans[rows, 0, 0])]  # the first-turn Spirit choice: the planner's order
-        for r, o in candidate_outputs(forward, feats, counts, rows).items():
-            choice[r] = int(np.argmax(decision_values(o, n, value)))
-        play_plans(states, mine, plans, lens, choice, num_threads=threads, min_rows=2)
-        play_plans(states, theirs, gp, gl, zero, num_threads=threads, min_rows=2)
-        if progress is not None:
-            progress(int(states[:, S.GAME_OVER].sum()))
-    totals = np.zeros((E, n), dtype=np.int64)
-    t4 = np.zeros(4, dtype=np.int64)
-    won = np.zeros(4, dtype=np.int64)
-    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
-    for i in range(E):
-        outcome(states[i], t4, tmp, won)
-        totals[i] = t4[:n]
-        p = int(net_seat[i])
-        wins += won[p] / max(1, int(won[:n].sum()))
-        mine_pts += t4[p]
-        theirs_pts += (t4[:n].sum() - t4[p]) / (n - 1)
-    return {"win_rate": wins / E, "mean_score": mine_pts / E, "greedy_score": theirs_pts / E, "totals": totals,
-            "net_seat": net_seat}
+    n = int(players)
+    net_agent = LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries,
+                             value=value, name="learned")
+    others = [GreedyAgent(beam=opponent_beam, name="greedy") for _ in range(1, n)]  # greedy#1, greedy#2 ...
+    results = play_match([net_agent, *others], n, int(games), "AB"[int(side)], bool(spirits), int(seed), paired=True,
+                         threads=threads, progress=progress)
+    totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
+    net_seat = np.array([r["seats"].index("learned") for r in results], dtype=np.int64)
+    mine = totals_of(results, "learned")
+    theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
+    return {"win_rate": float(win_shares(results, "learned").mean()), "mean_score": float(mine.mean()),
+            "greedy_score": float(theirs.mean()), "totals": totals, "net_seat": net_seat, "results": results}
 
 
 def _value(text: str) -> dict[str, float]:
@@ -172,8 +108,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harmonies_apps.tournament import wilson_interval
-
     args = build_parser().parse_args(argv)
     try:
         if args.games < 1:

@@ -4,14 +4,13 @@
     harmonies train learned --run runs/learned --max-minutes 60      # the same, from the CLI
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
-(`agents.afterstate.candidate_rows`, threads over row ranges) and writes each candidate's afterstate features, ONE
-forward pass of the network scores all candidates of all games, each game plays its best candidate (a uniformly
-random one with probability `epsilon`), and ONE numba call plays the chosen plans (`batch.play_plans`, the engine's
-whole-plan stepper). A game's recorded
-afterstates get Monte-Carlo targets when it ends (every seat's final total and who won, relative to the mover) and
-go to a replay buffer; `steps_per_iter` Adam steps on minibatches from it follow each iteration. A fraction of the
-games (`greedy_games`) seats the heuristic (the planner's first plan) in one seat, so the network also meets the
-hand-written evaluation; the rest is pure self-play.
+(`agents.learned.Candidates`, the learned agents' proposer: threads over row ranges) and writes each candidate's
+afterstate features, ONE forward pass of the network scores all candidates of all games, each game plays its best
+candidate (a uniformly random one with probability `epsilon`), and ONE numba call plays the chosen plans
+(`batch.play_plans`, the engine's whole-plan stepper). A game's recorded afterstates get Monte-Carlo targets when it
+ends (every seat's final total and who won, relative to the mover) and go to a replay buffer; `steps_per_iter` Adam
+steps on minibatches from it follow each iteration. A fraction of the games (`greedy_games`) seats the heuristic (the
+planner's first plan) in one seat, so the network also meets the hand-written evaluation; the rest is pure self-play.
 
 Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned`
 plays) meets GreedyAgent's planner (beam 24) on `eval.games` fixed seeds that training never uses (each seed with
@@ -54,16 +53,22 @@ from agents.afterstate import (
     FEATURE_VERSION,
     NUM_FEATURES,
     SIDE_FEATURE,
-    candidate_rows,
-    spirit_choice,
     symmetry_index,
 )
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
-from agents.learned import DEFAULT_CONFIG, check_config, decision_values, torch_net, weights_sha256
-from experiments.common import parse_value, remove_temp_files
-from experiments.eval_learned import candidate_outputs, play_vs_greedy
+from agents.greedy import DEFAULT_WEIGHTS
+from agents.learned import (
+    DEFAULT_CONFIG,
+    Candidates,
+    candidate_outputs,
+    check_config,
+    decision_values,
+    torch_net,
+    weights_sha256,
+)
+from .common import parse_value, remove_temp_files
+from .eval_learned import play_vs_greedy
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plans, run_rows
+from harmonies_env.batch import outcome, play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.io import atomic_write_bytes, fsync_dir
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -245,11 +250,9 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.started = time.time()
         self.elapsed_before = 0.0
-        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
-        self.lens = np.zeros((G, K), dtype=np.int64)
-        self.values = np.zeros((G, K), dtype=np.float64)
-        self.feats = np.zeros((G, K, NUM_FEATURES), dtype=np.float32)
-        self.counts = np.zeros(G, dtype=np.int64)
+        self.cands = Candidates(G, K)  # the learned agents' own proposer and buffers
+        self.plans, self.lens, self.feats, self.counts = (self.cands.plans, self.cands.lens, self.cands.feats,
+                                                          self.cands.counts)
         self._tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for r in range(G):
             self._new_game(r)
@@ -285,12 +288,9 @@ class Trainer:
         self.greedy_seat[r] = int(self.rng.integers(n)) if g else -1
         self.pend_n[r] = 0
 
-    def _rows(self, fn: Any, n: int, *args: Any) -> None:
-        run_rows(fn, n, self.threads, *args, min_rows=2)  # a row's planning costs milliseconds: split even few rows
-
     def _play(self, states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: np.ndarray,
               choice: np.ndarray) -> None:
-        """Each active row plays its chosen plan (`batch.play_plans`, the rows split as `_rows` splits them); the plans
+        """Each active row plays its chosen plan (`batch.play_plans`, two rows are worth a thread); the plans
         were made on these very states, so none is refused."""
         play_plans(states, active, plans, lens, choice, num_threads=self.threads, min_rows=2)
 
@@ -308,11 +308,11 @@ class Trainer:
         """One decision in every game: plan, score all candidates in one forward, play, collect finished games."""
         G = self.G
         active = np.ones(G, dtype=np.bool_)
-        self._rows(candidate_rows, G, self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]),
-                   bool(self.sp["diverse"]), self.plans, self.lens, self.values, self.feats, self.counts)
+        self.cands.propose(self.states, active, DEFAULT_WEIGHTS, int(self.sp["beam"]), bool(self.sp["diverse"]),
+                           self.threads)
         movers = self.states[:, S.CURRENT]
         choice = np.zeros(G, dtype=np.int64)
-        spirit = spirit_choice(self.plans[:, 0, 0])
+        spirit = self.cands.spirit()
         use_net = (self.counts > 1) & (movers != self.greedy_seat) & ~spirit
         lam = float(self.tr["lam"])
         rows = np.flatnonzero((self.counts > 0) & ~spirit) if lam < 1.0 else np.flatnonzero(use_net)
@@ -411,46 +411,46 @@ class Trainer:
         return float(loss.item())
 
     # ---- evaluation ----
-    def evaluate(self) -> dict[str, Any]:
-        """The network (argmax over `eval.candidates` of beam `eval.beam`) vs the heuristic planner (beam
-        `eval.opponent_beam`, GreedyAgent's) on fixed seeds, each with both seatings; 2 players, Side A
-        (`experiments.eval_learned.play_vs_greedy`, the same as `python -m experiments.eval_learned`)."""
+    def _value_net(self) -> Any:
+        """The network being trained as the agents play it (numpy inference of its current weights)."""
+        from agents.learned import ValueNet
+
+        return ValueNet(self.netcfg, {k: v.detach().cpu() for k, v in self.net.state_dict().items()})
+
+    def _learned(self, net: Any) -> Any:
+        """The network as the evaluations play it: `eval.candidates` candidates at beam `eval.beam`, `eval.diverse`,
+        the training decision weights, no mirror images."""
+        from agents.learned import LearnedAgent
+
         ev = self.ev
-        res = play_vs_greedy(self._forward, int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
+        return LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                            diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"], name="learned")
+
+    def evaluate(self) -> dict[str, Any]:
+        """The network (`_learned`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
+        seeds, each with both seatings; 2 players, Side A (`experiments.eval_learned.play_vs_greedy` on the match
+        engine, the same as `python -m experiments.eval_learned`)."""
+        ev = self.ev
+        res = play_vs_greedy(self._value_net(), int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
                              beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
                              opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
         return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
 
     def evaluate_mcts(self) -> dict[str, Any]:
-        """The network as the greedy evaluation plays it (`eval.candidates` candidates at beam `eval.beam`,
-        `eval.diverse`; the training decision weights; no mirror images) vs `MCTSAgent` (`eval.mcts_iterations`
-        iterations a decision) on `eval.mcts_games` fixed seeds (2 players, Side A)."""
-        from agents.learned import LearnedAgent, ValueNet
+        """The network as the greedy evaluation plays it (`_learned`) vs `MCTSAgent` (`eval.mcts_iterations`
+        iterations a decision, one seeded agent per game) on `eval.mcts_games` fixed seeds, each with both seatings
+        (2 players, Side A; `agents.match.play_match`)."""
+        from agents.match import play_match, totals_of, win_shares
         from agents.mcts import MCTSAgent
-        from harmonies_env.game import Game
-        from harmonies_env.view import PlayerView
+        from agents.policy import AgentPolicy
 
         ev = self.ev
-        net = ValueNet(self.netcfg, {k: v.detach().cpu() for k, v in self.net.state_dict().items()})
-        base = int(ev["seed"]) + 500_000
-        wins, mine_pts, theirs_pts = 0.0, 0.0, 0.0
-        E = int(ev["mcts_games"])
-        for i in range(E):
-            me = i % 2
-            agents = [LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
-                                   diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"]),
-                      MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=base + i)]
-            seats = agents if me == 0 else agents[::-1]
-            g = Game(2, "A", False, seed=base + i // 2)
-            while not g.is_over:
-                p = g.current_player
-                g.step(seats[p].act(PlayerView(g, p)))
-            totals = [sc["total"] for sc in g.scores()]
-            winners = g.winners()
-            wins += (1.0 / len(winners)) if me in winners else 0.0
-            mine_pts += totals[me]
-            theirs_pts += totals[1 - me]
-        return {"mcts_win_rate": wins / E, "mcts_mean_score": mine_pts / E, "mcts_score": theirs_pts / E}
+        mcts = AgentPolicy(lambda s: MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=s), name="mcts")
+        res = play_match([self._learned(self._value_net()), mcts], 2, int(ev["mcts_games"]), "A", False,
+                         int(ev["seed"]) + 500_000, paired=True, threads=self.threads)
+        return {"mcts_win_rate": float(win_shares(res, "learned").mean()),
+                "mcts_mean_score": float(totals_of(res, "learned").mean()),
+                "mcts_score": float(totals_of(res, "mcts").mean())}
 
     def _evaluation_row(self) -> dict[str, Any]:
         row = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,

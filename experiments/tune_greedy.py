@@ -1,7 +1,8 @@
 """Compare and tune the greedy planner's potential weights with whole games played inside numba.
 
-Why: a planner-vs-planner 2-player game costs ~5 ms inside one numba call, so thousands of seeded games
-measure a weight change to a fraction of a point. Game i uses seed `--seed + i`; the planner under test
+Why: a planner-vs-planner 2-player game costs a few milliseconds on the match engine (`agents.match.play_match`, every
+game's turns planned in one threaded numba call), so thousands of seeded games measure a weight change to a fraction
+of a point. Game i uses seed `--seed + i`; the planner under test
 sits in seat i % 2, so each pair of games shares its seeds across seats (common random numbers).
 
     # the default weights against the pre-habitat-distance weights (terms 12-13 off), 2,000 games
@@ -24,12 +25,9 @@ import time
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
 
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_turn, planner_settings
-from harmonies_env import state as S
-from harmonies_env.rules import scores_into, step
-from harmonies_env.scoring import NUM_CATEGORIES
+from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, GreedyAgent, planner_settings
+from agents.match import play_match, totals_of, win_shares
 
 from .common import ConfigError, atomic_write_json, section
 from .runner import RunArgs
@@ -39,56 +37,24 @@ TUNE = {"weights": [], "beam": 24, "against": "default", "games": 1000, "side": 
 
 #: The weights before the habitat-distance terms (12, 13) existed, for comparison.
 NO_DISTANCE_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0.34, 0.2, -0.66, 0.92, 0.0, 0.0])
-_ANIMALS = 5  # index of the animals category
-
-
-@njit(cache=True, parallel=True)
-def planner_matches(wa, beam_a: int, wb, beam_b: int, seeds, side: int, spirits: int, out) -> None:
-    """2-player games, planner A (weights wa, beam_a) in seat g % 2 against planner B, one per seed.
-
-    wa, wb: float64 (NUM_TERMS,); seeds: int64 (G,); out: int64 (G, 4) receives A's total, B's total,
-    A's animal cubes minus B's (the tie-break) and A's animal points.
-    """
-    for g in prange(seeds.shape[0]):
-        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
-        S.init_state(s, 2, side, spirits, seeds[g])
-        plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
-        lens = np.zeros(1, dtype=np.int64)
-        values = np.zeros(1, dtype=np.float64)
-        a = g % 2
-        while not s[S.GAME_OVER]:
-            if s[S.CURRENT] == a:
-                n = plan_turn(s, wa, beam_a, plans, lens, values)
-            else:
-                n = plan_turn(s, wb, beam_b, plans, lens, values)
-            if n == 0:  # cannot happen on a legal position
-                break
-            for j in range(lens[0]):
-                step(s, plans[0, j])
-        sc = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
-        scores_into(s, sc)
-        out[g, 0] = sc[a, NUM_CATEGORIES - 1]
-        out[g, 1] = sc[1 - a, NUM_CATEGORIES - 1]
-        out[g, 2] = s[S.ANIMAL_CUBES + a] - s[S.ANIMAL_CUBES + 1 - a]
-        out[g, 3] = sc[a, _ANIMALS]
 
 
 def compare(wa: np.ndarray, wb: np.ndarray, games: int, beam_a: int = 24, beam_b: int = 24, seed: int = 0,
-            side: int = 0, spirits: bool = False) -> dict:
-    """Planner A against planner B over `games` seeded games: a summary dict (see the module docstring)."""
+            side: int = 0, spirits: bool = False, threads: int = 2) -> dict:
+    """Planner A against planner B over `games` seeded games on the match engine (`agents.match.play_match`: game i
+    has seed `seed + i`, A in seat i % 2): a summary dict (see the module docstring)."""
     beam_a, wa = planner_settings(beam_a, wa)
     beam_b, wb = planner_settings(beam_b, wb)
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
-    seeds = np.arange(seed, seed + games, dtype=np.int64)
-    out = np.zeros((games, 4), dtype=np.int64)
-    planner_matches(wa, beam_a, wb, beam_b, seeds, side, int(spirits), out)
-    a, b, tie = out[:, 0], out[:, 1], out[:, 2]
-    won = np.where(a != b, (a > b) * 1.0, np.where(tie != 0, (tie > 0) * 1.0, 0.5))
+    res = play_match([GreedyAgent(beam_a, wa, name="a"), GreedyAgent(beam_b, wb, name="b")], 2, games,
+                     "AB"[int(side)], bool(spirits), seed, threads=threads)
+    a, b = totals_of(res, "a"), totals_of(res, "b")
+    animals = np.array([r["scores"][r["seats"].index("a")]["animals"] for r in res], dtype=np.float64)
     d = a - b
     return {"games": games, "mean_a": round(float(a.mean()), 2), "mean_b": round(float(b.mean()), 2),
             "margin": round(float(d.mean()), 2), "margin_se": round(float(d.std() / np.sqrt(games)), 2),
-            "win_rate_a": round(float(won.mean()), 3), "animals_a": round(float(out[:, 3].mean()), 2)}
+            "win_rate_a": round(float(win_shares(res, "a").mean()), 3), "animals_a": round(float(animals.mean()), 2)}
 
 
 def search(start: np.ndarray, against: np.ndarray, games: int, minutes: float, seed: int, rng_seed: int) -> np.ndarray:

@@ -1,10 +1,11 @@
 """Seeded matches between agents: play games, rotate seats, and summarise strength.
 
-Every game is a pure function of (agent specs, configuration, base seed, game index): game i uses game
-seed `seed + i`, seat rotation `i % n`, and agent seeds derived from both, so results are identical for any
-number of worker processes (`jobs`). Agents with a wall-clock budget (`mcts`, `mcts:0.5`) are the exception:
-how much they search depends on the machine's speed and load (`time_budget_specs` names them); `mcts:Nit`,
-greedy, random and ppo are reproducible.
+The games are played by the match engine (`agents.match.play_match`; its seeding, seat rotation, winner rule and summary
+statistics are re-exported here). Every game is a pure function of (agent specs, configuration, base seed, game index):
+game i uses game seed `seed + i`, seat rotation `i % n`, and agent seeds derived from both, so results are identical for
+any number of worker processes (`jobs`: each plays a share of the game indices). Agents with a wall-clock budget
+(`mcts`, `mcts:0.5`) are the exception: how much they search depends on the machine's speed and load
+(`time_budget_specs` names them); `mcts:Nit`, greedy, random and ppo are reproducible.
 
 OpenSkill ratings need the `openskill` package and the PNG needs `matplotlib` (the "train" extra); without
 them the summary and outputs leave those parts out and say so in `summary["notes"]`.
@@ -18,53 +19,16 @@ import math
 import multiprocessing as mp
 import re
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from harmonies_env.game import Game
+from agents.match import agent_seed, play_game, summarize, unique_names, wilson_interval
+from harmonies_env.game import RECORD_VERSION
 from harmonies_env.scoring import CATEGORIES
 
 from .annotate import annotations, watch
 from .table import write_bytes_atomic, write_text_atomic
-
-
-def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval for a win rate of `wins` out of `n` (shared wins may count fractionally)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    p = wins / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
-              on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
-    """Play one game with agents[k] in seat k; each gets its own `PlayerView`. Returns the finished Game.
-
-    on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
-    """
-    from harmonies_env.view import PlayerView
-
-    if len(agents) != num_players:
-        raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")
-    game = Game(num_players, side, spirits, seed=seed)
-    for a in agents:
-        if hasattr(a, "reset"):
-            a.reset()
-    said: list[str] = []
-    while not game.is_over:
-        p, turn = game.current_player, game.turn
-        a = agents[p].act(PlayerView(game, p))  # a fresh snapshot per decision: views do not follow the game
-        if on_turn is not None:
-            said.append(game.describe_action(a))
-        game.step(a)  # an illegal action raises IllegalActionError naming it
-        if on_turn is not None and (game.turn != turn or game.is_over):
-            on_turn(game, p, said)
-            said = []
-    return game
 
 
 def time_budget_specs(specs: Sequence[str]) -> list[str]:
@@ -78,35 +42,48 @@ def time_budget_specs(specs: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def agent_seed(seed: int, game_index: int, slot: int) -> int:
-    """The seed of the agent in spec slot `slot` for game `game_index` (independent of worker layout)."""
-    return int((seed * 1_000_003 + game_index * 101 + slot * 7 + 12345) % (2**62))
-
-
-def _play_indexed(task: tuple) -> dict:
-    """Worker: play game `index` of a match and return its result as plain data."""
+def _watched(spec: str, logs: dict[int, Any]) -> Any:
+    """A factory seed -> agent of `spec` whose searches are logged (`annotate.watch`) in logs[id(agent)]."""
     from agents import make_agent
 
-    specs, names, num_players, side, spirits, seed, index, save_dir = task
-    n = len(specs)
-    rot = index % n
-    seat_slots = [(k + rot) % n for k in range(num_players)]
-    agents = [make_agent(specs[j], seed=agent_seed(seed, index, j)) for j in seat_slots]
-    logs = [watch(a) for a in agents] if save_dir is not None else []  # search agents' candidates, for replays
-    game = play_game(agents, num_players, side, spirits, seed=seed + index)
-    scores = game.scores()
-    winners = game.winners()
-    res = {"game": index, "seed": seed + index, "seats": [names[j] for j in seat_slots], "winners": winners,
-           "scores": scores, "animal_cubes": game.animal_cubes(), "turns": game.turn}
-    if num_players == 1:
-        res["suns"] = game.suns()
+    def make(seed: int) -> Any:
+        agent = make_agent(spec, seed=seed)
+        log = watch(agent)
+        if log is not None:
+            logs[id(agent)] = log
+        return agent
+
+    return make
+
+
+def _play_share(task: tuple) -> list[dict]:
+    """Worker: play the games `indices` of a match (`play_match`) and return their results as plain data."""
+    from agents.match import play_match, policy_of
+    from agents.policy import AgentPolicy
+
+    specs, names, num_players, side, spirits, seed, indices, save_dir = task
+    logs: dict[int, Any] = {}
+    if save_dir is not None:  # search agents are watched one per game, for the replays' annotations
+        policies = [policy_of(s) for s in specs]
+        policies = [p if not isinstance(p, AgentPolicy) else AgentPolicy(_watched(s, logs), name=s)
+                    for s, p in zip(specs, policies)]
+    else:
+        policies = list(specs)
+    results = play_match(policies, num_players, list(indices), side, spirits, seed, names=names,
+                         record=save_dir is not None)
     if save_dir is not None:
-        record = dict(game.record(), names=res["seats"])
-        if any(log is not None for log in logs):
-            record["annotations"] = annotations(record, logs)
-        stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
-        write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
-    return res
+        for row, res in enumerate(results):
+            record = {"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
+                      "seed": res["seed"], "actions": res.pop("actions"), "names": res["seats"]}
+            n = len(specs)
+            agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
+            seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
+            if any(log is not None for log in seat_logs):
+                record["annotations"] = annotations(record, seat_logs)
+            index = res["game"]
+            stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
+            write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
+    return results
 
 
 def _safe(name: str) -> str:
@@ -114,23 +91,19 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-def _unique_names(specs: Sequence[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    names = []
-    for s in specs:
-        k = seen.get(s, 0)
-        seen[s] = k + 1
-        names.append(s if specs.count(s) == 1 else f"{s}#{k + 1}")
-    return names
+#: Most games in one task (one `play_match` call): batched agents decide a task's games together, search agents keep
+#: one instance per game of it (memory), and the progress bar moves once per task.
+MAX_SHARE = 64
 
 
 def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
               seed: int = 0, jobs: int = 1, progress: bool = True,
               save_games: str | Path | None = None) -> list[dict]:
-    """Play `games` seeded games (seats rotated) and return per-game results in game order.
+    """Play `games` seeded games (seats rotated) and return per-game results in game order (`play_match`'s).
 
-    save_games: a folder to write every game's record to (`Game.record()` plus "names", the agent in each
-    seat), one JSON file per game, written atomically; `harmonies replay FOLDER` shows them.
+    Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
+    record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
+    `harmonies replay FOLDER` shows them.
     """
     from tqdm import tqdm
 
@@ -140,83 +113,30 @@ def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A
         raise ValueError(f"jobs must be >= 1, got {jobs}")
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
-    names = _unique_names(list(specs))
+    names = unique_names(list(specs))
     save = None if save_games is None else str(save_games)
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
+    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
+    shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
     if num_players == 1:
-        tasks = [((s,), (nm,), 1, side, spirits, seed, i, save) for s, nm in zip(specs, names) for i in range(games)]
+        tasks = [((s,), (nm,), 1, side, spirits, seed, idx, save) for s, nm in zip(specs, names) for idx in shares]
     else:
-        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, i, save) for i in range(games)]
-    bar = tqdm(total=len(tasks), desc="games", disable=not progress, leave=False)
+        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, idx, save) for idx in shares]
+    total = sum(len(t[6]) for t in tasks)
+    bar = tqdm(total=total, desc="games", disable=not progress, leave=False)
     out: list[dict] = []
     if jobs == 1:
         for t in tasks:
-            out.append(_play_indexed(t))
-            bar.update()
+            out.extend(_play_share(t))
+            bar.update(len(t[6]))
     else:
         with mp.get_context("spawn").Pool(jobs) as pool:
-            for r in pool.imap(_play_indexed, tasks, chunksize=1):
-                out.append(r)
-                bar.update()
+            for t, r in zip(tasks, pool.imap(_play_share, tasks, chunksize=1)):
+                out.extend(r)
+                bar.update(len(t[6]))
     bar.close()
     return out
-
-
-def summarize(results: list[dict]) -> dict:
-    """Per agent: games, wins (shared victories count 1/k), win rate with Wilson 95% interval, mean and
-    standard deviation of each score category, suns (solo), and an OpenSkill (Plackett-Luce) rating when
-    the `openskill` package is installed (otherwise `summary["notes"]` says the ratings were left out)."""
-    try:
-        from openskill.models import PlackettLuce
-    except ImportError:
-        PlackettLuce = None
-
-    names: list[str] = []
-    for r in results:
-        for nm in r["seats"]:
-            if nm not in names:
-                names.append(nm)
-    model = PlackettLuce() if PlackettLuce is not None else None
-    ratings = {nm: model.rating(name=nm) for nm in names} if model is not None else {}
-    per: dict[str, dict[str, list]] = {nm: {"scores": [], "wins": [], "suns": []} for nm in names}
-    for r in results:
-        seats = r["seats"]
-        w = r["winners"]
-        for p, nm in enumerate(seats):
-            per[nm]["scores"].append(r["scores"][p])
-            per[nm]["wins"].append(1.0 / len(w) if p in w else 0.0)
-            if "suns" in r:
-                per[nm]["suns"].append(r["suns"])
-        if len(seats) > 1 and model is not None:
-            keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in range(len(seats))]
-            ranks = [1 + sum(k2 > k for k2 in keys) for k in keys]
-            new = model.rate([[ratings[nm]] for nm in seats], ranks=ranks)
-            for nm, team in zip(seats, new):
-                ratings[nm] = team[0]
-    summary: dict[str, Any] = {"games": len(results), "agents": {}}
-    multi = bool(results) and len(results[0]["seats"]) > 1
-    if multi and model is None:
-        summary["notes"] = ['no OpenSkill ratings: the openskill package is not installed (pip install -e ".[train]")']
-    for nm in names:
-        d = per[nm]
-        n = len(d["scores"])
-        entry: dict[str, Any] = {"games": n}
-        if multi:
-            wins = float(sum(d["wins"]))
-            lo, hi = wilson_interval(wins, n)
-            entry.update(wins=wins, win_rate=wins / n, win_rate_ci95=[lo, hi])
-            if model is not None:
-                rt = ratings[nm]
-                entry["openskill"] = {"mu": rt.mu, "sigma": rt.sigma, "ordinal": rt.ordinal()}
-        for cat in CATEGORIES:
-            vals = np.array([sc[cat] for sc in d["scores"]], dtype=float)
-            entry[cat] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if n > 1 else 0.0}
-        if d["suns"]:
-            entry["suns"] = {"mean": float(np.mean(d["suns"])), "std": float(np.std(d["suns"], ddof=1)) if n > 1
-                             else 0.0}
-        summary["agents"][nm] = entry
-    return summary
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

@@ -777,9 +777,7 @@ class _Batch:
     # ---- stepping --------------------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> np.ndarray:
         arr = actions if isinstance(actions, np.ndarray) else np.asarray(actions)
-        if arr.shape != (self.num_games,) and arr.size == self.num_games:
-            arr = arr.reshape(self.num_games)
-        if arr.shape != (self.num_games,):
+        if arr.shape != (self.num_games,):  # (N, 1) or a scalar is refused too: no guessing at what was meant
             raise ValueError(f"actions must hold one action per game ({self.num_games}), got shape {arr.shape}")
         if arr.dtype != np.int64:
             if not np.issubdtype(arr.dtype, np.integer):

@@ -1,6 +1,8 @@
 """The batched engine replays exactly what single `Game`s do, resets deterministically, and is thread-safe."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from habitat_reference import placement_habitat_cells
@@ -121,6 +123,21 @@ def test_illegal_action_changes_nothing_and_is_flagged():
     assert not np.array_equal(b.states[1], states[1])
     out = b.step([-3, 10_000])  # outside the action space: the same, not a crash
     assert out.illegal.all()
+
+
+def test_actions_of_any_other_shape_are_refused_and_change_nothing():
+    """One action per game, shape (N,): a (4, 1) column, a (1, 4) row or a scalar is refused, naming the shape."""
+    b = BatchedGames(4, num_players=2, seat=0, seed=5)
+    states = b.states.copy()
+    legal = np.array([int(np.flatnonzero(m)[0]) for m in b.masks])
+    for bad in (legal[:, None], legal[None, :], legal[:2], np.int64(legal[0])):
+        with pytest.raises(ValueError, match=rf"one action per game \(4\), got shape {re.escape(str(bad.shape))}"):
+            b.step(bad)
+        np.testing.assert_array_equal(b.states, states)
+    assert not b.step(legal).illegal.any()
+    one = SelfPlayBatch(1, num_players=2, seed=1)
+    with pytest.raises(ValueError, match=r"got shape \(\)"):
+        one.step(int(np.flatnonzero(one.masks[0])[0]))
 
 
 def test_determinism_for_any_thread_count():

@@ -466,7 +466,7 @@ def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, sp
                          beam=3 if diverse else 8, candidates=4, diverse=diverse, symmetries=symmetries,
                          opponent_beam=4, threads=2)
     for i in range(games):
-        me = i % players
+        me = (-i) % players  # the match engine rotates the seats: seat k holds policy (k + i) % players
         agents = [GreedyAgent(beam=4) for _ in range(players)]
         agents[me] = LearnedAgent(net=net, beam=3 if diverse else 8, candidates=4, diverse=diverse,
                                   symmetries=symmetries)

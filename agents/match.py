@@ -1,0 +1,303 @@
+"""The match engine: seeded games between batch policies, seats rotated, results by the game's one winner rule.
+
+Every way this project plays bots against each other goes through `play_match`: the tournament and strength
+benchmarks (`harmonies_apps.tournament.run_games`), the learned network's evaluation (`experiments.eval_learned`
+and the trainer's periodic evaluations), the greedy planner's tuning (`experiments.tune_greedy`) and a user's own
+policy (docs/agents.md). All games advance together: each round, every policy is asked once for the games that wait
+on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
+
+Seeding (one rule): game i of a match with base seed `seed` and n seats is the game `Game(seed=seed + i)`, or
+`seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the learned
+network's evaluations use); its seats are rotated by i % n (seat k holds policy (k + i) % n); policy j gets the
+per-game seed `agent_seed(seed, i, j)` (`reset_batch`). So a game's result is a function of (policies, configuration,
+seed, i) alone, whatever other games share its batch: `play_match` over any subset of game indices gives the same
+games (the tournament's worker processes split them so). Agents that search for a wall-clock time are the
+exception.
+
+Results: one dict per game, `Game`'s own words: "game", "seed", "seats" (policy names by seat), "scores" (breakdown
+per seat), "winners" (`Game.winners`: most points, then most animal cubes, else shared), "animal_cubes", "turns",
+"suns" (solo) and, with `record=True`, "actions" (every micro-action: `Game.replay` of the record rebuilds the game).
+`summarize` turns them into per-policy win rates with Wilson intervals, score statistics and OpenSkill ratings.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from harmonies_env import actions as A
+from harmonies_env import rules
+from harmonies_env import state as S
+from harmonies_env.batch import init_batch, play_plans
+from harmonies_env.game import RECORD_VERSION, Game, IllegalActionError, check_config
+from harmonies_env.scoring import CATEGORIES
+
+from .policy import AgentPolicy, BatchView, is_native
+
+
+def agent_seed(seed: int, game_index: int, slot: int) -> int:
+    """The seed of the policy in slot `slot` for game `game_index` (independent of how games are batched)."""
+    return int((seed * 1_000_003 + game_index * 101 + slot * 7 + 12345) % (2**62))
+
+
+def game_seed(seed: int, game_index: int, seats: int, paired: bool = False) -> int:
+    """The game seed of game `game_index`: seed + i, or seed + i // seats when every seed is played from every
+    seating (`paired`)."""
+    return int(seed) + (int(game_index) // max(1, int(seats)) if paired else int(game_index))
+
+
+def unique_names(names: Sequence[str]) -> list[str]:
+    """Names made distinct: a name given k > 1 times becomes name#1 .. name#k."""
+    seen: dict[str, int] = {}
+    out = []
+    for s in names:
+        k = seen.get(s, 0)
+        seen[s] = k + 1
+        out.append(s if list(names).count(s) == 1 else f"{s}#{k + 1}")
+    return out
+
+
+def policy_of(spec: str, trust: bool | None = None) -> Any:
+    """A batch policy from an agent spec (`agents.make_agent`'s): the agent itself where it decides a batch in one go
+    (random, greedy, learned, ppo), else one agent per game seeded with its game's seed (`AgentPolicy`)."""
+    from . import make_agent
+
+    agent = make_agent(spec, trust=trust)
+    if is_native(agent):
+        agent.name = spec
+        return agent
+    return AgentPolicy(lambda s: make_agent(spec, seed=s, trust=trust), name=spec)
+
+
+def _actions(policy: Any, name: str, batch: BatchView) -> np.ndarray:
+    """The policy's answer for the batch, checked: one integer action per game."""
+    out = policy.act_batch(batch)
+    arr = np.asarray(out)
+    if arr.shape != (len(batch),) or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
+        raise ValueError(f"policy {name!r}: act_batch must return one integer action per game ({len(batch)},), got "
+                         f"{getattr(arr, 'dtype', type(out).__name__)} {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, threads: int, index: np.ndarray,
+               seeds: np.ndarray, history: list[list[int]], on_action: Callable[[int, int], None] | None) -> None:
+    """Ask `policy` for one micro-action in each of the games `rows` (it is to move there) and play them; an
+    illegal one raises IllegalActionError naming the policy, the game and the reason."""
+    acts = _actions(policy, name, BatchView(states, rows, threads))
+    # played by the engine's whole-plan stepper, each action a plan of one: `rules.step`, its error code per game
+    active = np.zeros(len(states), dtype=np.bool_)
+    active[rows] = True
+    plans = np.zeros((len(states), 1, 1), dtype=np.int64)
+    plans[rows, 0, 0] = acts
+    errors = play_plans(states, active, plans, np.ones((len(states), 1), dtype=np.int64),
+                        np.zeros(len(states), dtype=np.int64))[rows]
+    if errors.any():
+        k = int(np.flatnonzero(errors)[0])
+        r, a = int(rows[k]), int(acts[k])
+        g = Game.from_state(states[r])
+        desc = g.describe_action(a, viewer=g.current_player) if 0 <= a < A.NUM_ACTIONS else ""
+        raise IllegalActionError(a, f"policy {name!r} in game {int(index[r])} (seed {int(seeds[r])}, seat "
+                                    f"{int(states[r, S.CURRENT])}): {rules.ERRORS[int(errors[k])]}", desc)
+    if history:
+        for r, a in zip(rows.tolist(), acts.tolist()):
+            history[r].append(a)
+    if on_action is not None:
+        for r, a in zip(rows.tolist(), acts.tolist()):
+            on_action(int(index[r]), a)
+
+
+def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[int], side: str = "A",
+               spirits: bool = False, seed: int = 0, *, paired: bool = False, names: Sequence[str] | None = None,
+               record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
+               on_action: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+    """Play seeded games between batch policies, all at once; one result dict per game, in game order.
+
+    policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
+    every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
+    memory for the seat it plays. games: how many (indices 0..games-1) or which game indices to play (see the module
+    docstring for the seeding and seat rotation). names: the policies' names in the results (default: their
+    `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many threads a policy may
+    plan with. progress(k) is called with the number of finished games after every round; on_action(i, a) after
+    each action a played in game i (how `play_game` follows its one game live).
+
+    An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
+    the wrong shape, ValueError.
+    """
+    n_players, side_code, sp = check_config(num_players, side, spirits)
+    pols = [policy_of(p) if isinstance(p, str) else p for p in policies]
+    if len(pols) != n_players:
+        raise ValueError(f"a {n_players}-player match needs {n_players} policies (one per seat), got {len(pols)}")
+    if len({id(p) for p in pols}) != len(pols):
+        raise ValueError("pass one policy object per seat (a policy keeps per-game memory for its seat)")
+    for p in pols:
+        if not callable(getattr(p, "act_batch", None)):
+            raise ValueError(f"a policy needs act_batch(batch) (agents.policy.BatchPolicy), got {p!r}")
+    names = unique_names([str(getattr(p, "name", type(p).__name__)) for p in pols] if names is None else list(names))
+    if len(names) != n_players:
+        raise ValueError(f"names must name each of the {n_players} policies, got {len(names)}")
+    if isinstance(games, (bool, np.bool_)):
+        raise ValueError(f"games must be a count or game indices, got {games!r}")
+    if isinstance(games, (int, np.integer)):
+        if games < 1:
+            raise ValueError(f"games must be >= 1, got {games}")
+        index = np.arange(int(games), dtype=np.int64)
+    else:
+        index = np.asarray(list(games), dtype=np.int64)
+        if index.ndim != 1 or index.size == 0 or index.min() < 0 or np.unique(index).size != index.size:
+            raise ValueError(f"games must list distinct non-negative game indices (at least one), got {games!r}")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    G, n = len(index), n_players
+    seeds = np.array([game_seed(seed, i, n, paired) for i in index], dtype=np.int64)
+    rot = index % n
+    slot_of = (np.arange(n)[None, :] + rot[:, None]) % n  # slot_of[r, k]: the policy in seat k of game r
+    states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+    init_batch(states, n, side_code, sp, seeds)
+    for j, p in enumerate(pols):
+        if callable(getattr(p, "reset_batch", None)):
+            p.reset_batch(np.array([agent_seed(seed, int(i), j) for i in index], dtype=np.int64))
+    history: list[list[int]] = [[] for _ in range(G)] if record else []
+    all_rows = np.arange(G)
+    while not states[:, S.GAME_OVER].all():
+        for j, p in enumerate(pols):  # each policy plays a whole turn in every game where it is to move
+            slot = slot_of[all_rows, states[:, S.CURRENT]]
+            rows = np.flatnonzero((states[:, S.GAME_OVER] == 0) & (slot == j))
+            turn = states[rows, S.TURN]
+            while rows.size:
+                _turn_step(p, names[j], states, rows, threads, index, seeds, history, on_action)
+                going = (states[rows, S.GAME_OVER] == 0) & (states[rows, S.TURN] == turn)
+                rows, turn = rows[going], turn[going]
+        if progress is not None:
+            progress(int(states[:, S.GAME_OVER].sum()))
+    out = []
+    for r in range(G):
+        g = Game.from_state(states[r])
+        res: dict[str, Any] = {"game": int(index[r]), "seed": int(seeds[r]),
+                               "seats": [names[int(k)] for k in slot_of[r]], "winners": g.winners(),
+                               "scores": g.scores(), "animal_cubes": g.animal_cubes(), "turns": g.turn}
+        if n == 1:
+            res["suns"] = g.suns()
+        if record:
+            res["actions"] = history[r]
+        out.append(res)
+    return out
+
+
+def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
+              on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
+    """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no
+    rotation), each asked one `PlayerView` at a time (`AgentPolicy`). Returns the finished `Game`, with its history.
+
+    on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
+    """
+    if len(agents) != num_players:
+        raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")
+    game = Game(num_players, side, spirits, seed=seed)
+    said: list[str] = []
+
+    def follow(_: int, a: int) -> None:
+        p, turn = game.current_player, game.turn
+        if on_turn is not None:
+            said.append(game.describe_action(a))
+        game.step(a)
+        if on_turn is not None and (game.turn != turn or game.is_over):
+            on_turn(game, p, list(said))
+            said.clear()
+
+    play_match([AgentPolicy(a) for a in agents], num_players, 1, side, spirits, seed, on_action=follow)
+    return game
+
+
+def replay_result(result: dict[str, Any], num_players: int, side: str = "A", spirits: bool = False) -> Game:
+    """The finished `Game` of a result played with record=True (its seed and actions), with its history."""
+    if "actions" not in result:
+        raise ValueError("this result has no actions: play the match with record=True")
+    return Game.replay({"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
+                        "seed": result["seed"], "actions": result["actions"]})
+
+
+def win_shares(results: Sequence[dict[str, Any]], name: str) -> np.ndarray:
+    """float (games,): `name`'s share of each game's victory (1 alone, 1/k among k tied winners, 0 when it lost)."""
+    out = np.zeros(len(results))
+    for i, r in enumerate(results):
+        seats = [p for p, nm in enumerate(r["seats"]) if nm == name]
+        out[i] = sum(1.0 / len(r["winners"]) for p in seats if p in r["winners"])
+    return out
+
+
+def totals_of(results: Sequence[dict[str, Any]], name: str) -> np.ndarray:
+    """float (games,): `name`'s total score in each game (its mean over its seats if it holds several)."""
+    return np.array([np.mean([r["scores"][p]["total"] for p, nm in enumerate(r["seats"]) if nm == name])
+                     for r in results], dtype=np.float64)
+
+
+def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a win rate of `wins` out of `n` (shared wins may count fractionally)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = wins / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def summarize(results: list[dict]) -> dict:
+    """Per policy: games, wins (shared victories count 1/k), win rate with Wilson 95% interval, mean and
+    standard deviation of each score category, suns (solo), and an OpenSkill (Plackett-Luce) rating when
+    the `openskill` package is installed (otherwise `summary["notes"]` says the ratings were left out)."""
+    try:
+        from openskill.models import PlackettLuce
+    except ImportError:
+        PlackettLuce = None
+
+    names: list[str] = []
+    for r in results:
+        for nm in r["seats"]:
+            if nm not in names:
+                names.append(nm)
+    model = PlackettLuce() if PlackettLuce is not None else None
+    ratings = {nm: model.rating(name=nm) for nm in names} if model is not None else {}
+    per: dict[str, dict[str, list]] = {nm: {"scores": [], "wins": [], "suns": []} for nm in names}
+    for r in results:
+        seats = r["seats"]
+        w = r["winners"]
+        for p, nm in enumerate(seats):
+            per[nm]["scores"].append(r["scores"][p])
+            per[nm]["wins"].append(1.0 / len(w) if p in w else 0.0)
+            if "suns" in r:
+                per[nm]["suns"].append(r["suns"])
+        if len(seats) > 1 and model is not None:
+            keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in range(len(seats))]
+            ranks = [1 + sum(k2 > k for k2 in keys) for k in keys]
+            new = model.rate([[ratings[nm]] for nm in seats], ranks=ranks)
+            for nm, team in zip(seats, new):
+                ratings[nm] = team[0]
+    summary: dict[str, Any] = {"games": len(results), "agents": {}}
+    multi = bool(results) and len(results[0]["seats"]) > 1
+    if multi and model is None:
+        summary["notes"] = ['no OpenSkill ratings: the openskill package is not installed (pip install -e ".[train]")']
+    for nm in names:
+        d = per[nm]
+        n = len(d["scores"])
+        entry: dict[str, Any] = {"games": n}
+        if multi:
+            wins = float(sum(d["wins"]))
+            lo, hi = wilson_interval(wins, n)
+            entry.update(wins=wins, win_rate=wins / n, win_rate_ci95=[lo, hi])
+            if model is not None:
+                rt = ratings[nm]
+                entry["openskill"] = {"mu": rt.mu, "sigma": rt.sigma, "ordinal": rt.ordinal()}
+        for cat in CATEGORIES:
+            vals = np.array([sc[cat] for sc in d["scores"]], dtype=float)
+            entry[cat] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if n > 1 else 0.0}
+        if d["suns"]:
+            entry["suns"] = {"mean": float(np.mean(d["suns"])), "std": float(np.std(d["suns"], ddof=1)) if n > 1
+                             else 0.0}
+        summary["agents"][nm] = entry
+    return summary
+
+
+__all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
+           "unique_names", "win_shares", "totals_of", "replay_result"]

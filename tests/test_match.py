@@ -1,0 +1,186 @@
+"""The batched policy interface and the match engine: a user's policy from the docs plays 1,024-game matches, seats
+rotate, results follow from the seed alone, winners are `Game.winners()`, batched agents play as they do alone."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents import GreedyAgent, RandomAgent, make_agent
+from agents.match import agent_seed, play_match, policy_of, replay_result, summarize, totals_of, win_shares
+from agents.policy import AgentPolicy, BatchView, is_native
+from harmonies_apps.tournament import play_game
+from harmonies_env import Game
+from harmonies_env.game import IllegalActionError
+from harmonies_env.view import PlayerView, public_copy
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
+
+
+def docs_policy_class() -> type:
+    """The user policy class exactly as docs/agents.md shows it (its block, up to the match it plays there)."""
+    blocks = re.findall(r"```python\n(.*?)```", DOCS.read_text(), flags=re.S)
+    code = next(b for b in blocks if "def act_batch" in b)
+    lines = code.splitlines()
+    assert 8 <= sum(1 for ln in lines[: next(i for i, ln in enumerate(lines) if ln.startswith("results"))]
+                    if ln.strip()) <= 20  # a dozen lines or so: the point of the example
+    scope: dict = {}
+    exec("\n".join(ln for ln in lines if not ln.startswith(("results", "mine", "print"))), scope)
+    return next(v for k, v in scope.items() if isinstance(v, type) and hasattr(v, "act_batch") and k != "BatchView")
+
+
+def reference_game(agents, num_players, side, spirits, seed) -> Game:
+    """The plain loop the engine must agree with: one `Game`, a fresh `PlayerView` per decision, `act` per view."""
+    game = Game(num_players, side, spirits, seed=seed)
+    for a in agents:
+        a.reset()
+    while not game.is_over:
+        p = game.current_player
+        game.step(agents[p].act(PlayerView(game, p)))
+    return game
+
+
+def test_the_docs_user_policy_plays_1024_games_against_greedy_and_learned():
+    pytest.importorskip("torch", reason="the docs' policy is a torch module")
+    Policy = docs_policy_class()
+    res = play_match([Policy(), "greedy"], 2, 1024, seed=0, threads=2)
+    assert len(res) == 1024 and [r["game"] for r in res] == list(range(1024))
+    assert [r["seats"] for r in res[:2]] == [["mine", "greedy"], ["greedy", "mine"]]
+    s = summarize(res)
+    assert s["agents"]["mine"]["games"] == s["agents"]["greedy"]["games"] == 1024
+    assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
+    again = play_match([Policy(), "greedy"], 2, [5, 700], seed=0)  # any subset of the games: the same games
+    assert again == [res[5], res[700]]
+    # 1,024 games against the shipped network with cheaper play settings than its checkpoint's (64 candidates of a
+    # beam of 96 per space, 4 mirror images: about ten times slower, minutes on 2 cores); as shipped, a few games
+    learned = make_agent("learned")
+    cheap = type(learned)(net=learned.net, beam=24, candidates=8, diverse=False, symmetries=1, name="learned")
+    res = play_match([Policy(), cheap], 2, 1024, seed=1, threads=2)
+    assert len(res) == 1024 and win_shares(res, "learned").mean() > 0.95
+    assert totals_of(res, "learned").mean() > totals_of(res, "mine").mean() + 30
+    shipped = play_match([Policy(), "learned"], 2, 4, seed=1, threads=2)
+    assert win_shares(shipped, "learned").mean() == 1.0
+
+
+@pytest.mark.parametrize("num_players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True)])
+def test_games_are_the_agents_games_and_winners_are_the_games(num_players, side, spirits):
+    """Every batched agent plays, game for game, what the same agents seeded alike play one view at a time through
+    `Game` (greedy natively, random natively, mcts by one agent per game); winners and scores are `Game`'s; `play_game`
+    (one game on the engine, agents asked one view at a time) plays it too."""
+    specs = ["greedy:4", "random", "mcts:2it", "greedy:3:spaces"][:num_players]
+    res = play_match(specs, num_players, 2 * num_players, side, spirits, seed=11, record=True, threads=2)
+    for r in res:
+        i = r["game"]
+        slots = [(k + i) % num_players for k in range(num_players)]
+        assert r["seats"] == [specs[j] for j in slots] and r["seed"] == 11 + i
+        agents = [make_agent(specs[j], seed=agent_seed(11, i, j)) for j in slots]
+        g = reference_game(agents, num_players, side, spirits, seed=11 + i)
+        assert g.history == r["actions"], i
+        assert play_game(agents, num_players, side, spirits, seed=11 + i).history == g.history
+        assert r["winners"] == g.winners() and r["scores"] == g.scores() and r["animal_cubes"] == g.animal_cubes()
+        assert r["turns"] == g.turn
+        assert replay_result(r, num_players, side, spirits).history == g.history
+
+
+def test_seat_rotation_and_paired_seeds():
+    names = ["a", "b", "c", "d"]
+    pols = [GreedyAgent(beam=2, name=nm) for nm in names]
+    res = play_match(pols, 4, 8, seed=100, paired=True)
+    for r in res:
+        i = r["game"]
+        assert r["seats"] == [names[(k + i) % 4] for k in range(4)]  # seat k holds policy (k + i) % 4
+        assert r["seed"] == 100 + i // 4  # every seed from every seating
+    assert all(summarize(res)["agents"][nm]["games"] == 8 for nm in names)
+    assert [r["seed"] for r in play_match([GreedyAgent(beam=2)], 1, 3, seed=9)] == [9, 10, 11]
+
+
+def test_results_follow_from_the_seed():
+    def run(seed, games=4):
+        return play_match([RandomAgent(), GreedyAgent(beam=2)], 2, games, seed=seed)
+
+    one = run(3)
+    assert one == run(3) and one != run(4)
+    assert play_match([RandomAgent(), GreedyAgent(beam=2)], 2, [2, 3], seed=3) == one[2:]
+
+
+def test_batch_view_shows_public_information_only():
+    game = Game(3, "B", True, seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        game.step(int(rng.choice(game.legal_actions())))
+    states = np.stack([game.state, Game(3, "B", True, seed=5).state])
+    batch = BatchView(states, np.array([0, 1]))
+    for j, g in enumerate([game, Game(3, "B", True, seed=5)]):
+        p = g.current_player
+        view = PlayerView(g, p)
+        assert np.array_equal(batch.states[j], public_copy(g, p).state)
+        assert np.array_equal(batch.observations[j], view.observation)
+        assert np.array_equal(batch.action_masks[j], view.action_mask)
+        assert batch.players[j] == p and batch.view(j).legal_actions() == view.legal_actions()
+    with pytest.raises(ValueError):
+        batch.states[0, 0] = 1  # read-only
+    one = BatchView.of([PlayerView(game, game.current_player)])
+    assert np.array_equal(one.states[0], batch.states[0])
+
+
+def test_act_is_the_batch_of_one():
+    """A view alone (`BatchView.of`) gets from `act_batch` what `act` answers, for every natively batched agent."""
+    pytest.importorskip("torch", reason="the learned agent reads its weights with torch")
+    game = Game(2, "A", True, seed=8)
+    for _ in range(9):
+        game.step(GreedyAgent(beam=4).act(PlayerView(game, game.current_player)))
+    learned = make_agent("learned")
+    for make in (lambda: GreedyAgent(beam=8), lambda: GreedyAgent(beam=3, diverse=True), lambda: RandomAgent(seed=4),
+                 lambda: type(learned)(net=learned.net, beam=8, candidates=6, diverse=False)):
+        view = PlayerView(game, game.current_player)
+        one, batched = make(), make()
+        batched.reset_batch(np.array([4]))
+        assert batched.act_batch(BatchView.of([view])).tolist() == [one.act(view)]
+
+
+def test_agents_act_batch_kinds():
+    assert is_native(GreedyAgent()) and is_native(RandomAgent()) and not is_native(make_agent("mcts:2it"))
+    assert isinstance(policy_of("mcts:2it"), AgentPolicy) and isinstance(policy_of("greedy:4"), GreedyAgent)
+
+    class FirstLegal:  # a per-view agent: the engine asks it one view at a time
+        name = "first"
+
+        def act(self, view):
+            return view.legal_actions()[0]
+
+    res = play_match([AgentPolicy(FirstLegal()), GreedyAgent(beam=2)], 2, 2, seed=1, record=True)
+    g = replay_result(res[0], 2)
+    assert g.is_over and res[0]["winners"] == g.winners()
+
+
+def test_bad_policies_are_refused_naming_what_is_wrong():
+    class Illegal:
+        name = "bad"
+
+        def act_batch(self, batch):
+            return np.full(len(batch), 267)  # END_TURN before taking tokens
+
+    with pytest.raises(IllegalActionError, match=r"policy 'bad' in game 0 \(seed 3, seat 0\): the turn cannot end"):
+        play_match([Illegal(), GreedyAgent()], 2, 2, seed=3)
+
+    class Column:
+        name = "column"
+
+        def act_batch(self, batch):
+            return np.zeros((len(batch), 1), dtype=np.int64)
+
+    with pytest.raises(ValueError, match=r"one integer action per game \(2,\), got int64 \(2, 1\)"):
+        play_match([Column(), GreedyAgent()], 2, 4, seed=3)
+    g = GreedyAgent()
+    with pytest.raises(ValueError, match="one policy object per seat"):
+        play_match([g, g], 2, 2)
+    with pytest.raises(ValueError, match="needs 3 policies"):
+        play_match([GreedyAgent(), GreedyAgent()], 3, 2)
+    with pytest.raises(ValueError, match="games must be >= 1"):
+        play_match([GreedyAgent(), GreedyAgent()], 2, 0)
+    with pytest.raises(ValueError, match="distinct non-negative game indices"):
+        play_match([GreedyAgent(), GreedyAgent()], 2, [3, 3])
+    with pytest.raises(ValueError, match="act_batch"):
+        play_match([object(), GreedyAgent()], 2, 1)
