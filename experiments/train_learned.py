@@ -65,13 +65,14 @@ from agents.learned import (
     torch_net,
     weights_sha256,
 )
-from .common import parse_value, remove_temp_files
-from .eval_learned import play_vs_greedy
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.io import atomic_write_bytes, fsync_dir
 from harmonies_env.scoring import NUM_CATEGORIES
+
+from .common import parse_value, remove_temp_files
+from .eval_learned import play_vs_greedy
 
 #: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
