@@ -184,6 +184,61 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
     return out
 
 
+#: Most games in one task of `run_match` (one `play_match` call): batched agents decide a task's games together,
+#: search agents keep one instance per game of it (memory), and the progress bar moves once per task.
+MAX_SHARE = 64
+
+
+def play_share(task: tuple) -> list[dict]:
+    """Worker of `run_match`: play the games `indices` of a match of agent specs and return their results.
+
+    task: (specs, names, num_players, side, spirits, seed, indices, extra); `extra` is the caller's (None here)."""
+    specs, names, num_players, side, spirits, seed, indices, _ = task
+    return play_match(list(specs), num_players, list(indices), side, spirits, seed, names=names)
+
+
+def run_match(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
+              seed: int = 0, jobs: int = 1, progress: bool = True, worker: Callable[[tuple], list[dict]] | None = None,
+              extra: Any = None) -> list[dict]:
+    """A match of agent specs over `jobs` processes: `games` seeded games (seats rotated), results in game order.
+
+    The games are split into tasks of consecutive indices (a few per process, at most MAX_SHARE games each), and a
+    game depends only on its index, so the results are the same for any `jobs` with reproducible agents. Solo
+    (num_players 1): each spec plays `games` games of its own. `worker(task)` plays one task (default `play_share`;
+    a caller that also writes records passes its own, a module-level function, with `extra` in each task)."""
+    from tqdm import tqdm
+
+    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
+        raise ValueError(f"games must be an integer >= 1, got {games!r}")
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 1:
+        raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
+    if num_players > 1 and len(specs) != num_players:
+        raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
+    worker = worker or play_share
+    names = unique_names(list(specs))
+    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
+    shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
+    if num_players == 1:
+        tasks = [((s,), (nm,), 1, side, spirits, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
+    else:
+        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, idx, extra) for idx in shares]
+    bar = tqdm(total=sum(len(t[6]) for t in tasks), desc="games", disable=not progress, leave=False)
+    out: list[dict] = []
+    if jobs == 1:
+        for t in tasks:
+            out.extend(worker(t))
+            bar.update(len(t[6]))
+    else:
+        import multiprocessing as mp
+
+        with mp.get_context("spawn").Pool(int(jobs)) as pool:
+            for t, r in zip(tasks, pool.imap(worker, tasks, chunksize=1)):
+                out.extend(r)
+                bar.update(len(t[6]))
+    bar.close()
+    return out
+
+
 def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
               on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
     """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no

@@ -16,7 +16,7 @@ import argparse
 import json
 import time
 
-from harmonies_apps.tournament import run_games, summarize
+from agents.match import run_match, summarize
 
 #: name -> (agent specs, players, side, spirits, default games)
 CASES = {
@@ -61,12 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown}; cases are {', '.join(CASES)}")
-    run_games(["greedy"], 1, 1, progress=False)  # warm up: compile the kernels before timing
+    run_match(["greedy"], 1, 1, progress=False)  # warm up: compile the kernels before timing
     for name in args.cases:
         specs, players, side, spirits, games = CASES[name]
         games = args.games or games
         t0 = time.perf_counter()
-        results = run_games(specs, players, games, side, spirits, args.seed, args.jobs, progress=True)
+        results = run_match(specs, players, games, side, spirits, args.seed, args.jobs, progress=True)
         wall = time.perf_counter() - t0
         summary = summarize(results)
         row = {"case": name, "players": players, "side": side, "spirits": spirits, "games": games,

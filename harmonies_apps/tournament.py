@@ -15,15 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
-import multiprocessing as mp
 import re
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from agents.match import agent_seed, play_game, summarize, unique_names, wilson_interval
+from agents.match import agent_seed, play_game, summarize, wilson_interval
 from harmonies_env.game import RECORD_VERSION
 from harmonies_env.scoring import CATEGORIES
 
@@ -57,32 +55,28 @@ def _watched(spec: str, logs: dict[int, Any]) -> Any:
 
 
 def _play_share(task: tuple) -> list[dict]:
-    """Worker: play the games `indices` of a match (`play_match`) and return their results as plain data."""
+    """`run_match`'s worker when games are saved: play the games `indices` (search agents watched one per game, for
+    the replays' annotations) and write each game's record to the folder `save_dir`."""
     from agents.match import play_match, policy_of
     from agents.policy import AgentPolicy
 
     specs, names, num_players, side, spirits, seed, indices, save_dir = task
     logs: dict[int, Any] = {}
-    if save_dir is not None:  # search agents are watched one per game, for the replays' annotations
-        policies = [policy_of(s) for s in specs]
-        policies = [p if not isinstance(p, AgentPolicy) else AgentPolicy(_watched(s, logs), name=s)
-                    for s, p in zip(specs, policies)]
-    else:
-        policies = list(specs)
-    results = play_match(policies, num_players, list(indices), side, spirits, seed, names=names,
-                         record=save_dir is not None)
-    if save_dir is not None:
-        for row, res in enumerate(results):
-            record = {"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
-                      "seed": res["seed"], "actions": res.pop("actions"), "names": res["seats"]}
-            n = len(specs)
-            agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
-            seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
-            if any(log is not None for log in seat_logs):
-                record["annotations"] = annotations(record, seat_logs)
-            index = res["game"]
-            stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
-            write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
+    policies = [policy_of(s) for s in specs]
+    policies = [p if not isinstance(p, AgentPolicy) else AgentPolicy(_watched(s, logs), name=s)
+                for s, p in zip(specs, policies)]
+    results = play_match(policies, num_players, list(indices), side, spirits, seed, names=names, record=True)
+    for row, res in enumerate(results):
+        record = {"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
+                  "seed": res["seed"], "actions": res.pop("actions"), "names": res["seats"]}
+        n = len(specs)
+        agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
+        seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
+        if any(log is not None for log in seat_logs):
+            record["annotations"] = annotations(record, seat_logs)
+        index = res["game"]
+        stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
+        write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
     return results
 
 
@@ -91,52 +85,23 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-#: Most games in one task (one `play_match` call): batched agents decide a task's games together, search agents keep
-#: one instance per game of it (memory), and the progress bar moves once per task.
-MAX_SHARE = 64
-
-
 def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
               seed: int = 0, jobs: int = 1, progress: bool = True,
               save_games: str | Path | None = None) -> list[dict]:
-    """Play `games` seeded games (seats rotated) and return per-game results in game order (`play_match`'s).
+    """Play `games` seeded games (seats rotated) over `jobs` processes and return per-game results in game order
+    (`agents.match.run_match`, identical for any `jobs` with reproducible agents).
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
     `harmonies replay FOLDER` shows them.
     """
-    from tqdm import tqdm
+    from agents.match import run_match
 
-    if games < 1:
-        raise ValueError(f"games must be >= 1, got {games}")
-    if jobs < 1:
-        raise ValueError(f"jobs must be >= 1, got {jobs}")
-    if num_players > 1 and len(specs) != num_players:
-        raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
-    names = unique_names(list(specs))
     save = None if save_games is None else str(save_games)
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
-    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
-    shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
-    if num_players == 1:
-        tasks = [((s,), (nm,), 1, side, spirits, seed, idx, save) for s, nm in zip(specs, names) for idx in shares]
-    else:
-        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, idx, save) for idx in shares]
-    total = sum(len(t[6]) for t in tasks)
-    bar = tqdm(total=total, desc="games", disable=not progress, leave=False)
-    out: list[dict] = []
-    if jobs == 1:
-        for t in tasks:
-            out.extend(_play_share(t))
-            bar.update(len(t[6]))
-    else:
-        with mp.get_context("spawn").Pool(jobs) as pool:
-            for t, r in zip(tasks, pool.imap(_play_share, tasks, chunksize=1)):
-                out.extend(r)
-                bar.update(len(t[6]))
-    bar.close()
-    return out
+    return run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
+                     worker=_play_share if save is not None else None, extra=save)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:
