@@ -145,8 +145,74 @@ class ConfigError(ValueError):
     """A config file, a `--set` override or a config value that cannot be used; the message names it."""
 
 
-def load_config(path: str | os.PathLike) -> dict[str, Any]:
-    """A TOML config file as nested dicts; a clear error naming the file if it is missing or malformed."""
+class Setting:
+    """A setting whose kind is not its default's: `Setting(None, like=0.0)` is none or a number;
+    `Setting(like=[64])` is a list that stays out of the config unless given (e.g. [ppo] keys passed on to
+    MaskablePPO only when set, so the library's own default holds otherwise)."""
+
+    ABSENT = object()
+
+    def __init__(self, default: Any = ABSENT, like: Any = None):
+        self.default, self.like = default, like
+
+
+#: A command's settings: section -> setting -> default (its kind is the default's kind: true or false, a number,
+#: text, a list, a table) or a `Setting`. `check_config` validates a config against it once, at load.
+Schema = Mapping[str, Mapping[str, Any]]
+
+_KINDS: tuple[tuple[Any, str], ...] = ((bool, "true or false"), ((int, float), "a number"), (str, "text"),
+                                       (list, "a list"), (dict, "a table"))
+
+
+def _check_kind(spec: Any, value: Any, what: str) -> None:
+    """ConfigError when `value` is not of the setting's kind (`spec`: its default or `Setting`)."""
+    like = spec
+    if isinstance(spec, Setting):
+        if value is None and spec.default is None:
+            return
+        like = spec.like
+    for typ, name in _KINDS:
+        if isinstance(like, typ):
+            if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
+                raise ConfigError(f"{what} takes {name}, got {value!r}")
+            return
+
+
+def _unknown_section(sec: Any, schema: Schema) -> str:
+    return f"unknown section {sec!r} (sections: {', '.join(schema)})"
+
+
+def _unknown_setting(sec: str, key: Any, schema: Schema) -> str:
+    return f"unknown setting {sec}.{key} (known: {', '.join(schema[sec])})"
+
+
+def check_config(config: Mapping[str, Any], schema: Schema, where: str = "config") -> dict[str, Any]:
+    """`config` validated against `schema` (the one check every command's config goes through): every section and
+    setting known, every value of its setting's kind; a ConfigError naming `where` and the setting otherwise.
+    Returns a copy with every setting the config leaves out at its default: a run saved before a setting existed
+    reads it as its default (which keeps the old behaviour)."""
+    out: dict[str, Any] = {}
+    for sec, values in config.items():
+        if sec not in schema or not isinstance(values, Mapping):
+            raise ConfigError(f"{where}: {_unknown_section(sec, schema)}")
+        for key, value in values.items():
+            if key not in schema[sec]:
+                raise ConfigError(f"{where}: {_unknown_setting(sec, key, schema)}")
+            _check_kind(schema[sec][key], value, f"{where}: {sec}.{key}")
+    for sec, settings in schema.items():
+        given = config.get(sec, {})
+        out[sec] = {}
+        for key, spec in settings.items():
+            default = spec.default if isinstance(spec, Setting) else spec
+            if key in given:
+                out[sec][key] = given[key]
+            elif default is not Setting.ABSENT:
+                out[sec][key] = default
+    return json.loads(json.dumps(out))  # a copy: the schema's defaults are never shared
+
+
+def read_toml(path: str | os.PathLike) -> dict[str, Any]:
+    """A TOML file as nested dicts; a ConfigError naming the file if it is missing or malformed."""
     p = Path(path)
     try:
         with open(p, "rb") as f:
@@ -157,6 +223,16 @@ def load_config(path: str | os.PathLike) -> dict[str, Any]:
         raise ConfigError(f"config file {str(p)!r}: {e}") from None
 
 
+def load_config(path: str | os.PathLike, schema: Schema | None = None,
+                overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """The one config loader: the TOML file `path`, validated against the command's `schema` (`check_config`:
+    defaults filled in), then the `section.key=value` `overrides` (`apply_overrides`). Without a schema the file's
+    dicts as they are (overrides then need keys the file has)."""
+    data = read_toml(path)
+    config = check_config(data, schema, str(path)) if schema is not None else data
+    return apply_overrides(config, overrides, schema)
+
+
 def parse_value(text: str) -> Any:
     """A `--set` value: TOML syntax (`3e-4`, `true`, `[64, 64]`, `"A"`), else the bare string."""
     try:
@@ -165,34 +241,44 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def apply_overrides(config: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply `section.key=value` overrides to a copy of `config`; the key must already exist there.
+def apply_overrides(config: dict[str, Any], overrides: Iterable[str], schema: Schema | None = None) -> dict[str, Any]:
+    """Apply `section.key=value` overrides (the one `--set` syntax; value: `parse_value`) to a copy of `config`.
 
-    Why must exist: a typo (`ppo.learning_rat=...`) would otherwise be silently ignored.
+    With the command's `schema`: the setting must be in it and the value of its kind (a deeper key,
+    `section.key.sub=value`, sets an entry of a table setting). Without: the key must already be in `config`.
+    Why refuse unknown keys: a typo (`ppo.learning_rat=...`) would otherwise be silently ignored.
     """
     out = json.loads(json.dumps(config))
     for item in overrides:
         key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set takes section.key=value, got {item!r}")
         parts = key.strip().split(".")
+        if not sep or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set takes section.key=value, got {item!r}")
+        where = f"--set {item!r}"
+        value = parse_value(text.strip())
+        if schema is not None:
+            sec, name = parts[0], parts[1]
+            if sec not in schema:
+                raise ConfigError(f"{where}: {_unknown_section(sec, schema)}")
+            if name not in schema[sec]:
+                raise ConfigError(f"{where}: {_unknown_setting(sec, name, schema)}")
+            if len(parts) == 2:
+                _check_kind(schema[sec][name], value, f"{where}: {sec}.{name}")
+            elif not isinstance(out.get(sec, {}).get(name), dict):
+                raise ConfigError(f"{where}: {sec}.{name} is not a table")
+            out.setdefault(sec, {})
         node = out
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             if not isinstance(node.get(part), dict):
-                raise ConfigError(f"--set {item!r}: the config has no section {'.'.join(parts[:-1])!r}")
+                raise ConfigError(f"{where}: {_unknown_section('.'.join(parts[:i + 1]), out)}")
             node = node[part]
-        if parts[-1] not in node:
-            known = ", ".join(sorted(node)) or "none"
-            raise ConfigError(f"--set {item!r}: no key {parts[-1]!r} there (known: {known})")
-        node[parts[-1]] = parse_value(text.strip())
+        if schema is None and parts[-1] not in node:
+            raise ConfigError(f"{where}: unknown setting {key.strip()} (known: {', '.join(node) or 'none'})")
+        node[parts[-1]] = value
     return out
 
 
 def section(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """`config[name]` over `defaults`; unknown keys are an error naming the section and the known keys."""
-    given = dict(config.get(name, {}))
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        raise ConfigError(f"config section [{name}]: unknown key(s) {', '.join(unknown)} "
-                         f"(known: {', '.join(sorted(defaults))})")
-    return {**defaults, **given}
+    """`config[name]` over `defaults`, checked as `check_config` checks a whole config (for a section read on its
+    own, e.g. a saved run's)."""
+    return check_config({name: config.get(name, {})}, {name: defaults})[name]

@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .common import ConfigError, section
-from .runner import RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
+from .common import ConfigError
+from .runner import PPO_SETTINGS, RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
 
 SOLO_ENV = {"n_envs": 64, "side": "A", "spirits": False, "reward": "dense", "max_steps": 5000, "vec": "batched"}
 VERSUS_ENV = {"n_envs": 64, "players": 2, "side": "A", "spirits": False, "reward": "win", "opponent": "random",
@@ -30,6 +30,10 @@ SELFPLAY_ENV = {"n_envs": 32, "players": 2, "side": "A", "spirits": False, "rewa
                 "pool": ["random", "greedy"], "greedy_beam": 8, "opponent_sample": False, "vec": "batched"}
 SELFPLAY = {"snapshot_every": 50_000, "eval_beam": 8}
 VECS = ("batched", "dummy", "subproc")
+#: Each command's settings (`experiments.common.check_config` validates a config against them at load).
+SCHEMAS = {"solo-ppo": {"run": RUN_DEFAULTS, "env": SOLO_ENV, "ppo": PPO_SETTINGS},
+           "versus-ppo": {"run": RUN_DEFAULTS, "env": VERSUS_ENV, "ppo": PPO_SETTINGS},
+           "selfplay-ppo": {"run": RUN_DEFAULTS, "env": SELFPLAY_ENV, "selfplay": SELFPLAY, "ppo": PPO_SETTINGS}}
 
 
 def _check(env: dict[str, Any], vecs: tuple[str, ...] = VECS) -> None:
@@ -98,7 +102,7 @@ def versus_env(env: dict[str, Any], n: int, seed: int, threads: int = 1, device:
 
 
 def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
-    env = section(config, "env", VERSUS_ENV)
+    env = config["env"]
     _check(env)
     if env["opponent"] not in ("random", "greedy"):
         raise ConfigError(f"[env] opponent must be 'random' or 'greedy', got {env['opponent']!r}")
@@ -110,26 +114,26 @@ def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> Any:
     """The evaluation env of a solo-ppo / versus-ppo / selfplay-ppo run with this config: n games."""
-    threads = int(section(config, "run", RUN_DEFAULTS)["engine_threads"])
+    threads = int(config["run"]["engine_threads"])
     if algo == "solo-ppo":
-        return solo_env(section(config, "env", SOLO_ENV), n, 0, threads)
+        return solo_env(config["env"], n, 0, threads)
     if algo == "versus-ppo":
         return versus_env(_versus_settings(config), n, 0, threads, device)
     from agents.pool_env import PoolVecEnv
 
-    env = section(config, "env", SELFPLAY_ENV)
-    sp = section(config, "selfplay", SELFPLAY)
+    env = config["env"]
+    sp = config["selfplay"]
     return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward="win",
                       pool=["greedy"], greedy_beam=int(sp["eval_beam"]), seed=0, device=device)
 
 
 def solo(args: RunArgs) -> dict[str, Any]:
     """`solo-ppo`: MaskablePPO on the solo rules."""
-    env = section(args.config, "env", SOLO_ENV)
+    env = args.config["env"]
     _check(env)
     if env["vec"] != "batched" and env["reward"] != "dense":
         raise ConfigError("[env] Solo-v0 per env (vec \"dummy\" / \"subproc\") has the \"dense\" reward only")
-    run = section(args.config, "run", RUN_DEFAULTS)
+    run = args.config["run"]
     threads = int(run["engine_threads"])
 
     def make_env(seed: int) -> Any:
@@ -146,7 +150,7 @@ def solo(args: RunArgs) -> dict[str, Any]:
 def versus(args: RunArgs) -> dict[str, Any]:
     """`versus-ppo`: MaskablePPO against a fixed opponent ("random" or "greedy")."""
     env = _versus_settings(args.config)
-    run = section(args.config, "run", RUN_DEFAULTS)
+    run = args.config["run"]
     threads = int(run["engine_threads"])
     device = args.resolved_device()
 
@@ -198,12 +202,12 @@ def selfplay(args: RunArgs) -> dict[str, Any]:
     """`selfplay-ppo`: MaskablePPO against a pool of its frozen snapshots and the heuristics."""
     from agents.pool_env import PoolVecEnv
 
-    env = section(args.config, "env", SELFPLAY_ENV)
+    env = args.config["env"]
     _check(env, ("batched", "dummy", "subproc"))
-    sp = section(args.config, "selfplay", SELFPLAY)
+    sp = args.config["selfplay"]
     if env["opponent_sample"] and env["vec"] != "batched":
         raise ConfigError("[env] opponent_sample is for vec = \"batched\"")
-    run = section(args.config, "run", RUN_DEFAULTS)
+    run = args.config["run"]
     pool = _Pool(args.run, list(env["pool"]))
     device = args.resolved_device()
 

@@ -46,7 +46,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
 
 from harmonies_env import env_aec
 
-from .common import atomic_write_bytes, atomic_write_csv, atomic_write_json, section
+from .common import atomic_write_bytes, atomic_write_csv, atomic_write_json
 from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
@@ -235,13 +235,15 @@ ENV = {"num_players": 2, "side": "A", "spirits": False, "reward": "win"}
 RLLIB = {"iterations": 10, "num_env_runners": 0, "envs_per_runner": 1, "num_learners": 0, "gpus_per_learner": 0.0,
          "address": "", "checkpoint_every": 5}
 PPO = {"train_batch_size": 4000, "minibatch_size": 512, "num_epochs": 4, "lr": 3e-4, "hidden": [256, 256]}
+#: The command's settings (validated at load, `experiments.common.check_config`).
+SCHEMAS = {"rllib-ppo": {"env": ENV, "rllib": RLLIB, "ppo": PPO}}
 
 
 def run(args: RunArgs) -> dict[str, Any]:
     """`rllib-ppo`: train for `[rllib] iterations`, checkpointing into the run folder."""
-    env = section(args.config, "env", ENV)
-    r = section(args.config, "rllib", RLLIB)
-    p = section(args.config, "ppo", PPO)
+    env = args.config["env"]
+    r = args.config["rllib"]
+    p = args.config["ppo"]
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     ray.init(address=r["address"] or None, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     settings = {"num_players": env["num_players"], "side": env["side"], "spirits": env["spirits"],

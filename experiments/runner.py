@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .common import ConfigError, atomic_write_json, latest_checkpoint, remove_temp_files, section
+from .common import ConfigError, Setting, atomic_write_json, latest_checkpoint, remove_temp_files
 
 
 @dataclass
@@ -63,6 +63,15 @@ _OLD_FORMAT = "harmonies-ppo-checkpoint-1"
 RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
                                 "checkpoint_every": 50_000, "keep_checkpoints": 2, "threads": 1,
                                 "engine_threads": 1, "init": ""}
+
+
+#: The [ppo] section: MaskablePPO's own keyword arguments (passed on only when set: the library's defaults hold
+#: otherwise) and `net_arch` / `activation` (policy_kwargs; `make_ppo`).
+PPO_SETTINGS: dict[str, Any] = {
+    **{k: Setting(like=0.0) for k in ("learning_rate", "gamma", "gae_lambda", "clip_range", "clip_range_vf",
+                                      "ent_coef", "vf_coef", "max_grad_norm", "target_kl", "n_steps", "batch_size",
+                                      "n_epochs", "stats_window_size")},
+    "normalize_advantage": Setting(like=True), "net_arch": Setting(like=[64]), "activation": Setting(like="tanh")}
 
 
 def save_run_config(args: RunArgs) -> None:
@@ -270,7 +279,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     from .callbacks import ProgressBar, RunCallback, StopTraining
     from .evaluate import EVAL_SEED, evaluate, train_seed
 
-    cfg = section(args.config, "run", RUN_DEFAULTS)
+    cfg = args.config["run"]
     torch.set_num_threads(int(cfg["threads"]))
     set_random_seed(args.seed)
     run = args.run

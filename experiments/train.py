@@ -7,18 +7,22 @@ settings and `--set section.key=value` overrides of config keys:
     python -m experiments.train versus-ppo --config experiments/configs/versus_greedy_ppo.toml --seed 1
     python -m experiments.train selfplay-ppo --run runs/sp --set run.timesteps=2000000
     python -m experiments.train selfplay-ppo --run runs/sp --resume          # after a kill, or to extend it
+    python -m experiments.train learned --run runs/learned --set run.iterations=17500
     tensorboard --logdir runs
 
-Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). Every run
-writes into --run (default `runs/<algo>-s<seed>`): config.json, atomic checkpoints (newest two kept),
-eval.csv, tb/, model.pt + model.json (the policy, weights-only) and summary.json; `--resume` continues from the
-newest complete checkpoint with the run's saved config (plus any --set). The same seed gives the same run (up to
-torch's own nondeterminism on some hardware). `harmonies train ALGO ...` forwards here.
+Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). The
+config is validated once, here, against the command's schema (`SCHEMAS` in its module: every section and setting
+with its default and kind; `experiments.common.check_config`): an unknown setting or a value of the wrong kind is
+refused by name. Every run writes into --run (default `runs/<algo>-s<seed>`): config.json (the command, its
+resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv;
+learned: progress.csv), tb/, model.pt + model.json (the policy, weights-only) and summary.json; `--resume`
+continues from the newest complete checkpoint with the run's saved config (plus any --set). The same seed gives
+the same run (up to torch's own nondeterminism on some hardware). `harmonies train ALGO ...` forwards here.
 
-Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help); the function takes
-a `RunArgs` (run-level flags parsed here, config loaded) and returns a summary dict. A command whose module
-parses its own flags registers with default config None: `function(argv)` then gets every argument after the
-command's name, unchanged, and returns an exit status.
+Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help), and its schema in
+the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded and validated)
+and returns a summary dict. A command whose module parses its own flags registers with default config None:
+`function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from .common import ConfigError, apply_overrides, latest_checkpoint, load_config
+from .common import ConfigError, Schema, apply_overrides, check_config, latest_checkpoint, load_config
 from .runner import RunArgs, save_run_config
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -46,9 +50,27 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                     "compare / hill-climb the greedy planner's weights in numba"),
     "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": (".train_learned", "main", None,
+    "learned": (".train_learned", "run", "learned.toml",
                 "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
 }
+
+
+def schema(algo: str) -> Schema | None:
+    """The command's settings (its module's `SCHEMAS[algo]`; None: a command that names none, its config unchecked)."""
+    module = importlib.import_module(COMMANDS[algo][0], __package__)
+    return getattr(module, "SCHEMAS", {}).get(algo)
+
+
+def saved_run(run: Path, algo: str) -> dict | None:
+    """The run's config.json record (command, seed, config), or what the command's module reads from a run folder
+    of an older layout (`legacy_run_record(run)`, e.g. learned's ckpt-NNNNNNNN folders), or None: no run there."""
+    import json
+
+    path = run / "config.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    legacy = getattr(importlib.import_module(COMMANDS[algo][0], __package__), "legacy_run_record", None)
+    return legacy(run) if legacy is not None else None
 
 
 def prog() -> str:
@@ -81,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"TOML config (default: experiments/configs/{default}; with --resume: the run's own)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                        help="override one config key (TOML value syntax); repeatable")
-        p.add_argument("--seed", type=int, default=None, help="seeds games, torch and PPO (default 0; with "
+        p.add_argument("--seed", type=int, default=None, help="seeds games, torch and the trainer (default 0; with "
                        "--resume: the run's own)")
         p.add_argument("--run", default=None, help="run folder (default runs/<algo>-s<seed>)")
         p.add_argument("--resume", action="store_true", help="continue the run in --run from its newest "
@@ -94,28 +116,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve(ns: argparse.Namespace) -> RunArgs:
-    """The run-level settings and the config of a parsed command line (the saved ones with --resume)."""
-    import json
-
+    """The run-level settings and the config of a parsed command line (the saved ones with --resume), the config
+    validated against the command's schema."""
     run = Path(ns.run) if ns.run else Path("runs") / f"{ns.algo}-s{0 if ns.seed is None else ns.seed}"
     run = run.expanduser().resolve()  # absolute: resumes work from any working directory
+    spec = schema(ns.algo)
     if ns.resume:
-        saved_path = run / "config.json"
-        if not saved_path.exists():
+        saved = saved_run(run, ns.algo)
+        if saved is None:
             raise SystemExit(f"--resume: {run} holds no run (no config.json)")
-        saved = json.loads(saved_path.read_text())
         if saved["algo"] != ns.algo:
             raise SystemExit(f"--resume: {run} is a {saved['algo']} run, not {ns.algo}")
         if ns.seed is not None and ns.seed != saved["seed"]:
             raise SystemExit(f"--resume: the run's seed is {saved['seed']}, not {ns.seed}")
-        config = saved["config"] if ns.config is None else load_config(ns.config)
+        if ns.config is not None:
+            config = load_config(ns.config, spec)
+        else:  # settings added since the run was made read as their defaults
+            config = check_config(saved["config"], spec, str(run / "config.json")) if spec else saved["config"]
         seed = int(saved["seed"])
     else:
-        if latest_checkpoint(run / "checkpoints") is not None:
+        older = not (run / "config.json").exists() and saved_run(run, ns.algo) is not None  # an older layout's run
+        if older or latest_checkpoint(run / "checkpoints") is not None:
             raise SystemExit(f"{run} already holds a run: pass --resume to continue it, or another --run")
-        config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2])
+        config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2], spec)
         seed = 0 if ns.seed is None else ns.seed
-    config = apply_overrides(config, ns.overrides)
+    config = apply_overrides(config, ns.overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
     return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=ns.device,
@@ -129,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
-    if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:
+    if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)

@@ -1,7 +1,15 @@
 """Train the afterstate value network (`agents.learned`) from scratch by batched self-play.
 
-    python -m experiments.train learned --run runs/learned          # = python -m experiments.train_learned ...
-    harmonies train learned --run runs/learned --max-minutes 60      # the same, from the CLI
+    python -m experiments.train learned --run runs/learned --set run.iterations=17500
+    harmonies train learned --run runs/learned --max-minutes 60      # the same command, from the CLI
+    python -m experiments.train learned --run runs/learned --resume  # after a kill, or to go on
+
+It runs under `experiments.train` like every training command: the run-level flags (--config --set --seed --run
+--resume --max-minutes --device --no-progress) are parsed there, the config is validated there against `SCHEMAS`
+(`experiments.common.check_config`), the run folder holds config.json, checkpoints/ (`experiments.common`'s
+atomic checkpoints: `step_<iteration>.pt` + its `.json` record with size and SHA-256), tb/ (when tensorboard is
+installed) and summary.json as every run does. `python -m experiments.train_learned ARGS` is an alias of
+`python -m experiments.train learned ARGS` (`--iterations N` there is `--set run.iterations=N`).
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
 (`agents.learned.Candidates`, the learned agents' proposer: threads over row ranges) and writes each candidate's
@@ -26,24 +34,22 @@ The run then depends on that file's contents too; `model.json` records its SHA-2
 Reproducible and kill-safe: a run is a function of its config and `--seed` alone (iteration-based schedules,
 one numpy generator whose state is checkpointed, deterministic torch CPU kernels); every `checkpoint_every`
 iterations the complete trainer state (network, optimizer, generator, games in flight, replay buffer) is written to
-a fresh folder `ckpt-NNNNNNNN` that is renamed into place only when complete (files fsynced), and `--resume` (the
-default when the run folder has one) continues from the newest complete checkpoint, so a run killed at any moment
-and resumed ends bit-identical to one never interrupted. Nothing is pickled: tensors go through
-`torch.save`/`torch.load(weights_only=True)`, everything else is JSON.
+`checkpoints/step_<iteration>.pt` (tensors) and its `.json` record (the rest, and the .pt's SHA-256; written
+second, so a checkpoint counts only once both are complete), and `--resume` continues from the newest complete
+checkpoint, so a run killed at any moment and resumed ends bit-identical to one never interrupted. A resumed run
+must keep the settings that shape it (all but `network.play` and `run.iterations`). Run folders of the earlier
+layout (`ckpt-NNNNNNNN/trainer.pt` + `trainer.json`, no config.json) resume the same way with `--resume`.
+Nothing is pickled: tensors go through `torch.save`/`torch.load(weights_only=True)`, everything else is JSON.
 """
 from __future__ import annotations
 
-import argparse
-import csv
 import hashlib
 import io
 import json
 import math
-import os
 import shutil
 import sys
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -68,13 +74,26 @@ from agents.learned import (
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
-from harmonies_env.io import atomic_write_bytes, fsync_dir
+from harmonies_env.io import atomic_write_bytes
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from .common import parse_value, remove_temp_files
+from .common import (
+    ConfigError,
+    Setting,
+    apply_overrides,
+    atomic_write_csv,
+    atomic_write_json,
+    latest_checkpoint,
+    remove_temp_files,
+    save_checkpoint,
+)
+from .common import check_config as check_settings
+from .common import load_config as _load_config
 from .eval_learned import play_vs_greedy
+from .runner import RunArgs
 
-#: Every setting, with its default; a config file (TOML, sections as here) or --set overrides them.
+#: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
+#: overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
                 "play": dict(DEFAULT_CONFIG["play"])},  # how `learned` proposes candidates to this network (its JSON)
@@ -92,7 +111,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
     },
     "train": {
-        "lr": 1e-3, "lr_final": None,  # lr_final: linear decay from lr to it over `iterations` (None: constant)
+        "lr": 1e-3,
+        "lr_final": Setting(None, like=0.0),  # linear decay from lr to it over `iterations` (None: constant)
         "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
         "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
         "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
@@ -105,68 +125,30 @@ DEFAULTS: dict[str, dict[str, Any]] = {
              "mcts_games": 16,       # games (each seed with both seatings), the network with eval's candidates
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
+            "iterations": 0,     # stop after this many iterations (0: train.iterations); may change on --resume
             "init": ""},         # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
 }                                # ("" = from scratch); the same architecture; optimizer and buffer start empty
+#: The command's settings (`experiments.train` validates a config against them at load).
+SCHEMAS = {"learned": DEFAULTS}
+#: Settings a resumed run may change: how the result is played, and how long to train.
+FREE_ON_RESUME = {("network", "play"), ("run", "iterations")}
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
 TRAIN_SEED_LOW = 2**40
 
 
 # ------------------------------------------------------------------------------------------------ configuration
 
-def load_config(path: str | Path | None, overrides: list[str]) -> dict[str, dict[str, Any]]:
-    """DEFAULTS, updated by the TOML file and by `section.key=value` overrides (values parsed as TOML)."""
-    cfg = json.loads(json.dumps(DEFAULTS))
-    if path:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-        _merge(cfg, data, str(path))
-    for item in overrides:
-        key, eq, value = item.partition("=")
-        if not eq or "." not in key:
-            raise ValueError(f"--set takes section.key=value, got {item!r}")
-        sec, _, name = key.partition(".")
-        parsed = parse_value(value) if value.strip() else ""
-        _merge(cfg, {sec: {name: parsed}}, "--set")
-    return cfg
-
-
-def _merge(cfg: dict, data: dict, where: str) -> None:
-    for sec, values in data.items():
-        if sec not in cfg or not isinstance(values, dict):
-            raise ValueError(f"{where}: unknown section {sec!r} (sections: {', '.join(cfg)})")
-        for k, v in values.items():
-            if k not in cfg[sec]:
-                raise ValueError(f"{where}: unknown setting {sec}.{k} (known: {', '.join(cfg[sec])})")
-            _check_kind(DEFAULTS[sec][k], v, f"{where}: {sec}.{k}")
-            cfg[sec][k] = v
-
-
-def _check_kind(default: Any, value: Any, what: str) -> None:
-    """ValueError when a setting's value is not of its default's kind (a number, text, list, table, true/false);
-    settings whose default is None take anything."""
-    kinds = ((bool, "true or false"), ((int, float), "a number"), (str, "text"), (list, "a list"), (dict, "a table"))
-    for typ, name in kinds:
-        if isinstance(default, typ):
-            ok = isinstance(value, typ) and (typ is bool or not isinstance(value, bool))
-            if not ok:
-                raise ValueError(f"{what} takes {name}, got {value!r}")
-            return
-
-
-def with_defaults(cfg: dict) -> dict[str, dict[str, Any]]:
-    """A saved run's config with the settings added since it was made filled in at their defaults (which keep the
-    old behaviour), so that a run started before a setting existed still resumes."""
-    out = json.loads(json.dumps(DEFAULTS))
-    for sec, values in cfg.items():
-        for k, v in values.items():
-            default = out.setdefault(sec, {}).get(k)
-            out[sec][k] = {**default, **v} if isinstance(default, dict) and isinstance(v, dict) else v
-    return out
+def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """The settings of a TOML file (None: the defaults) and `section.key=value` overrides, validated
+    (`experiments.common.load_config` with this command's schema)."""
+    if path is None:
+        return apply_overrides(check_settings({}, DEFAULTS), overrides, DEFAULTS)
+    return _load_config(path, DEFAULTS, overrides)
 
 
 def _training_part(cfg: dict) -> dict:
-    """The settings that shape a run: all but `network.play` (how the agents will play the result)."""
-    return {sec: {k: v for k, v in values.items() if (sec, k) != ("network", "play")} for sec, values in cfg.items()}
+    """The settings that shape a run: all but `FREE_ON_RESUME`."""
+    return {sec: {k: v for k, v in values.items() if (sec, k) not in FREE_ON_RESUME} for sec, values in cfg.items()}
 
 
 def network_config(cfg: dict) -> dict[str, Any]:
@@ -491,34 +473,22 @@ class Trainer:
         return self.elapsed_before + time.time() - self.started
 
     def save(self) -> Path:
-        """Write the complete trainer state into a new ckpt folder, renamed into place once every file is synced."""
-        final = self.run / f"ckpt-{self.iteration:08d}"
-        tmp = self.run / f".ckpt-{self.iteration:08d}.tmp{os.getpid()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir(parents=True)
-        atomic_write_bytes(tmp / "trainer.pt", _torch_bytes(self.state_tensors()))
-        atomic_write_bytes(tmp / "trainer.json", json.dumps(self.meta()).encode())
-        fsync_dir(tmp)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
-        fsync_dir(self.run)
+        """Checkpoint the complete trainer state (`experiments.common.save_checkpoint`: the tensors as
+        `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then the model and progress.csv."""
+        path = save_checkpoint(self.run / "checkpoints", self.iteration, _torch_bytes(self.state_tensors()),
+                               self.meta(), keep=int(self.cfg["run"]["keep"]))
         info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
                 **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
         save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
         self._write_progress()
-        ckpts = complete_checkpoints(self.run)
-        for old in ckpts[: -int(self.cfg["run"]["keep"])]:
-            shutil.rmtree(old, ignore_errors=True)
-        return final
+        return path
 
-    def load(self, ckpt: Path) -> None:
+    def load(self, path: Path, meta: dict[str, Any]) -> None:
+        """Take back the state of a checkpoint: its tensors file `path` (read weights-only) and its `meta`."""
         import torch
 
-        meta = json.loads((ckpt / "trainer.json").read_text())
-        st = torch.load(ckpt / "trainer.pt", map_location="cpu", weights_only=True)
+        st = torch.load(path, map_location="cpu", weights_only=True)
         self.net.load_state_dict(st["net"])
         self.opt.load_state_dict(st["opt"])
         self.states[:] = st["states"].numpy()
@@ -544,21 +514,15 @@ class Trainer:
         self.started = time.time()
 
     def _write_progress(self) -> None:
-        if not self.evals:
-            return
-        out = io.StringIO()
-        fields = list(dict.fromkeys(k for row in self.evals for k in row))  # MCTS columns only on some rows
-        w = csv.DictWriter(out, fieldnames=fields, restval="")
-        w.writeheader()
-        w.writerows(self.evals)
-        atomic_write_bytes(self.run / "progress.csv", out.getvalue().encode())
+        if self.evals:  # MCTS columns only on some rows: empty elsewhere
+            atomic_write_csv(self.run / "progress.csv", self.evals)
 
     # ---- the loop ----
     def _record_evaluation(self, row: dict[str, Any], log: Any, bar: Any) -> None:
         self.evals.append(row)
         if log is not None:
             for k in ("win_rate", "mean_score", "loss", "mcts_win_rate", "mcts_mean_score"):
-                if k in row and not (isinstance(row[k], float) and math.isnan(row[k])):
+                if row.get(k) is not None and not (isinstance(row[k], float) and math.isnan(row[k])):
                     log.add_scalar(f"eval/{k}", row[k], self.games_done)
         bar.write(json.dumps(row))
         if row["win_rate"] > self.best_win:
@@ -598,89 +562,113 @@ class Trainer:
         bar.close()
 
 
-def complete_checkpoints(run: Path) -> list[Path]:
-    """Complete checkpoint folders of a run, oldest first (a folder exists only once renamed into place)."""
+def legacy_checkpoints(run: Path) -> list[Path]:
+    """Complete checkpoint folders of the earlier layout (`ckpt-NNNNNNNN/trainer.pt` + `trainer.json`), oldest
+    first (such a folder exists only once renamed into place)."""
     return sorted(p for p in run.glob("ckpt-*") if p.is_dir() and (p / "trainer.json").is_file()
                   and (p / "trainer.pt").is_file())
 
 
+def legacy_run_record(run: Path) -> dict[str, Any] | None:
+    """config.json's record (command, seed, config) of a run folder of the earlier layout, read from its newest
+    checkpoint, or None: `experiments.train` resumes such a folder (and then writes its config.json)."""
+    ckpts = legacy_checkpoints(run)
+    if not ckpts:
+        return None
+    meta = json.loads((ckpts[-1] / "trainer.json").read_text())
+    return {"algo": "learned", "seed": int(meta["seed"]), "config": meta["config"]}
+
+
 def remove_stale_writes(run: Path) -> int:
-    """Delete what killed writes left in a run folder: half-written `.ckpt-N.tmpPID` folders (never read: only a
-    renamed folder counts) and atomic writes' temp files. Call only when no trainer is writing to `run`."""
+    """Delete what killed writes left in a run folder: atomic writes' temp files (in the run folder and in
+    checkpoints/) and the earlier layout's half-written `.ckpt-N.tmpPID` folders. Call only when no trainer is
+    writing to `run`."""
     stale = [p for p in run.glob(".ckpt-*.tmp*") if p.is_dir()]
     for p in stale:
         shutil.rmtree(p, ignore_errors=True)
-    return len(stale) + remove_temp_files(run)
+    return len(stale) + remove_temp_files(run) + remove_temp_files(run / "checkpoints")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m experiments.train_learned", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=str(Path(__file__).resolve().parent / "configs" / "learned.toml"),
-                    help="TOML file of settings (the shipped agent's: experiments/configs/learned.toml)")
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="override one setting (TOML value), repeatable")
-    ap.add_argument("--run", default="runs/learned", help="run folder: checkpoints, model.pt/.json, progress.csv")
-    ap.add_argument("--seed", type=int, default=0, help="the run is a function of config and seed")
-    ap.add_argument("--iterations", type=int, default=None, help="stop after this many iterations (default: config)")
-    ap.add_argument("--max-minutes", type=float, default=None, help="stop (with a checkpoint) after this wall time")
-    ap.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available)")
-    ap.add_argument("--fresh", action="store_true", help="start over even if the run folder has a checkpoint")
-    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ap.add_argument("--tensorboard", action="store_true", help="also log to RUN/tb (needs tensorboard)")
-    return ap
+def _checkpoint(run: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The newest complete checkpoint: (tensors file, trainer state), from checkpoints/ or the earlier layout."""
+    ck = latest_checkpoint(run / "checkpoints")
+    if ck is not None:
+        return ck[0], ck[1]["state"]
+    old = legacy_checkpoints(run)
+    if old:
+        return old[-1] / "trainer.pt", json.loads((old[-1] / "trainer.json").read_text())
+    return None
+
+
+def run(args: RunArgs) -> dict[str, Any]:
+    """`learned`: train (or, with --resume, go on with) a run under `experiments.train`; returns the summary also
+    written to `run/summary.json`."""
+    cfg = args.config
+    folder = args.run
+    removed = remove_stale_writes(folder) if args.resume else 0
+    if removed:
+        print(f"removed {removed} unfinished write(s) a killed run left in {folder}", file=sys.stderr)
+    ck = _checkpoint(folder) if args.resume else None
+    if args.resume and ck is None:
+        print(f"--resume: no complete checkpoint in {folder} (killed before its first): starting the run from "
+              "scratch", file=sys.stderr)
+    if ck is not None:
+        saved = check_settings(ck[1]["config"], DEFAULTS, str(ck[0]))
+        changed = [f"{sec}.{k}" for sec, values in _training_part(cfg).items() for k, v in values.items()
+                   if _training_part(saved)[sec].get(k) != v]
+        if changed:
+            raise SystemExit(f"--resume: {ck[0].name} was made with another config ({', '.join(changed)} differ); "
+                             "a run goes on with the settings it was made with (only network.play and "
+                             "run.iterations may change): start another --run")
+    try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
+        trainer = Trainer(cfg, args.seed, folder, device=args.resolved_device(), progress=args.progress,
+                          init=ck is None)
+    except (ValueError, OSError) as e:
+        raise ConfigError(str(e)) from None
+    if ck is not None:
+        trainer.load(*ck)
+        print(f"resumed from {ck[0]} (iteration {trainer.iteration})", file=sys.stderr)
+    log = None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+
+        log = SummaryWriter(str(folder / "tb"))
+    except ImportError:  # tensorboard not installed: progress.csv only
+        pass
+    if cfg["run"]["iterations"] < 0:
+        raise ConfigError(f"run.iterations must be >= 0, got {cfg['run']['iterations']}")
+    iterations = int(cfg["run"]["iterations"]) or int(cfg["train"]["iterations"])
+    t0 = time.perf_counter()
+    start = trainer.iteration
+    trainer.train(iterations, args.max_minutes or None, log)
+    if log is not None:
+        log.close()
+    summary = {"algo": args.algo, "iterations": trainer.iteration, "this_process_iterations": trainer.iteration - start,
+               "games": trainer.games_done, "wall_s": round(time.perf_counter() - t0, 1),
+               "hours": round(trainer.elapsed() / 3600, 4), "best_win_rate": trainer.best_win,
+               "final_eval": trainer.evals[-1] if trainer.evals else None, "model": str(folder / "model.pt"),
+               "seed": args.seed}
+    atomic_write_json(folder / "summary.json", summary)
+    print(json.dumps(summary), flush=True)
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print('train_learned needs torch: pip install -e ".[train]"', file=sys.stderr)
-        return 2
-    try:
-        cfg = load_config(args.config, args.set)
-    except (ValueError, OSError, tomllib.TOMLDecodeError) as e:
-        print(f"train_learned: {e}", file=sys.stderr)
-        return 2
-    device = args.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    run = Path(args.run).resolve()
-    run.mkdir(parents=True, exist_ok=True)
-    iterations = int(args.iterations if args.iterations is not None else cfg["train"]["iterations"])
-    removed = remove_stale_writes(run)
-    if removed:
-        print(f"removed {removed} unfinished write(s) a killed run left in {run}", file=sys.stderr)
-    ckpts = [] if args.fresh else complete_checkpoints(run)
-    if ckpts:
-        saved = json.loads((ckpts[-1] / "trainer.json").read_text())
-        if _training_part(json.loads(json.dumps(cfg))) != _training_part(with_defaults(saved["config"])) \
-                or args.seed != saved["seed"]:
-            print(f"train_learned: {ckpts[-1]} was made with another config or seed; use --fresh or the same "
-                  "settings", file=sys.stderr)
-            return 2
-    try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
-        trainer = Trainer(cfg, args.seed, run, device=device, progress=not args.no_progress, init=not ckpts)
-    except (ValueError, OSError) as e:
-        print(f"train_learned: {e}", file=sys.stderr)
-        return 2
-    if ckpts:
-        trainer.load(ckpts[-1])
-        print(f"resumed from {ckpts[-1].name} (iteration {trainer.iteration})", file=sys.stderr)
-    log = None
-    if args.tensorboard:
-        try:
-            from torch.utils.tensorboard import SummaryWriter
+    """`python -m experiments.train_learned ARGS`: an alias of `python -m experiments.train learned ARGS`
+    (`--iterations N` is `--set run.iterations=N`); the exit status."""
+    from .train import cli
 
-            log = SummaryWriter(str(run / "tb"))
-        except ImportError:
-            print('tensorboard is not installed (pip install -e ".[train]"); logging to progress.csv only',
-                  file=sys.stderr)
-    trainer.train(iterations, args.max_minutes, log)
-    if log is not None:
-        log.close()
-    return 0
+    args = list(sys.argv[1:] if argv is None else argv)
+    out: list[str] = []
+    while args:
+        a = args.pop(0)
+        if a == "--iterations" and args:
+            out += ["--set", f"run.iterations={args.pop(0)}"]
+        elif a.startswith("--iterations="):
+            out += ["--set", f"run.iterations={a.partition('=')[2]}"]
+        else:
+            out.append(a)
+    return cli(["learned", *out])
 
 
 if __name__ == "__main__":

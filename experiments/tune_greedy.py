@@ -29,11 +29,13 @@ import numpy as np
 from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, GreedyAgent, planner_settings
 from agents.match import play_match, totals_of, win_shares
 
-from .common import ConfigError, atomic_write_json, section
+from .common import ConfigError, atomic_write_json
 from .runner import RunArgs
 
 TUNE = {"weights": [], "beam": 24, "against": "default", "games": 1000, "side": "A", "spirits": False,
         "search_minutes": 0.0}
+#: The command's settings (validated at load, `experiments.common.check_config`).
+SCHEMAS = {"tune-greedy": {"tune": TUNE}}
 
 #: The weights before the habitat-distance terms (12, 13) existed, for comparison.
 NO_DISTANCE_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0.34, 0.2, -0.66, 0.92, 0.0, 0.0])
@@ -80,7 +82,7 @@ def search(start: np.ndarray, against: np.ndarray, games: int, minutes: float, s
 
 def run(args: RunArgs) -> dict[str, Any]:
     """`tune-greedy`: (optionally hill-climb, then) compare the planner under test with the reference one."""
-    t = section(args.config, "tune", TUNE)
+    t = args.config["tune"]
     if t["against"] not in ("default", "no-distance"):
         raise ConfigError(f"[tune] against must be 'default' or 'no-distance', got {t['against']!r}")
     if t["side"] not in ("A", "B"):

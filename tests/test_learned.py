@@ -565,9 +565,13 @@ def test_config_errors():
         load_config(TINY, ["run.threads=true"])
 
 
-def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "experiments.train_learned", "--config", str(TINY), "--run", str(run),
-           "--seed", "5", "--iterations", str(iterations), "--no-progress", *(extra or [])]
+def _train(run: Path, iterations: int, extra: list[str] | None = None, alias: bool = False) -> subprocess.Popen:
+    """`python -m experiments.train learned` on the tiny config, seed 5, up to `iterations`; with --resume when the
+    run folder holds a run (config.json). alias: through `python -m experiments.train_learned --iterations N`."""
+    until = ["--iterations", str(iterations)] if alias else ["--set", f"run.iterations={iterations}"]
+    cmd = [sys.executable, "-m", *(["experiments.train_learned"] if alias else ["experiments.train", "learned"]),
+           "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
+           *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -604,13 +608,16 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     for k in want:
         assert np.array_equal(got[k], want[k]), k
     assert (run / "progress.csv").read_text().splitlines()[0].startswith("iteration,")
-    # what a kill mid-write leaves (a half-written checkpoint folder, an atomic write's temp file) goes on resume
+    # what a kill mid-write leaves (atomic writes' temp files, the earlier layout's half-written checkpoint folder)
+    # goes on resume
     (tmp_path / "ref" / ".ckpt-00000050.tmp99999").mkdir()
     (tmp_path / "ref" / ".ckpt-00000050.tmp99999" / "trainer.pt").write_bytes(b"torn")
     (tmp_path / "ref" / ".model.pt.x1y2.tmp").write_bytes(b"torn")
+    (tmp_path / "ref" / "checkpoints" / ".step_000000000050.pt.x1y2.tmp").write_bytes(b"torn")
     again = _train(tmp_path / "ref", 40)
     assert again.wait(timeout=300) == 0, again.stdout.read().decode()
-    assert not [p.name for p in (tmp_path / "ref").iterdir() if p.name.startswith(".")]
+    for folder in (tmp_path / "ref", tmp_path / "ref" / "checkpoints"):
+        assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
     assert np.array_equal(_weights(tmp_path / "ref")["0.weight"], want["0.weight"])
 
 
@@ -649,14 +656,17 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     training, the play settings) resumes: they read as their defaults. The run plays the plain beam's candidates
     (the defaults), so this also trains that way; changing only how the result is played does not stop a resume."""
     plain = ["--set", "selfplay.diverse=false", "--set", "train.augment=false"]
-    p = _train(tmp_path, 10, plain)
+    p = _train(tmp_path, 10, plain, alias=True)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
-    ck = sorted(tmp_path.glob("ckpt-*"))[-1] / "trainer.json"
-    meta = json.loads(ck.read_text())
-    del meta["config"]["run"]["init"]
-    del meta["config"]["selfplay"]["diverse"], meta["config"]["eval"]["diverse"], meta["config"]["train"]["augment"]
-    del meta["config"]["network"]["play"]
-    ck.write_text(json.dumps(meta))
+    ck = sorted((tmp_path / "checkpoints").glob("step_*.json"))[-1]
+    record = json.loads(ck.read_text())
+    run_record = json.loads((tmp_path / "config.json").read_text())
+    for cfg in (record["state"]["config"], run_record["config"]):  # the checkpoint's and the run folder's
+        del cfg["run"]["init"], cfg["run"]["iterations"]
+        del cfg["selfplay"]["diverse"], cfg["eval"]["diverse"], cfg["train"]["augment"]
+        del cfg["network"]["play"]
+    ck.write_text(json.dumps(record))
+    (tmp_path / "config.json").write_text(json.dumps(run_record))
     p = _train(tmp_path, 20, plain)
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 0 and "resumed from" in out, out
@@ -665,6 +675,33 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     assert p.wait(timeout=300) == 0 and "resumed from" in out, out
     play = json.loads((tmp_path / "model.json").read_text())["network"]["play"]
     assert (play["beam"], play["candidates"], play["symmetries"], play["diverse"]) == (8, 4, 4, False)
-    for change in (["--set", "train.lr=0.5"], ["--set", "selfplay.diverse=true"]):
+    for change, named in ((["--set", "train.lr=0.5"], b"train.lr"), (["--set", "selfplay.diverse=true"], b"diverse")):
         other = _train(tmp_path, 40, [*plain, *change])
-        assert other.wait(timeout=300) == 2 and b"another config" in other.stdout.read()
+        out = other.stdout.read()
+        assert other.wait(timeout=300) == 2 and b"another config" in out and named in out, out
+
+
+def test_a_run_folder_of_the_earlier_layout_resumes(tmp_path, capsys):
+    """A run folder of the earlier layout (ckpt-NNNNNNNN/trainer.pt + trainer.json, no config.json) resumes under
+    `experiments.train learned --resume` (its config and seed read from the checkpoint) and ends as the run never
+    stopped; without --resume it is refused as a run already there."""
+    from experiments import train
+
+    cmd = ["learned", "--config", str(TINY), "--seed", "3", "--no-progress", "--set", "eval.every=0"]
+    train.main([*cmd, "--run", str(tmp_path / "a"), "--set", "run.iterations=10"])
+    train.main([*cmd, "--run", str(tmp_path / "a"), "--set", "run.iterations=20", "--resume"])
+    record = json.loads((tmp_path / "a" / "checkpoints" / "step_000000000010.json").read_text())
+    old = tmp_path / "old" / "ckpt-00000010"
+    old.mkdir(parents=True)
+    (old / "trainer.pt").write_bytes((tmp_path / "a" / "checkpoints" / "step_000000000010.pt").read_bytes())
+    (old / "trainer.json").write_text(json.dumps(record["state"]))
+    with pytest.raises(SystemExit, match="already holds a run"):
+        train.main([*cmd, "--run", str(tmp_path / "old")])
+    assert train.main(["learned", "--run", str(tmp_path / "old"), "--resume", "--no-progress",
+                       "--set", "run.iterations=20"]) == 0
+    assert "resumed from" in capsys.readouterr().err
+    assert json.loads((tmp_path / "old" / "config.json").read_text())["seed"] == 3  # converted: a run like any
+    want = torch.load(tmp_path / "a" / "model.pt", weights_only=True)
+    got = torch.load(tmp_path / "old" / "model.pt", weights_only=True)
+    for k in want:
+        assert torch.equal(got[k], want[k]), k
