@@ -1,12 +1,16 @@
-"""The one evaluation helper: play the first episode of every row of a batched SB3 VecEnv with the policy
-(masked, deterministic by default) and summarise what the rows report when their episode ends.
+"""The PPO commands' evaluation: the policy plays a match against agents on the match engine
+(`agents.match.play_match`, the one that plays every bot against every other: seeds, seat rotation, the game's
+winner rule), and the results are summarised.
 
-Works with every env the training commands use: `harmonies_env.vector.SB3VecEnv` (Solo, Versus vs random)
-and `agents.pool_env.PoolVecEnv` (vs greedy / a pool). Evaluation envs are seeded from `EVAL_SEED`, far from every
-training seed (`train_seed`), so the figures are on games never used in training.
+What each command's policy meets is an `EvalMatch` (`flat_ppo.evaluation`): solo-ppo plays the solo rules alone,
+versus-ppo its training opponent (random, or greedy at the config's beam) in every other seat, selfplay-ppo the
+greedy planner. Evaluation games have seeds from `EVAL_SEED` on, far from every training seed (`train_seed`), so
+the figures are on games never used in training; the policy plays its most likely legal action
+(`agents.ppo.policy_actions`, the one batched PPO decision), so an evaluation draws from no generator and does not
+change the run.
 
-As a command, it evaluates a run's final policy (or a uniformly random policy, for reference) on the run's own
-evaluation task, on as many games as asked and on seeds of its own (default `FINAL_SEED`: not even the periodic
+As a command, it evaluates a run's final policy (or a uniformly random policy, for reference) in the run's own
+evaluation match, on as many games as asked and on seeds of its own (default `FINAL_SEED`: not even the periodic
 evaluations' games):
 
     python -m experiments.evaluate runs/solo_ppo --games 256
@@ -14,11 +18,12 @@ evaluations' games):
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 
-#: Base seed of evaluation games: row r of an evaluation plays the game of seed EVAL_SEED + r.
+#: Base seed of evaluation games: game i of an evaluation is the game of seed EVAL_SEED + i.
 EVAL_SEED = 10**9 + 7
 #: Base seed of `python -m experiments.evaluate` (final figures), away from EVAL_SEED's games.
 FINAL_SEED = 2 * 10**9 + 11
@@ -29,64 +34,71 @@ def train_seed(seed: int) -> int:
     return int(seed) * 1_000_003
 
 
-def play_first_episodes(model: Any, venv: Any, seed: int | None = EVAL_SEED,
-                        deterministic: bool = True) -> list[dict[str, Any]]:
-    """Reset `venv` (row r to game seed `seed` + r; None: to whatever seeds it holds), step every row with
-    `model.predict(obs, action_masks=...)` until each row has ended one episode; the info dict each row
-    reported at the end of its first episode, by row."""
-    if seed is not None:
-        venv.seed(seed)
-    obs = venv.reset()
-    n = venv.num_envs
-    done = np.zeros(n, dtype=bool)
-    infos_at_end: list[dict[str, Any]] = [{} for _ in range(n)]
-    illegal = steps = 0
-    while not done.all():
-        actions, _ = model.predict(obs, action_masks=venv.action_masks(), deterministic=deterministic)
-        obs, _, dones, infos = venv.step(actions)
-        live = ~done
-        steps += int(live.sum())
-        illegal += sum(1 for r in np.flatnonzero(live) if "illegal_action" in infos[r])
-        for r in np.flatnonzero(dones & live):
-            infos_at_end[r] = dict(infos[r])
-        done |= dones
-    for i in infos_at_end:
-        i["_legal_rate"] = 1.0 - illegal / max(steps, 1)
-    return infos_at_end
+@dataclass(frozen=True)
+class EvalMatch:
+    """The match a command's policy is evaluated in: `games` games of `players` players (side, spirits), the policy
+    against `opponents` (one agent spec per other seat; none: solo), seats rotated game by game."""
+
+    players: int
+    side: str
+    spirits: bool
+    opponents: tuple[str, ...]
+    games: int
+    threads: int = 1
 
 
-def summarize(infos: list[dict[str, Any]]) -> dict[str, float]:
-    """Mean figures over ended episodes: score (and its std), suns (solo), win rate (a tie shared among the
-    tied winners where the env says so) and the learner's legal-action rate."""
-    out: dict[str, float] = {"games": len(infos)}
-    scores = np.array([i["score"] for i in infos], dtype=np.float64)
-    out["mean_score"] = float(scores.mean())
-    out["std_score"] = float(scores.std())
-    if all("suns" in i for i in infos):
-        out["mean_suns"] = float(np.mean([i["suns"] for i in infos]))
-    if all("win_share" in i for i in infos):
-        out["win_rate"] = float(np.mean([i["win_share"] for i in infos]))
-    elif all("won" in i for i in infos) and "suns" not in infos[0]:
-        out["win_rate"] = float(np.mean([bool(i["won"]) for i in infos]))
-    if infos and "_legal_rate" in infos[0]:
-        out["legal_rate"] = float(infos[0]["_legal_rate"])
-    return out
+class ModelPolicy:
+    """A flat-action PPO policy (a MaskablePPO's `.policy`, or `agents.ppo.load_policy`'s) as a batch policy: the
+    most likely legal action in every game, in one forward pass (`agents.ppo.policy_actions`)."""
 
+    def __init__(self, policy: Any, name: str = "policy"):
+        self.policy, self.name = getattr(policy, "policy", policy), name  # a MaskablePPO model: its policy
 
-def evaluate(model: Any, venv: Any, seed: int | None = EVAL_SEED, deterministic: bool = True) -> dict[str, float]:
-    """`summarize(play_first_episodes(...))`: the policy's figures on the first episodes of `venv`'s rows."""
-    return summarize(play_first_episodes(model, venv, seed, deterministic))
+    def act_batch(self, batch: Any) -> np.ndarray:
+        from agents.ppo import policy_actions
+
+        if not len(batch):
+            return np.zeros(0, dtype=np.int64)
+        return policy_actions(self.policy, np.array(batch.observations, dtype=np.float32),
+                              np.array(batch.action_masks, dtype=bool))  # writable copies, as torch wants
 
 
 class RandomPolicy:
-    """A uniformly random legal action per row, seeded; `predict` as SB3's (for reference figures)."""
+    """A uniformly random legal action in every game, seeded (for reference figures)."""
 
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
+    def __init__(self, seed: int = 0, name: str = "policy"):
+        self.rng, self.name = np.random.default_rng(seed), name
 
-    def predict(self, obs: Any, action_masks: np.ndarray, deterministic: bool = True) -> tuple[np.ndarray, None]:
-        u = self.rng.random(action_masks.shape) * action_masks
-        return u.argmax(axis=1), None
+    def act_batch(self, batch: Any) -> np.ndarray:
+        masks = np.asarray(batch.action_masks, dtype=bool)
+        return (self.rng.random(masks.shape) * masks).argmax(axis=1).astype(np.int64)
+
+
+def summarize(results: Sequence[dict[str, Any]], name: str = "policy") -> dict[str, float]:
+    """`name`'s figures over a match's results: games, mean score (and its std), suns (solo), win rate (a tie's
+    victory shared among the tied winners: `agents.match.win_shares`, the game's winner rule)."""
+    from agents.match import totals_of, win_shares
+
+    scores = totals_of(results, name)
+    out: dict[str, float] = {"games": len(results), "mean_score": float(scores.mean()),
+                             "std_score": float(scores.std())}
+    if results and "suns" in results[0]:
+        out["mean_suns"] = float(np.mean([r["suns"] for r in results]))
+    else:
+        out["win_rate"] = float(win_shares(results, name).mean())
+    return out
+
+
+def evaluate(policy: Any, match: EvalMatch, seed: int = EVAL_SEED) -> dict[str, float]:
+    """The policy's figures in `match` (game i: seed `seed` + i): `policy` a MaskablePPO model, an SB3 policy or a
+    batch policy (`act_batch`)."""
+    from agents.match import play_match
+
+    pol = policy if callable(getattr(policy, "act_batch", None)) else ModelPolicy(policy)
+    pol.name = "policy"
+    results = play_match([pol, *match.opponents], match.players, match.games, match.side, match.spirits, seed,
+                         threads=match.threads)
+    return summarize(results)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from .common import atomic_write_json
-    from .train import COMMANDS
+    from .common import atomic_write_json, check_config
+    from .train import COMMANDS, schema
 
     ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -109,9 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     saved = json.loads((a.run / "config.json").read_text())
     module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__)
-    if not hasattr(module, "eval_env"):
-        raise SystemExit(f"{saved['algo']} runs have no evaluation task")
-    venv = module.eval_env(saved["algo"], saved["config"], a.games, a.device)
+    if not hasattr(module, "evaluation"):
+        raise SystemExit(f"{saved['algo']} runs have no evaluation match")
+    config = check_config(saved["config"], schema(saved["algo"]), str(a.run / "config.json"))
+    match = module.evaluation(saved["algo"], config, a.games)
     if a.policy == "random":
         policy: Any = RandomPolicy(a.seed)
     else:
@@ -120,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         path = a.run / "model.pt" if a.policy == "model" else Path(a.policy)
         policy = load_policy(path, device=a.device)  # weights only: nothing in the file runs
     out = {"run": str(a.run), "algo": saved["algo"], "policy": a.policy, "seed": a.seed,
-           **evaluate(policy, venv, a.seed)}
+           **evaluate(policy, match, a.seed)}
     if a.out:
         atomic_write_json(a.out, out)
     print(json.dumps(out))

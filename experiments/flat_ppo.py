@@ -12,8 +12,8 @@
     python -m experiments.train selfplay-ppo --run runs/sp --resume
 
 `[env] vec = "batched"` (default) steps every game in one numba call; "dummy" / "subproc" use one Gymnasium
-env per game in SB3's DummyVecEnv / SubprocVecEnv (the per-env path, for comparison); evaluation is always
-batched, on the seeds of `experiments.evaluate.EVAL_SEED`.
+env per game in SB3's DummyVecEnv / SubprocVecEnv (the per-env path, for comparison); evaluation is a match on
+the match engine (`evaluation`, `experiments.evaluate`), on the seeds of `experiments.evaluate.EVAL_SEED`.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .common import ConfigError
+from .evaluate import EvalMatch
 from .runner import PPO_SETTINGS, RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
 
 SOLO_ENV = {"n_envs": 64, "side": "A", "spirits": False, "reward": "dense", "max_steps": 5000, "vec": "batched"}
@@ -112,19 +113,22 @@ def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
-def eval_env(algo: str, config: dict[str, Any], n: int, device: str = "cpu") -> Any:
-    """The evaluation env of a solo-ppo / versus-ppo / selfplay-ppo run with this config: n games."""
+def evaluation(algo: str, config: dict[str, Any], games: int) -> EvalMatch:
+    """The match a solo-ppo / versus-ppo / selfplay-ppo run's policy is evaluated in (`experiments.evaluate`):
+    solo alone; versus against its training opponent in every other seat; selfplay against the greedy planner at
+    [selfplay] eval_beam."""
     threads = int(config["run"]["engine_threads"])
-    if algo == "solo-ppo":
-        return solo_env(config["env"], n, 0, threads)
-    if algo == "versus-ppo":
-        return versus_env(_versus_settings(config), n, 0, threads, device)
-    from agents.pool_env import PoolVecEnv
-
     env = config["env"]
-    sp = config["selfplay"]
-    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward="win",
-                      pool=["greedy"], greedy_beam=int(sp["eval_beam"]), seed=0, device=device)
+    if algo == "solo-ppo":
+        return EvalMatch(1, env["side"], env["spirits"], (), games, threads)
+    if algo == "versus-ppo":
+        env = _versus_settings(config)
+        other = "random" if env["opponent"] == "random" else f"greedy:{int(env['greedy_beam'])}"
+        return EvalMatch(int(env["players"]), env["side"], env["spirits"], (other,) * (int(env["players"]) - 1),
+                         games, threads)
+    beam = int(config["selfplay"]["eval_beam"])
+    return EvalMatch(int(env["players"]), env["side"], env["spirits"], (f"greedy:{beam}",) * (int(env["players"]) - 1),
+                     games, threads)
 
 
 def solo(args: RunArgs) -> dict[str, Any]:
@@ -141,10 +145,8 @@ def solo(args: RunArgs) -> dict[str, Any]:
             return solo_env(env, int(env["n_envs"]), seed, threads)
         return _gym_vec(_SoloThunk(env), int(env["n_envs"]), env["vec"], seed)
 
-    def make_eval_env() -> Any:
-        return solo_env(env, int(run["eval_episodes"]), 0, threads)
-
-    return train_ppo(args, PPOTask("solo-ppo", make_env, make_eval_env))
+    return train_ppo(args, PPOTask("solo-ppo", make_env, evaluation("solo-ppo", args.config,
+                                                                    int(run["eval_episodes"]))))
 
 
 def versus(args: RunArgs) -> dict[str, Any]:
@@ -159,10 +161,8 @@ def versus(args: RunArgs) -> dict[str, Any]:
             return versus_env(env, int(env["n_envs"]), seed, threads, device)
         return _gym_vec(_VersusThunk(env), int(env["n_envs"]), env["vec"], seed)
 
-    def make_eval_env() -> Any:
-        return versus_env(env, int(run["eval_episodes"]), 0, threads, device)
-
-    return train_ppo(args, PPOTask(f"versus-ppo-{env['opponent']}", make_env, make_eval_env))
+    return train_ppo(args, PPOTask(f"versus-ppo-{env['opponent']}", make_env,
+                                   evaluation("versus-ppo", args.config, int(run["eval_episodes"]))))
 
 
 class _Pool:
@@ -222,10 +222,8 @@ def selfplay(args: RunArgs) -> dict[str, Any]:
         pool.envs.append(venv)
         return venv
 
-    def make_eval_env() -> Any:
-        return eval_env("selfplay-ppo", args.config, int(run["eval_episodes"]), device)
-
-    task = PPOTask("selfplay-ppo", make_env, make_eval_env, state=pool.state, restore=pool.restore,
+    task = PPOTask("selfplay-ppo", make_env, evaluation("selfplay-ppo", args.config, int(run["eval_episodes"])),
+                   state=pool.state, restore=pool.restore,
                    hooks=[(int(sp["snapshot_every"]), pool.snapshot)])
     return train_ppo(args, task)
 

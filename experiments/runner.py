@@ -255,13 +255,14 @@ class PPOTask:
     """How a PPO command differs from the others.
 
     make_env(seed) -> the training VecEnv whose row r plays games from base seed `seed` + r;
-    make_eval_env() -> the evaluation VecEnv (None: no evaluation); state() / restore(state): extra resumable
-    state (e.g. the self-play pool); hooks: periodic (every, fn(model, timesteps)).
+    evaluation: the match the policy is evaluated in (`experiments.evaluate.EvalMatch`; None: none);
+    state() / restore(state): extra resumable state (e.g. the self-play pool); hooks: periodic (every,
+    fn(model, timesteps)).
     """
 
     name: str
     make_env: Callable[[int], Any]
-    make_eval_env: Callable[[], Any] | None = None
+    evaluation: Any = None
     state: Callable[[], dict] | None = None
     restore: Callable[[dict], None] | None = None
     hooks: list[tuple[int, Callable[[Any, int], None]]] = field(default_factory=list)
@@ -302,7 +303,6 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     venv = task.make_env(train_seed(args.seed))  # built as the run's first env was: a checkpoint's games go into it
     model = make_ppo(venv, args.config.get("ppo", {}), args.seed, device, tb)
     venv.seed(train_seed(args.seed))  # the model's own seeding reseeded the env: the run's games again
-    eval_env = task.make_eval_env() if task.make_eval_env is not None else None
     if ck:
         why = restore_checkpoint(model, ck[0])  # last: the generators are the checkpoint's when learn() starts
         if why:
@@ -316,9 +316,9 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
         print(f"initialised from {init}", flush=True)
 
     def run_eval(m: Any) -> dict:
-        return evaluate(m, eval_env, EVAL_SEED)
+        return evaluate(m, task.evaluation, EVAL_SEED)
 
-    cb = RunCallback(run, run_eval if eval_env is not None else None, int(cfg["eval_every"]),
+    cb = RunCallback(run, run_eval if task.evaluation is not None else None, int(cfg["eval_every"]),
                      int(cfg["checkpoint_every"]), state=task.state, evals=state.get("evals", []),
                      keep=int(cfg["keep_checkpoints"]), hooks=task.hooks, max_minutes=args.max_minutes,
                      elapsed_minutes=float(state.get("minutes", 0.0)),
@@ -340,7 +340,7 @@ def train_ppo(args: RunArgs, task: PPOTask) -> dict[str, Any]:
     # the checkpoint first: an evaluation off the eval_every grid (at the end, or at a time stop) is not carried
     # into it, so a resumed or extended run's eval.csv is the unstopped run's
     cb.checkpoint()
-    if eval_env is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
+    if task.evaluation is not None and (not cb.evals or cb.evals[-1]["timesteps"] != model.num_timesteps):
         cb.run_eval()
     model_path = export_policy(model, run / "model.pt")
     summary = {"algo": args.algo, "timesteps": int(model.num_timesteps), "this_process_steps": steps,

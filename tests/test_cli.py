@@ -412,7 +412,7 @@ def test_forwarded_refusal_message_is_printed(monkeypatch, capsys):
     assert capsys.readouterr().err == "harmonies train: no such thing: x.toml\n"
 
 
-def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_once(capsys):
+def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_once(capsys, monkeypatch):
     from experiments import train
 
     with pytest.raises(SystemExit):
@@ -423,6 +423,15 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert cli.main(["train", "solo-ppo", "--help"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: harmonies train solo-ppo")
+    assert_each_default_said_once(out, options=8)
+    # learned runs under experiments.train like the others (called as `harmonies train` calls it: sys.argv[0] set
+    # so; directly, as an installed `harmonies_experiments` may be another checkout's)
+    monkeypatch.setattr(sys, "argv", ["harmonies train"])
+    with pytest.raises(SystemExit):
+        train.main(["learned", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: harmonies train learned") and "experiments/configs/learned.toml" in out
+    assert "python -m experiments.train_learned" not in out
     assert_each_default_said_once(out, options=8)
 
 
