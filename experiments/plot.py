@@ -24,6 +24,8 @@ from .common import atomic_write_bytes, read_csv
 #: The tables a run folder holds: file -> (kind, x column, x axis label).
 TABLES = {"eval.csv": ("ppo", "timesteps", "training steps (learner actions)"),
           "progress.csv": ("learned", "games", "self-play games")}
+#: The columns that tell the tables apart.
+_COLUMNS = {"eval.csv": {"timesteps", "minutes"}, "progress.csv": {"iteration", "games", "hours"}}
 #: The default title of a learned run's plot (the shipped network's curve, docs/img/learned_curve.png).
 LEARNED_TITLE = "Afterstate value network, trained from scratch by self-play (2p, Side A)"
 
@@ -37,17 +39,27 @@ def read_run(path: str | Path) -> tuple[str, list[dict[str, float]]]:
         if not found:
             raise SystemExit(f"{p}: no {' or '.join(TABLES)} (is it a run folder of python -m experiments.train?)")
         p = found[0]
-    if p.name not in TABLES:  # a copy of a table (e.g. benchmarks/learned_progress.csv): its columns say which
-        header = p.read_text().split("\n", 1)[0].split(",") if p.is_file() else []
-        name = "progress.csv" if "iteration" in header else "eval.csv"
-    else:
-        name = p.name
     if not p.is_file():
         raise SystemExit(f"{p}: no such file")
-    rows = [{k: float(v) if v not in ("", None) else math.nan for k, v in r.items()} for r in read_csv(p)]
-    if not rows:
+    try:
+        raw = read_csv(p)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise SystemExit(f"{p}: not a CSV table ({e})") from None
+    if not raw:
         raise SystemExit(f"{p}: no evaluation rows yet")
-    return TABLES[name][0], rows
+    # which table it is, by its columns (a copy may be named otherwise, e.g. benchmarks/learned_progress.csv)
+    name = next((n for n, cols in _COLUMNS.items() if cols <= set(raw[0])), None)
+    if name is None:
+        raise SystemExit(f"{p}: neither an eval.csv (columns {', '.join(sorted(_COLUMNS['eval.csv']))}) nor a learned "
+                         f"run's progress.csv (columns {', '.join(sorted(_COLUMNS['progress.csv']))})")
+    return TABLES[name][0], [{k: _number(v) for k, v in r.items()} for r in raw]
+
+
+def _number(v: str | None) -> float:
+    try:
+        return float(v) if v not in ("", None) else math.nan
+    except ValueError:
+        return math.nan
 
 
 def plot(runs: list[Path], metrics: list[str] | None, out: Path, labels: list[str] | None = None,

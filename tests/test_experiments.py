@@ -390,3 +390,29 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
     torch.save({"policy": np.arange(3)}, evil)  # a numpy array: not loadable with weights_only=True
     with pytest.raises(ConfigError, match="not a weights-only checkpoint"):
         init_from(fresh, evil)
+
+
+def test_one_plot_command_reads_both_kinds_of_run(tmp_path, capsys):
+    """`python -m experiments.plot` plots a PPO run's eval.csv and a learned run's progress.csv (a folder or the
+    table, under any name), and refuses to mix them or a file that is neither, in one line."""
+    pytest.importorskip("matplotlib", reason="needs the train extra")
+    from experiments import plot
+
+    atomic_write_csv(tmp_path / "ppo" / "eval.csv", [{"timesteps": 0, "minutes": 0.0, "mean_score": 3.0},
+                                                     {"timesteps": 10, "minutes": 1.0, "mean_score": 4.0}])
+    rows = [{"iteration": 0, "games": 0, "decisions": 0, "hours": 0.0, "loss": None, "win_rate": 0.2,
+             "mean_score": 80.0, "greedy_score": 85.0, "mcts_win_rate": 0.1, "mcts_mean_score": 70.0},
+            {"iteration": 5, "games": 40, "decisions": 800, "hours": 0.1, "loss": 0.5, "win_rate": 0.4,
+             "mean_score": 88.0, "greedy_score": 86.0}]
+    atomic_write_csv(tmp_path / "learned" / "progress.csv", rows)
+    atomic_write_csv(tmp_path / "copy.csv", rows)
+    for runs in ([tmp_path / "ppo"], [tmp_path / "learned"], [tmp_path / "copy.csv", tmp_path / "learned"]):
+        out = tmp_path / "img.png"
+        assert plot.main([*map(str, runs), "--ref", "win_rate:greedy=0.5", "--out", str(out)]) == 0
+        assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for args, msg in (([tmp_path / "ppo", tmp_path / "learned"], "of one kind"),
+                      ([tmp_path / "ppo" / "nope"], "no such file"),
+                      ([tmp_path / "empty"], "no eval.csv or progress.csv")):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        with pytest.raises(SystemExit, match=msg):
+            plot.main([*map(str, args), "--out", str(tmp_path / "x.png")])
