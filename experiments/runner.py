@@ -35,7 +35,8 @@ from .common import ConfigError, Setting, atomic_write_json, latest_checkpoint, 
 
 @dataclass
 class RunArgs:
-    """The run-level settings of one training command (everything else is in `config`)."""
+    """The run-level settings of one training command (everything else is in `config`: the command's complete
+    config, validated against its schema by `experiments.train`, every setting present but [ppo]'s optional ones)."""
 
     algo: str
     config: dict[str, Any]
