@@ -30,7 +30,8 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
-from harmonies_env.game import RECORD_VERSION, Game, IllegalActionError, check_config
+from harmonies_env.config import make_config
+from harmonies_env.game import Game, IllegalActionError, check_config, make_record
 from harmonies_env.scoring import CATEGORIES
 
 from .policy import AgentPolicy, BatchView, is_native
@@ -268,8 +269,8 @@ def replay_result(result: dict[str, Any], num_players: int, side: str = "A", spi
     """The finished `Game` of a result played with record=True (its seed and actions), with its history."""
     if "actions" not in result:
         raise ValueError("this result has no actions: play the match with record=True")
-    return Game.replay({"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
-                        "seed": result["seed"], "actions": result["actions"]})
+    config = make_config(None, num_players=num_players, side=side, spirits=spirits)
+    return Game.replay(make_record(config, result["seed"], result["actions"]))
 
 
 def win_shares(results: Sequence[dict[str, Any]], name: str) -> np.ndarray:

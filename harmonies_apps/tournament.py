@@ -22,7 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.match import agent_seed, play_game, summarize, wilson_interval
-from harmonies_env.game import RECORD_VERSION
+from harmonies_env.config import make_config
+from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
 
 from .annotate import annotations, watch
@@ -67,8 +68,8 @@ def _play_share(task: tuple) -> list[dict]:
                 for s, p in zip(specs, policies)]
     results = play_match(policies, num_players, list(indices), side, spirits, seed, names=names, record=True)
     for row, res in enumerate(results):
-        record = {"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
-                  "seed": res["seed"], "actions": res.pop("actions"), "names": res["seats"]}
+        config = make_config(None, num_players=num_players, side=side, spirits=spirits)
+        record = {**make_record(config, res["seed"], res.pop("actions")), "names": res["seats"]}
         n = len(specs)
         agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
         seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
