@@ -417,3 +417,19 @@ def test_cli_river_loops_flows_into_the_games(tmp_path):
         assert rec["river_loops"] == "bga" and Game.replay(rec).scores() == r["scores"]
     bad = subprocess.run(cmd[:-6] + ["--river-loops", "house"], capture_output=True, text=True, env=env, timeout=600)
     assert bad.returncode == 2 and "--river-loops: invalid choice: 'house'" in bad.stderr
+
+
+def test_demo_and_play_take_the_config(capsys):
+    """`harmonies demo --river-loops bga` plays; `play(config=...)` sets its game up by the config, and a config
+    that contradicts the opponents' count is refused naming both."""
+    import io
+
+    from harmonies_apps import cli
+    from harmonies_apps.play import play
+
+    assert cli.main(["demo", "--agents", "random", "random", "--river-loops", "bga", "--side", "B", "--seed", "2"]) == 0
+    assert "=== final scores ===" in capsys.readouterr().out
+    g = play(["random"], config=GameConfig(2, "B", river_loops="bga"), input_fn=lambda _: "quit", out=io.StringIO())
+    assert (g.num_players, g.side, g.river_loops) == (2, "B", "bga")
+    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=3"):
+        play(["random"], config=GameConfig(3), input_fn=lambda _: "quit", out=io.StringIO())
