@@ -116,7 +116,7 @@ def test_bad_arguments_give_clear_errors(capsys):
     assert cli.main(["tournament", "--agents", "random", "nonsense", "--games", "1", "--quiet"]) == 2
     assert "unknown agent 'nonsense'" in capsys.readouterr().err
     assert cli.main(["tournament", "--agents", "random", "random", "--games", "0", "--quiet"]) == 2
-    assert "games must be >= 1" in capsys.readouterr().err
+    assert "games must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_time_budgets_are_named_as_not_reproducible(capsys):
