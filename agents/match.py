@@ -6,6 +6,11 @@ and the trainer's periodic evaluations), the greedy planner's tuning (`experimen
 policy (docs/agents.md). All games advance together: each round, every policy is asked once for the games that wait
 on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
 
+Configuration: one `harmonies_env.GameConfig` (players, side, Spirits, river_loops) says the rules of every game of
+a match: `play_match(policies, games=8, config=GameConfig(2, "B", river_loops="bga"))`. The loose arguments
+(`play_match(policies, 2, 8, "B", True)`, `river_loops="bga"`) still work and make the same config
+(`harmonies_env.config.make_config`: a loose argument that contradicts `config` is a ValueError naming both).
+
 Seeding (one rule): game i of a match with base seed `seed` and n seats is the game `Game(seed=seed + i)`, or
 `seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the learned
 network's evaluations use); its seats are rotated by i % n (seat k holds policy (k + i) % n); policy j gets the
@@ -22,7 +27,7 @@ per seat), "winners" (`Game.winners`: most points, then most animal cubes, else 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -30,7 +35,8 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
-from harmonies_env.game import RECORD_VERSION, Game, IllegalActionError, check_config
+from harmonies_env.config import GameConfig, make_config
+from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
 
 from .policy import AgentPolicy, BatchView, is_native
@@ -107,12 +113,25 @@ def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, thr
             on_action(int(index[r]), a)
 
 
-def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[int], side: str = "A",
-               spirits: bool = False, seed: int = 0, *, paired: bool = False, names: Sequence[str] | None = None,
-               record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
+def match_config(config: GameConfig | None, num_players: Any = None, side: Any = None, spirits: Any = None,
+                 river_loops: Any = None, seats: int | None = None) -> GameConfig:
+    """The `GameConfig` a match runs with: `config`, or the loose arguments (`make_config`; num_players defaults to
+    `seats`, the number of policies or agents given, when neither says it)."""
+    return make_config(config, None if seats is None else {"num_players": seats}, num_players=num_players,
+                       side=side, spirits=spirits, river_loops=river_loops)
+
+
+def play_match(policies: Sequence[Any], num_players: int | None = None, games: int | Sequence[int] | None = None,
+               side: str | None = None, spirits: bool | None = None, seed: int = 0, *,
+               config: GameConfig | None = None, river_loops: str | None = None, paired: bool = False,
+               names: Sequence[str] | None = None, record: bool = False, threads: int = 1,
+               progress: Callable[[int], None] | None = None,
                on_action: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
     """Play seeded games between batch policies, all at once; one result dict per game, in game order.
 
+    config: the games' `GameConfig` (players, side, Spirits, river_loops); or the loose arguments num_players
+    (default: one seat per policy), side, spirits, river_loops (defaults "A", no Spirits, "rulebook"). games is
+    required.
     policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
     every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
     memory for the seat it plays. games: how many (indices 0..games-1) or which game indices to play (see the module
@@ -124,7 +143,10 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
     """
-    n_players, side_code, sp = check_config(num_players, side, spirits)
+    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(policies))
+    n_players = cfg.num_players
+    if games is None:
+        raise ValueError("games is required: how many games to play, or which game indices")
     pols = [policy_of(p) if isinstance(p, str) else p for p in policies]
     if len(pols) != n_players:
         raise ValueError(f"a {n_players}-player match needs {n_players} policies (one per seat), got {len(pols)}")
@@ -153,7 +175,7 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
     rot = index % n
     slot_of = (np.arange(n)[None, :] + rot[:, None]) % n  # slot_of[r, k]: the policy in seat k of game r
     states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
-    init_batch(states, n, side_code, sp, seeds)
+    init_batch(states, seeds=seeds, config=cfg)
     for j, p in enumerate(pols):
         if callable(getattr(p, "reset_batch", None)):
             p.reset_batch(np.array([agent_seed(seed, int(i), j) for i in index], dtype=np.int64))
@@ -189,24 +211,40 @@ def play_match(policies: Sequence[Any], num_players: int, games: int | Sequence[
 MAX_SHARE = 64
 
 
-def play_share(task: tuple) -> list[dict]:
-    """Worker of `run_match`: play the games `indices` of a match of agent specs and return their results.
+class MatchTask(NamedTuple):
+    """One task of `run_match`: the games `indices` of a match of agent `specs` (named `names`) under `config` from
+    base seed `seed`; `extra` is the caller's (what its worker needs, e.g. where to write records)."""
+    specs: tuple[str, ...]
+    names: tuple[str, ...]
+    config: GameConfig
+    seed: int
+    indices: list[int]
+    extra: Any = None
 
-    task: (specs, names, num_players, side, spirits, seed, indices, extra); `extra` is the caller's (None here)."""
-    specs, names, num_players, side, spirits, seed, indices, _ = task
-    return play_match(list(specs), num_players, list(indices), side, spirits, seed, names=names)
+
+def play_share(task: MatchTask) -> list[dict]:
+    """Worker of `run_match`: play the games `task.indices` of a match of agent specs and return their results."""
+    return play_match(list(task.specs), games=list(task.indices), seed=task.seed, config=task.config,
+                      names=task.names)
 
 
-def run_match(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
-              seed: int = 0, jobs: int = 1, progress: bool = True, worker: Callable[[tuple], list[dict]] | None = None,
-              extra: Any = None) -> list[dict]:
+def run_match(specs: Sequence[str], num_players: int | None = None, games: int | None = None, side: str | None = None,
+              spirits: bool | None = None, seed: int = 0, jobs: int = 1, progress: bool = True,
+              worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None, *,
+              config: GameConfig | None = None, river_loops: str | None = None) -> list[dict]:
     """A match of agent specs over `jobs` processes: `games` seeded games (seats rotated), results in game order.
+
+    config: the games' `GameConfig`, or the loose num_players (default: one seat per spec), side, spirits,
+    river_loops, as `play_match` takes them.
 
     The games are split into tasks of consecutive indices (a few per process, at most MAX_SHARE games each), and a
     game depends only on its index, so the results are the same for any `jobs` with reproducible agents. Solo
     (num_players 1): each spec plays `games` games of its own. `worker(task)` plays one task (default `play_share`;
     a caller that also writes records passes its own, a module-level function, with `extra` in each task)."""
     from tqdm import tqdm
+
+    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(specs))
+    num_players = cfg.num_players
 
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
         raise ValueError(f"games must be an integer >= 1, got {games!r}")
@@ -219,36 +257,40 @@ def run_match(specs: Sequence[str], num_players: int, games: int, side: str = "A
     share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
     shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
     if num_players == 1:
-        tasks = [((s,), (nm,), 1, side, spirits, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
+        tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
     else:
-        tasks = [(tuple(specs), tuple(names), num_players, side, spirits, seed, idx, extra) for idx in shares]
-    bar = tqdm(total=sum(len(t[6]) for t in tasks), desc="games", disable=not progress, leave=False)
+        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
+    bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = []
     if jobs == 1:
         for t in tasks:
             out.extend(worker(t))
-            bar.update(len(t[6]))
+            bar.update(len(t.indices))
     else:
         import multiprocessing as mp
 
         with mp.get_context("spawn").Pool(int(jobs)) as pool:
             for t, r in zip(tasks, pool.imap(worker, tasks, chunksize=1)):
                 out.extend(r)
-                bar.update(len(t[6]))
+                bar.update(len(t.indices))
     bar.close()
     return out
 
 
-def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits: bool = False, seed: int = 0,
-              on_turn: Callable[[Game, int, list[str]], None] | None = None) -> Game:
+def play_game(agents: Sequence[Any], num_players: int | None = None, side: str | None = None,
+              spirits: bool | None = None, seed: int = 0,
+              on_turn: Callable[[Game, int, list[str]], None] | None = None, *, config: GameConfig | None = None,
+              river_loops: str | None = None) -> Game:
     """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no
     rotation), each asked one `PlayerView` at a time (`AgentPolicy`). Returns the finished `Game`, with its history.
 
-    on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
+    config: the game's `GameConfig`, or the loose num_players (default: one seat per agent), side, spirits,
+    river_loops. on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
     """
-    if len(agents) != num_players:
-        raise ValueError(f"{num_players} players need {num_players} agents, got {len(agents)}")
-    game = Game(num_players, side, spirits, seed=seed)
+    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(agents))
+    if len(agents) != cfg.num_players:
+        raise ValueError(f"{cfg.num_players} players need {cfg.num_players} agents, got {len(agents)}")
+    game = Game(seed=seed, config=cfg)
     said: list[str] = []
 
     def follow(_: int, a: int) -> None:
@@ -260,16 +302,19 @@ def play_game(agents: Sequence[Any], num_players: int, side: str = "A", spirits:
             on_turn(game, p, list(said))
             said.clear()
 
-    play_match([AgentPolicy(a) for a in agents], num_players, 1, side, spirits, seed, on_action=follow)
+    play_match([AgentPolicy(a) for a in agents], games=1, seed=seed, config=cfg, on_action=follow)
     return game
 
 
-def replay_result(result: dict[str, Any], num_players: int, side: str = "A", spirits: bool = False) -> Game:
-    """The finished `Game` of a result played with record=True (its seed and actions), with its history."""
+def replay_result(result: dict[str, Any], num_players: int | None = None, side: str | None = None,
+                  spirits: bool | None = None, *, config: GameConfig | None = None,
+                  river_loops: str | None = None) -> Game:
+    """The finished `Game` of a result played with record=True (its seed and actions), with its history; config
+    (or the loose arguments, num_players defaulting to the result's seats) must be the match's."""
     if "actions" not in result:
         raise ValueError("this result has no actions: play the match with record=True")
-    return Game.replay({"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
-                        "seed": result["seed"], "actions": result["actions"]})
+    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(result["seats"]))
+    return Game.replay(make_record(cfg, result["seed"], result["actions"]))
 
 
 def win_shares(results: Sequence[dict[str, Any]], name: str) -> np.ndarray:
@@ -355,4 +400,5 @@ def summarize(results: list[dict]) -> dict:
 
 
 __all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
-           "unique_names", "win_shares", "totals_of", "replay_result"]
+           "unique_names", "win_shares", "totals_of", "replay_result", "match_config", "run_match",
+           "MatchTask", "play_share"]

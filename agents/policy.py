@@ -34,24 +34,13 @@ from harmonies_env.view import PlayerView
 
 @njit(cache=True)
 def public_rows(states, rows, out) -> None:
-    """out[j] = the public copy of states[rows[j]] for its player to move (what `view.public_copy` keeps): the
-    generator zeroed, the draw pile in sorted order, the Spirit cards dealt to other seats and not kept blanked (0).
+    """out[j] = the public copy of states[rows[j]] for its player to move (`state.hide_private`, the rule of
+    `view.public_copy`).
 
     states int64 (N, STATE_SIZE) (read only); rows int64 (M,); out int64 (M, STATE_SIZE)."""
     for j in range(rows.shape[0]):
-        s = out[j]
-        s[:] = states[rows[j]]
-        s[S.RNG] = 0
-        n = s[S.DECK_COUNT]
-        s[S.DECK:S.DECK + n] = np.sort(s[S.DECK:S.DECK + n])
-        if s[S.SPIRITS]:
-            me = s[S.CURRENT]
-            for o in range(s[S.NUM_PLAYERS]):
-                if o != me:
-                    kept = s[S.SPIRIT_KEPT + o]
-                    for k in range(S.SPIRIT_DEALT + 2 * o, S.SPIRIT_DEALT + 2 * o + 2):
-                        if s[k] != kept:
-                            s[k] = 0
+        out[j] = states[rows[j]]
+        S.hide_private(out[j], out[j, S.CURRENT])
 
 
 @njit(cache=True)

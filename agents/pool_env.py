@@ -348,8 +348,7 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         out: dict[str, Any] = {f"batch_{k}": v for k, v in batch_state(self.batch).items()}
         out.update({k.lstrip("_"): getattr(self, k).copy() for k in self._ARRAYS})
         g = self.greedy
-        out.update(greedy_plans=g._plans.copy(), greedy_lens=g._lens.copy(), greedy_pos=g._pos.copy(),
-                   greedy_owner=g._owner.copy())
+        out.update({f"greedy_{k}": getattr(g.rows, k).copy() for k in ("plans", "lens", "pos", "owner")})
         out["sample_rng"] = self._sample_rng.bit_generator.state
         out["pool_size"] = len(self.pool)
         return out
@@ -372,13 +371,13 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         if (new["_seat"] < 0).any() or (new["_seat"] >= self.num_players).any() or (members >= len(self.pool)).any():
             raise ValueError("env state: a learner seat or an opponent index out of range")
         g = self.greedy
-        plans = {f"greedy_{k}": getattr(g, f"_{k}") for k in ("plans", "lens", "pos", "owner")}
+        plans = {f"greedy_{k}": getattr(g.rows, k) for k in ("plans", "lens", "pos", "owner")}
         for k, cur in plans.items():
             a = np.asarray(state.get(k, np.zeros(0)))
             if a.shape != cur.shape or a.dtype != cur.dtype:
                 raise ValueError(f"env state {k!r}: want {cur.dtype.name} {cur.shape}, got {a.dtype.name} {a.shape}")
         lens, pos = np.asarray(state["greedy_lens"]), np.asarray(state["greedy_pos"])
-        if (lens < 0).any() or (lens > g._plans.shape[1]).any() or (pos < 0).any():
+        if (lens < 0).any() or (lens > g.rows.plans.shape[1]).any() or (pos < 0).any():
             raise ValueError("env state 'greedy_lens' / 'greedy_pos': out of range")
         sampler = np.random.default_rng()
         try:
@@ -390,7 +389,7 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         for k, a in new.items():
             getattr(self, k)[:] = a
         for k in plans:
-            getattr(g, f"_{k[len('greedy_'):]}")[:] = state[k]
+            getattr(g.rows, k[len("greedy_"):])[:] = state[k]
         self._sample_rng = sampler
 
 

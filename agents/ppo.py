@@ -10,8 +10,13 @@ No checkpoint ships with the package (an SB3 zip stores pickles; the learned age
 Two checkpoint formats are read. The training commands write a **weights-only export** (`save_policy`):
 `NAME.pt`, a `torch.save` of the policy's state dict (tensors only, read with `torch.load(weights_only=True)`), and
 `NAME.json` beside it, everything needed to rebuild the `MaskableActorCriticPolicy` (observation size, action count,
-network keyword arguments, activation by name, which kind of policy, the weights' size and SHA-256): nothing in
-either file can run code. A user's Stable-Baselines3 `.zip` is read too.
+network keyword arguments, activation by name, which kind of policy, the observation encoding's version
+`observation_version` (`harmonies_env.observation.OBS_VERSION`), the weights' size and SHA-256): nothing in either
+file can run code. A user's Stable-Baselines3 `.zip` is read too.
+
+Observation version: an export whose `observation_version` is not this code's `OBS_VERSION` is refused, naming both
+(the network would read entries that mean something else). An export written before the field existed, and an SB3
+zip (which cannot say), are accepted as before: by the observation's size alone (OBS_SIZE floats).
 
 Loading never runs code from the file by default (see docs/safety.md). An SB3 `.zip` stores its spaces, schedules
 and policy class as pickles (`":serialized:"` entries of its `data` JSON), and `MaskablePPO.load` unpickles them: a
@@ -35,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from harmonies_env.observation import OBS_SIZE
+from harmonies_env.observation import OBS_SIZE, OBS_VERSION
 
 from .base import Agent
 
@@ -159,6 +164,18 @@ def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
     return (spaces.Box(-np.inf, np.inf, shape, np.float32), spaces.Discrete(n), dict(kwargs))
 
 
+def check_observation_version(recorded: Any, where: Any) -> None:
+    """ValueError (one line, naming both versions) when a checkpoint's recorded `observation_version` is not this
+    code's `OBS_VERSION`; None (not recorded: an older export) passes, the observation's size then decides."""
+    if recorded is None:
+        return
+    if isinstance(recorded, bool) or not isinstance(recorded, int):
+        raise ValueError(f"{where}: observation_version must be an integer, got {recorded!r}")
+    if recorded != OBS_VERSION:
+        raise ValueError(f"{where}: the policy was trained on observation version {recorded}, this code encodes "
+                         f"observation version {OBS_VERSION} (harmonies_env.observation.OBS_VERSION): retrain it")
+
+
 def policy_kind(obs_size: int, actions: int) -> str | None:
     """"action" (a policy over the flat action space) or None (spaces no agent here plays), from its spaces."""
     if obs_size == OBS_SIZE:
@@ -195,7 +212,8 @@ def policy_config(policy: Any) -> dict[str, Any]:
     n_obs, n_act = int(obs.shape[0]), int(act.n)
     return {"format": POLICY_FORMAT, "version": POLICY_VERSION,
             "policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
-            "kind": policy_kind(n_obs, n_act), "observation_size": n_obs, "actions": n_act,
+            "kind": policy_kind(n_obs, n_act), "observation_size": n_obs,
+            "observation_version": OBS_VERSION if policy_kind(n_obs, n_act) == "action" else None, "actions": n_act,
             "activation": names[policy.activation_fn],
             "policy_kwargs": {"net_arch": net_arch, "ortho_init": bool(policy.ortho_init),
                               "share_features_extractor": bool(policy.share_features_extractor),
@@ -287,6 +305,7 @@ def _read_export(p: Path, device: str) -> Any:
             raise ValueError("kind")
     except ValueError as e:
         raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
+    check_observation_version(c.get("observation_version"), cpath)
     weights = p.read_bytes()
     if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
         raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
@@ -301,9 +320,10 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     """The MaskableActorCriticPolicy of a checkpoint, in eval mode: a weights-only export (`NAME.pt` + `NAME.json`,
     `save_policy`; `NAME.json` or `NAME` name it too) or an SB3 MaskablePPO checkpoint zip.
 
-    An export never runs code, whatever `trust` says. For a zip, by default nothing from the file is unpickled
-    (see the module docstring); trust=True (or None with `HARMONIES_TRUST_CHECKPOINT=1`) loads it with
-    `MaskablePPO.load`, which may run code stored in the file.
+    An export never runs code, whatever `trust` says; one that records another `observation_version` than
+    `OBS_VERSION` is refused (ValueError naming both), one that records none loads by its observation size.
+    For a zip, by default nothing from the file is unpickled (see the module docstring); trust=True (or None with
+    `HARMONIES_TRUST_CHECKPOINT=1`) loads it with `MaskablePPO.load`, which may run code stored in the file.
     FileNotFoundError if absent, UntrustedCheckpointError / ValueError if it cannot be loaded safely.
     """
     import sb3_contrib  # noqa: F401  (first: a missing "train" extra is reported before anything else)

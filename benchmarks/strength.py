@@ -17,6 +17,7 @@ import json
 import time
 
 from agents.match import run_match, summarize
+from harmonies_env.config import GameConfig
 
 #: name -> (agent specs, players, side, spirits, default games)
 CASES = {
@@ -61,12 +62,13 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
         ap.error(f"unknown case(s) {unknown}; cases are {', '.join(CASES)}")
-    run_match(["greedy"], 1, 1, progress=False)  # warm up: compile the kernels before timing
+    run_match(["greedy"], games=1, progress=False, config=GameConfig(1))  # warm up: compile the kernels before timing
     for name in args.cases:
         specs, players, side, spirits, games = CASES[name]
         games = args.games or games
         t0 = time.perf_counter()
-        results = run_match(specs, players, games, side, spirits, args.seed, args.jobs, progress=True)
+        results = run_match(specs, games=games, seed=args.seed, jobs=args.jobs, progress=True,
+                            config=GameConfig(players, side, spirits))
         wall = time.perf_counter() - t0
         summary = summarize(results)
         row = {"case": name, "players": players, "side": side, "spirits": spirits, "games": games,

@@ -38,16 +38,19 @@ import numpy as np
 from agents.greedy import GreedyAgent, planner_settings
 from agents.learned import DEFAULT_CHECKPOINT, LearnedAgent, ValueNet, play_settings, play_value
 from agents.match import play_match, totals_of, wilson_interval, win_shares
+from harmonies_env.config import RIVER_LOOPS, GameConfig, make_config
 
 #: Default base seed of the command (the trainer's evaluations use 1_000_000; these games are others).
 DEFAULT_SEED = 3_000_000
 
 
-def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float], *, players: int = 2,
-                   side: int = 0, spirits: bool = False, beam: int = 96, candidates: int = 24, diverse: bool = False,
-                   symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
-                   progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float], *, players: int | None = None,
+                   side: int | str | None = None, spirits: bool | None = None, beam: int = 96, candidates: int = 24,
+                   diverse: bool = False, symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
+                   progress: Callable[[int], None] | None = None, config: GameConfig | None = None) -> dict[str, Any]:
     """Play `games` games, the network against the heuristic planner, all at once (`play_match`); their summary.
+
+    config: the games' `GameConfig`, or the loose players (default 2), side (0 / "A" or 1 / "B") and spirits.
 
     The network plays as `LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse,
     symmetries=symmetries, value=value)`, `GreedyAgent(beam=opponent_beam)` in the other seats. Game i: seed
@@ -55,11 +58,14 @@ def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float]
     network's mean total), greedy_score (the other seats' mean total), per game `totals` int (games, players) by
     seat and `net_seat` (games,), and the engine's `results`. progress(k) is called with the number of finished games.
     """
-    n = int(players)
+    if isinstance(side, (int, np.integer)) and not isinstance(side, bool) and side in (0, 1):
+        side = "AB"[int(side)]
+    cfg = make_config(config, {"num_players": 2}, num_players=players, side=side, spirits=spirits)
+    n = cfg.num_players
     net_agent = LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries,
                              value=value, name="learned")
     others = [GreedyAgent(beam=opponent_beam, name="greedy") for _ in range(1, n)]  # greedy#1, greedy#2 ...
-    results = play_match([net_agent, *others], n, int(games), "AB"[int(side)], bool(spirits), int(seed), paired=True,
+    results = play_match([net_agent, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
                          threads=threads, progress=progress)
     totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
     net_seat = np.array([r["seats"].index("learned") for r in results], dtype=np.int64)
@@ -89,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--players", type=int, default=2, choices=[2, 3, 4])
     ap.add_argument("--side", default="A", choices=["A", "B"])
     ap.add_argument("--spirits", action="store_true", help="the Nature's Spirit variant")
+    ap.add_argument("--river-loops", default="rulebook", choices=list(RIVER_LOOPS),
+                    help="how a Side A river loop scores (docs/rules.md)")
     ap.add_argument("--beam", type=int, default=None, help="planner beam proposing the network's candidates "
                     "(default: the checkpoint's play settings, as `learned` plays; the trainer evaluates at 96)")
     ap.add_argument("--candidates", type=int, default=None, help="candidates the network ranks (1: the planner's "
@@ -132,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         bar.update(done - bar.n)
 
     start = time.perf_counter()
-    res = play_vs_greedy(net, args.games, args.seed, value, players=args.players, side=int(args.side == "B"),
-                         spirits=args.spirits, beam=args.beam, candidates=args.candidates,
+    config = GameConfig(args.players, args.side, args.spirits, args.river_loops)
+    res = play_vs_greedy(net, args.games, args.seed, value, config=config, beam=args.beam, candidates=args.candidates,
                          diverse=args.diverse, symmetries=args.symmetries, opponent_beam=args.opponent_beam,
                          threads=args.threads, progress=progress)
     bar.close()
@@ -142,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = wilson_interval(res["win_rate"] * args.games, args.games)
     print(json.dumps({
         "checkpoint": str(args.checkpoint), "games": args.games, "seed": args.seed, "players": args.players,
-        "side": args.side, "spirits": args.spirits, "beam": args.beam, "candidates": args.candidates,
+        "side": args.side, "spirits": args.spirits,
+        "river_loops": args.river_loops, "beam": args.beam, "candidates": args.candidates,
         "diverse": args.diverse, "symmetries": args.symmetries, "opponent_beam": args.opponent_beam, "value": value,
         "win_rate": round(res["win_rate"], 4), "win_ci95": [round(lo, 4), round(hi, 4)],
         "mean_score": round(res["mean_score"], 2), "score_sd": round(float(mine.std()), 2),

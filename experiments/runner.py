@@ -118,8 +118,10 @@ def checkpoint_bytes(model: Any) -> bytes:
 
     _, key, pos, has_gauss, gauss = np.random.get_state()
     version, py_state, py_gauss = random.getstate()
+    from harmonies_env.observation import OBS_VERSION
+
     obj: dict[str, Any] = {
-        "format": CHECKPOINT_FORMAT,
+        "format": CHECKPOINT_FORMAT, "observation_version": OBS_VERSION,
         "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
         "num_timesteps": int(model.num_timesteps), "n_updates": int(getattr(model, "_n_updates", 0)),
         "torch_rng": torch.get_rng_state(),
@@ -173,6 +175,25 @@ def _read_weights(path: Path, device: str) -> dict[str, Any]:
     return obj
 
 
+def _check_observation_version(obj: dict[str, Any], path: Path) -> None:
+    """ConfigError (naming both versions) when a `.pt` records another observation version than this code's: a
+    checkpoint's own `observation_version`, or a policy export's in its NAME.json (`agents.ppo.save_policy`). One
+    that records none (older files) is taken as before, by whether its weights fit."""
+    from agents.ppo import check_observation_version
+
+    recorded = obj.get("observation_version")
+    if "policy" not in obj and path.with_suffix(".json").is_file():  # a policy export: its config says
+        try:
+            c = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            c = None
+        recorded = c.get("observation_version") if isinstance(c, dict) else None
+    try:
+        check_observation_version(recorded, path)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def _load_policy_weights(model: Any, state: Any, path: Path) -> None:
     try:
         model.policy.load_state_dict(state, strict=True)
@@ -197,6 +218,7 @@ def restore_checkpoint(model: Any, path: str | Path) -> str:
     obj = _read_weights(path, str(model.device))
     if obj.get("format") not in (CHECKPOINT_FORMAT, _OLD_FORMAT):
         raise ConfigError(f"{path}: checkpoint format {obj.get('format')!r} is not {CHECKPOINT_FORMAT!r}")
+    _check_observation_version(obj, path)
     _load_policy_weights(model, obj["policy"], path)
     model.policy.optimizer.load_state_dict(obj["optimizer"])
     model.num_timesteps = int(obj["num_timesteps"])
@@ -234,12 +256,14 @@ def restore_checkpoint(model: Any, path: str | Path) -> str:
 def init_from(model: Any, path: str | Path) -> None:
     """Start `model` from the policy weights of `path`: a `.pt` written by these commands (a checkpoint's `policy`
     entry, or a policy export such as `model.pt`, whose state dict it is), or an SB3 `.zip` read weights-only
-    (`agents.ppo.load_policy`: a zip that would need unpickling is refused). The optimizer and counters start fresh."""
+    (`agents.ppo.load_policy`: a zip that would need unpickling is refused). The optimizer and counters start fresh.
+    A file that records another observation version than `OBS_VERSION` is refused."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise ConfigError(f"init: no checkpoint at {path}")
     if path.suffix == ".pt":
         obj = _read_weights(path, str(model.device))
+        _check_observation_version(obj, path)
         _load_policy_weights(model, obj.get("policy", obj), path)
         return
     from agents.ppo import load_policy

@@ -23,7 +23,10 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from harmonies_env.config import GameConfig
 
 #: Modules that add a subcommand: each defines `add_parser(subparsers)`, which adds its parser and sets `func`.
 APP_MODULES: list[str] = [
@@ -98,12 +101,26 @@ def extra_message(command: str, module: str, extra: str) -> str:
 
 
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
-    """The game configuration options shared by the game-playing subcommands."""
+    """The game configuration options shared by the game-playing subcommands (`game_config` makes them one
+    `GameConfig`)."""
+    from harmonies_env.config import RIVER_LOOPS
+
     if players:
         p.add_argument("--players", type=int, default=None, help="players (default: as many as agents given)")
     p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
     p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
+    p.add_argument("--river-loops", choices=list(RIVER_LOOPS), default="rulebook",
+                   help="how a Side A river that closes on itself scores: rulebook (its longest shortest path) or "
+                        "bga (Board Game Arena's: a loop counts its tokens; docs/rules.md)")
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
+
+
+def game_config(args: argparse.Namespace, num_players: int) -> "GameConfig":
+    """The ONE `GameConfig` of a game-playing subcommand, from its `add_config` options and its number of players:
+    what flows down to the match engine, the games and their records."""
+    from harmonies_env.config import GameConfig
+
+    return GameConfig(num_players, args.side, args.spirits, args.river_loops)
 
 
 def print_scores(game, out: TextIO) -> None:
@@ -140,7 +157,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for line in board_lines(game.side_code, game.field("stack")[p], int(game.field("cubes")[p])):
             print("    " + line, file=out)
 
-    game = play_game(agents, n, args.side, args.spirits, seed=args.seed, on_turn=on_turn)
+    game = play_game(agents, seed=args.seed, on_turn=on_turn, config=game_config(args, n))
     print("\n=== final position ===", file=out)
     print(game, file=out)
     print("\n=== final scores ===", file=out)
@@ -165,12 +182,14 @@ def _check_specs(specs: list[str]) -> None:
 def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
     from .tournament import format_summary, run_games, summarize, write_outputs
 
+    config = game_config(args, num_players)
     _check_specs(list(args.agents))
-    results = run_games(args.agents, num_players, args.games, args.side, args.spirits, args.seed, args.jobs,
-                        progress=not args.quiet, save_games=args.save_games)
+    results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
+                        save_games=args.save_games, config=config)
     summary = summarize(results)
-    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": args.side,
-                         "spirits": args.spirits, "seed": args.seed, "games": args.games}
+    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": config.side,
+                         "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
+                         "games": args.games}
     print(format_summary(summary))
     if args.out:
         for p in write_outputs(results, summary, args.out, stem=stem):

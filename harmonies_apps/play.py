@@ -20,6 +20,7 @@ from typing import Callable, TextIO
 
 from harmonies_env import actions as A
 from harmonies_env.cards import CARDS, CUBES_ON_CARD, card_name
+from harmonies_env.config import GameConfig, make_config
 from harmonies_env.data import COLOURS
 from harmonies_env.game import Game
 from harmonies_env.geometry import MAX_CELLS
@@ -292,10 +293,12 @@ def result_line(game: Game, you: int, names: list[str]) -> str:
             f"you scored {scores[you]}" + "".join(f", player {p} ({names[p]}) {scores[p]}" for p in rest) + ".")
 
 
-def play(opponents: list[str], seat: int = 0, side: str = "A", spirits: bool = False, seed: int = 0,
-         input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> Game:
+def play(opponents: list[str], seat: int = 0, side: str | None = None, spirits: bool | None = None, seed: int = 0,
+         input_fn: Callable[[str], str] = input, out: TextIO | None = None, *, config: GameConfig | None = None,
+         river_loops: str | None = None) -> Game:
     """A person in seat `seat` against bots built from `opponents` specs; returns the game, finished unless the
-    person quit (or their input ended), which ends it there with a one-line goodbye."""
+    person quit (or their input ended), which ends it there with a one-line goodbye. config: the game's
+    `GameConfig` (its players: one more than the opponents), or the loose side, spirits, river_loops."""
     from agents import make_agent
 
     from .cli import print_scores
@@ -309,7 +312,8 @@ def play(opponents: list[str], seat: int = 0, side: str = "A", spirits: bool = F
     names = list(opponents[:seat]) + ["you"] + list(opponents[seat:])
     seats: list = bots[:seat] + [None] + bots[seat:]
     human = HumanPlayer(input_fn, out)
-    game = Game(n, side, spirits, seed=seed)
+    game = Game(seed=seed, config=make_config(config, num_players=n, side=side, spirits=spirits,
+                                              river_loops=river_loops))
     for b in bots:
         if hasattr(b, "reset"):
             b.reset()
@@ -370,8 +374,11 @@ def _loop(game: Game, seat: int, seats: list, names: list[str], human: HumanPlay
 
 def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
     """Exit 0 when the game ends or the person quits (or input ends); 130 on Ctrl-C, one line, no traceback."""
+    from .cli import game_config
+
     try:
-        play(list(args.opponents), args.seat, args.side, args.spirits, args.seed, input_fn=input_fn, out=out)
+        play(list(args.opponents), args.seat, seed=args.seed, input_fn=input_fn, out=out,
+             config=game_config(args, 1 + len(args.opponents)))
     except KeyboardInterrupt:
         print("\ninterrupted: game abandoned", file=sys.stderr)
         return 130

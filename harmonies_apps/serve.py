@@ -8,7 +8,8 @@ Needs the `web` extra: `pip install -e ".[web]"` (starlette, uvicorn).
 HTTP API (JSON), all under /api (docs/web.md has the whole table, the limits and the status codes):
     GET  /api/config                     opponents offered, defaults, limits
     POST /api/games                      {"opponents": [spec, ...], "seat": 0, "side": "A", "spirits": false,
-                                          "seed": int (optional; default: a secret random seed)}
+                                          "seed": int (optional; default: a secret random seed),
+                                          "river_loops": "rulebook" or "bga" (optional; default "rulebook")}
                                          -> a new game's state plus its "token" (no opponents = solo); bots to
                                          move first start. Every later request on the game sends the token in
                                          the X-Game-Token header (record and replay also take ?token=, for links).
@@ -45,6 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harmonies_env import actions as A
+from harmonies_env.config import RIVER_LOOPS
 from harmonies_env.game import Game, IllegalActionError
 from harmonies_env.view import PlayerView
 
@@ -321,7 +323,8 @@ class Manager:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harmonies-bot")
         self.lock = threading.Lock()
 
-    def new_game(self, opponents: list[str], seat: int, side: str, spirits: bool, seed: int | None = None) -> Session:
+    def new_game(self, opponents: list[str], seat: int, side: str, spirits: bool, seed: int | None = None,
+                 river_loops: str = "rulebook") -> Session:
         if not isinstance(opponents, list) or len(opponents) > 3:
             raise ValueError("opponents must be a list of 0 to 3 agent specs (0 = solo)")
         for spec in opponents:
@@ -334,12 +337,15 @@ class Manager:
             raise ValueError(f"spirits must be true or false, got {_short(spirits)}")
         if side not in ("A", "B"):
             raise ValueError(f"side must be \"A\" or \"B\", got {_short(side)}")
+        if not isinstance(river_loops, str) or river_loops not in RIVER_LOOPS:
+            raise ValueError(f"river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got "
+                             f"{_short(river_loops)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
             raise ValueError(f"seed must be an integer 0..2**63-1 (or left out for a secret random one), "
                              f"got {_short(seed)}")
         with self.lock:
             self._room()  # refuse early, before building anything
-        game = Game(n, side, spirits, seed=seed)
+        game = Game(n, side, spirits, seed=seed, river_loops=river_loops)
         specs: list[str | None] = list(opponents[:seat]) + [None] + list(opponents[seat:])
         agents = [None if s is None else self.make_agent(s, seed=secrets.randbits(32)) for s in specs]
         for a in agents:
@@ -470,7 +476,8 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         return Response(static_text(name), media_type=types[name])
 
     async def config(request: Request) -> Response:
-        return JSONResponse({"opponents": mgr.opponents, "sides": ["A", "B"], "max_opponents": 3,
+        return JSONResponse({"opponents": mgr.opponents, "sides": ["A", "B"], "river_loops": list(RIVER_LOOPS),
+                             "max_opponents": 3,
                              "max_games": mgr.max_games, "idle_seconds": mgr.idle_seconds,
                              "max_body_bytes": max_body_bytes, "token_header": TOKEN_HEADER})
 
@@ -488,13 +495,14 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         data = await body(request)
         if isinstance(data, JSONResponse):
             return data
-        unknown = set(data) - {"opponents", "seat", "side", "spirits", "seed"}
+        unknown = set(data) - {"opponents", "seat", "side", "spirits", "seed", "river_loops"}
         if unknown:
             return err(f"unknown fields {_short(sorted(unknown), 200)}; a new game takes opponents, seat, side, "
-                       "spirits, seed")
+                       "spirits, seed, river_loops")
         try:
             sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
-                                           data.get("side", "A"), data.get("spirits", False), data.get("seed"))
+                                           data.get("side", "A"), data.get("spirits", False), data.get("seed"),
+                                           data.get("river_loops", "rulebook"))
         except TableFull as e:
             return err(str(e), 503, headers={"Retry-After": "60"})
         except ValueError as e:

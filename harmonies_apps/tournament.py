@@ -21,8 +21,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from agents.match import agent_seed, play_game, summarize, wilson_interval
-from harmonies_env.game import RECORD_VERSION
+from agents.match import MatchTask, agent_seed, play_game, summarize, wilson_interval
+from harmonies_env.config import GameConfig
+from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
 
 from .annotate import annotations, watch
@@ -54,21 +55,23 @@ def _watched(spec: str, logs: dict[int, Any]) -> Any:
     return make
 
 
-def _play_share(task: tuple) -> list[dict]:
-    """`run_match`'s worker when games are saved: play the games `indices` (search agents watched one per game, for
-    the replays' annotations) and write each game's record to the folder `save_dir`."""
+def _play_share(task: MatchTask) -> list[dict]:
+    """`run_match`'s worker when games are saved: play the games `task.indices` (search agents watched one per game,
+    for the replays' annotations) and write each game's record (`Game.record`'s format, with the task's config:
+    river_loops included) to the folder `task.extra`."""
     from agents.match import play_match, policy_of
     from agents.policy import AgentPolicy
 
-    specs, names, num_players, side, spirits, seed, indices, save_dir = task
+    specs, names, config, save_dir = task.specs, task.names, task.config, task.extra
+    num_players = config.num_players
     logs: dict[int, Any] = {}
     policies = [policy_of(s) for s in specs]
     policies = [p if not isinstance(p, AgentPolicy) else AgentPolicy(_watched(s, logs), name=s)
                 for s, p in zip(specs, policies)]
-    results = play_match(policies, num_players, list(indices), side, spirits, seed, names=names, record=True)
+    results = play_match(policies, games=list(task.indices), seed=task.seed, config=config, names=names,
+                         record=True)
     for row, res in enumerate(results):
-        record = {"version": RECORD_VERSION, "num_players": num_players, "side": side, "spirits": spirits,
-                  "seed": res["seed"], "actions": res.pop("actions"), "names": res["seats"]}
+        record = {**make_record(config, res["seed"], res.pop("actions")), "names": res["seats"]}
         n = len(specs)
         agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
         seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
@@ -85,11 +88,15 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A", spirits: bool = False,
-              seed: int = 0, jobs: int = 1, progress: bool = True,
-              save_games: str | Path | None = None) -> list[dict]:
+def run_games(specs: Sequence[str], num_players: int | None = None, games: int | None = None,
+              side: str | None = None, spirits: bool | None = None, seed: int = 0, jobs: int = 1,
+              progress: bool = True, save_games: str | Path | None = None, *, config: GameConfig | None = None,
+              river_loops: str | None = None) -> list[dict]:
     """Play `games` seeded games (seats rotated) over `jobs` processes and return per-game results in game order
     (`agents.match.run_match`, identical for any `jobs` with reproducible agents).
+
+    config: the games' `GameConfig` (players, side, Spirits, river_loops), or the loose arguments num_players
+    (default: one seat per spec), side, spirits, river_loops (`agents.match.play_match`'s).
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
@@ -101,7 +108,8 @@ def run_games(specs: Sequence[str], num_players: int, games: int, side: str = "A
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
     return run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
-                     worker=_play_share if save is not None else None, extra=save)
+                     worker=_play_share if save is not None else None, extra=save, config=config,
+                     river_loops=river_loops)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

@@ -108,8 +108,7 @@ def outcome(s, totals, tmp, won) -> int:
 
     Fills totals (int64 (4,): each seat's total score, 0 for absent seats) and won (int64 (4,): 1 for each
     winner); tmp: int64 (NUM_CATEGORIES,) scratch. Returns how many seats won. The one winner test of every
-    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, `agents.plan_choice.plan_env_step`, the
-    learned trainer).
+    batched stepper (`BatchedGames`, `SelfPlayBatch`, `rollout_batch`, the learned trainer) and of `Game.winners`.
     """
     n = s[S.NUM_PLAYERS]
     best_t = -1
@@ -347,9 +346,9 @@ def run_rows(fn: Any, n: int, threads: int, *args: Any, min_rows: int = MIN_ROWS
     """fn(lo, hi, *args) over rows 0..n-1: in this thread, or split in up to `threads` row ranges run at once.
 
     The thread runner of every batched stepper (this module's micro-action `step_rows` and whole-plan `play_plans`,
-    and the plan-choice env's `agents.plan_choice.plan_env_step`). fn must be a numba
-    kernel compiled with nogil=True, and every row must depend only on itself, so that results do not depend on
-    the split. min_rows: fewest rows worth handing to another thread (lower it for expensive rows).
+    and the agents' batched planners). fn must be a numba kernel compiled with nogil=True, and every row must
+    depend only on itself, so that results do not depend on the split. min_rows: fewest rows worth handing to
+    another thread (lower it for expensive rows).
     """
     k = min(threads, n // max(1, min_rows))
     if k <= 1:
@@ -405,7 +404,7 @@ def play_plan(s, plan, n: int, before_end: bool = False) -> int:
     afterstate (no chance has happened yet). Returns 0, or the `rules.step` error code of the first refused
     action: play stops there, that action left s untouched and the ones before it stay played.
 
-    Why one kernel: every whole-plan player (the plan-choice env, the learned trainer, the search agents' leaves
+    Why one kernel: every whole-plan player (the match engine, the learned trainer, the search agents' leaves
     and rollouts) plays its plans through it, so a plan means the same sequence of `rules.step` calls everywhere.
     """
     for j in range(n):

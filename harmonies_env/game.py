@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from . import actions as A
 from . import rules
 from . import state as S
+from .batch_kernels import outcome
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_SUN_BONUS, card_name
 from .config import RIVER_LOOPS, GameConfig, make_config
 from .data import COLOURS, SIDES
@@ -288,11 +289,12 @@ class Game:
         return [int(x) for x in self.field("animal_cubes")[: self.num_players]]
 
     def winners(self) -> list[int]:
-        """Seats that win: most points, then most animal cubes placed; several seats = shared victory."""
-        totals = [sc["total"] for sc in self.scores()]
-        cubes = self.animal_cubes()
-        best = max(zip(totals, cubes))
-        return [p for p in range(self.num_players) if (totals[p], cubes[p]) == best]
+        """Seats that win: most points, then most animal cubes placed; several seats = shared victory (the rule of
+        every batched stepper too: `batch_kernels.outcome`, called here)."""
+        totals = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
+        won = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
+        outcome(self._state, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), won)
+        return [p for p in range(self.num_players) if won[p]]
 
     def suns(self) -> int:
         """Solo result in suns (score thresholds, +1 on Side A, +2 without Spirit / +1 'groups' Spirit)."""
@@ -320,11 +322,7 @@ class Game:
         if self.seed < 0:
             raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row), not "
                              "from a seed, so no record can replay it; record a game played with Game(seed=...)")
-        rec = {"version": 1, "num_players": self.num_players, "side": self.side, "spirits": self.spirits}
-        if self.river_loops != "rulebook":  # a rules option off its default: version 2 names it
-            rec.update(version=RECORD_VERSION, river_loops=self.river_loops)
-        rec.update(seed=self.seed, actions=list(self.history))
-        return rec
+        return make_record(self.config, self.seed, self.history)
 
     def to_json(self) -> str:
         return json.dumps(self.record())
@@ -363,6 +361,17 @@ def _valid_state(state: Any) -> np.ndarray:
     arr = np.array(arr, dtype=np.int64, copy=True, order="C")
     check_state(arr)
     return arr
+
+
+def make_record(config: GameConfig, seed: int, actions: Sequence[int]) -> dict:
+    """The record of the game `config` dealt from `seed` and played by `actions` (what `Game.record` writes and
+    `Game.replay` reads): version 1 for the rulebook's rules, version 2, which names river_loops, otherwise."""
+    rec: dict[str, Any] = {"version": 1, "num_players": config.num_players, "side": config.side,
+                           "spirits": config.spirits}
+    if config.river_loops != "rulebook":  # a rules option off its default: version 2 names it
+        rec.update(version=RECORD_VERSION, river_loops=config.river_loops)
+    rec.update(seed=int(seed), actions=[int(a) for a in actions])
+    return rec
 
 
 def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:

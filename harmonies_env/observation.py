@@ -51,6 +51,10 @@ Global part, from GLOBAL = 4 * PLAYER_BLOCK = 2564:
 
 OBS_SIZE = 2811. `OBS_LAYOUT` holds the same table as data: (name, offset, size, meaning), per-seat rows
 for block 0 (add k * PLAYER_BLOCK for block k).
+
+`OBS_VERSION` numbers this encoding: bump it whenever the layout or the meaning of any entry changes (an offset, a
+size, a scale, what an entry counts), even when OBS_SIZE stays the same. Policies trained on the observation record
+it (the PPO policy export's `observation_version`, `agents.ppo.save_policy`) and loading refuses a mismatch.
 """
 from __future__ import annotations
 
@@ -125,6 +129,9 @@ G_SIDE_B = _block("side_b", 1, "Side B (islands)")
 G_SPIRITS = _block("spirits_variant", 1, "Spirit variant on")
 OBS_SIZE = _off
 del _off
+#: Version of this observation encoding (layout and meaning): bump it whenever either changes, even when OBS_SIZE
+#: does not. Recorded in PPO policy exports (`observation_version`), which refuse to load under another version.
+OBS_VERSION = 1
 
 #: Bounds of every entry (for Box spaces): one-hots and most counts lie in [0, 1]; scores / 100 stay below 5
 #: (at most 25 cells x 7 landscape points + 25 cubes x 9 card points + a Spirit), animal cubes / 20 and
@@ -416,5 +423,6 @@ def layout_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["OBS_SIZE", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL", "encode_observation",
-           "update_observation", "action_card", "score_update", "scores_of", "encode_batch", "observe", "layout_table"]
+__all__ = ["OBS_SIZE", "OBS_VERSION", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL",
+           "encode_observation", "update_observation", "action_card", "score_update", "scores_of", "encode_batch",
+           "observe", "layout_table"]

@@ -185,6 +185,24 @@ def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     s[TAKEN_SPACE] = -1
 
 
+@njit(cache=True)
+def hide_private(s, player: int) -> None:
+    """Keep in s (int64 (STATE_SIZE,), in place) only what seat `player` may know: the generator zeroed, the draw
+    pile in sorted order (its contents are public, its order is chance), and the Spirit cards dealt to other seats
+    and not kept blanked (0, never equal to a kept card, so determinization resamples them). The one rule behind
+    `view.public_copy` (one game) and `agents.policy.public_rows` (a batch)."""
+    s[RNG] = 0
+    n = s[DECK_COUNT]
+    s[DECK:DECK + n] = np.sort(s[DECK:DECK + n])
+    if s[SPIRITS]:
+        for o in range(s[NUM_PLAYERS]):
+            if o != player:
+                kept = s[SPIRIT_KEPT + o]
+                for k in range(SPIRIT_DEALT + 2 * o, SPIRIT_DEALT + 2 * o + 2):
+                    if s[k] != kept:
+                        s[k] = 0
+
+
 def field(s: np.ndarray, name: str) -> np.ndarray:
     """View of a named field of a state vector (or of a batch: leading axes are kept)."""
     off, shape, _ = FIELDS[name]

@@ -31,16 +31,7 @@ def public_copy(game: Game, player: int) -> Game:
     depends only on public facts and `player`'s secrets, and the blanks keep which dealt Spirit was kept.
     """
     g = game.clone()
-    s = g._state
-    s[S.RNG] = 0
-    s[S.DECK:S.DECK + int(s[S.DECK_COUNT])].sort()  # in place: the contents stay, the order goes
-    if g.spirits:
-        for o in range(g.num_players):
-            if o != player:
-                kept = s[S.SPIRIT_KEPT + o]
-                for k in (S.SPIRIT_DEALT + 2 * o, S.SPIRIT_DEALT + 2 * o + 1):
-                    if s[k] != kept:
-                        s[k] = 0  # hidden (never equal to a kept card, so determinize resamples it)
+    S.hide_private(g._state, player)
     g.seed = -1
     return g
 

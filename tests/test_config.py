@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import harmonies_env
+from agents.policy import AgentPolicy
 from harmonies_env import Game, GameConfig, score_board
 from harmonies_env import actions as A
 from harmonies_env import state as S
@@ -327,3 +329,108 @@ def test_the_planners_score_by_the_states_reading():
     s[S.RIVER_LOOPS] = 0
     rulebook = evaluate(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
     assert bga == g.scores()[0]["total"] and bga > rulebook
+
+
+# ---- the option reaches the match engine, the tournament and the CLI -------------------------------------------
+
+
+class RingAgent:
+    """`ring_policy` as an agent (`act(view)`): a determinization of its view holds every public fact it reads."""
+
+    name = "ring"
+
+    def act(self, view) -> int:
+        return ring_policy(view.determinize(0))
+
+
+class ChoiceAgent:
+    """The opponent of `test_a_game_scores_its_final_board_by_its_reading`: rng.choice of the legal actions."""
+
+    name = "choice"
+
+    def __init__(self):
+        self.rng = np.random.default_rng(0)
+
+    def act(self, view) -> int:
+        return int(self.rng.choice(view.legal_actions()))
+
+
+def test_match_engine_plays_and_replays_by_the_config():
+    """play_game / play_match under config river_loops "bga" play that test's game and score the ring by "bga";
+    replay_result and make_record replay it by the same config."""
+    from agents import RandomAgent
+    from agents.match import play_game, play_match, replay_result
+    from harmonies_env.game import make_record
+
+    g = play_game([RingAgent(), ChoiceAgent()], seed=0, config=GameConfig(2, "A", river_loops="bga"))
+    assert g.river_loops == "bga"
+    check_final(g)  # the engine scored seat 0's ring by "bga": more water than the rulebook gives
+    res = play_match([AgentPolicy(RingAgent()), AgentPolicy(ChoiceAgent())], games=[0], seed=0, record=True,
+                     config=GameConfig(2, "A", river_loops="bga"))[0]
+    assert res["actions"] == g.history
+    again = replay_result(res, config=GameConfig(2, "A", river_loops="bga"))
+    assert again.river_loops == "bga" and again.scores() == res["scores"]
+    check_final(again)
+    rec = make_record(GameConfig(2, "A", river_loops="bga"), res["seed"], res["actions"])
+    assert rec["version"] == 2 and rec["river_loops"] == "bga"
+    assert "river_loops" not in make_record(GameConfig(), 0, [])  # the rulebook's: version 1, as Game.record
+    assert replay_result(res, 2, "A", False, river_loops="bga").scores() == res["scores"]  # loose arguments too
+    with pytest.raises(ValueError, match="river_loops='rulebook' conflicts with config.river_loops='bga'"):
+        play_match([RandomAgent(), RandomAgent()], games=1, river_loops="rulebook",
+                   config=GameConfig(river_loops="bga"))
+    with pytest.raises(ValueError, match="games is required"):
+        play_match([RandomAgent(), RandomAgent()], config=GameConfig())
+
+
+def test_tournament_records_carry_the_config(tmp_path):
+    """run_games(config=...): every saved record names river_loops and replays to the scores the match reported."""
+    from harmonies_apps.tournament import run_games
+
+    cfg = GameConfig(2, "B", True, "bga")
+    results = run_games(["greedy:2", "random"], games=3, seed=4, progress=False, save_games=tmp_path, config=cfg)
+    for r in results:
+        rec = json.loads((tmp_path / f"game_{r['game']:05d}.json").read_text())
+        assert (rec["version"], rec["river_loops"], rec["side"], rec["spirits"]) == (2, "bga", "B", True)
+        g = Game.replay(rec)
+        assert g.config == cfg and g.scores() == r["scores"]
+    loose = run_games(["greedy:2", "random"], 2, 3, "B", True, seed=4, progress=False, river_loops="bga")
+    assert [r["scores"] for r in loose] == [r["scores"] for r in results]
+
+
+def test_cli_river_loops_flows_into_the_games(tmp_path):
+    """`harmonies tournament --river-loops bga` (a subprocess): the summary's config and every record name it, and
+    the records replay to the reported scores; a bad value is one line, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "harmonies_apps.cli", "tournament", "--agents", "greedy:2", "random", "--games",
+           "2", "--seed", "5", "--quiet", "--river-loops", "bga", "--out", str(tmp_path / "out"), "--save-games",
+           str(tmp_path / "games")]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads((tmp_path / "out" / "tournament.json").read_text())
+    assert out["summary"]["config"]["river_loops"] == "bga"
+    for r in out["games"]:
+        rec = json.loads((tmp_path / "games" / f"game_{r['game']:05d}.json").read_text())
+        assert rec["river_loops"] == "bga" and Game.replay(rec).scores() == r["scores"]
+    bad = subprocess.run(cmd[:-6] + ["--river-loops", "house"], capture_output=True, text=True, env=env, timeout=600)
+    assert bad.returncode == 2 and "--river-loops: invalid choice: 'house'" in bad.stderr
+
+
+def test_demo_and_play_take_the_config(capsys):
+    """`harmonies demo --river-loops bga` plays; `play(config=...)` sets its game up by the config, and a config
+    that contradicts the opponents' count is refused naming both."""
+    import io
+
+    from harmonies_apps import cli
+    from harmonies_apps.play import play
+
+    assert cli.main(["demo", "--agents", "random", "random", "--river-loops", "bga", "--side", "B", "--seed", "2"]) == 0
+    assert "=== final scores ===" in capsys.readouterr().out
+    g = play(["random"], config=GameConfig(2, "B", river_loops="bga"), input_fn=lambda _: "quit", out=io.StringIO())
+    assert (g.num_players, g.side, g.river_loops) == (2, "B", "bga")
+    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=3"):
+        play(["random"], config=GameConfig(3), input_fn=lambda _: "quit", out=io.StringIO())

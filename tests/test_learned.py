@@ -590,9 +590,15 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     run = tmp_path / "killed"
     rng = np.random.default_rng(0)
     kills = 0
-    for _attempt in range(12):
+    for attempt in range(12):
         p = _train(run, 40)
-        time.sleep(float(rng.uniform(0.4, 0.9)) * took)
+        if attempt == 0:  # the first kill lands just after the first checkpoint, however fast the machine is now
+            deadline = time.monotonic() + 300
+            while p.poll() is None and not any(run.glob("ckpt-*")) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(float(rng.uniform(0.0, 0.1)) * took)
+        else:
+            time.sleep(float(rng.uniform(0.4, 0.9)) * took)
         if p.poll() is not None:
             assert p.returncode == 0, p.stdout.read().decode()
             break

@@ -222,7 +222,7 @@ def test_ctrl_c_exits_130_with_one_line_and_no_traceback(capsys):
     def interrupt(prompt: str) -> str:
         raise KeyboardInterrupt
 
-    args = argparse.Namespace(opponents=["random"], seat=0, side="A", spirits=False, seed=0)
+    args = argparse.Namespace(opponents=["random"], seat=0, side="A", spirits=False, river_loops="rulebook", seed=0)
     assert play.cmd_play(args, input_fn=interrupt, out=io.StringIO()) == 130
     err = capsys.readouterr().err
     assert err.strip() == "interrupted: game abandoned"

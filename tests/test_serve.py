@@ -117,7 +117,8 @@ def test_step_plays_the_action_and_illegal_steps_change_nothing(client):
 def test_bad_new_games_and_unknown_ids_fail_clearly(client):
     for body, words in (({"opponents": ["mcts:9"]}, "not offered"), ({"opponents": ["random"], "seat": 2}, "seat"),
                         ({"side": "C"}, "side"), ({"opponents": ["random"] * 4}, "0 to 3"),
-                        ({"spirits": "yes"}, "spirits"), ({"colour": "red"}, "unknown fields")):
+                        ({"spirits": "yes"}, "spirits"), ({"colour": "red"}, "unknown fields"),
+                        ({"river_loops": "house"}, "river_loops must be one of 'rulebook', 'bga'")):
         r = client.post("/api/games", json=body)
         assert r.status_code == 400 and words in r.json()["error"], (body, r.text)
     assert client.get("/api/games/nope").status_code == 404
@@ -437,3 +438,15 @@ def test_serve_announces_its_address_once_it_listens():
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_a_new_game_takes_the_river_loops_option_and_its_record_names_it(client):
+    """POST /api/games {"river_loops": "bga"}: the game scores by it and its record (once over) names it."""
+    assert client.get("/api/config").json()["river_loops"] == ["rulebook", "bga"]
+    s = _new(client, opponents=[], seed=3, river_loops="bga")
+    game = client.manager.get(s["id"]).game
+    assert game.river_loops == "bga"
+    while not game.is_over:
+        s = _step(client, s["id"], game.legal_actions()[0]).json()
+    rec = _get(client, s["id"], "/record").json()
+    assert rec["river_loops"] == "bga" and Game.replay(rec).scores() == game.scores()

@@ -518,3 +518,52 @@ def test_ppo_resume_says_when_it_cannot_be_exact(tmp_path, capsys):
     capsys.readouterr()
     assert train.main(["solo-ppo", "--run", str(d), "--resume", "--no-progress", "--set", "run.timesteps=256"]) == 0
     assert "(DummyVecEnv) cannot take back games in flight" in capsys.readouterr().out
+
+
+def test_export_records_the_observation_version_and_loading_refuses_another(tmp_path):
+    """A policy export names the observation encoding it was trained on (`OBS_VERSION`); `PPOAgent`, `ppo:PATH`
+    and `[run] init` refuse another version, naming both; an older export without the field loads by its size."""
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from agents import make_agent
+    from agents.ppo import load_policy, save_policy
+    from experiments.common import ConfigError
+    from experiments.runner import init_from
+    from harmonies_env.actions import NUM_ACTIONS
+    from harmonies_env.observation import OBS_VERSION
+
+    model = MaskablePPO("MlpPolicy", VersusEnv(), seed=0, device="cpu", policy_kwargs={"net_arch": [8]})
+    path = save_policy(model.policy, tmp_path / "p.pt")
+    cpath = path.with_suffix(".json")
+    config = json.loads(cpath.read_text())
+    assert config["observation_version"] == OBS_VERSION and isinstance(OBS_VERSION, int)
+    assert PPOAgent(path).kind == "action"
+    other = OBS_VERSION + 1
+    cpath.write_text(json.dumps({**config, "observation_version": other}))
+    msg = f"observation version {other}, this code encodes observation version {OBS_VERSION}"
+    with pytest.raises(ValueError, match=msg):
+        PPOAgent(path)
+    with pytest.raises(ValueError, match=msg):
+        make_agent(f"ppo:{path}")
+    with pytest.raises(ConfigError, match=msg):
+        init_from(model, path)
+    checkpoint = tmp_path / "ck.pt"  # a resume checkpoint recording another version: refused by [run] init too
+    torch.save({"format": "harmonies-ppo-checkpoint-2", "policy": model.policy.state_dict(),
+                "observation_version": other}, checkpoint)
+    with pytest.raises(ConfigError, match=msg):
+        init_from(model, checkpoint)
+    old = {k: v for k, v in config.items() if k != "observation_version"}  # written before the field existed
+    cpath.write_text(json.dumps(old))
+    agent = PPOAgent(path)
+    view = PlayerView(Game(2, seed=1), 0)
+    assert view.action_mask[agent.act(view)]
+    init_from(model, path)
+    # an old export of another observation size: loads as a policy, but no agent plays it (by its size, as before)
+    small = MaskableActorCriticPolicy(spaces.Box(-1, 1, (5,), np.float32), spaces.Discrete(NUM_ACTIONS),
+                                      lambda _: 0.0, net_arch=[4])
+    spath = save_policy(small, tmp_path / "small.pt")
+    assert json.loads(spath.with_suffix(".json").read_text())["observation_version"] is None
+    assert load_policy(spath).observation_space.shape == (5,)
+    with pytest.raises(ValueError, match=r"observation shape \(5,\)"):
+        PPOAgent(spath)
