@@ -594,7 +594,8 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
         p = _train(run, 40)
         if attempt == 0:  # the first kill lands just after the first checkpoint, however fast the machine is now
             deadline = time.monotonic() + 300
-            while p.poll() is None and not any(run.glob("ckpt-*")) and time.monotonic() < deadline:
+            while p.poll() is None and not any((run / "checkpoints").glob("step_*.json")) and \
+                    time.monotonic() < deadline:
                 time.sleep(0.01)
             time.sleep(float(rng.uniform(0.0, 0.1)) * took)
         else:
