@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     saved = json.loads((a.run / "config.json").read_text())
     module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__)
+    if saved["algo"] == "learned":  # its own evaluation command, on the same match engine
+        raise SystemExit(f"a learned run: python -m experiments.eval_learned --checkpoint {a.run / 'model.pt'}")
     if not hasattr(module, "evaluation"):
         raise SystemExit(f"{saved['algo']} runs have no evaluation match")
     config = check_config(saved["config"], schema(saved["algo"]), str(a.run / "config.json"))
