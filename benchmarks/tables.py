@@ -166,6 +166,11 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "search_decision": lambda r: ("`learned-search:300it` deciding a turn",
                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
                                   f"({r['decisions']} decisions)"),
+    "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
+                                  f"{r['games_per_s']} games/s ({r['seconds']} s)"),
+    "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
+                                 f"({r['cpus']} CPUs), {'warm workers' if r['warm'] else 'first match'}",
+                                 f"{r['games_per_s']} games/s ({r['seconds']} s; Ray start {r['start_s']} s)"),
 }
 
 
@@ -192,6 +197,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "envs": ("speed", speed_table),
     "batch": ("speed", speed_table),
     "learned": ("speed", speed_table),
+    "distributed": ("speed", speed_table),
 }
 PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
 
