@@ -103,3 +103,38 @@ def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
         distributed.local_spec(spec, bad)
     with pytest.raises(FileNotFoundError, match="not found"):
         distributed.ship_specs([f"learned:{tmp_path / 'absent.pt'}"])
+
+
+def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tmp_path):
+    """Two self-play actors (the tiny config): the same seed gives the same samples, a snapshot resumes a worker
+    exactly, a killed worker is restarted and the run goes on, and the samples train the learner."""
+    import numpy as np
+
+    from experiments.selfplay_workers import SelfPlayWorkers, feed
+    from experiments.train_learned import Trainer, load_config
+
+    cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"), [])
+    learner = Trainer(cfg, seed=0, run=tmp_path, progress=False)
+
+    def same(a: list[dict], b: list[dict]) -> bool:
+        return all(np.array_equal(x[k], y[k]) for x, y in zip(a, b) for k in ("x", "tot", "win", "np"))
+
+    with SelfPlayWorkers(cfg, seed=1, workers=2) as pool:
+        pool.publish(learner.net.state_dict())
+        first = pool.collect(60)
+        assert all(r["games"] > 0 and len(r["np"]) > 0 for r in first) and not same(first[:1], first[1:])
+        snap = pool.snapshot()
+        after = pool.collect(20)
+    with SelfPlayWorkers(cfg, seed=1, workers=2) as again:
+        again.publish(learner.net.state_dict())
+        assert same(again.collect(60), first)  # same seed, same workers: the same run
+        again.collect(5)
+        again.restore(snap)
+        assert same(again.collect(20), after)  # resumed from the snapshot, not from where it was
+        pid = again.pids()[0]
+        ray.kill(again.actors[0], no_restart=False)  # the worker process dies; Ray restarts it
+        res = again.collect(60)
+        assert again.pids()[0] != pid and res[0]["incarnation"] == 1 and res[1]["incarnation"] == 0
+        assert res[0]["games"] > 0
+        assert feed(learner, [*first, *res]) == sum(len(r["np"]) for r in [*first, *res]) == learner.buf_size
+        assert np.isfinite(learner.train_step())
