@@ -3,7 +3,7 @@
 Why: the trainer spends its time planning self-play decisions, not in the network's update (benchmarks/RESULTS.md),
 and self-play games share nothing but the weights, so more cores mean more decisions. `SelfPlayWorkers(cfg, seed,
 workers, address)` starts `workers` Ray actors (`address`: "local" for this machine's cores, "auto" or HOST:PORT for
-a cluster; `--workers N` locally and `--ray ADDRESS` on a cluster are the same code path). Each actor is a
+a cluster: a trainer's `--workers N` and `--ray ADDRESS` would be the same code path). Each actor is a
 `train_learned.Trainer` used for its self-play only (its own `selfplay.games` games, its own generator seeded from
 (seed, worker index); `worker_seed`), so a decision is made exactly as the single-process trainer makes it.
 
