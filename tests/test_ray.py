@@ -138,3 +138,14 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
         assert res[0]["games"] > 0
         assert feed(learner, [*first, *res]) == sum(len(r["np"]) for r in [*first, *res]) == learner.buf_size
         assert np.isfinite(learner.train_step())
+
+
+def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
+    """--trust-checkpoint lives in the driver's environment (`agents.ppo.TRUST_ENV`): the Ray tasks see it too."""
+    from agents.ppo import TRUST_ENV
+
+    assert TRUST_ENV in distributed.FORWARDED_ENV
+    monkeypatch.setenv(TRUST_ENV, "1")
+    session = distributed.RaySession("local")
+    got = session.map(lambda task: [{"trust": os.environ.get(TRUST_ENV), "specs": task[0]}], [(("random",), 1)])
+    assert got == [[{"trust": "1", "specs": ("random",)}]]
