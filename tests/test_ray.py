@@ -147,5 +147,9 @@ def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
     assert TRUST_ENV in distributed.FORWARDED_ENV
     monkeypatch.setenv(TRUST_ENV, "1")
     session = distributed.RaySession("local")
-    got = session.map(lambda task: [{"trust": os.environ.get(TRUST_ENV), "specs": task[0]}], [(("random",), 1)])
+    from agents.match import MatchTask
+    from harmonies_env import GameConfig
+
+    task = MatchTask(("random",), ("random",), GameConfig(num_players=1), 0, [0])
+    got = session.map(lambda task: [{"trust": os.environ.get(TRUST_ENV), "specs": task.specs}], [task])
     assert got == [[{"trust": "1", "specs": ("random",)}]]
