@@ -231,8 +231,10 @@ def play_share(task: MatchTask) -> list[dict]:
 def run_match(specs: Sequence[str], num_players: int | None = None, games: int | None = None, side: str | None = None,
               spirits: bool | None = None, seed: int = 0, jobs: int = 1, progress: bool = True,
               worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None, *,
-              config: GameConfig | None = None, river_loops: str | None = None) -> list[dict]:
-    """A match of agent specs over `jobs` processes: `games` seeded games (seats rotated), results in game order.
+              config: GameConfig | None = None, river_loops: str | None = None,
+              ray_address: str | None = None) -> list[dict]:
+    """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
+    results in game order.
 
     config: the games' `GameConfig`, or the loose num_players (default: one seat per spec), side, spirits,
     river_loops, as `play_match` takes them.
@@ -240,7 +242,9 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
     The games are split into tasks of consecutive indices (a few per process, at most MAX_SHARE games each), and a
     game depends only on its index, so the results are the same for any `jobs` with reproducible agents. Solo
     (num_players 1): each spec plays `games` games of its own. `worker(task)` plays one task (default `play_share`;
-    a caller that also writes records passes its own, a module-level function, with `extra` in each task)."""
+    a caller that also writes records passes its own, a module-level function, with `extra` in each task).
+    ray_address: play the tasks on a Ray cluster instead ("local", "auto" or HOST:PORT; `agents.distributed`:
+    checkpoints shipped by value, the same results as `jobs`); `jobs` must then be 1."""
     from tqdm import tqdm
 
     cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(specs))
@@ -252,9 +256,17 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
+    if ray_address is not None and jobs != 1:
+        raise ValueError(f"jobs ({jobs}) are processes of this machine: give jobs or a Ray cluster, not both")
     worker = worker or play_share
     names = unique_names(list(specs))
-    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * jobs))))  # a few tasks per worker: the load evens out
+    session = None
+    if ray_address is not None:
+        from .distributed import RaySession
+
+        session = RaySession(ray_address)  # connected before the split: tasks are sized by the cluster's CPUs
+    slots = jobs if session is None else session.cpus
+    share = max(1, min(MAX_SHARE, math.ceil(games / (4 * slots))))  # a few tasks per worker: the load evens out
     shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
     if num_players == 1:
         tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
@@ -262,7 +274,11 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
         tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
     bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = []
-    if jobs == 1:
+    if session is not None:
+        with session:
+            for r in session.map(worker, tasks, done=lambda i: bar.update(len(tasks[i].indices))):
+                out.extend(r)
+    elif jobs == 1:
         for t in tasks:
             out.extend(worker(t))
             bar.update(len(t.indices))

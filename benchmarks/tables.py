@@ -120,6 +120,14 @@ def _threads(r: dict[str, Any]) -> str:
     return f"{r['threads']} thread{'s' if r['threads'] > 1 else ''}"
 
 
+def _workers(r: dict[str, Any], what: str, plural: str) -> str:
+    return f"{r['workers']} {what}{plural if r['workers'] > 1 else ''}"
+
+
+def _selfplay(r: dict[str, Any]) -> str:
+    return f"each {r['games']} games, beam {r['beam']}, {r['candidates']} candidates, {_threads(r)}"
+
+
 #: case -> (configuration, result) of one speed line.
 SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "numba_random_games": lambda r: (f"whole random games inside numba, {_config(r)}",
@@ -166,6 +174,15 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "search_decision": lambda r: ("`learned-search:300it` deciding a turn",
                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
                                   f"({r['decisions']} decisions)"),
+    "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
+                                  f"{r['games_per_s']} games/s ({r['seconds']} s)"),
+    "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
+                                 f"({r['cpus']} CPUs), {'warm workers' if r['warm'] else 'first match'}",
+                                 f"{r['games_per_s']} games/s ({r['seconds']} s; Ray start {r['start_s']} s)"),
+    "selfplay_processes": lambda r: (f"trainer's self-play, {_workers(r, 'worker process', 'es')}, {_selfplay(r)}",
+                                     f"{r['decisions_per_s']} decisions/s"),
+    "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
+                               f"{r['steps']} steps a round), {_selfplay(r)}", f"{r['decisions_per_s']} decisions/s"),
 }
 
 
@@ -192,6 +209,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "envs": ("speed", speed_table),
     "batch": ("speed", speed_table),
     "learned": ("speed", speed_table),
+    "distributed": ("speed", speed_table),
 }
 PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
 

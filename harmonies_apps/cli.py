@@ -3,6 +3,7 @@
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
     harmonies tournament --agents greedy mcts:200it --games 200 --jobs 4 --seed 0 --out results/
+    harmonies tournament --agents greedy random --games 1000 --ray HEAD_IP:6379   (on a Ray cluster)
     harmonies solo --agents greedy random --games 50
     harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
     harmonies serve                                        (play against the bots in a browser; the "web" extra)
@@ -183,9 +184,17 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
     from .tournament import format_summary, run_games, summarize, write_outputs
 
     config = game_config(args, num_players)
+    if args.ray is not None:
+        from agents.distributed import check_address
+
+        if args.jobs != 1:
+            raise ValueError(f"--jobs {args.jobs} runs processes on this machine and --ray runs on a cluster's CPUs: "
+                             "give one of them")
+        check_address(args.ray)
+        import ray  # noqa: F401  (a missing "distributed" extra is reported before any agent is built)
     _check_specs(list(args.agents))
     results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
-                        save_games=args.save_games, config=config)
+                        save_games=args.save_games, config=config, ray_address=args.ray)
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
@@ -264,6 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
         p.add_argument("--jobs", type=int, default=1,
                        help="worker processes; results are identical for any --jobs with reproducible agents")
+        p.add_argument("--ray", default=None, metavar="ADDRESS",
+                       help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
+                            "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "
+                            "cluster (docs/distributed.md); the same results as --jobs")
         p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "

@@ -83,6 +83,21 @@ def _play_share(task: MatchTask) -> list[dict]:
     return results
 
 
+def _play_share_shipped(task: MatchTask) -> list[dict]:
+    """`_play_share` on a Ray worker, whose filesystem may not be the driver's: the records are written into a
+    temporary folder there and come back in each result's "_record" (file name, text) for the driver to write."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="harmonies-games-") as folder:
+        results = _play_share(task._replace(extra=folder))
+        files = {p.name: p.read_text(encoding="utf-8") for p in Path(folder).iterdir()}
+    for res in results:
+        stem = (f"game_{res['game']:05d}" if task.config.num_players > 1
+                else f"solo_{_safe(task.names[0])}_{res['game']:05d}")
+        res["_record"] = (f"{stem}.json", files[f"{stem}.json"])
+    return results
+
+
 def _safe(name: str) -> str:
     """An agent name usable in a file name (e.g. 'mcts:0.5' -> 'mcts_0.5')."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
@@ -91,25 +106,35 @@ def _safe(name: str) -> str:
 def run_games(specs: Sequence[str], num_players: int | None = None, games: int | None = None,
               side: str | None = None, spirits: bool | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, save_games: str | Path | None = None, *, config: GameConfig | None = None,
-              river_loops: str | None = None) -> list[dict]:
-    """Play `games` seeded games (seats rotated) over `jobs` processes and return per-game results in game order
-    (`agents.match.run_match`, identical for any `jobs` with reproducible agents).
+              river_loops: str | None = None, ray_address: str | None = None) -> list[dict]:
+    """Play `games` seeded games (seats rotated) over `jobs` processes, or on a Ray cluster (`ray_address`: "local",
+    "auto" or HOST:PORT, `agents.distributed`), and return per-game results in game order (`agents.match.run_match`,
+    identical for any `jobs` or cluster with reproducible agents).
 
     config: the games' `GameConfig` (players, side, Spirits, river_loops), or the loose arguments num_players
     (default: one seat per spec), side, spirits, river_loops (`agents.match.play_match`'s).
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
-    `harmonies replay FOLDER` shows them.
+    `harmonies replay FOLDER` shows them. On Ray the records come back with the results and are written here, by
+    the driver.
     """
     from agents.match import run_match
 
     save = None if save_games is None else str(save_games)
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
+    if save is not None and ray_address is not None:
+        results = run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
+                            worker=_play_share_shipped, extra=save, config=config, river_loops=river_loops,
+                            ray_address=ray_address)
+        for res in results:
+            name, text = res.pop("_record")
+            write_text_atomic(Path(save) / name, text)
+        return results
     return run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
                      worker=_play_share if save is not None else None, extra=save, config=config,
-                     river_loops=river_loops)
+                     river_loops=river_loops, ray_address=ray_address)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

@@ -1,0 +1,155 @@
+"""Tournaments on a Ray cluster (`--ray`): the same games as `--jobs`, checkpoints shipped by value, one-line errors.
+
+A local Ray instance with 2 CPUs, started once for the module (Ray starts slowly on a small machine). Skipped
+without Ray, except under CI (the CI environment variable set), where the distributed extra is installed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents import distributed
+from harmonies_apps import cli
+
+if os.environ.get("CI"):
+    import ray
+else:
+    ray = pytest.importorskip("ray", reason="Ray is the optional distributed extra: pip install -e .[distributed]")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+             logging_level="warning")
+    yield
+    ray.shutdown()
+
+
+def games_of(folder: Path) -> list[dict]:
+    return json.loads((folder / "tournament.json").read_text())["games"]
+
+
+# first, while no Ray instance runs in this process (the cluster fixture starts one for the tests after)
+def test_ray_and_jobs_together_or_a_bad_address_is_one_line(capsys):
+    base = ["tournament", "--agents", "greedy", "random", "--games", "2", "--quiet"]
+    assert cli.main([*base, "--ray", "local", "--jobs", "2"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "harmonies tournament: --jobs 2 runs processes on this machine and --ray runs on a cluster's CPUs: give one "
+        "of them"]
+    assert cli.main([*base, "--ray", "not an address"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("harmonies tournament: --ray takes local, auto or a cluster address")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance is running in this process: an address is not connected to")
+    assert cli.main([*base, "--ray", "127.0.0.1:9"]) == 2  # the discard port: nothing listens there
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("harmonies tournament: cannot reach a Ray cluster at '127.0.0.1:9'")
+
+
+def test_without_ray_the_flag_names_the_distributed_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)
+
+    def no_games(*a, **k):
+        raise AssertionError("games were played before the missing extra was reported")
+
+    monkeypatch.setattr("harmonies_apps.tournament.run_games", no_games)
+    assert cli.main(["tournament", "--agents", "greedy", "random", "--games", "2", "--ray", "local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == 'harmonies tournament: needs ray, from the "distributed" extra: pip install -e ".[distributed]"'
+
+
+def test_ray_tournament_equals_jobs_game_for_game(cluster, tmp_path, capsys):
+    args = ["tournament", "--agents", "greedy", "random", "--games", "20", "--seed", "5", "--quiet"]
+    assert cli.main([*args, "--ray", "local", "--out", str(tmp_path / "ray"),
+                     "--save-games", str(tmp_path / "ray_games")]) == 0
+    assert cli.main([*args, "--jobs", "2", "--out", str(tmp_path / "jobs"),
+                     "--save-games", str(tmp_path / "jobs_games")]) == 0
+    on_ray, on_jobs = games_of(tmp_path / "ray"), games_of(tmp_path / "jobs")
+    assert [g["game"] for g in on_ray] == list(range(20))
+    assert on_ray == on_jobs
+    assert {g["seats"][0] for g in on_ray} == {"greedy", "random"}  # seats rotated
+    # the records come back from the workers and are written by the driver, the same files as --jobs writes
+    names = sorted(p.name for p in (tmp_path / "ray_games").iterdir())
+    assert names == [f"game_{i:05d}.json" for i in range(20)]
+    assert all((tmp_path / "ray_games" / n).read_text() == (tmp_path / "jobs_games" / n).read_text() for n in names)
+    assert ray.is_initialized()  # --ray local used the running instance and left it running
+
+
+def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
+    """A learned checkpoint is read on the driver and played from the workers' own copies: deleting the driver's
+    files after shipping changes nothing, and a copy that does not match its SHA-256 is refused."""
+    from agents.learned import DEFAULT_CHECKPOINT
+    from agents.match import run_match
+
+    for suffix in (".pt", ".json"):
+        (tmp_path / f"net{suffix}").write_bytes(DEFAULT_CHECKPOINT.with_suffix(suffix).read_bytes())
+    spec = f"learned:{tmp_path / 'net.pt'}"
+    shipped = distributed.ship_specs([spec, "random", spec])
+    assert list(shipped) == [spec] and sorted(shipped[spec]["files"]) == ["net.json", "net.pt"]
+    local = distributed.local_spec(spec, shipped)
+    assert local.startswith("learned:") and Path(local[8:]).name == "net.pt" and Path(local[8:]).parent != tmp_path
+    assert distributed.local_spec("random", shipped) == "random"
+
+    on_ray = run_match([spec, "random"], 2, 2, seed=3, progress=False, ray_address="local")
+    assert run_match([spec, "random"], 2, 2, seed=3, progress=False) == on_ray
+    assert on_ray[0]["seats"] == [spec, "random"]  # results name the spec as given, not the worker's copy
+
+    bad = {spec: dict(shipped[spec], sha256=dict(shipped[spec]["sha256"], **{"net.pt": "0" * 64}))}
+    with pytest.raises(ValueError, match="does not match its SHA-256"):
+        distributed.local_spec(spec, bad)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        distributed.ship_specs([f"learned:{tmp_path / 'absent.pt'}"])
+
+
+def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tmp_path):
+    """Two self-play actors (the tiny config): the same seed gives the same samples, a snapshot resumes a worker
+    exactly, a killed worker is restarted and the run goes on, and the samples train the learner."""
+    import numpy as np
+
+    from experiments.selfplay_workers import SelfPlayWorkers, feed
+    from experiments.train_learned import Trainer, load_config
+
+    cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"), [])
+    learner = Trainer(cfg, seed=0, run=tmp_path, progress=False)
+
+    def same(a: list[dict], b: list[dict]) -> bool:
+        return all(np.array_equal(x[k], y[k]) for x, y in zip(a, b) for k in ("x", "tot", "win", "np"))
+
+    with SelfPlayWorkers(cfg, seed=1, workers=2) as pool:
+        pool.publish(learner.net.state_dict())
+        first = pool.collect(60)
+        assert all(r["games"] > 0 and len(r["np"]) > 0 for r in first) and not same(first[:1], first[1:])
+        snap = pool.snapshot()
+        after = pool.collect(20)
+    with SelfPlayWorkers(cfg, seed=1, workers=2) as again:
+        again.publish(learner.net.state_dict())
+        assert same(again.collect(60), first)  # same seed, same workers: the same run
+        again.collect(5)
+        again.restore(snap)
+        assert same(again.collect(20), after)  # resumed from the snapshot, not from where it was
+        pid = again.pids()[0]
+        ray.kill(again.actors[0], no_restart=False)  # the worker process dies; Ray restarts it
+        res = again.collect(60)
+        assert again.pids()[0] != pid and res[0]["incarnation"] == 1 and res[1]["incarnation"] == 0
+        assert res[0]["games"] > 0
+        assert feed(learner, [*first, *res]) == sum(len(r["np"]) for r in [*first, *res]) == learner.buf_size
+        assert np.isfinite(learner.train_step())
+
+
+def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
+    """--trust-checkpoint lives in the driver's environment (`agents.ppo.TRUST_ENV`): the Ray tasks see it too."""
+    from agents.ppo import TRUST_ENV
+
+    assert TRUST_ENV in distributed.FORWARDED_ENV
+    monkeypatch.setenv(TRUST_ENV, "1")
+    session = distributed.RaySession("local")
+    from agents.match import MatchTask
+    from harmonies_env import GameConfig
+
+    task = MatchTask(("random",), ("random",), GameConfig(num_players=1), 0, [0])
+    got = session.map(lambda task: [{"trust": os.environ.get(TRUST_ENV), "specs": task.specs}], [task])
+    assert got == [[{"trust": "1", "specs": ("random",)}]]
