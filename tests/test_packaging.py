@@ -73,6 +73,8 @@ def test_train_and_bench_run_from_the_installed_wheel(installed, tmp_path):
     train = _run_installed(installed, tmp_path, "train", "--help")
     assert train.returncode == 0, train.stderr
     assert train.stdout.startswith("usage: harmonies train") and "solo-ppo" in train.stdout
+    learned = _run_installed(installed, tmp_path, "train", "learned", "--help")  # the flagship's module imports too
+    assert learned.returncode == 0 and learned.stdout.startswith("usage: harmonies train learned"), learned.stderr
     config = _run_installed(installed, tmp_path, "train", "solo-ppo", "--config", str(tmp_path / "none.toml"))
     assert config.returncode == 2 and "none.toml" in config.stderr and "Traceback" not in config.stderr
     bench = _run_installed(installed, tmp_path, "bench", "--games", "2", "--api-actions", "20",
