@@ -53,15 +53,10 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_learned():
     assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
     again = play_match([Policy(), "greedy"], 2, [5, 700], seed=0)  # any subset of the games: the same games
     assert again == [res[5], res[700]]
-    # 1,024 games against the shipped network with cheaper play settings than its checkpoint's (64 candidates of a
-    # beam of 96 per space, 4 mirror images: about ten times slower, minutes on 2 cores); as shipped, a few games
-    learned = make_agent("learned")
-    cheap = type(learned)(net=learned.net, beam=24, candidates=8, diverse=False, symmetries=1, name="learned")
-    res = play_match([Policy(), cheap], 2, 1024, seed=1, threads=2)
+    # 1,024 games against the shipped network as it plays (its checkpoint's play settings): about two minutes
+    res = play_match([Policy(), "learned"], 2, 1024, seed=1, threads=2)
     assert len(res) == 1024 and win_shares(res, "learned").mean() > 0.95
     assert totals_of(res, "learned").mean() > totals_of(res, "mine").mean() + 30
-    shipped = play_match([Policy(), "learned"], 2, 4, seed=1, threads=2)
-    assert win_shares(shipped, "learned").mean() == 1.0
 
 
 @pytest.mark.parametrize("num_players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True)])
