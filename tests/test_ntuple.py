@@ -211,7 +211,7 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tm
     kills = 0
     for _attempt in range(10):
         p = _train(run)
-        time.sleep(float(rng.uniform(0.5, 0.95)) * took)
+        time.sleep(float(rng.uniform(0.25, 0.75)) * took)
         if p.poll() is not None:
             assert p.returncode == 0, p.stdout.read().decode()
             break
@@ -226,7 +226,7 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tm
     assert kills >= 1
     got = N.load_checkpoint(run / "model.npz")[1]
     assert np.array_equal(got, want)
-    assert json.loads((run / "summary.json").read_text())["iteration"] == 120
+    assert json.loads((run / "summary.json").read_text())["iteration"] == 400
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
