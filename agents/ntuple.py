@@ -292,14 +292,32 @@ def decide_rows(states, kinds, w, planner, beam: int, greedy_beam: int, explore,
 
 
 @njit(cache=True)
+def selected_norm(idx, k: int) -> float:
+    """Squared norm of the tuple part's input: the sum over distinct selected weights of (times selected)^2. A
+    board selects the same weight many times (an empty board's pairs are all one key), so a step spread evenly per
+    selection moves the output by step x this, not step x k."""
+    a = np.sort(idx[:k])
+    total = 0.0
+    run = 1
+    for t in range(1, k + 1):
+        if t < k and a[t] == a[t - 1]:
+            run += 1
+        else:
+            total += run * run
+            run = 1
+    return total
+
+
+@njit(cache=True)
 def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float) -> float:
     """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
     movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
 
     Per seat, walking its afterstates backwards: the return of afterstate a_k is r_k + (1 - lam) V(a_k+1) + lam G_k+1,
     where r_k is the seat's points gained from a_k to a_k+1 and V the prediction made at play time; the last one's
-    is final - total(a_m). Each afterstate where the seat still has a turn then moves the network towards its return:
-    tuple weights by alpha_tuple x error / (tuples selected), linear weights by alpha_linear x error x input. w float32
+    is final - total(a_m). Each afterstate where the seat still has a turn then moves the network towards its return
+    by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by alpha_tuple x
+    error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2). w float32
     (NUM_WEIGHTS,) is updated in place, afterstates in game order. Returns the sum of squared errors (before
     each update).
     """
@@ -330,12 +348,16 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         linear_features(s, p, feats, lin)
         err = ret[j] - value_of(w, idx, k, lin)
         sse += err * err
-        step = alpha_tuple * err / k
+        step = alpha_tuple * err / selected_norm(idx, k)
         for t in range(k):
             w[idx[t]] += np.float32(step)
+        lnorm = 0.0
+        for t in range(lin.shape[0]):
+            lnorm += lin[t] * lin[t]
+        step = alpha_linear * err / lnorm
         for t in range(lin.shape[0]):
             if lin[t] != 0.0:
-                w[t] += np.float32(alpha_linear * err * lin[t])
+                w[t] += np.float32(step * lin[t])
     return sse
 
 
@@ -498,7 +520,94 @@ class NTupleAgent(PlanAgent):
         return plans[int(np.argmax(values))] if plans else []
 
 
-__all__ = ["NTupleAgent", "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "VALUES",
+@njit(cache=True)
+def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: int, out) -> None:
+    """Leaves of `NTupleSearchAgent`: out[i] = what candidate which[i] is worth to the mover of world roots[i]
+    (int64 (L, STATE_SIZE), modified) after the chance and the replies it leads to.
+
+    The world plays the candidate with its END (the central board refills from the world's pouch), every other seat
+    then plays its turn as the `ntuple` agent would (the network's best of `candidates` plans at beam `beam`), and
+    the mover's next turn is valued by the network: the best of its candidates' own total + remaining. A game that
+    ends on the way is valued by the mover's final total. plans int64 (C, MAX_PLAN), lens (C,): the root candidates.
+    """
+    P = np.zeros((candidates, MAX_PLAN), dtype=np.int64)
+    Ln = np.zeros(candidates, dtype=np.int64)
+    pv = np.zeros(candidates, dtype=np.float64)
+    vals = np.zeros(candidates, dtype=np.float64)
+    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
+    totals = np.zeros(4, dtype=np.int64)
+    won = np.zeros(4, dtype=np.int64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    for i in range(roots.shape[0]):
+        s = roots[i]
+        me = s[S.CURRENT]
+        c = which[i]
+        play_plan(s, plans[c], lens[c])
+        while True:
+            if s[S.GAME_OVER]:
+                outcome(s, totals, sc, won)
+                out[i] = totals[me]
+                break
+            n = candidate_values(s, w, planner, beam, P, Ln, pv, vals, tmp)
+            if n == 0:
+                out[i] = own_total(s, me, sc)
+                break
+            best = int(np.argmax(vals[:n]))
+            if s[S.CURRENT] == me:
+                out[i] = vals[best]
+                break
+            play_plan(s, P[best], Ln[best])
+
+
+class NTupleSearchAgent(NTupleAgent):
+    """The n-tuple agent with a one-turn expectimax over the chance: its `root` best candidates (by the network) are
+    each played in `worlds` sampled worlds (`private_copy`: the hidden draw order only from the seed, never the real
+    one; every candidate in the same worlds, common random numbers), where the central board refills, the other
+    seats reply as the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the
+    mover's best next turn (`search_values`). It plays the candidate with the best mean. Reproducible: the budget is
+    a number of worlds, not a time.
+    """
+
+    def __init__(self, path: str | Path | None = None, worlds: int = 8, root: int = 6, reply_beam: int = 8,
+                 reply_candidates: int = 32, seed: int = 0, name: str | None = None, **kwargs: Any):
+        for what, v in (("worlds", worlds), ("root", root), ("reply_beam", reply_beam),
+                        ("reply_candidates", reply_candidates)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 10_000:
+                raise ValueError(f"{what} must be a whole number 1..10000, got {v!r}")
+        super().__init__(path, seed=seed, name=name, **kwargs)
+        self.worlds, self.root = int(worlds), int(root)
+        self.reply_beam, self.reply_candidates = int(reply_beam), int(reply_candidates)
+        self.name = name or f"ntuple-search:{self.worlds}"
+
+    def _seed_for(self, turn: int, j: int) -> int:
+        return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + j * 0xC2B2AE3D + 0x27D4EB2F) & (2**62 - 1))
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        from .base import private_copy
+
+        plans, values = self.rank(game)
+        self.last_values = values
+        if len(plans) <= 1 or (plans[0][0] >= A.KEEP_SPIRIT and plans[0][0] < A.KEEP_SPIRIT + 2):
+            return plans[int(np.argmax(values))] if plans else []
+        order = np.argsort(-values, kind="stable")[: self.root]
+        C = len(order)
+        cp = np.zeros((C, MAX_PLAN), dtype=np.int64)
+        cl = np.zeros(C, dtype=np.int64)
+        for k, o in enumerate(order):
+            cp[k, : len(plans[o])] = plans[o]
+            cl[k] = len(plans[o])
+        worlds = [private_copy(view, self._seed_for(int(game.turn), j)).state for j in range(self.worlds)]
+        roots = np.stack([worlds[j] for _ in range(C) for j in range(self.worlds)])
+        which = np.repeat(np.arange(C, dtype=np.int64), self.worlds)
+        out = np.zeros(len(which))
+        search_values(roots, which, cp, cl, self.weights, DEFAULT_WEIGHTS, self.reply_beam, self.reply_candidates,
+                      out)
+        mean = out.reshape(C, self.worlds).mean(axis=1)
+        return plans[int(order[int(np.argmax(mean))])]
+
+
+__all__ = ["NTupleAgent", "NTupleSearchAgent", "search_values",
+           "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "VALUES",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "decide_rows", "learn_game", "heuristic_weights",
            "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play", "final_totals"]

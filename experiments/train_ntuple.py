@@ -48,7 +48,7 @@ from .runner import RunArgs
 DEFAULTS: dict[str, dict[str, Any]] = {
     "selfplay": {"games": 32, "players": [2], "sides": ["A"], "beam": 24, "candidates": 128, "epsilon": 0.05,
                  "greedy_games": 0.2, "max_decisions": 96},
-    "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.1, "alpha_linear": 0.002,
+    "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
               "init": "greedy"},  # "greedy": linear weights start at the planner's evaluation; "zero": all zero
     "eval": {"every": 400, "games": 64, "seed": 1_000_000, "opponent_beam": 24},
     "run": {"checkpoint_every": 100, "keep": 2},

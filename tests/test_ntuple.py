@@ -121,6 +121,13 @@ def test_the_choice_is_the_same_on_determinized_copies():
     plans = [agent.choose_plan(view, private_copy(view, seed)) for seed in (1, 2, 3)]
     plans.append(agent.choose_plan(view, determinize(g, g.current_player, 99)))
     assert all(pl == plans[0] for pl in plans) and plans[0]
+    search = N.NTupleSearchAgent(weights=_random_weights(6), beam=4, candidates=32, worlds=2, root=3, reply_beam=2,
+                                 reply_candidates=8)
+    chosen = [search.choose_plan(view, private_copy(view, seed)) for seed in (1, 2)]
+    chosen.append(search.choose_plan(view, determinize(g, g.current_player, 99)))
+    assert all(pl == chosen[0] for pl in chosen) and chosen[0]
+    with pytest.raises(ValueError, match="worlds"):
+        make_agent("ntuple-search:0")
 
 
 def test_checkpoints_are_weights_only_and_checked(tmp_path):
