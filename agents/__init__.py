@@ -4,7 +4,8 @@
 (iterations), `make_agent("random")`, `make_agent("ppo:runs/x/model.pt")` (a PPO checkpoint: a training run's
 weights-only `.pt` + `.json`, or a MaskablePPO `.zip`; the path is required), `make_agent("learned")` (the shipped
 afterstate value network) and `make_agent("learned-search:1.0")` / `make_agent("learned-search:200it")` (that
-network inside a search).
+network inside a search); `make_agent("ntuple")` / `make_agent("ntuple:PATH")` (the n-tuple afterstate value function,
+agents/ntuple.py) and `make_agent("ntuple-search:8")` (it with a one-turn expectimax over 8 sampled worlds).
 
 Every agent also decides for many games at once (`act_batch`, `agents.policy`), and `agents.match.play_match` plays
 seeded matches between any of them, or a user's own batch policy (docs/agents.md).
@@ -17,7 +18,7 @@ from .mcts import MCTSAgent
 from .policy import AgentPolicy, BatchPolicy, BatchView
 from .random_agent import RandomAgent
 
-AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search")
+AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search", "ntuple", "ntuple-search")
 
 #: What each kind of spec accepts, quoted when a spec is refused.
 SPEC_FORMS: dict[str, str] = {
@@ -29,6 +30,9 @@ SPEC_FORMS: dict[str, str] = {
     "learned": "learned or learned:PATH (a learned checkpoint's .pt, next to its .json)",
     "learned-search": "learned-search, learned-search:SECONDS (a number > 0) or learned-search:Nit (N a whole "
                       "number >= 1)",
+    "ntuple": "ntuple or ntuple:PATH (an n-tuple checkpoint's .npz, next to its .json)",
+    "ntuple-search": "ntuple-search or ntuple-search:W (W sampled worlds per candidate, a whole number >= 1; the "
+                     "shipped n-tuple network)",
 }
 
 
@@ -57,7 +61,7 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
     random | greedy[:BEAM[:spaces]] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH]
-    | learned-search[:SECONDS | :Nit]
+    | learned-search[:SECONDS | :Nit] | ntuple[:PATH] | ntuple-search[:WORLDS]
     (`greedy:BEAM:spaces` plans with a beam of BEAM per central space; `learned` defaults to the shipped checkpoint;
     `ppo` needs a path, no PPO checkpoint ships; `learned-search` uses the shipped network). Unknown kinds or bad
     arguments raise ValueError naming the spec and what its kind accepts (`SPEC_FORMS`). `trust` is passed to
@@ -87,6 +91,13 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
         if kind == "learned-search":
             from .learned import LearnedSearchAgent
             return LearnedSearchAgent(**_budget(arg), seed=seed, name=spec)
+        if kind == "ntuple":
+            from .ntuple import NTupleAgent
+            return NTupleAgent(arg.strip() or None, seed=seed, name=spec)
+        if kind == "ntuple-search":
+            from .ntuple import NTupleSearchAgent
+            return NTupleSearchAgent(worlds=_whole(arg, "the number of worlds") if arg.strip() else 8, seed=seed,
+                                     name=spec)
         if kind == "ppo":
             if not arg.strip():
                 raise ValueError(f"the ppo agent needs a checkpoint: {SPEC_FORMS['ppo']}; no PPO checkpoint ships "

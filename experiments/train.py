@@ -52,6 +52,8 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
     "learned": (".train_learned", "run", "learned.toml",
                 "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
+    "ntuple": (".train_ntuple", "run", "ntuple.toml",
+               "the n-tuple afterstate value function (agents/ntuple.py) by TD(lambda) from self-play"),
 }
 
 

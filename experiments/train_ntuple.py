@@ -1,0 +1,329 @@
+"""Train the n-tuple afterstate value function (`agents.ntuple`) by TD(lambda) from batched self-play.
+
+    python -m experiments.train ntuple --config experiments/configs/ntuple.toml --run runs/ntuple --max-minutes 45
+    python -m experiments.train ntuple --run runs/ntuple --resume                # after a kill, or to extend it
+
+Each iteration every game of the batch plays one whole turn in ONE numba call (`ntuple.decide_rows`): the mover's
+candidates come from the greedy planner (`plan_candidates`, `selfplay.candidates` plans at beam `selfplay.beam`
+per central space: the same generator and objective the `ntuple` agent plays with), the network values each
+afterstate (own total + predicted remaining points), the game plays the best (a uniformly random candidate with
+probability `epsilon`), and the chosen afterstate is recorded with the prediction made for it. A fraction of the
+games (`greedy_games`) seats the greedy planner (`plan_turn`, beam `eval.opponent_beam`) in one seat. When a game
+ends, `ntuple.learn_game` walks its afterstates: each seat's lambda-returns (points gained to its next afterstate
+plus the prediction there, mixed by `lam`; the final total at the end) and one TD update per afterstate, tuple
+weights and linear weights with their own step sizes. No replay buffer, no torch: the update is a few hundred
+additions.
+
+Every `eval.every` iterations (and before the first) the network, as the `ntuple` agent plays it, meets the greedy
+planner (`greedy`, beam `eval.opponent_beam`) on `eval.games` fixed seeds that training never uses (each seed with
+both seatings); rows go to `eval.csv` (and TensorBoard `tb/` when installed) and the best by win rate (then mean
+score) to `best.npz/.json`. Evaluations draw nothing from the training generator.
+
+Reproducible and kill-safe: the run is a function of its config and seed (one numpy generator, checkpointed); every
+`run.checkpoint_every` iterations the complete trainer state (weights, games in flight, their recorded afterstates,
+generator, counters) is written as `checkpoints/step_<iteration>.npz` + `.json` (`experiments.common
+.save_checkpoint`: atomic, the record names the npz's size and SHA-256; no pickle), so a run killed at any moment
+and resumed ends bit-identical to one never interrupted. `model.npz/.json` (the agent's checkpoint, `ntuple:PATH`)
+is written with every checkpoint.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agents import ntuple as N
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
+from harmonies_env import state as S
+
+from .common import ConfigError, atomic_write_csv, atomic_write_json, latest_checkpoint, save_checkpoint, section
+from .runner import RunArgs
+
+#: Every setting with its default (a config's sections override them; unknown keys are refused).
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "selfplay": {"games": 32, "players": [2], "sides": ["A"], "beam": 24, "candidates": 128, "epsilon": 0.05,
+                 "greedy_games": 0.2, "max_decisions": 96},
+    "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
+              "init": "greedy"},  # "greedy": linear weights start at the planner's evaluation; "zero": all zero
+    "eval": {"every": 400, "games": 64, "seed": 1_000_000, "opponent_beam": 24},
+    "run": {"checkpoint_every": 100, "keep": 2},
+}
+#: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
+TRAIN_SEED_LOW = 2**40
+
+
+def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The validated settings of a config (ConfigError naming a bad section, key or value)."""
+    unknown = sorted(set(config) - set(DEFAULTS))
+    if unknown:
+        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
+    cfg = {name: section(config, name, d) for name, d in DEFAULTS.items()}
+    sp, tr = cfg["selfplay"], cfg["train"]
+    for sec, key, low in (("selfplay", "games", 1), ("selfplay", "beam", 1), ("selfplay", "candidates", 1),
+                          ("selfplay", "max_decisions", 1), ("train", "iterations", 1), ("eval", "every", 0),
+                          ("eval", "games", 0), ("eval", "opponent_beam", 1), ("run", "checkpoint_every", 1),
+                          ("run", "keep", 1)):
+        v = cfg[sec][key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"[{sec}] {key} must be a whole number >= {low}, got {v!r}")
+    if not (isinstance(sp["players"], list) and sp["players"] and all(p in (2, 3, 4) for p in sp["players"])):
+        raise ConfigError(f"[selfplay] players must be a list of 2..4, got {sp['players']!r}")
+    if not (isinstance(sp["sides"], list) and sp["sides"] and all(s in ("A", "B") for s in sp["sides"])):
+        raise ConfigError(f"[selfplay] sides must be a list of \"A\" / \"B\", got {sp['sides']!r}")
+    for sec, key in (("selfplay", "epsilon"), ("selfplay", "greedy_games"), ("train", "lam")):
+        v = cfg[sec][key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise ConfigError(f"[{sec}] {key} must be a number in [0, 1], got {v!r}")
+    for key in ("alpha_tuple", "alpha_linear"):
+        v = tr[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+            raise ConfigError(f"[train] {key} must be a number >= 0, got {v!r}")
+    if tr["init"] not in ("greedy", "zero"):
+        raise ConfigError(f"[train] init must be \"greedy\" or \"zero\", got {tr['init']!r}")
+    try:
+        N.check_play({"beam": sp["beam"], "candidates": sp["candidates"]})
+    except ValueError as e:
+        raise ConfigError(f"[selfplay] {e}") from None
+    return cfg
+
+
+class Buffers:
+    """The scratch arrays of `decide_rows` for a batch of G games and K candidates."""
+
+    def __init__(self, G: int, K: int):
+        self.plans = np.zeros((K, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros(K, dtype=np.int64)
+        self.pvals = np.zeros(K, dtype=np.float64)
+        self.values = np.zeros(K, dtype=np.float64)
+        self.after = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.seat = np.zeros(G, dtype=np.int64)
+        self.pred = np.zeros(G, dtype=np.float64)
+        self.chosen = np.zeros(G, dtype=np.int64)
+        self.recorded = np.zeros(G, dtype=np.bool_)
+
+    def decide(self, states: np.ndarray, kinds: np.ndarray, w: np.ndarray, beam: int, greedy_beam: int,
+               explore: np.ndarray, pick: np.ndarray) -> None:
+        N.decide_rows(states, kinds, w, DEFAULT_WEIGHTS, beam, greedy_beam, explore, pick, self.plans, self.lens,
+                      self.pvals, self.values, self.after, self.seat, self.pred, self.chosen, self.recorded)
+
+
+def play_vs_greedy(w: np.ndarray, games: int, seed: int, beam: int, candidates: int, opponent_beam: int,
+                   num_players: int = 2, side: int = 0) -> dict[str, float]:
+    """The network (as `NTupleAgent` plays it) against the greedy planner (`GreedyAgent`, beam opponent_beam) in
+    `games` games on seeds seed + i // 2, game i seating the network at i % 2 (each seed with both seatings).
+    Returns its win rate (shared wins split), its mean total and the planner's."""
+    G = int(games)
+    states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+    kinds = np.ones((G, S.MAX_PLAYERS), dtype=np.int64)
+    for i in range(G):
+        S.init_state(states[i], num_players, side, 0, seed + i // 2)
+        kinds[i, i % num_players] = 0
+    buf = Buffers(G, candidates)
+    none = np.zeros(G, dtype=np.bool_)
+    pick = np.zeros(G)
+    while not states[:, S.GAME_OVER].all():
+        buf.decide(states, kinds, w, beam, opponent_beam, none, pick)
+    totals = np.zeros(4, dtype=np.int64)
+    won = np.zeros(4, dtype=np.int64)
+    wins = mine = theirs = 0.0
+    for i in range(G):
+        N.final_totals(states[i], totals, won)
+        me = i % num_players
+        wins += won[me] / max(1, won.sum())
+        mine += totals[me]
+        theirs += (totals[:num_players].sum() - totals[me]) / (num_players - 1)
+    return {"win_rate": wins / G, "mean_score": mine / G, "greedy_score": theirs / G}
+
+
+class Trainer:
+    """Batched self-play + TD(lambda) of the n-tuple network (module docstring)."""
+
+    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, run: Path, progress: bool = True):
+        self.cfg = cfg
+        self.sp, self.tr, self.ev = cfg["selfplay"], cfg["train"], cfg["eval"]
+        self.seed = int(seed)
+        self.run = run
+        self.progress = progress
+        self.G, self.K, self.D = int(self.sp["games"]), int(self.sp["candidates"]), int(self.sp["max_decisions"])
+        self.w = N.heuristic_weights() if self.tr["init"] == "greedy" else np.zeros(N.NUM_WEIGHTS, np.float32)
+        self.rng = np.random.default_rng(self.seed)
+        self.states = np.zeros((self.G, S.STATE_SIZE), dtype=np.int64)
+        self.kinds = np.zeros((self.G, S.MAX_PLAYERS), dtype=np.int64)
+        self.pend = np.zeros((self.G, self.D, S.STATE_SIZE), dtype=np.int64)
+        self.pend_seat = np.zeros((self.G, self.D), dtype=np.int64)
+        self.pend_pred = np.zeros((self.G, self.D), dtype=np.float64)
+        self.pend_n = np.zeros(self.G, dtype=np.int64)
+        self.buf = Buffers(self.G, self.K)
+        self.iteration = 0
+        self.games_done = 0
+        self.decisions = 0
+        self.loss_ema = float("nan")
+        self.best: list[float] = [-1.0, -1.0]
+        self.evals: list[dict[str, Any]] = []
+        self.elapsed_before = 0.0
+        self.started = time.time()
+        for r in range(self.G):
+            self._new_game(r)
+
+    def _new_game(self, r: int) -> None:
+        n = int(self.rng.choice(np.asarray(self.sp["players"], dtype=np.int64)))
+        side = 0 if str(self.rng.choice(np.asarray(self.sp["sides"]))) == "A" else 1
+        S.init_state(self.states[r], n, side, 0, int(self.rng.integers(TRAIN_SEED_LOW, 2**62)))
+        self.kinds[r] = 0
+        if self.rng.random() < float(self.sp["greedy_games"]):
+            self.kinds[r, int(self.rng.integers(n))] = 1
+        self.pend_n[r] = 0
+
+    def step(self) -> None:
+        """One whole turn in every game; finished games teach the network and are replaced."""
+        explore = self.rng.random(self.G) < float(self.sp["epsilon"])
+        pick = self.rng.random(self.G)
+        b = self.buf
+        b.decide(self.states, self.kinds, self.w, int(self.sp["beam"]), int(self.ev["opponent_beam"]), explore, pick)
+        for r in np.flatnonzero(b.recorded):
+            j = self.pend_n[r]
+            if j < self.D:
+                self.pend[r, j] = b.after[r]
+                self.pend_seat[r, j] = b.seat[r]
+                self.pend_pred[r, j] = b.pred[r]
+                self.pend_n[r] = j + 1
+        self.decisions += int(b.recorded.sum())
+        totals = np.zeros(4, dtype=np.int64)
+        won = np.zeros(4, dtype=np.int64)
+        for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
+            N.final_totals(self.states[r], totals, won)
+            m = int(self.pend_n[r])
+            sse = N.learn_game(self.w, self.pend[r], self.pend_seat[r], self.pend_pred[r], m, totals,
+                               float(self.tr["lam"]), float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"]))
+            loss = sse / max(1, m)
+            self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+            self.games_done += 1
+            self._new_game(int(r))
+
+    # ---- evaluation ----
+    def evaluate(self) -> dict[str, Any]:
+        ev = self.ev
+        res = play_vs_greedy(self.w, int(ev["games"]), int(ev["seed"]), int(self.sp["beam"]), self.K,
+                             int(ev["opponent_beam"]))
+        return {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+                "minutes": round(self.elapsed() / 60, 3),
+                "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4),
+                **{k: round(v, 4) for k, v in res.items()}}
+
+    def _record(self, row: dict[str, Any], log: Any, bar: Any) -> None:
+        self.evals.append(row)
+        atomic_write_csv(self.run / "eval.csv", self.evals)
+        if log is not None:
+            for k in ("win_rate", "mean_score", "loss"):
+                if row.get(k) is not None:
+                    log.add_scalar(f"eval/{k}", row[k], row["games"])
+        bar.write(json.dumps(row))
+        key = [row["win_rate"], row["mean_score"]]
+        if key > self.best:
+            self.best = key
+            self._save_model(self.run / "best", {"eval": row})
+
+    # ---- checkpoints ----
+    def play(self) -> dict[str, int]:
+        return {"beam": int(self.sp["beam"]), "candidates": self.K}
+
+    def _save_model(self, path: Path, extra: dict[str, Any] | None = None) -> None:
+        info = {"command": "python -m experiments.train ntuple", "seed": self.seed, "iteration": self.iteration,
+                "games": self.games_done, "minutes": round(self.elapsed() / 60, 2), "config": self.cfg,
+                **(extra or {})}
+        N.save_checkpoint(path, self.w, self.play(), info)
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    def save(self) -> None:
+        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then model.npz/.json."""
+        buf = io.BytesIO()
+        np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
+                 pend_pred=self.pend_pred, pend_n=self.pend_n)
+        meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
+                "loss_ema": None if math.isnan(self.loss_ema) else self.loss_ema, "best": self.best,
+                "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed()}
+        folder = self.run / "checkpoints"
+        save_checkpoint(folder, self.iteration, buf.getvalue(), meta, keep=int(self.cfg["run"]["keep"]),
+                        suffix=".npz")
+        for old in folder.glob("step_*.npz"):  # the states of checkpoints `save_checkpoint` let go (it removes .pt)
+            if not old.with_suffix(".json").exists():
+                old.unlink(missing_ok=True)
+        self._save_model(self.run / "model")
+
+    def load(self, path: Path, record: dict[str, Any]) -> None:
+        meta = record["state"]
+        with np.load(path, allow_pickle=False) as z:
+            for name in ("w", "states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n"):
+                target = getattr(self, name)
+                if z[name].shape != target.shape or z[name].dtype != target.dtype:
+                    raise ConfigError(f"{path}: {name} has shape {z[name].shape}, this config needs {target.shape}")
+                target[...] = z[name]
+        self.iteration = int(meta["iteration"])
+        self.games_done = int(meta["games_done"])
+        self.decisions = int(meta["decisions"])
+        self.loss_ema = float("nan") if meta["loss_ema"] is None else float(meta["loss_ema"])
+        self.best = [float(x) for x in meta["best"]]
+        self.evals = list(meta["evals"])
+        self.rng.bit_generator.state = meta["rng"]
+        self.elapsed_before = float(meta["elapsed"])
+        self.started = time.time()
+
+    # ---- the loop ----
+    def train(self, max_minutes: float = 0.0, log: Any = None) -> None:
+        from tqdm import tqdm
+
+        iterations = int(self.tr["iterations"])
+        deadline = time.time() + 60.0 * max_minutes if max_minutes > 0 else None
+        bar = tqdm(total=iterations, initial=self.iteration, unit="it", dynamic_ncols=True, desc="ntuple",
+                   disable=not self.progress)
+        every_ev, every_ck = int(self.ev["every"]), int(self.cfg["run"]["checkpoint_every"])
+        if every_ev > 0 and int(self.ev["games"]) > 0 and self.iteration == 0 and not self.evals:
+            self._record(self.evaluate(), log, bar)
+        while self.iteration < iterations:
+            self.step()
+            self.iteration += 1
+            bar.update(1)
+            bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.2f}")
+            if every_ev > 0 and int(self.ev["games"]) > 0 and self.iteration % every_ev == 0:
+                self._record(self.evaluate(), log, bar)
+            if self.iteration % every_ck == 0 or self.iteration == iterations:
+                self.save()
+            if deadline is not None and time.time() >= deadline:
+                if self.iteration % every_ck:
+                    self.save()
+                bar.write(f"--max-minutes reached at iteration {self.iteration}")
+                break
+        bar.close()
+
+
+def run(args: RunArgs) -> dict[str, Any]:
+    """The `ntuple` training command (`python -m experiments.train ntuple ...`): train, resume, summarise."""
+    cfg = settings(args.config)
+    trainer = Trainer(cfg, args.seed, args.run, progress=args.progress)
+    found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
+    if found is not None:
+        trainer.load(*found)
+    log = None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+
+        log = SummaryWriter(str(args.run / "tb"))
+    except ImportError:  # TensorBoard is optional: eval.csv holds the same curves
+        pass
+    try:
+        trainer.train(args.max_minutes, log)
+    finally:
+        if log is not None:
+            log.close()
+    summary = {"iteration": trainer.iteration, "games": trainer.games_done, "decisions": trainer.decisions,
+               "minutes": round(trainer.elapsed() / 60, 2), "loss": trainer.loss_ema if not
+               math.isnan(trainer.loss_ema) else None, "last_eval": trainer.evals[-1] if trainer.evals else None}
+    atomic_write_json(args.run / "summary.json", summary)
+    return summary

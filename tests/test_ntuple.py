@@ -1,0 +1,243 @@
+"""The n-tuple value function (agents/ntuple.py) and its trainer (experiments/train_ntuple.py)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ntuple_reference import reference_remaining
+
+from agents import RandomAgent, make_agent
+from agents import ntuple as N
+from agents.base import private_copy
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
+from agents.learned import CheckpointError
+from experiments.train_ntuple import play_vs_greedy
+from harmonies_apps.tournament import play_game
+from harmonies_env import Game, determinize
+from harmonies_env import state as S
+from harmonies_env.batch import play_plan
+from harmonies_env.geometry import SYMMETRIES, permute_mask
+from harmonies_env.view import PlayerView
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "experiments" / "configs" / "ntuple_tiny.toml"
+
+
+def _positions(count: int, seed: int) -> list[tuple[np.ndarray, int]]:
+    """Afterstates of games played by the greedy planner (beam 2) to random depths, on both sides, 2-4 players:
+    (state, the seat that just moved)."""
+    rng = np.random.default_rng(seed)
+    plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(1, dtype=np.int64)
+    vals = np.zeros(1)
+    out = []
+    for i in range(count):
+        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        S.init_state(s, int(rng.integers(2, 5)), i % 2, 0, int(rng.integers(1, 2**40)))
+        for _ in range(int(rng.integers(0, 30))):
+            if s[S.GAME_OVER] or not plan_turn(s, DEFAULT_WEIGHTS, 2, plans, lens, vals):
+                break
+            play_plan(s, plans[0], lens[0])
+        if s[S.GAME_OVER] or not plan_turn(s, DEFAULT_WEIGHTS, 2, plans, lens, vals):
+            continue
+        p = int(s[S.CURRENT])
+        play_plan(s, plans[0], lens[0], True)  # the afterstate, just before END
+        out.append((s, p))
+    return out
+
+
+def _random_weights(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=N.NUM_WEIGHTS).astype(np.float32)
+
+
+def test_kernels_agree_with_the_plain_python_reference():
+    w = _random_weights(1)
+    pos = _positions(40, 2)
+    assert len(pos) >= 25 and any(s[S.CUBES: S.CUBES + 4].any() for s, _ in pos)  # cubes on boards are covered
+    states = np.stack([s for s, _ in pos])
+    seats = np.array([p for _, p in pos], dtype=np.int64)
+    got = np.zeros(len(pos))
+    N.evaluate_batch(states, seats, w, got)
+    want = np.array([reference_remaining(s, p, w) for s, p in pos])
+    assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
+    assert np.count_nonzero(got) > len(pos) // 2  # not only positions with no turn left (valued 0)
+
+
+def test_heuristic_weights_are_the_greedy_evaluation():
+    """Own total + remaining under `heuristic_weights` is `greedy.evaluate` (up to float32 rounding)."""
+    from agents.afterstate import NUM_FEATURES
+    from agents.greedy import evaluate
+
+    w = N.heuristic_weights()
+    sc = np.zeros(16, dtype=np.int64)
+    idx = np.zeros(N.MAX_ACTIVE, dtype=np.int64)
+    feats = np.zeros(NUM_FEATURES, dtype=np.float32)
+    lin = np.zeros(N.NUM_LINEAR)
+    for s, p in _positions(20, 3):
+        got = N.own_total(s, p, sc) + N.remaining(s, p, w, idx, feats, lin)
+        assert got == pytest.approx(evaluate(s, p, DEFAULT_WEIGHTS, sc), abs=1e-4)
+
+
+def _mirrored(s: np.ndarray, p: int, k: int) -> np.ndarray:
+    """s with seat p's board moved by the board's k-th symmetry (stacks, stack masks, cubes)."""
+    t = s.copy()
+    side = int(s[S.SIDE])
+    perm = SYMMETRIES[side, k]
+    stack = S.STACK + 25 * p
+    t[stack + perm] = s[stack: stack + 25]
+    for c in range(15):
+        t[S.BITBOARD + 15 * p + c] = permute_mask(int(s[S.BITBOARD + 15 * p + c]), perm)
+    t[S.CUBES + p] = permute_mask(int(s[S.CUBES + p]), perm)
+    return t
+
+
+def test_the_value_is_the_same_on_the_boards_mirror_images():
+    w = _random_weights(4)
+    for s, p in _positions(12, 5):
+        base = np.zeros(1)
+        N.evaluate_batch(s[None], np.array([p]), w, base)
+        for k in range(1, 4):
+            got = np.zeros(1)
+            N.evaluate_batch(_mirrored(s, p, k)[None], np.array([p]), w, got)
+            assert got[0] == pytest.approx(base[0], rel=1e-9, abs=1e-9)
+
+
+def test_the_choice_is_the_same_on_determinized_copies():
+    """The agent reads public information only: copies with other hidden draws give the same plan."""
+    agent = N.NTupleAgent(weights=_random_weights(6), beam=4, candidates=32)
+    g = Game(2, "A", seed=11)
+    greedy = make_agent("greedy:4")
+    for _ in range(9):  # a few turns in, so boards and cards differ from the deal
+        g.step(greedy.act(PlayerView(g, g.current_player)))
+    view = PlayerView(g, g.current_player)
+    plans = [agent.choose_plan(view, private_copy(view, seed)) for seed in (1, 2, 3)]
+    plans.append(agent.choose_plan(view, determinize(g, g.current_player, 99)))
+    assert all(pl == plans[0] for pl in plans) and plans[0]
+    search = N.NTupleSearchAgent(weights=_random_weights(6), beam=4, candidates=32, worlds=2, root=3, reply_beam=2,
+                                 reply_candidates=8)
+    chosen = [search.choose_plan(view, private_copy(view, seed)) for seed in (1, 2)]
+    chosen.append(search.choose_plan(view, determinize(g, g.current_player, 99)))
+    assert all(pl == chosen[0] for pl in chosen) and chosen[0]
+    with pytest.raises(ValueError, match="worlds"):
+        make_agent("ntuple-search:0")
+
+
+def test_checkpoints_are_weights_only_and_checked(tmp_path):
+    w = _random_weights(7)
+    path = N.save_checkpoint(tmp_path / "net", w, {"beam": 3, "candidates": 16}, {"note": "test"})
+    config, got = N.load_checkpoint(path)
+    assert np.array_equal(got, w) and config["play"] == {"beam": 3, "candidates": 16}
+    agent = make_agent(f"ntuple:{path}")
+    assert agent.beam == 3 and agent.candidates == 16 and agent.name == f"ntuple:{path}"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one flipped bit
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(data))
+    bad.with_suffix(".json").write_bytes(path.with_suffix(".json").read_bytes())
+    with pytest.raises(CheckpointError, match=r"bad\.npz: SHA-256"):
+        N.load_checkpoint(bad)
+    with pytest.raises(CheckpointError, match=r"bad\.npz: SHA-256"):
+        make_agent(f"ntuple:{bad}")
+    # an object array (which only unpickling could read) with a matching hash is refused too
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, weights=np.array([{"x": 1}], dtype=object))
+    (tmp_path / "obj.npz").write_bytes(buf.getvalue())
+    doc = json.loads(path.with_suffix(".json").read_text())
+    doc["sha256"] = N.weights_sha256(buf.getvalue())
+    (tmp_path / "obj.json").write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="obj.npz"):
+        N.load_checkpoint(tmp_path / "obj.npz")
+    doc["ntuple"]["num_weights"] = 5
+    (tmp_path / "obj.json").write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="layout"):
+        N.load_checkpoint(tmp_path / "obj.npz")
+    with pytest.raises(FileNotFoundError, match="nope.npz"):
+        N.load_checkpoint(tmp_path / "nope.npz")
+
+
+def test_the_heuristic_start_beats_greedy_and_random():
+    """Untrained (`heuristic_weights`), the network plays as greedy:BEAM:spaces: above `greedy` at its beam."""
+    res = play_vs_greedy(N.heuristic_weights(), 8, 1_000_000, beam=4, candidates=32, opponent_beam=4)
+    assert res["mean_score"] > 60 and 0.0 <= res["win_rate"] <= 1.0
+    agent = N.NTupleAgent(weights=N.heuristic_weights(), beam=2, candidates=8)
+    g = play_game([agent, RandomAgent(seed=1)], 2, seed=3)
+    totals = [sc["total"] for sc in g.scores()]
+    assert totals[0] > totals[1]
+
+
+@pytest.mark.skipif(not N.DEFAULT_CHECKPOINT.is_file(), reason="no shipped ntuple checkpoint")
+def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
+    config, w = N.load_checkpoint(N.DEFAULT_CHECKPOINT)
+    assert w.dtype == np.float32 and config["training"].get("command", "").startswith("python -m experiments.train")
+    data = bytearray(N.DEFAULT_CHECKPOINT.read_bytes())
+    data[-10] ^= 0xFF
+    (tmp_path / "x.npz").write_bytes(bytes(data))
+    (tmp_path / "x.json").write_bytes(N.DEFAULT_CHECKPOINT.with_suffix(".json").read_bytes())
+    with pytest.raises(CheckpointError, match="x.npz"):
+        make_agent(f"ntuple:{tmp_path / 'x.npz'}")
+    agent = make_agent("ntuple")
+    for seed in (1, 2):
+        seats = [agent, RandomAgent(seed=seed)] if seed == 1 else [RandomAgent(seed=seed), agent]
+        g = play_game(seats, 2, seed=seed)
+        me = seats.index(agent)
+        assert me in g.winners()
+
+
+# ------------------------------------------------------------------------------------------------ the trainer
+
+def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
+    resume = ["--resume"] if (run / "config.json").exists() else []
+    cmd = [sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--run", str(run),
+           "--seed", "5", "--no-progress", *resume, *(extra or [])]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tmp_path):
+    start = time.monotonic()
+    ref = _train(tmp_path / "ref")
+    assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
+    took = time.monotonic() - start  # kill moments scale with this machine's speed
+    rows = list(csv.DictReader(open(tmp_path / "ref" / "eval.csv")))
+    losses = [float(r["loss"]) for r in rows if r["loss"]]
+    assert len(losses) >= 2 and losses[-1] < losses[0], losses
+    want = N.load_checkpoint(tmp_path / "ref" / "model.npz")[1]
+    assert np.abs(want).sum() > 0
+    run = tmp_path / "killed"
+    rng = np.random.default_rng(0)
+    kills = 0
+    for _attempt in range(10):
+        p = _train(run)
+        time.sleep(float(rng.uniform(0.25, 0.75)) * took)
+        if p.poll() is not None:
+            assert p.returncode == 0, p.stdout.read().decode()
+            break
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        kills += 1
+    else:
+        p = _train(run)
+        assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    if not (run / "model.npz").exists():  # the last attempt ended before its first checkpoint: finish the run
+        assert _train(run).wait(timeout=300) == 0
+    assert kills >= 1
+    got = N.load_checkpoint(run / "model.npz")[1]
+    assert np.array_equal(got, want)
+    assert json.loads((run / "summary.json").read_text())["iteration"] == 400
+
+
+def test_bad_settings_are_one_line_errors(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+                        "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
