@@ -53,6 +53,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "eval": {"every": 400, "games": 64, "seed": 1_000_000, "opponent_beam": 24},
     "run": {"checkpoint_every": 100, "keep": 2},
 }
+#: The one config loader's schema (experiments.common: kinds and unknown keys checked at load; `settings` adds ranges).
+SCHEMAS = {"ntuple": DEFAULTS}
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
 TRAIN_SEED_LOW = 2**40
 
