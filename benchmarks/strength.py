@@ -49,6 +49,11 @@ CASES = {
     "learned_search4s_vs_mcts200it_A": (["learned-search:4.0", "mcts:200it"], 2, "A", False, 60),
     "learned_search200it_vs_mcts200it_A": (["learned-search:200it", "mcts:200it"], 2, "A", False, 200),
     "learned_search300it_vs_mcts200it_A": (["learned-search:300it", "mcts:200it"], 2, "A", False, 200),
+    "ntuple_vs_greedy_A": (["ntuple", "greedy"], 2, "A", False, 200),
+    "greedy24spaces_vs_greedy_A": (["greedy:24:spaces", "greedy"], 2, "A", False, 200),
+    "ntuple_vs_learned_A": (["ntuple", "learned"], 2, "A", False, 200),
+    "ntuple_search8_vs_greedy_A": (["ntuple-search:8", "greedy"], 2, "A", False, 200),
+    "ntuple_search8_vs_learned_A": (["ntuple-search:8", "learned"], 2, "A", False, 200),
 }
 
 

@@ -205,6 +205,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "learned_other": ("strength", match_table),
     "eval_learned": ("strength", eval_table),
     "baselines": ("strength", match_table),
+    "ntuple_2p": ("strength", match_table),
     "engine": ("speed", speed_table),
     "envs": ("speed", speed_table),
     "batch": ("speed", speed_table),
