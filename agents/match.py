@@ -66,7 +66,7 @@ def unique_names(names: Sequence[str]) -> list[str]:
 
 def policy_of(spec: str, trust: bool | None = None) -> Any:
     """A batch policy from an agent spec (`agents.make_agent`'s): the agent itself where it decides a batch in one go
-    (random, greedy, learned, ppo), else one agent per game seeded with its game's seed (`AgentPolicy`)."""
+    (random, greedy, learned, ntuple, ppo), else one agent per game seeded with its game's seed (`AgentPolicy`)."""
     from . import make_agent
 
     agent = make_agent(spec, trust=trust)

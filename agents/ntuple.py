@@ -45,7 +45,7 @@ from numba import njit
 
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plan
+from harmonies_env.batch import outcome, play_plan, run_rows
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
 from harmonies_env.io import atomic_write_bytes
@@ -56,6 +56,7 @@ from .afterstate import FEATURE_VERSION, GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, 
 from .base import PlanAgent
 from .greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN, NUM_TERMS, no_turn_left, plan_candidates, plan_turn
 from .learned import CheckpointError, weights_sha256
+from .policy import PlanRows
 
 #: Layout version of the weight vector (stored in checkpoints; a mismatch is refused).
 NTUPLE_VERSION = 1
@@ -246,6 +247,19 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
         play_plan(after, plans[k], lens[k], True)
         values[k] = own_total(after, p, sc) + remaining(after, p, w, idx, feats, lin)
     return n
+
+
+@njit(cache=True, nogil=True)
+def choose_rows(lo: int, hi: int, states, w, planner, beam: int, plans, lens, pvals, values, after, counts,
+                choice) -> None:
+    """`candidate_values` and the best candidate (first argmax, as `NTupleAgent.choose_plan`) for rows lo..hi-1 of
+    states (int64 (N, STATE_SIZE), not modified): plans int64 (N, K, MAX_PLAN), lens / pvals / values (N, K), after
+    int64 (N, STATE_SIZE) scratch; out counts int64 (N,), choice int64 (N,). Releases the GIL, so row ranges can
+    run in threads (`NTupleAgent.act_batch`)."""
+    for r in range(lo, hi):
+        n = candidate_values(states[r], w, planner, beam, plans[r], lens[r], pvals[r], values[r], after[r])
+        counts[r] = n
+        choice[r] = np.argmax(values[r, :n]) if n > 0 else 0
 
 
 @njit(cache=True)
@@ -505,6 +519,8 @@ class NTupleAgent(PlanAgent):
         self._pvals = np.zeros(self.candidates, dtype=np.float64)
         self._values = np.zeros(self.candidates, dtype=np.float64)
         self._after = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        self._batch: PlanRows | None = None
+        self._rows: tuple[np.ndarray, ...] | None = None
         self.last_values: np.ndarray = np.zeros(0)
         self.reset()
 
@@ -518,6 +534,35 @@ class NTupleAgent(PlanAgent):
         plans, values = self.rank(game)
         self.last_values = values
         return plans[int(np.argmax(values))] if plans else []
+
+    def reset_batch(self, seeds: Any) -> None:
+        """Plan buffers for a batched match of len(seeds) games (the agent draws nothing: seeds are unused)."""
+        self.reset()
+        self._batch = PlanRows(len(seeds), MAX_PLAN)
+        self._rows = None
+
+    def act_batch(self, batch: Any) -> np.ndarray:
+        """Every game's move: the games whose turn starts are planned and their candidates valued in one threaded
+        numba call (`choose_rows`, the kernel `rank` uses), and each plays its best plan over its turn's
+        micro-actions (`PlanRows`); the same moves as `act`."""
+        if self._batch is None:
+            raise ValueError(f"{self.name}: reset_batch(seeds) must come before act_batch")
+        rows = np.asarray(batch.rows, dtype=np.int64)
+        stale = self._batch.stale(batch.states, rows)
+        if stale.size:
+            m, k = stale.size, self.candidates
+            sub = np.ascontiguousarray(batch.states[stale])
+            if self._rows is None or self._rows[0].shape[0] < m:  # kept between calls: grown, never shrunk
+                self._rows = (np.zeros((m, k, MAX_PLAN), dtype=np.int64), np.zeros((m, k), dtype=np.int64),
+                              np.zeros((m, k)), np.zeros((m, k)), np.zeros((m, S.STATE_SIZE), dtype=np.int64),
+                              np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64))
+            plans, lens, pvals, values, after, counts, choice = self._rows
+            run_rows(choose_rows, m, batch.threads, sub, self.weights, DEFAULT_WEIGHTS, self.beam, plans, lens, pvals,
+                     values, after, counts, choice, min_rows=2)  # a row costs milliseconds
+            j = np.arange(m)
+            c = choice[:m]
+            self._batch.store(sub, rows[stale], plans[j, c], np.where(counts[:m] > 0, lens[j, c], 0))
+        return self._batch.next(rows)
 
 
 @njit(cache=True)
@@ -579,6 +624,10 @@ class NTupleSearchAgent(NTupleAgent):
         self.reply_beam, self.reply_candidates = int(reply_beam), int(reply_candidates)
         self.name = name or f"ntuple-search:{self.worlds}"
 
+    # The search decides one view at a time (it samples worlds per decision): the base class's loop over `act`.
+    reset_batch = PlanAgent.reset_batch
+    act_batch = PlanAgent.act_batch
+
     def _seed_for(self, turn: int, j: int) -> int:
         return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + j * 0xC2B2AE3D + 0x27D4EB2F) & (2**62 - 1))
 
@@ -609,5 +658,6 @@ class NTupleSearchAgent(NTupleAgent):
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "search_values",
            "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "VALUES",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
-           "remaining", "evaluate_batch", "candidate_values", "decide_rows", "learn_game", "heuristic_weights",
+           "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
+           "heuristic_weights",
            "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play", "final_totals"]

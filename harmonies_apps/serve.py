@@ -657,7 +657,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
     p.add_argument("--opponents", nargs="+", default=list(DEFAULT_OPPONENTS), metavar="SPEC",
                    help="agent specs offered as opponents (the first is preselected): random, greedy[:BEAM[:spaces]], "
-                        "mcts[:SECONDS|:Nit], learned[:PATH], learned-search[:SECONDS|:Nit], ppo:PATH")
+                        "mcts[:SECONDS|:Nit], learned[:PATH], learned-search[:SECONDS|:Nit], ntuple[:PATH], "
+                        "ntuple-search[:WORLDS], ppo:PATH")
     p.add_argument("--bot-delay", type=float, default=0.5, help="pause in seconds after each bot turn, to follow it")
     p.add_argument("--max-games", type=int, default=MAX_GAMES,
                    help="games held at once; a new game beyond takes the place of a finished or idle one, else is "

@@ -598,3 +598,23 @@ def test_docs_examples_of_refusals_are_the_real_messages():
         make_agent("greedy:abc")
     assert f"harmonies tournament: {e.value}" in text
     assert f"`{winner_line(Finished([20, 20], [0, 1]))}`" in text
+
+
+def test_help_and_docs_list_every_agent_spec_kind():
+    """The CLI's agent-spec help, `harmonies serve --opponents`' help and docs/agents.md's spec table name every kind
+    `make_agent` builds (a new kind cannot be left out of them), and the help says whether it is reproducible."""
+    import argparse
+
+    from agents import AGENT_KINDS
+    from harmonies_apps import serve
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    opponents = next(a.help for a in serve.add_parser(sub)._actions if "--opponents" in a.option_strings)
+    table = [ln for ln in (ROOT / "docs" / "agents.md").read_text().splitlines() if ln.startswith("| `")]
+    reproducible = " ".join(cli.AGENTS_HELP.split("Reproducible from --seed")[1].split("Not reproducible")[0].split())
+    for kind in AGENT_KINDS:
+        assert re.search(rf"(^|[ ,(]){re.escape(kind)}(\[|:|,|\.| |$)", " ".join(cli.AGENTS_HELP.split())), kind
+        assert kind in opponents, kind
+        assert any(re.match(rf"\| `{re.escape(kind)}(\[|:|`)", ln) for ln in table), kind
+    for spec in ("ntuple", "ntuple-search"):
+        assert re.search(rf"(^|[ ,]){spec}([ ,.(]|$)", reproducible), spec

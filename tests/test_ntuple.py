@@ -241,3 +241,54 @@ def test_bad_settings_are_one_line_errors(tmp_path):
                         "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():
+    """The native batch (every game whose turn starts planned and ranked in one threaded call, `PlanRows`) answers,
+    game for game and micro-action for micro-action, what `act` answers one view at a time; the search is not native
+    (it samples worlds per decision) and falls back to the loop over `act`."""
+    from agents.policy import BatchView, is_native
+
+    w = _random_weights(3)
+    assert is_native(N.NTupleAgent(weights=w)) and not is_native(N.NTupleSearchAgent(weights=w))
+    for num_players, side, spirits in ((3, "B", True), (2, "A", False)):
+        games = [Game(num_players, side, spirits, seed=40 + i) for i in range(4)]
+        ones = [N.NTupleAgent(weights=w, beam=4, candidates=8) for _ in games]
+        batched = N.NTupleAgent(weights=w, beam=4, candidates=8)
+        batched.reset_batch(np.arange(len(games)))
+        moves = 0
+        while True:
+            rows = np.array([i for i, g in enumerate(games) if not g.is_over], dtype=np.int64)
+            if not rows.size:
+                break
+            views = [PlayerView(games[i], games[i].current_player) for i in rows]
+            got = batched.act_batch(BatchView(np.stack([g.state for g in games]), rows, threads=2))
+            want = [ones[i].act(v) for i, v in zip(rows, views)]
+            assert got.tolist() == want, moves
+            for i, a in zip(rows, want):
+                games[i].step(a)
+            moves += 1
+        assert all(g.is_over for g in games) and moves > 50
+
+
+def test_play_match_with_ntuple_is_the_games_act_plays():
+    """`play_match(["ntuple", "greedy"], ...)` (ntuple natively batched) plays the games the same agents play one view
+    at a time through `Game`, and the same games as through the per-view loop (`AgentPolicy`)."""
+    from agents.match import agent_seed, play_match, policy_of
+    from agents.policy import AgentPolicy
+
+    assert isinstance(policy_of("ntuple"), N.NTupleAgent)
+    res = play_match(["ntuple", "greedy"], 2, 8, seed=0, record=True)
+    for r in res:
+        i = r["game"]
+        slots = [(k + i) % 2 for k in range(2)]
+        agents = [make_agent(["ntuple", "greedy"][j], seed=agent_seed(0, i, j)) for j in slots]
+        g = Game(2, "A", False, seed=r["seed"])
+        for a in agents:
+            a.reset()
+        while not g.is_over:
+            g.step(agents[g.current_player].act(PlayerView(g, g.current_player)))
+        assert g.history == r["actions"] and r["winners"] == g.winners() and r["scores"] == g.scores(), i
+    looped = play_match([AgentPolicy(lambda s: make_agent("ntuple", seed=s), name="ntuple"), "greedy"], 2, 8, seed=0,
+                        record=True)
+    assert looped == res
