@@ -27,6 +27,13 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
+`--workers N` (`selfplay.workers`) plays the self-play in N Ray actors instead (`experiments.selfplay_workers`: each
+with its own `selfplay.games` games; on this machine, or on a cluster with `--ray ADDRESS`, `run.ray`): each iteration
+every worker makes one decision in each of its games, the ended games' samples go into the replay buffer in worker
+order, and the weights are published to the workers every `selfplay.publish_every` Adam steps. The same seed and
+worker count give the same run; checkpoints hold the workers' games in flight, so `--resume` is exact; a worker that
+dies is put back where it was (docs/distributed.md).
+
 `run.init` (a learned checkpoint, e.g. `agents/checkpoints/learned.pt`) starts the network from its weights instead of
 random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
 The run then depends on that file's contents too; `model.json` records its SHA-256.

@@ -246,6 +246,17 @@ def test_worker_flags_are_checked_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "selfplay.workers must be >= 0" in err[0]
 
 
+def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, capsys):
+    from experiments import train
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert train.cli(["learned", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
+                      "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['python -m experiments.train: learned: selfplay.workers needs ray, from the "distributed" extra: '
+                   'pip install -e ".[distributed]"']
+
+
 def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
     """--trust-checkpoint lives in the driver's environment (`agents.ppo.TRUST_ENV`): the Ray tasks see it too."""
     from agents.ppo import TRUST_ENV
