@@ -248,6 +248,7 @@ class Trainer:
         self.published: dict[str, Any] | None = None  # the weights the workers play with (a copy)
         self.since_publish = 0  # Adam steps since they were published
         self.worker_snaps: list[dict[str, Any]] | None = None  # the workers' games in flight, from a checkpoint
+        self._worker_plain: list[dict[str, Any]] = []  # their snapshot's plain values, for meta()
         self.cands = Candidates(G, K)  # the learned agents' own proposer and buffers
         self.plans, self.lens, self.feats, self.counts = (self.cands.plans, self.cands.lens, self.cands.feats,
                                                           self.cands.counts)
