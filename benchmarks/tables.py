@@ -182,7 +182,8 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "selfplay_processes": lambda r: (f"trainer's self-play, {_workers(r, 'worker process', 'es')}, {_selfplay(r)}",
                                      f"{r['decisions_per_s']} decisions/s"),
     "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
-                               f"{r['steps']} steps a round), {_selfplay(r)}", f"{r['decisions_per_s']} decisions/s"),
+                               f"{r['steps']} step{'s' * (r['steps'] != 1)} a round), {_selfplay(r)}",
+                               f"{r['decisions_per_s']} decisions/s"),
 }
 
 

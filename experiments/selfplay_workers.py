@@ -14,24 +14,30 @@ a cluster: a trainer's `--workers N` and `--ray ADDRESS` would be the same code 
   in worker order: with the same seed, the same number of workers and the same publishing schedule, the same samples.
 - `snapshot()` / `restore(snaps)`: every actor's games in flight and generator state, for the learner's checkpoint,
   so a resumed run goes on exactly where it was saved.
-- A worker process that dies is restarted by Ray (`max_restarts`) and the call retried: the restarted actor starts
-  fresh games (seeded from its worker index and that it was restarted) and the run goes on.
+- A worker process that dies is restarted by Ray (`max_restarts`); the driver then puts the restarted actor back
+  where the dead one was: it restores the worker's last snapshot (taken by `snapshot()`/`restore()`, or when the
+  pool started) and replays that worker's calls since (the same weights versions, results dropped), then makes the
+  failed call again. So a dead worker costs the replay of its share since the last snapshot, and the run's samples
+  are those of a run where no worker died.
 
-How the trainer uses it (a hook for `experiments.train_learned`, not wired in here): replace `selfplay_step()` by
-`collect(1)` and push the returned samples into the replay buffer (`feed`); publish the weights every K Adam steps; put
-`snapshot()` into the trainer's checkpoint and `restore` it on `--resume`.
+How the trainer uses it (`experiments.train_learned` with `selfplay.workers` > 0): `collect(1)` in place of its
+own `selfplay_step()`, the samples pushed into the replay buffer (`feed`); the weights published every
+`selfplay.publish_every` Adam steps; `snapshot()` in the trainer's checkpoint, `restore` on `--resume`.
 """
 from __future__ import annotations
 
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-#: Times Ray restarts a dead self-play actor (-1: without limit) and retries the call it was making.
+#: Times Ray restarts a dead self-play actor (-1: without limit).
 MAX_RESTARTS = -1
+#: Times in a row the driver puts a dead worker back (restore + replay) before it gives up on the call.
+MAX_RECOVERIES = 10
 
 
 def worker_seed(seed: int, index: int, incarnation: int = 0) -> int:
@@ -129,10 +135,15 @@ class SelfPlayWorkers:
         from agents.distributed import RaySession
 
         self.session = RaySession(address)
-        actor = ray.remote(SelfPlayActor).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=-1)
+        # no retries by Ray: a call on a dead worker fails here, and the driver replays it where it was (_recover)
+        actor = ray.remote(SelfPlayActor).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
         self.actors = [actor.remote(cfg, seed, k) for k in range(workers)]
         self.version = -1
         self.weights: Any = None
+        self.restarts = 0  # workers put back after their process died
+        self._base: list[Any] = []  # each worker's last snapshot (object refs) ...
+        self._history: list[tuple[int, Any, int]] = []  # ... and the calls since: (version, weights, steps)
+        self._base = [ray.put(s) for s in self.snapshot()]
 
     def __enter__(self) -> "SelfPlayWorkers":
         return self
@@ -151,9 +162,40 @@ class SelfPlayWorkers:
 
     def collect(self, steps: int = 1) -> list[dict[str, Any]]:
         """Each worker's samples of `steps` decisions in every game (worker order)."""
+
+        call = (self.version, self.weights, int(steps))
+        self._history.append(call)
+        pending = [a.play.remote(*call) for a in self.actors]
+        return [self._get(k, ref, lambda a: a.play.remote(*call)) for k, ref in enumerate(pending)]
+
+    def _get(self, k: int, ref: Any, again: Any) -> Any:
+        """ray.get(ref) of worker k's call; when the worker died, put it back (`_recover`) and make `again(actor)`."""
+        import ray
+        from ray.exceptions import RayActorError
+
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if ref is None:  # the worker died: put it back where it was, then make the call again
+                    self._recover(k)
+                    ref = again(self.actors[k])
+                return ray.get(ref)
+            except RayActorError as e:
+                if attempt == MAX_RECOVERIES:
+                    raise
+                self.restarts += ref is not None  # (not again while it is being put back)
+                last, ref = e, None
+                time.sleep(min(5.0, 0.2 * 2 ** attempt))  # while Ray restarts its process
+        raise last
+
+    def _recover(self, k: int) -> None:
+        """Worker k's process died and Ray restarted it: restore its last snapshot, replay its calls since but the
+        last one (results dropped), so it is where the dead worker was before that call."""
         import ray
 
-        return ray.get([a.play.remote(self.version, self.weights, steps) for a in self.actors])
+        actor = self.actors[k]
+        ray.get(actor.restore.remote(self._base[k]))
+        for call in self._history[:-1]:
+            ray.get(actor.play.remote(*call))
 
     def pids(self) -> list[int]:
         import ray
@@ -161,16 +203,22 @@ class SelfPlayWorkers:
         return ray.get([a.pid.remote() for a in self.actors])
 
     def snapshot(self) -> list[dict[str, Any]]:
+        """Every worker's games in flight and generator (worker order); also where a dead worker is put back."""
         import ray
 
-        return ray.get([a.snapshot.remote() for a in self.actors])
+        self._history.append((self.version, self.weights, 0))  # (a replayed call of 0 steps plays nothing)
+        pending = [a.snapshot.remote() for a in self.actors]
+        snaps = [self._get(k, ref, lambda a: a.snapshot.remote()) for k, ref in enumerate(pending)]
+        self._base, self._history = [ray.put(s) for s in snaps], []
+        return snaps
 
     def restore(self, snaps: Sequence[dict[str, Any]]) -> None:
         import ray
 
         if len(snaps) != len(self.actors):
             raise ValueError(f"a snapshot of {len(snaps)} workers cannot resume {len(self.actors)}")
-        ray.get([a.restore.remote(s) for a, s in zip(self.actors, snaps)])
+        self._base, self._history = [ray.put(s) for s in snaps], []
+        ray.get([a.restore.remote(s) for a, s in zip(self.actors, self._base)])
 
     def close(self) -> None:
         import ray

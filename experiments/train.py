@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -66,8 +67,6 @@ def schema(algo: str) -> Schema | None:
 def saved_run(run: Path, algo: str) -> dict | None:
     """The run's config.json record (command, seed, config), or what the command's module reads from a run folder
     of an older layout (`legacy_run_record(run)`, e.g. learned's ckpt-NNNNNNNN folders), or None: no run there."""
-    import json
-
     path = run / "config.json"
     if path.exists():
         return json.loads(path.read_text())
@@ -114,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop (checkpoint, evaluate, save) after this much training wall time; 0: no limit")
         p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
+        if name == "learned":  # self-play on Ray actors (experiments.selfplay_workers): one code path for both
+            p.add_argument("--workers", type=int, default=None, metavar="N",
+                           help="self-play workers (--set selfplay.workers=N): Ray actors on this machine, or on "
+                           "--ray's cluster")
+            p.add_argument("--ray", default=None, metavar="ADDRESS",
+                           help="run the --workers on the Ray cluster at ADDRESS (auto or HOST:PORT; "
+                           "--set run.ray=...)")
     return ap
 
 
@@ -142,7 +148,18 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             raise SystemExit(f"{run} already holds a run: pass --resume to continue it, or another --run")
         config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2], spec)
         seed = 0 if ns.seed is None else ns.seed
-    config = apply_overrides(config, ns.overrides, spec)
+    overrides = list(ns.overrides)
+    if getattr(ns, "workers", None) is not None:
+        overrides.append(f"selfplay.workers={ns.workers}")
+    if getattr(ns, "ray", None) is not None:
+        from agents.distributed import check_address
+
+        try:
+            check_address(ns.ray)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
+        overrides.append(f"run.ray={json.dumps('' if ns.ray == 'local' else ns.ray)}")
+    config = apply_overrides(config, overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
     return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=ns.device,

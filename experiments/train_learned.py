@@ -27,6 +27,13 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
+`--workers N` (`selfplay.workers`) plays the self-play in N Ray actors instead (`experiments.selfplay_workers`: each
+with its own `selfplay.games` games; on this machine, or on a cluster with `--ray ADDRESS`, `run.ray`): each iteration
+every worker makes one decision in each of its games, the ended games' samples go into the replay buffer in worker
+order, and the weights are published to the workers every `selfplay.publish_every` Adam steps. The same seed and
+worker count give the same run; checkpoints hold the workers' games in flight, so `--resume` is exact; a worker that
+dies is put back where it was (docs/distributed.md).
+
 `run.init` (a learned checkpoint, e.g. `agents/checkpoints/learned.pt`) starts the network from its weights instead of
 random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
 The run then depends on that file's contents too; `model.json` records its SHA-256.
@@ -109,6 +116,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "epsilon": 0.05,         # chance of a uniformly random candidate
         "greedy_games": 0.2,     # fraction of games with one seat played by the heuristic (planner's first plan)
         "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
+        "workers": 0,            # self-play workers (Ray actors, each with its own `games` games); 0: in this process
+        "publish_every": 2,      # with workers: Adam steps between two publications of the weights to them
     },
     "train": {
         "lr": 1e-3,
@@ -126,12 +135,14 @@ DEFAULTS: dict[str, dict[str, Any]] = {
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
             "iterations": 0,     # stop after this many iterations (0: train.iterations); may change on --resume
-            "init": ""},         # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
-}                                # ("" = from scratch); the same architecture; optimizer and buffer start empty
+            "init": "",          # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
+                                 # ("" = from scratch); the same architecture; optimizer and buffer start empty
+            "ray": ""},          # with selfplay.workers: the Ray cluster's address ("auto", HOST:PORT; "" = a local
+}                                # instance of this machine's cores); may change on --resume
 #: The command's settings (`experiments.train` validates a config against them at load).
 SCHEMAS = {"learned": DEFAULTS}
 #: Settings a resumed run may change: how the result is played, and how long to train.
-FREE_ON_RESUME = {("network", "play"), ("run", "iterations")}
+FREE_ON_RESUME = {("network", "play"), ("run", "iterations"), ("run", "ray")}
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
 TRAIN_SEED_LOW = 2**40
 
@@ -233,6 +244,11 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.started = time.time()
         self.elapsed_before = 0.0
+        self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
+        self.published: dict[str, Any] | None = None  # the weights the workers play with (a copy)
+        self.since_publish = 0  # Adam steps since they were published
+        self.worker_snaps: list[dict[str, Any]] | None = None  # the workers' games in flight, from a checkpoint
+        self._worker_plain: list[dict[str, Any]] = []  # their snapshot's plain values, for meta()
         self.cands = Candidates(G, K)  # the learned agents' own proposer and buffers
         self.plans, self.lens, self.feats, self.counts = (self.cands.plans, self.cands.lens, self.cands.feats,
                                                           self.cands.counts)
@@ -330,6 +346,33 @@ class Trainer:
                 self._store(r, totals, won)
                 self.games_done += 1
             self._new_game(int(r))
+
+    # ---- self-play on workers ----
+    def connect(self, address: str) -> None:
+        """Start `selfplay.workers` self-play actors (`experiments.selfplay_workers`) on the Ray cluster at
+        `address` ("local": this machine), put back the checkpoint's games in flight when resuming, and publish the
+        weights they played with (the network's own when starting)."""
+        from .selfplay_workers import SelfPlayWorkers
+
+        self.pool = SelfPlayWorkers(self.cfg, self.seed, int(self.sp["workers"]), address)
+        if self.worker_snaps is not None:
+            self.pool.restore(self.worker_snaps)
+            self.worker_snaps = None
+        if self.published is None:
+            self.published = {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()}
+        self.pool.publish(self.published)
+
+    def publish(self) -> None:
+        """The network's current weights to the workers (for their next decisions)."""
+        self.published = {k: v.detach().cpu().clone() for k, v in self.net.state_dict().items()}
+        self.pool.publish(self.published)
+        self.since_publish = 0
+
+    def collect_step(self) -> None:
+        """One decision in every game of every worker; the ended games' samples into the buffer, worker order."""
+        from .selfplay_workers import feed
+
+        feed(self, self.pool.collect(1))
 
     def _store(self, r: int, totals: np.ndarray, won: np.ndarray) -> None:
         n = int(self.states[r, S.NUM_PLAYERS])
@@ -459,7 +502,22 @@ class Trainer:
             "pend_v": t(self.pend_v.copy()),
             "buf_x": t(self.buf_x[:n].copy()), "buf_tot": t(self.buf_tot[:n].copy()),
             "buf_win": t(self.buf_win[:n].copy()), "buf_np": t(self.buf_np[:n].copy()),
+            **self._worker_tensors(),
         }
+
+    def _worker_tensors(self) -> dict[str, Any]:
+        """With workers: their games in flight (`snapshot()`, arrays) and the weights they play with."""
+        import torch
+
+        if self.pool is None:
+            return {}
+        self._worker_plain = []
+        games = []
+        for snap in self.pool.snapshot():
+            games.append({k: torch.from_numpy(np.asarray(v).copy()) for k, v in snap.items()
+                          if isinstance(v, np.ndarray)})
+            self._worker_plain.append({k: v for k, v in snap.items() if not isinstance(v, np.ndarray)})
+        return {"worker_games": games, "published": {k: v.clone() for k, v in self.published.items()}}
 
     def meta(self) -> dict[str, Any]:
         return {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
@@ -467,6 +525,7 @@ class Trainer:
                 "best_win": self.best_win, "loss_ema": self.loss_ema, "evals": self.evals,
                 "rng": self.rng.bit_generator.state, "seed": self.seed, "config": self.cfg,
                 "init_sha256": self.init_sha256,
+                **({"workers": self._worker_plain, "since_publish": self.since_publish} if self.pool else {}),
                 "elapsed": self.elapsed()}
 
     def elapsed(self) -> float:
@@ -475,8 +534,9 @@ class Trainer:
     def save(self) -> Path:
         """Checkpoint the complete trainer state (`experiments.common.save_checkpoint`: the tensors as
         `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then the model and progress.csv."""
-        path = save_checkpoint(self.run / "checkpoints", self.iteration, _torch_bytes(self.state_tensors()),
-                               self.meta(), keep=int(self.cfg["run"]["keep"]))
+        tensors = _torch_bytes(self.state_tensors())  # first: it takes the workers' snapshot that meta() records
+        path = save_checkpoint(self.run / "checkpoints", self.iteration, tensors, self.meta(),
+                               keep=int(self.cfg["run"]["keep"]))
         info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
                 **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
@@ -511,6 +571,13 @@ class Trainer:
         self.rng.bit_generator.state = meta["rng"]
         self.elapsed_before = float(meta["elapsed"])
         self.init_sha256 = meta.get("init_sha256")
+        if int(self.sp["workers"]) > 0:
+            if "worker_games" not in st:
+                raise ValueError(f"{path}: a checkpoint of a run without self-play workers cannot go on with them")
+            self.worker_snaps = [{**{k: v.numpy() for k, v in games.items()}, **plain}
+                                 for games, plain in zip(st["worker_games"], meta["workers"])]
+            self.published = dict(st["published"])
+            self.since_publish = int(meta["since_publish"])
         self.started = time.time()
 
     def _write_progress(self) -> None:
@@ -542,11 +609,17 @@ class Trainer:
         if every_ev > 0 and self.iteration == 0 and not self.evals:  # the untrained network: the curve's first point
             self._record_evaluation(self._evaluation_row(), log, bar)
         while self.iteration < iterations:
-            self.selfplay_step()
+            if self.pool is not None:
+                self.collect_step()
+            else:
+                self.selfplay_step()
             if self.buf_size >= int(self.tr["min_buffer"]):
                 for _ in range(int(self.tr["steps_per_iter"])):
                     loss = self.train_step()
                     self.loss_ema = loss if math.isnan(self.loss_ema) else 0.98 * self.loss_ema + 0.02 * loss
+                    self.since_publish += 1
+            if self.pool is not None and self.since_publish >= int(self.sp["publish_every"]):
+                self.publish()
             self.iteration += 1
             bar.update(1)
             bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.4f}", best=f"{self.best_win:.3f}")
@@ -620,14 +693,26 @@ def run(args: RunArgs) -> dict[str, Any]:
             raise SystemExit(f"--resume: {ck[0].name} was made with another config ({', '.join(changed)} differ); "
                              "a run goes on with the settings it was made with (only network.play and "
                              "run.iterations may change): start another --run")
+    workers, address = int(cfg["selfplay"]["workers"]), str(cfg["run"]["ray"])
+    if workers < 0 or int(cfg["selfplay"]["publish_every"]) < 1:
+        raise ConfigError(f"selfplay.workers must be >= 0 and selfplay.publish_every >= 1, got {workers} and "
+                          f"{cfg['selfplay']['publish_every']}")
+    if address and not workers:
+        raise ConfigError(f"run.ray (--ray {address}) runs self-play workers on a cluster: give selfplay.workers "
+                          "(--workers N) too")
     try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
         trainer = Trainer(cfg, args.seed, folder, device=args.resolved_device(), progress=args.progress,
                           init=ck is None)
+        if ck is not None:
+            trainer.load(*ck)
+            print(f"resumed from {ck[0]} (iteration {trainer.iteration})", file=sys.stderr)
+        if workers:
+            trainer.connect(address or "local")
+    except ImportError as e:
+        raise ConfigError(f"selfplay.workers needs {e.name or 'ray'}, from the \"distributed\" extra: "
+                          "pip install -e \".[distributed]\"") from None
     except (ValueError, OSError) as e:
         raise ConfigError(str(e)) from None
-    if ck is not None:
-        trainer.load(*ck)
-        print(f"resumed from {ck[0]} (iteration {trainer.iteration})", file=sys.stderr)
     log = None
     try:
         from torch.utils.tensorboard import SummaryWriter
@@ -640,14 +725,19 @@ def run(args: RunArgs) -> dict[str, Any]:
     iterations = int(cfg["run"]["iterations"]) or int(cfg["train"]["iterations"])
     t0 = time.perf_counter()
     start = trainer.iteration
-    trainer.train(iterations, args.max_minutes or None, log)
-    if log is not None:
-        log.close()
+    try:
+        trainer.train(iterations, args.max_minutes or None, log)
+    finally:
+        restarts = trainer.pool.restarts if trainer.pool is not None else 0
+        if trainer.pool is not None:
+            trainer.pool.close()
+        if log is not None:
+            log.close()
     summary = {"algo": args.algo, "iterations": trainer.iteration, "this_process_iterations": trainer.iteration - start,
                "games": trainer.games_done, "wall_s": round(time.perf_counter() - t0, 1),
                "hours": round(trainer.elapsed() / 3600, 4), "best_win_rate": trainer.best_win,
                "final_eval": trainer.evals[-1] if trainer.evals else None, "model": str(folder / "model.pt"),
-               "seed": args.seed}
+               "seed": args.seed, **({"workers": workers, "worker_restarts": restarts} if workers else {})}
     atomic_write_json(folder / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary

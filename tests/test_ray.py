@@ -125,6 +125,7 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
         assert all(r["games"] > 0 and len(r["np"]) > 0 for r in first) and not same(first[:1], first[1:])
         snap = pool.snapshot()
         after = pool.collect(20)
+        later = pool.collect(60)
     with SelfPlayWorkers(cfg, seed=1, workers=2) as again:
         again.publish(learner.net.state_dict())
         assert same(again.collect(60), first)  # same seed, same workers: the same run
@@ -135,9 +136,125 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
         ray.kill(again.actors[0], no_restart=False)  # the worker process dies; Ray restarts it
         res = again.collect(60)
         assert again.pids()[0] != pid and res[0]["incarnation"] == 1 and res[1]["incarnation"] == 0
-        assert res[0]["games"] > 0
+        assert res[0]["games"] > 0 and again.restarts == 1
+        # the restarted worker was put back where the dead one was (its snapshot, its calls since replayed)
+        assert same(res, later)
         assert feed(learner, [*first, *res]) == sum(len(r["np"]) for r in [*first, *res]) == learner.buf_size
         assert np.isfinite(learner.train_step())
+
+
+TINY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"
+#: The tiny learner with 2 self-play workers: 40 iterations (its games end and it trains), no evaluations.
+WORKER_RUN = ["learned", "--config", str(TINY), "--seed", "5", "--no-progress", "--workers", "2",
+              "--set", "eval.every=0", "--set", "run.iterations=40"]
+
+
+def _weights(run: Path) -> dict:
+    import torch
+
+    return {k: v.numpy() for k, v in torch.load(run / "model.pt", weights_only=True).items()}
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    import numpy as np
+
+    wa, wb = _weights(a), _weights(b)
+    return wa.keys() == wb.keys() and all(np.array_equal(wa[k], wb[k]) for k in wa)
+
+
+@pytest.fixture(scope="module")
+def worker_run(cluster, tmp_path_factory):
+    """The tiny learner trained with 2 self-play workers on the module's Ray instance, never interrupted."""
+    from experiments import train
+
+    run = tmp_path_factory.mktemp("workers") / "ref"
+    assert train.main([*WORKER_RUN, "--run", str(run)]) == 0
+    return run
+
+
+def test_learner_with_workers_same_seed_same_run_and_a_dead_worker_changes_nothing(worker_run, tmp_path,
+                                                                                    monkeypatch):
+    """Training from 2 workers: the same seed and worker count give the same weights, and a worker whose process is
+    killed mid-run is restarted and put back where it was, so the run finishes with the same weights."""
+    from experiments import train
+    from experiments.selfplay_workers import SelfPlayWorkers
+
+    record = json.loads(sorted((worker_run / "checkpoints").glob("step_*.json"))[-1].read_text())
+    assert record["state"]["samples_trained"] > 0 and len(record["state"]["workers"]) == 2  # it trained
+    summary = json.loads((worker_run / "summary.json").read_text())
+    assert summary["workers"] == 2 and summary["worker_restarts"] == 0 and summary["games"] > 0
+    collect, calls, pids = SelfPlayWorkers.collect, [], []
+
+    def collect_and_kill(self, steps=1):
+        calls.append(steps)
+        if len(calls) == 15:  # mid-run, between two checkpoints: worker 1's process dies
+            pids.append(self.pids()[1])
+            os.kill(pids[0], 9)
+        return collect(self, steps)
+
+    monkeypatch.setattr(SelfPlayWorkers, "collect", collect_and_kill)
+    assert train.main([*WORKER_RUN, "--run", str(tmp_path / "killed")]) == 0
+    summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
+    assert pids and summary["worker_restarts"] == 1 and summary["iterations"] == 40
+    assert _same_weights(tmp_path / "killed", worker_run)
+    monkeypatch.setattr(SelfPlayWorkers, "collect", collect)
+    assert train.main([*WORKER_RUN, "--run", str(tmp_path / "again")]) == 0
+    assert _same_weights(tmp_path / "again", worker_run)
+
+
+def test_learner_with_workers_resumes_after_sigkill_of_the_driver(worker_run, tmp_path):
+    """The driver (a process attached to the module's Ray instance with --ray ADDRESS) is SIGKILLed after its first
+    checkpoint; --resume starts new workers from the checkpoint's games in flight and ends as the run never
+    stopped."""
+    import signal
+    import subprocess
+    import time
+
+    address = ray.get_runtime_context().gcs_address
+    root = Path(__file__).resolve().parents[1]
+    run = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "experiments.train", *WORKER_RUN, "--run", str(run), "--ray", address]
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    p = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while p.poll() is None and not any((run / "checkpoints").glob("step_*.json")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert p.poll() is None, p.stdout.read().decode()  # killed mid-run, not after it
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not (run / "summary.json").exists()
+    p = subprocess.run([*cmd, "--resume"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=300)
+    out = p.stdout.decode()
+    assert p.returncode == 0 and "resumed from" in out, out
+    assert json.loads((run / "summary.json").read_text())["this_process_iterations"] < 40
+    assert _same_weights(run, worker_run)
+
+
+def test_worker_flags_are_checked_in_one_line(tmp_path, capsys):
+    from experiments import train
+
+    base = ["learned", "--config", str(TINY), "--no-progress"]
+    assert train.cli([*base, "--run", str(tmp_path / "a"), "--ray", "not an address"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--ray takes local, auto or a cluster address" in err[0]
+    assert train.cli([*base, "--run", str(tmp_path / "b"), "--ray", "auto"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "give selfplay.workers (--workers N) too" in err[0]
+    assert train.cli([*base, "--run", str(tmp_path / "c"), "--workers", "-1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "selfplay.workers must be >= 0" in err[0]
+
+
+def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, capsys):
+    from experiments import train
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert train.cli(["learned", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
+                      "--workers", "2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['python -m experiments.train: learned: selfplay.workers needs ray, from the "distributed" extra: '
+                   'pip install -e ".[distributed]"']
 
 
 def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
