@@ -17,9 +17,10 @@ import io
 import json
 import os
 import re
+import time
 import tomllib
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from harmonies_env import io as _io
 
@@ -282,3 +283,37 @@ def section(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]) -
     """`config[name]` over `defaults`, checked as `check_config` checks a whole config (for a section read on its
     own, e.g. a saved run's)."""
     return check_config({name: config.get(name, {})}, {name: defaults})[name]
+
+
+def iterate(trainer: Any, iterations: int, max_minutes: float | None, step: Callable[[], None],
+            evaluate: Callable[[Any], None], postfix: Callable[[], dict[str, Any]], eval_every: int,
+            checkpoint_every: int, desc: str, progress: bool = True) -> None:
+    """The iteration loop of our own trainers (`learned`, `ntuple`): one place for when they evaluate, checkpoint and
+    stop, so a run means the same schedule for both and their resumes stay exact.
+
+    trainer: has `iteration` (int, advanced here), `evals` (the rows so far) and `save()` (a complete checkpoint).
+    step(): one iteration's work. evaluate(bar): one evaluation row recorded (the untrained start too, unless the run
+    already has rows); every `eval_every` iterations (0: never). A checkpoint every `checkpoint_every` iterations and
+    at the end; `max_minutes` (None or 0: no limit) stops after the iteration that passes it, checkpointed there."""
+    from tqdm import tqdm
+
+    deadline = time.time() + 60.0 * max_minutes if max_minutes else None
+    bar = tqdm(total=iterations, initial=trainer.iteration, unit="it", dynamic_ncols=True, disable=not progress,
+               desc=desc)
+    if eval_every > 0 and trainer.iteration == 0 and not trainer.evals:
+        evaluate(bar)
+    while trainer.iteration < iterations:
+        step()
+        trainer.iteration += 1
+        bar.update(1)
+        bar.set_postfix(**postfix())
+        if eval_every > 0 and trainer.iteration % eval_every == 0:
+            evaluate(bar)
+        if trainer.iteration % checkpoint_every == 0 or trainer.iteration == iterations:
+            trainer.save()
+        if deadline is not None and time.time() >= deadline:
+            if trainer.iteration % checkpoint_every:
+                trainer.save()
+            bar.write(f"--max-minutes reached at iteration {trainer.iteration}")
+            break
+    bar.close()

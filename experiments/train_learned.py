@@ -90,6 +90,7 @@ from .common import (
     apply_overrides,
     atomic_write_csv,
     atomic_write_json,
+    iterate,
     latest_checkpoint,
     remove_temp_files,
     save_checkpoint,
@@ -599,40 +600,26 @@ class Trainer:
             save_agent_checkpoint(self.run / "best", self.net.state_dict(), self.netcfg, info)
 
     def train(self, iterations: int, max_minutes: float | None, log: Any = None) -> None:
-        from tqdm import tqdm
+        iterate(self, iterations, max_minutes, self.iteration_step,
+                lambda bar: self._record_evaluation(self._evaluation_row(), log, bar),
+                lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.4f}", "best": f"{self.best_win:.3f}"},
+                int(self.ev["every"]), int(self.cfg["run"]["checkpoint_every"]), "self-play", self.progress)
 
-        deadline = None if max_minutes is None else time.time() + 60.0 * max_minutes
-        bar = tqdm(total=iterations, initial=self.iteration, unit="it", dynamic_ncols=True, disable=not self.progress,
-                   desc="self-play")
-        every_ck = int(self.cfg["run"]["checkpoint_every"])
-        every_ev = int(self.ev["every"])
-        if every_ev > 0 and self.iteration == 0 and not self.evals:  # the untrained network: the curve's first point
-            self._record_evaluation(self._evaluation_row(), log, bar)
-        while self.iteration < iterations:
-            if self.pool is not None:
-                self.collect_step()
-            else:
-                self.selfplay_step()
-            if self.buf_size >= int(self.tr["min_buffer"]):
-                for _ in range(int(self.tr["steps_per_iter"])):
-                    loss = self.train_step()
-                    self.loss_ema = loss if math.isnan(self.loss_ema) else 0.98 * self.loss_ema + 0.02 * loss
-                    self.since_publish += 1
-            if self.pool is not None and self.since_publish >= int(self.sp["publish_every"]):
-                self.publish()
-            self.iteration += 1
-            bar.update(1)
-            bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.4f}", best=f"{self.best_win:.3f}")
-            if every_ev > 0 and self.iteration % every_ev == 0:
-                self._record_evaluation(self._evaluation_row(), log, bar)
-            if self.iteration % every_ck == 0 or self.iteration == iterations:
-                self.save()
-            if deadline is not None and time.time() >= deadline:
-                if self.iteration % every_ck:
-                    self.save()
-                bar.write(f"--max-minutes reached at iteration {self.iteration}")
-                break
-        bar.close()
+    def iteration_step(self) -> None:
+        """One iteration: a self-play decision in every game (in-process or from the workers), then
+        `steps_per_iter` Adam steps once the buffer holds `min_buffer` samples, publishing weights to the workers
+        every `publish_every` steps."""
+        if self.pool is not None:
+            self.collect_step()
+        else:
+            self.selfplay_step()
+        if self.buf_size >= int(self.tr["min_buffer"]):
+            for _ in range(int(self.tr["steps_per_iter"])):
+                loss = self.train_step()
+                self.loss_ema = loss if math.isnan(self.loss_ema) else 0.98 * self.loss_ema + 0.02 * loss
+                self.since_publish += 1
+        if self.pool is not None and self.since_publish >= int(self.sp["publish_every"]):
+            self.publish()
 
 
 def legacy_checkpoints(run: Path) -> list[Path]:

@@ -41,7 +41,15 @@ from agents import ntuple as N
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from harmonies_env import state as S
 
-from .common import ConfigError, atomic_write_csv, atomic_write_json, latest_checkpoint, save_checkpoint, section
+from .common import (
+    ConfigError,
+    atomic_write_csv,
+    atomic_write_json,
+    iterate,
+    latest_checkpoint,
+    save_checkpoint,
+    section,
+)
 from .runner import RunArgs
 
 #: Every setting with its default (a config's sections override them; unknown keys are refused).
@@ -279,30 +287,11 @@ class Trainer:
 
     # ---- the loop ----
     def train(self, max_minutes: float = 0.0, log: Any = None) -> None:
-        from tqdm import tqdm
-
-        iterations = int(self.tr["iterations"])
-        deadline = time.time() + 60.0 * max_minutes if max_minutes > 0 else None
-        bar = tqdm(total=iterations, initial=self.iteration, unit="it", dynamic_ncols=True, desc="ntuple",
-                   disable=not self.progress)
-        every_ev, every_ck = int(self.ev["every"]), int(self.cfg["run"]["checkpoint_every"])
-        if every_ev > 0 and int(self.ev["games"]) > 0 and self.iteration == 0 and not self.evals:
-            self._record(self.evaluate(), log, bar)
-        while self.iteration < iterations:
-            self.step()
-            self.iteration += 1
-            bar.update(1)
-            bar.set_postfix(games=self.games_done, loss=f"{self.loss_ema:.2f}")
-            if every_ev > 0 and int(self.ev["games"]) > 0 and self.iteration % every_ev == 0:
-                self._record(self.evaluate(), log, bar)
-            if self.iteration % every_ck == 0 or self.iteration == iterations:
-                self.save()
-            if deadline is not None and time.time() >= deadline:
-                if self.iteration % every_ck:
-                    self.save()
-                bar.write(f"--max-minutes reached at iteration {self.iteration}")
-                break
-        bar.close()
+        every_ev = int(self.ev["every"]) if int(self.ev["games"]) > 0 else 0
+        iterate(self, int(self.tr["iterations"]), max_minutes, self.step,
+                lambda bar: self._record(self.evaluate(), log, bar),
+                lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}"},
+                every_ev, int(self.cfg["run"]["checkpoint_every"]), "ntuple", self.progress)
 
 
 def run(args: RunArgs) -> dict[str, Any]:
