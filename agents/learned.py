@@ -261,6 +261,18 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Path]:
+    """(NAME.suffix, NAME.json) of a weights-plus-JSON checkpoint given as either file or its stem, both present, else
+    FileNotFoundError naming `what` and the two files. The agents' checkpoint loaders (learned, ntuple) start here."""
+    p = Path(path)
+    if p.suffix != suffix:
+        p = p.with_suffix(suffix)
+    meta = p.with_suffix(".json")
+    if not p.is_file() or not meta.is_file():
+        raise FileNotFoundError(f"{what} is two files, {p.name} and {meta.name}; not found in {p.parent}")
+    return p, meta
+
+
 def weights_sha256(data: bytes) -> str:
     """The SHA-256 (hex) of a checkpoint's weights file, as its NAME.json records it (`sha256`)."""
     return hashlib.sha256(data).hexdigest()
@@ -277,13 +289,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     config's layers (`state_shapes`), each a finite float32 tensor of the right shape. FileNotFoundError if either
     file is missing; ImportError if torch is not installed.
     """
-    p = Path(path)
-    if p.suffix != ".pt":
-        p = p.with_suffix(".pt")
-    meta = p.with_suffix(".json")
-    if not p.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"a learned checkpoint is two files, {p.name} and {meta.name}; not found in "
-                                f"{p.parent}")
+    p, meta = checkpoint_pair(path, ".pt", "a learned checkpoint")
     try:
         import torch
     except ImportError:

@@ -55,7 +55,7 @@ from harmonies_env.validate import parse_json
 from .afterstate import FEATURE_VERSION, GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features
 from .base import PlanAgent
 from .greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN, NUM_TERMS, no_turn_left, plan_candidates, plan_turn
-from .learned import CheckpointError, weights_sha256
+from .learned import CheckpointError, checkpoint_pair, weights_sha256
 from .policy import PlanRows
 
 #: Layout version of the weight vector (stored in checkpoints; a mismatch is refused).
@@ -442,13 +442,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     """(config, float32 weights) from NAME.npz + NAME.json, checked before use: the JSON's layout matches this code,
     NAME.npz has the SHA-256 the JSON records, it is an npz of exactly one finite float32 array `weights` of
     NUM_WEIGHTS, read with allow_pickle=False. Anything else: `CheckpointError` naming the file."""
-    p = Path(path)
-    if p.suffix != ".npz":
-        p = p.with_suffix(".npz")
-    meta = p.with_suffix(".json")
-    if not p.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"an ntuple checkpoint is two files, {p.name} and {meta.name}; not found in "
-                                f"{p.parent}")
+    p, meta = checkpoint_pair(path, ".npz", "an ntuple checkpoint")
     if meta.stat().st_size > (1 << 20) or p.stat().st_size > _MAX_BYTES:
         raise CheckpointError(f"{p}: larger than an ntuple checkpoint can be")
     try:
