@@ -18,7 +18,8 @@ from .mcts import MCTSAgent
 from .policy import AgentPolicy, BatchPolicy, BatchView
 from .random_agent import RandomAgent
 
-AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search", "ntuple", "ntuple-search")
+AGENT_KINDS = ("random", "greedy", "mcts", "ppo", "learned", "learned-search", "ntuple", "ntuple-search",
+               "ntuple-win")
 
 #: What each kind of spec accepts, quoted when a spec is refused.
 SPEC_FORMS: dict[str, str] = {
@@ -33,6 +34,8 @@ SPEC_FORMS: dict[str, str] = {
     "ntuple": "ntuple or ntuple:PATH (an n-tuple checkpoint's .npz, next to its .json)",
     "ntuple-search": "ntuple-search or ntuple-search:W (W sampled worlds per candidate, a whole number >= 1; the "
                      "shipped n-tuple network)",
+    "ntuple-win": "ntuple-win or ntuple-win:C (C points per unit of win probability, a number 0..1000, default 20; "
+                  "the shipped n-tuple network and win head)",
 }
 
 
@@ -61,7 +64,7 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
     random | greedy[:BEAM[:spaces]] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH]
-    | learned-search[:SECONDS | :Nit] | ntuple[:PATH] | ntuple-search[:WORLDS]
+    | learned-search[:SECONDS | :Nit] | ntuple[:PATH] | ntuple-search[:WORLDS] | ntuple-win[:C]
     (`greedy:BEAM:spaces` plans with a beam of BEAM per central space; `learned` defaults to the shipped checkpoint;
     `ppo` needs a path, no PPO checkpoint ships; `learned-search` uses the shipped network). Unknown kinds or bad
     arguments raise ValueError naming the spec and what its kind accepts (`SPEC_FORMS`). `trust` is passed to
@@ -98,6 +101,13 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             from .ntuple import NTupleSearchAgent
             return NTupleSearchAgent(worlds=_whole(arg, "the number of worlds") if arg.strip() else 8, seed=seed,
                                      name=spec)
+        if kind == "ntuple-win":
+            from .ntuple import NTupleWinAgent
+            try:
+                c = float(arg) if arg.strip() else 20.0
+            except ValueError:
+                raise ValueError(f"{arg!r} is not a number") from None
+            return NTupleWinAgent(win_weight=c, seed=seed, name=spec)
         if kind == "ppo":
             if not arg.strip():
                 raise ValueError(f"the ppo agent needs a checkpoint: {SPEC_FORMS['ppo']}; no PPO checkpoint ships "

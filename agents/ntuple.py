@@ -323,17 +323,20 @@ def selected_norm(idx, k: int) -> float:
 
 
 @njit(cache=True)
-def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float) -> float:
+def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
+               targets, mix: float) -> float:
     """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
     movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
 
     Per seat, walking its afterstates backwards: the return of afterstate a_k is r_k + (1 - lam) V(a_k+1) + lam G_k+1,
     where r_k is the seat's points gained from a_k to a_k+1 and V the prediction made at play time; the last one's
-    is final - total(a_m). Each afterstate where the seat still has a turn then moves the network towards its return
-    by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by alpha_tuple x
-    error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2). w float32
-    (NUM_WEIGHTS,) is updated in place, afterstates in game order. Returns the sum of squared errors (before
-    each update).
+    is final - total(a_m). Expert iteration: where targets[k] (float64 (>= m,)) is not NaN, a search valued a_k
+    (points still to come, `search_values`), and the return becomes mix x targets[k] + (1 - mix) x G_k (earlier
+    returns then bootstrap from it). Each afterstate where the seat still has a turn then moves the network towards
+    its return by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by
+    alpha_tuple x error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2).
+    w float32 (NUM_WEIGHTS,) is updated in place, afterstates in game order. Returns the sum of squared errors
+    (before each update).
     """
     ret = np.zeros(m, dtype=np.float64)
     tot = np.zeros(m, dtype=np.float64)
@@ -348,6 +351,8 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
             ret[j] = final[p] - tot[j]
         else:
             ret[j] = (tot[q] - tot[j]) + (1.0 - lam) * preds[q] + lam * ret[q]
+        if not np.isnan(targets[j]):
+            ret[j] = mix * targets[j] + (1.0 - mix) * ret[j]
         nxt[p] = j
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
@@ -376,6 +381,77 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
 
 
 @njit(cache=True)
+def win_logit(s, p: int, w, idx, feats, lin) -> float:
+    """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
+    the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
+    k = tuple_indices(s, p, idx)
+    linear_features(s, p, feats, lin)
+    return value_of(w, idx, k, lin)
+
+
+@njit(cache=True)
+def candidate_wins(s, plans, lens, n: int, w, out) -> None:
+    """The win head's probability for the mover of s (not modified) at each candidate's afterstate: plans int64
+    (>= n, MAX_PLAN), lens (>= n,); out float64 (>= n,)."""
+    p = s[S.CURRENT]
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    after = np.empty(S.STATE_SIZE, dtype=np.int64)
+    for k in range(n):
+        after[:] = s
+        play_plan(after, plans[k], lens[k], True)
+        out[k] = 1.0 / (1.0 + np.exp(-win_logit(after, p, w, idx, feats, lin)))
+
+
+@njit(cache=True)
+def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, alpha_linear: float) -> float:
+    """TD(lambda) of the win head (issue 30's win target) from one finished game's afterstates afters[:m] (int64
+    (>= m, STATE_SIZE)) and movers seats[:m]; share float64 (4,) each seat's final share of the victory (1/k for
+    a k-way shared win, else 0).
+
+    The head's output z is a logit; its prediction sigma(z). Per seat, walking backwards, the return of a_k is
+    (1 - lam) sigma(z_k+1) + lam G_k+1 (the last one's: share), with every prediction taken before any update.
+    Each afterstate then moves z by normalized least mean squares with the cross-entropy's gradient, error = G -
+    sigma(z) (the tuple part by alpha_tuple, the linear part by alpha_linear, as `learn_game`). w float32
+    (NUM_WEIGHTS,) in place. Returns the summed cross-entropy (before each update)."""
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    prob = np.zeros(m, dtype=np.float64)
+    for j in range(m):
+        prob[j] = 1.0 / (1.0 + np.exp(-win_logit(afters[j], seats[j], w, idx, feats, lin)))
+    ret = np.zeros(m, dtype=np.float64)
+    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
+    for j in range(m - 1, -1, -1):
+        p = seats[j]
+        q = nxt[p]
+        ret[j] = share[p] if q < 0 else (1.0 - lam) * prob[q] + lam * ret[q]
+        nxt[p] = j
+    loss = 0.0
+    for j in range(m):
+        s = afters[j]
+        p = seats[j]
+        k = tuple_indices(s, p, idx)
+        linear_features(s, p, feats, lin)
+        pr = 1.0 / (1.0 + np.exp(-value_of(w, idx, k, lin)))
+        pc = min(max(pr, 1e-7), 1.0 - 1e-7)
+        loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
+        err = ret[j] - pr
+        step = alpha_tuple * err / selected_norm(idx, k)
+        for t in range(k):
+            w[idx[t]] += np.float32(step)
+        lnorm = 0.0
+        for t in range(lin.shape[0]):
+            lnorm += lin[t] * lin[t]
+        step = alpha_linear * err / lnorm
+        for t in range(lin.shape[0]):
+            if lin[t] != 0.0:
+                w[t] += np.float32(step * lin[t])
+    return loss
+
+
+@njit(cache=True)
 def final_totals(s, totals, won) -> None:
     """Every seat's final total (and who won) of a finished game."""
     tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
@@ -399,14 +475,21 @@ def heuristic_weights() -> np.ndarray:
 DEFAULT_PLAY = {"beam": 24, "candidates": 128}
 #: The shipped checkpoint (if any): agents/checkpoints/ntuple.npz + .json.
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "ntuple.npz"
+#: The shipped win head (if any) that `ntuple-win` adds to the shipped points head.
+DEFAULT_WIN_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("ntuple-win.npz")
+#: What a checkpoint's weights predict: "points" (still to come; `remaining`) or "win" (`win_logit`).
+HEADS = ("points", "win")
 MAX_CANDIDATES = 1024
 _MAX_BYTES = 1 << 28
 
 
-def network_config(play: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The config a checkpoint records: layout (version, sizes) and play settings."""
+def network_config(play: dict[str, Any] | None = None, head: str = "points") -> dict[str, Any]:
+    """The config a checkpoint records: layout (version, sizes), play settings, and (for a win head) its head."""
+    if head not in HEADS:
+        raise ValueError(f"head must be one of {HEADS}, got {head!r}")
     return {"version": NTUPLE_VERSION, "feature_version": FEATURE_VERSION, "num_weights": NUM_WEIGHTS,
-            "shapes": list(SHAPES), "play": check_play({**DEFAULT_PLAY, **(play or {})})}
+            "shapes": list(SHAPES), "play": check_play({**DEFAULT_PLAY, **(play or {})}),
+            **({"head": head} if head != "points" else {})}
 
 
 def check_play(play: Any) -> dict[str, int]:
@@ -428,12 +511,12 @@ def weights_bytes(w: np.ndarray) -> bytes:
 
 
 def save_checkpoint(path: str | Path, w: np.ndarray, play: dict[str, Any] | None = None,
-                    training: dict[str, Any] | None = None) -> Path:
+                    training: dict[str, Any] | None = None, head: str = "points") -> Path:
     """NAME.npz (the weights) then NAME.json (config, SHA-256 of NAME.npz, how it was trained), each atomically."""
     p = Path(path).with_suffix(".npz")
     data = weights_bytes(w)
     atomic_write_bytes(p, data)
-    doc = {"ntuple": network_config(play), "sha256": weights_sha256(data), "training": training or {}}
+    doc = {"ntuple": network_config(play, head), "sha256": weights_sha256(data), "training": training or {}}
     atomic_write_bytes(p.with_suffix(".json"), (json.dumps(doc, indent=1) + "\n").encode())
     return p
 
@@ -461,6 +544,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
         play = check_play(cfg.get("play"))
     except ValueError as e:
         raise CheckpointError(f"{meta}: {e}") from None
+    head = cfg.get("head", "points")
+    if head not in HEADS:
+        raise CheckpointError(f"{meta}: head must be one of {HEADS}, got {str(head)[:40]!r}")
     data = p.read_bytes()
     want = doc.get("sha256")
     if not (isinstance(want, str) and re.fullmatch(r"[0-9a-f]{64}", want)):
@@ -480,7 +566,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     if w.dtype != np.float32 or w.shape != (NUM_WEIGHTS,) or not np.isfinite(w).all():
         raise CheckpointError(f"{p}: 'weights' must be {NUM_WEIGHTS} finite float32 numbers, got {w.dtype} "
                               f"{w.shape}")
-    return {**network_config(play), "training": doc.get("training", {})}, np.ascontiguousarray(w)
+    return {**network_config(play, head), "head": head, "training": doc.get("training", {})}, np.ascontiguousarray(w)
 
 
 class NTupleAgent(PlanAgent):
@@ -495,7 +581,11 @@ class NTupleAgent(PlanAgent):
     def __init__(self, path: str | Path | None = None, beam: int | None = None, candidates: int | None = None,
                  seed: int = 0, name: str | None = None, weights: np.ndarray | None = None):
         if weights is None:
-            config, weights = load_checkpoint(DEFAULT_CHECKPOINT if path is None else path)
+            where = DEFAULT_CHECKPOINT if path is None else path
+            config, weights = load_checkpoint(where)
+            if config["head"] != "points":
+                raise CheckpointError(f"{where}: is a {config['head']} head, not the points head `ntuple` plays "
+                                      f"(a win head goes with ntuple-win)")
             play = config["play"]
         else:
             weights = np.ascontiguousarray(weights, dtype=np.float32)
@@ -557,6 +647,44 @@ class NTupleAgent(PlanAgent):
             c = choice[:m]
             self._batch.store(sub, rows[stale], plans[j, c], np.where(counts[:m] > 0, lens[j, c], 0))
         return self._batch.next(rows)
+
+
+class NTupleWinAgent(NTupleAgent):
+    """`ntuple` with the win head (issue 30's targets that match play): each candidate is worth own total +
+    remaining points (the points head) + `win_weight` x the win head's probability that the mover wins from its
+    afterstate. The points head is `path` (default the shipped one), the win head `win_path` (default
+    `DEFAULT_WIN_CHECKPOINT`) or the vector `win_weights`. Public information only, as `ntuple`."""
+
+    def __init__(self, path: str | Path | None = None, win_path: str | Path | None = None, win_weight: float = 20.0,
+                 win_weights: np.ndarray | None = None, name: str | None = None, **kwargs: Any):
+        if isinstance(win_weight, bool) or not isinstance(win_weight, (int, float)) or not 0 <= win_weight <= 1000:
+            raise ValueError(f"win_weight must be a number 0..1000 (points per unit of win probability), "
+                             f"got {win_weight!r}")
+        super().__init__(path, name=name, **kwargs)
+        if win_weights is None:
+            where = DEFAULT_WIN_CHECKPOINT if win_path is None else win_path
+            config, win_weights = load_checkpoint(where)
+            if config["head"] != "win":
+                raise CheckpointError(f"{where}: is a {config['head']} head, not a win head")
+        win_weights = np.ascontiguousarray(win_weights, dtype=np.float32)
+        if win_weights.shape != (NUM_WEIGHTS,):
+            raise ValueError(f"win_weights must have shape ({NUM_WEIGHTS},), got {win_weights.shape}")
+        self.win = win_weights
+        self.win_weight = float(win_weight)
+        self._wins = np.zeros(self.candidates, dtype=np.float64)
+        self.name = name or f"ntuple-win:{self.win_weight:g}"
+
+    # The win head re-ranks per view: the base class's loop over `act` (not `choose_rows`' threads).
+    reset_batch = PlanAgent.reset_batch
+    act_batch = PlanAgent.act_batch
+
+    def rank(self, game: Any) -> tuple[list[list[int]], np.ndarray]:
+        plans, values = super().rank(game)
+        n = len(plans)
+        if n and not (A.KEEP_SPIRIT <= plans[0][0] < A.KEEP_SPIRIT + 2):
+            candidate_wins(game.state.copy(), self._plans, self._lens, n, self.win, self._wins)
+            values = values + self.win_weight * self._wins[:n]
+        return plans, values
 
 
 @njit(cache=True)
@@ -649,7 +777,8 @@ class NTupleSearchAgent(NTupleAgent):
         return plans[int(order[int(np.argmax(mean))])]
 
 
-__all__ = ["NTupleAgent", "NTupleSearchAgent", "search_values",
+__all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
+           "learn_win", "HEADS", "DEFAULT_WIN_CHECKPOINT",
            "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "VALUES",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",

@@ -4,13 +4,17 @@
     python -m experiments.plot runs/vs_random runs/vs_greedy --metric win_rate --metric mean_score \\
         --label "vs random" --label "vs greedy" --ref "mean_score:greedy=89" --out benchmarks/img/ppo_versus.png
     python -m experiments.plot benchmarks/learned_progress.csv --out docs/img/learned_curve.png
+    python -m experiments.plot benchmarks/ntuple_progress.csv benchmarks/ntuple_expert_progress.csv \
+        --label "plain TD(lambda) (shipped)" --label "expert iteration, from 44 min" \
+        --title "N-tuple network from scratch (2p, Side A), ..." --out docs/img/ntuple_curve.png
 
 A RUN is a run folder of `python -m experiments.train` or its table: `eval.csv` (the PPO commands: evaluation
 figures against training steps, the run's wall minutes in the legend; default metric mean_score) or `progress.csv`
-(learned: figures against self-play games, hours on the top axis; default metrics win_rate and mean_score, the
-greedy opponent's score and the rarer evaluations against MCTS drawn alongside). Each --metric is one panel; each
-run one line (its --label, else the folder name). A horizontal reference line can be drawn in a metric's panel
-with --ref "METRIC:LABEL=VALUE" (e.g. a heuristic's figure), repeatable. The runs of one plot are of one kind.
+(learned, and an n-tuple run's eval.csv: figures against self-play games, hours on the top axis; default metrics
+win_rate and mean_score, the greedy opponent's score and the rarer evaluations against MCTS drawn alongside). Each
+--metric is one panel; each run one line (its --label, else the folder name). A horizontal reference line can be
+drawn in a metric's panel with --ref "METRIC:LABEL=VALUE" (e.g. a heuristic's figure), repeatable. The runs of one
+plot are of one kind.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ TABLES = {"eval.csv": ("ppo", "timesteps", "training steps (learner actions)"),
           "progress.csv": ("learned", "games", "self-play games")}
 #: The columns that tell the tables apart.
 _COLUMNS = {"eval.csv": {"timesteps", "minutes"}, "progress.csv": {"iteration", "games", "hours"}}
+#: An n-tuple run's eval.csv (`experiments.train ntuple`) or its copy: drawn as a learned run (against self-play
+#: games, hours from its minutes).
+_NTUPLE_COLUMNS = {"iteration", "games", "minutes", "win_rate", "mean_score"}
 #: The default title of a learned run's plot (the shipped network's curve, docs/img/learned_curve.png).
 LEARNED_TITLE = "Afterstate value network, trained from scratch by self-play (2p, Side A)"
 
@@ -49,6 +56,9 @@ def read_run(path: str | Path) -> tuple[str, list[dict[str, float]]]:
         raise SystemExit(f"{p}: no evaluation rows yet")
     # which table it is, by its columns (a copy may be named otherwise, e.g. benchmarks/learned_progress.csv)
     name = next((n for n, cols in _COLUMNS.items() if cols <= set(raw[0])), None)
+    if name is None and _NTUPLE_COLUMNS <= set(raw[0]):
+        rows = [{k: _number(v) for k, v in r.items()} for r in raw]
+        return "learned", [{**r, "hours": r["minutes"] / 60} for r in rows]
     if name is None:
         raise SystemExit(f"{p}: neither an eval.csv (columns {', '.join(sorted(_COLUMNS['eval.csv']))}) nor a learned "
                          f"run's progress.csv (columns {', '.join(sorted(_COLUMNS['progress.csv']))})")

@@ -39,7 +39,11 @@ import numpy as np
 
 from agents import ntuple as N
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
+from agents.learned import CheckpointError
+from harmonies_env import actions as A
 from harmonies_env import state as S
+from harmonies_env.batch import play_plan
+from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import (
     ConfigError,
@@ -57,7 +61,13 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "selfplay": {"games": 32, "players": [2], "sides": ["A"], "beam": 24, "candidates": 128, "epsilon": 0.05,
                  "greedy_games": 0.2, "max_decisions": 96},
     "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
-              "init": "greedy"},  # "greedy": linear weights start at the planner's evaluation; "zero": all zero
+              "win_head": False,  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
+              "init": "greedy"},  # "greedy": the planner's evaluation; "zero": all zero; or an ntuple checkpoint
+    # Expert iteration (off at share 0): a share of the network's decisions is taken by a one-turn expectimax
+    # (`ntuple.search_values`: the `root` best candidates in `worlds` resampled refills, replies at beam
+    # `reply_beam` / `reply_candidates` plans), which the game plays, and whose value of the chosen afterstate
+    # becomes its training target (mixed with the lambda-return by `mix`).
+    "expert": {"share": 0.0, "worlds": 4, "root": 4, "reply_beam": 8, "reply_candidates": 32, "mix": 1.0},
     "eval": {"every": 400, "games": 64, "seed": 1_000_000, "opponent_beam": 24},
     "run": {"checkpoint_every": 100, "keep": 2},
 }
@@ -85,7 +95,13 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"[selfplay] players must be a list of 2..4, got {sp['players']!r}")
     if not (isinstance(sp["sides"], list) and sp["sides"] and all(s in ("A", "B") for s in sp["sides"])):
         raise ConfigError(f"[selfplay] sides must be a list of \"A\" / \"B\", got {sp['sides']!r}")
-    for sec, key in (("selfplay", "epsilon"), ("selfplay", "greedy_games"), ("train", "lam")):
+    for sec, key, low in (("expert", "worlds", 1), ("expert", "root", 2), ("expert", "reply_beam", 1),
+                          ("expert", "reply_candidates", 1)):
+        v = cfg[sec][key]
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1024:
+            raise ConfigError(f"[{sec}] {key} must be a whole number {low}..1024, got {v!r}")
+    for sec, key in (("selfplay", "epsilon"), ("selfplay", "greedy_games"), ("train", "lam"), ("expert", "share"),
+                     ("expert", "mix")):
         v = cfg[sec][key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
             raise ConfigError(f"[{sec}] {key} must be a number in [0, 1], got {v!r}")
@@ -93,8 +109,16 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         v = tr[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
             raise ConfigError(f"[train] {key} must be a number >= 0, got {v!r}")
+    if not isinstance(tr["win_head"], bool):
+        raise ConfigError(f"[train] win_head must be true or false, got {tr['win_head']!r}")
+    if not isinstance(tr["init"], str) or not tr["init"]:
+        raise ConfigError(f"[train] init must be \"greedy\", \"zero\" or an ntuple checkpoint's path, "
+                          f"got {tr['init']!r}")
     if tr["init"] not in ("greedy", "zero"):
-        raise ConfigError(f"[train] init must be \"greedy\" or \"zero\", got {tr['init']!r}")
+        try:
+            N.load_checkpoint(tr["init"])
+        except (CheckpointError, OSError) as e:
+            raise ConfigError(f"[train] init: {e}") from None
     try:
         N.check_play({"beam": sp["beam"], "candidates": sp["candidates"]})
     except ValueError as e:
@@ -160,13 +184,20 @@ class Trainer:
         self.run = run
         self.progress = progress
         self.G, self.K, self.D = int(self.sp["games"]), int(self.sp["candidates"]), int(self.sp["max_decisions"])
-        self.w = N.heuristic_weights() if self.tr["init"] == "greedy" else np.zeros(N.NUM_WEIGHTS, np.float32)
+        init = self.tr["init"]
+        self.w = (N.heuristic_weights() if init == "greedy" else np.zeros(N.NUM_WEIGHTS, np.float32)
+                  if init == "zero" else N.load_checkpoint(init)[1].copy())
+        self.ex = cfg["expert"]
+        self.wwin = np.zeros(N.NUM_WEIGHTS, np.float32) if self.tr["win_head"] else None
+        self.win_loss_ema = float("nan")
+        self.searched = 0
         self.rng = np.random.default_rng(self.seed)
         self.states = np.zeros((self.G, S.STATE_SIZE), dtype=np.int64)
         self.kinds = np.zeros((self.G, S.MAX_PLAYERS), dtype=np.int64)
         self.pend = np.zeros((self.G, self.D, S.STATE_SIZE), dtype=np.int64)
         self.pend_seat = np.zeros((self.G, self.D), dtype=np.int64)
         self.pend_pred = np.zeros((self.G, self.D), dtype=np.float64)
+        self.pend_target = np.full((self.G, self.D), np.nan, dtype=np.float64)
         self.pend_n = np.zeros(self.G, dtype=np.int64)
         self.buf = Buffers(self.G, self.K)
         self.iteration = 0
@@ -188,19 +219,81 @@ class Trainer:
         if self.rng.random() < float(self.sp["greedy_games"]):
             self.kinds[r, int(self.rng.integers(n))] = 1
         self.pend_n[r] = 0
+        self.pend_target[r] = np.nan
+
+    def expert_turn(self, r: int) -> float:
+        """Expert iteration: game r's mover (the network) plays the choice of a one-turn expectimax over its `root`
+        best candidates in `worlds` worlds (the real state with the chance resampled from the training generator:
+        a new pouch-draw seed, the draw pile reshuffled), and b.after/seat/pred[r] record it as `decide_rows` would.
+        Returns the search's value of the afterstate (points still to come), or NaN where there was nothing to
+        search (one candidate, the Spirit choice; the row is then played as `decide_rows` would)."""
+        ex, b, s = self.ex, self.buf, self.states[r]
+        n = N.candidate_values(s, self.w, DEFAULT_WEIGHTS, int(self.sp["beam"]), b.plans, b.lens, b.pvals, b.values,
+                               b.after[r])
+        spirit = n > 0 and A.KEEP_SPIRIT <= b.plans[0, 0] < A.KEEP_SPIRIT + 2
+        if n <= 1 or spirit:
+            return math.nan
+        order = np.argsort(-b.values[:n], kind="stable")[: int(ex["root"])]
+        C, W = len(order), int(ex["worlds"])
+        plans, lens = b.plans[order].copy(), b.lens[order].copy()
+        worlds = np.repeat(s[None], W, axis=0)
+        cards = int(s[S.DECK_COUNT])
+        for j in range(W):
+            worlds[j, S.RNG] = int(self.rng.integers(1, 2**62))
+            deck = S.field(worlds[j], "deck")
+            deck[:cards] = self.rng.permutation(deck[:cards])
+        roots = np.tile(worlds, (C, 1))
+        which = np.repeat(np.arange(C, dtype=np.int64), W)
+        out = np.zeros(C * W)
+        N.search_values(roots, which, plans, lens, self.w, DEFAULT_WEIGHTS, int(ex["reply_beam"]),
+                        int(ex["reply_candidates"]), out)
+        mean = out.reshape(C, W).mean(axis=1)
+        c = int(np.argmax(mean))
+        p = int(s[S.CURRENT])
+        b.after[r] = s
+        play_plan(b.after[r], plans[c], lens[c], True)
+        play_plan(s, plans[c], lens[c])
+        b.seat[r] = p
+        out1 = np.zeros(1)
+        N.evaluate_batch(b.after[r:r + 1], np.array([p], dtype=np.int64), self.w, out1)
+        b.pred[r] = out1[0]
+        b.recorded[r] = True
+        self.searched += 1
+        return float(mean[c] - N.own_total(b.after[r], p, np.zeros(NUM_CATEGORIES, dtype=np.int64)))
 
     def step(self) -> None:
         """One whole turn in every game; finished games teach the network and are replaced."""
         explore = self.rng.random(self.G) < float(self.sp["epsilon"])
         pick = self.rng.random(self.G)
         b = self.buf
-        b.decide(self.states, self.kinds, self.w, int(self.sp["beam"]), int(self.ev["opponent_beam"]), explore, pick)
+        share = float(self.ex["share"])
+        target = np.full(self.G, np.nan)
+        if share > 0:  # drawn only when on, so runs without it keep their generator stream
+            searched = (self.rng.random(self.G) < share) & ~explore
+            held = self.states[:, S.GAME_OVER].copy()
+            for r in np.flatnonzero(searched & (held == 0)):
+                s = self.states[r]
+                if self.kinds[r, int(s[S.CURRENT])] == 0:
+                    target[r] = self.expert_turn(int(r))
+            done = ~np.isnan(target)
+            held = self.states[:, S.GAME_OVER].copy()
+            self.states[done, S.GAME_OVER] = 1  # decide_rows skips the rows the search played
+            keep = (b.after[done].copy(), b.seat[done].copy(), b.pred[done].copy())
+            b.decide(self.states, self.kinds, self.w, int(self.sp["beam"]), int(self.ev["opponent_beam"]), explore,
+                     pick)
+            self.states[:, S.GAME_OVER] = np.where(done, held, self.states[:, S.GAME_OVER])
+            b.after[done], b.seat[done], b.pred[done] = keep
+            b.recorded[done] = True
+        else:
+            b.decide(self.states, self.kinds, self.w, int(self.sp["beam"]), int(self.ev["opponent_beam"]), explore,
+                     pick)
         for r in np.flatnonzero(b.recorded):
             j = self.pend_n[r]
             if j < self.D:
                 self.pend[r, j] = b.after[r]
                 self.pend_seat[r, j] = b.seat[r]
                 self.pend_pred[r, j] = b.pred[r]
+                self.pend_target[r, j] = target[r]
                 self.pend_n[r] = j + 1
         self.decisions += int(b.recorded.sum())
         totals = np.zeros(4, dtype=np.int64)
@@ -209,9 +302,15 @@ class Trainer:
             N.final_totals(self.states[r], totals, won)
             m = int(self.pend_n[r])
             sse = N.learn_game(self.w, self.pend[r], self.pend_seat[r], self.pend_pred[r], m, totals,
-                               float(self.tr["lam"]), float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"]))
+                               float(self.tr["lam"]), float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"]),
+                               self.pend_target[r], float(self.ex["mix"]))
             loss = sse / max(1, m)
             self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+            if self.wwin is not None:
+                share = won.astype(np.float64) / max(1, int(won.sum()))
+                xe = N.learn_win(self.wwin, self.pend[r], self.pend_seat[r], m, share, float(self.tr["lam"]),
+                                 float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"])) / max(1, m)
+                self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
             self.games_done += 1
             self._new_game(int(r))
 
@@ -221,15 +320,16 @@ class Trainer:
         res = play_vs_greedy(self.w, int(ev["games"]), int(ev["seed"]), int(self.sp["beam"]), self.K,
                              int(ev["opponent_beam"]))
         return {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
-                "minutes": round(self.elapsed() / 60, 3),
+                "searched": self.searched, "minutes": round(self.elapsed() / 60, 3),
                 "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4),
+                "win_loss": None if math.isnan(self.win_loss_ema) else round(self.win_loss_ema, 4),
                 **{k: round(v, 4) for k, v in res.items()}}
 
     def _record(self, row: dict[str, Any], log: Any, bar: Any) -> None:
         self.evals.append(row)
         atomic_write_csv(self.run / "eval.csv", self.evals)
         if log is not None:
-            for k in ("win_rate", "mean_score", "loss"):
+            for k in ("win_rate", "mean_score", "loss", "win_loss"):
                 if row.get(k) is not None:
                     log.add_scalar(f"eval/{k}", row[k], row["games"])
         bar.write(json.dumps(row))
@@ -247,6 +347,8 @@ class Trainer:
                 "games": self.games_done, "minutes": round(self.elapsed() / 60, 2), "config": self.cfg,
                 **(extra or {})}
         N.save_checkpoint(path, self.w, self.play(), info)
+        if self.wwin is not None:  # the win head beside it: model.npz -> model-win.npz (`ntuple-win`'s second file)
+            N.save_checkpoint(path.with_name(path.name + "-win"), self.wwin, self.play(), info, head="win")
 
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.started
@@ -254,10 +356,13 @@ class Trainer:
     def save(self) -> None:
         """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then model.npz/.json."""
         buf = io.BytesIO()
+        extra = {} if self.wwin is None else {"wwin": self.wwin}
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
-                 pend_pred=self.pend_pred, pend_n=self.pend_n)
+                 pend_pred=self.pend_pred, pend_n=self.pend_n, pend_target=self.pend_target, **extra)
         meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
                 "loss_ema": None if math.isnan(self.loss_ema) else self.loss_ema, "best": self.best,
+                "searched": self.searched,
+                "win_loss_ema": None if math.isnan(self.win_loss_ema) else self.win_loss_ema,
                 "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed()}
         folder = self.run / "checkpoints"
         save_checkpoint(folder, self.iteration, buf.getvalue(), meta, keep=int(self.cfg["run"]["keep"]),
@@ -270,7 +375,14 @@ class Trainer:
     def load(self, path: Path, record: dict[str, Any]) -> None:
         meta = record["state"]
         with np.load(path, allow_pickle=False) as z:
-            for name in ("w", "states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n"):
+            names = ["w", "states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n", "pend_target"]
+            if self.wwin is not None:
+                if "wwin" not in z.files:
+                    raise ConfigError(f"{path}: has no win head, but this config learns one (train.win_head)")
+                names.append("wwin")
+            for name in names:
+                if name == "pend_target" and name not in z.files:  # written before expert iteration existed
+                    continue
                 target = getattr(self, name)
                 if z[name].shape != target.shape or z[name].dtype != target.dtype:
                     raise ConfigError(f"{path}: {name} has shape {z[name].shape}, this config needs {target.shape}")
@@ -278,6 +390,9 @@ class Trainer:
         self.iteration = int(meta["iteration"])
         self.games_done = int(meta["games_done"])
         self.decisions = int(meta["decisions"])
+        self.searched = int(meta.get("searched", 0))
+        wl = meta.get("win_loss_ema")
+        self.win_loss_ema = float("nan") if wl is None else float(wl)
         self.loss_ema = float("nan") if meta["loss_ema"] is None else float(meta["loss_ema"])
         self.best = [float(x) for x in meta["best"]]
         self.evals = list(meta["evals"])

@@ -43,8 +43,12 @@ def _shapes(side: int) -> dict[str, list[tuple[int, ...]]]:
 
 def reference_remaining(s: np.ndarray, p: int, w: np.ndarray) -> float:
     """Predicted remaining points for seat p at state s under weights w (float32 vector), in plain Python."""
-    if no_turn_left(s, p):
-        return 0.0
+    return 0.0 if no_turn_left(s, p) else reference_output(s, p, w)
+
+
+def reference_output(s: np.ndarray, p: int, w: np.ndarray) -> float:
+    """The network's output for seat p's view of state s (the win head's logit; remaining points where p has a
+    turn left), in plain Python."""
     side = int(s[S.SIDE])
     V = VALUES
     cubes = int(s[S.CUBES + p])

@@ -393,8 +393,8 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
 
 
 def test_one_plot_command_reads_both_kinds_of_run(tmp_path, capsys):
-    """`python -m experiments.plot` plots a PPO run's eval.csv and a learned run's progress.csv (a folder or the
-    table, under any name), and refuses to mix them or a file that is neither, in one line."""
+    """`python -m experiments.plot` plots a PPO run's eval.csv, a learned run's progress.csv and an n-tuple run's
+    eval.csv (a folder or the table, under any name), and refuses to mix them or a file that is neither, in one line."""
     pytest.importorskip("matplotlib", reason="needs the train extra")
     from experiments import plot
 
@@ -406,7 +406,12 @@ def test_one_plot_command_reads_both_kinds_of_run(tmp_path, capsys):
              "mean_score": 88.0, "greedy_score": 86.0}]
     atomic_write_csv(tmp_path / "learned" / "progress.csv", rows)
     atomic_write_csv(tmp_path / "copy.csv", rows)
-    for runs in ([tmp_path / "ppo"], [tmp_path / "learned"], [tmp_path / "copy.csv", tmp_path / "learned"]):
+    atomic_write_csv(tmp_path / "ntuple" / "eval.csv", [  # an n-tuple run: drawn as a learned one, hours from minutes
+        {"iteration": 0, "games": 0, "minutes": 0.0, "win_rate": 0.6, "mean_score": 95.0, "greedy_score": 86.0},
+        {"iteration": 9, "games": 30, "minutes": 30.0, "win_rate": 0.7, "mean_score": 99.0, "greedy_score": 88.0}])
+    assert plot.read_run(tmp_path / "ntuple")[1][1]["hours"] == 0.5
+    for runs in ([tmp_path / "ppo"], [tmp_path / "learned"], [tmp_path / "copy.csv", tmp_path / "learned"],
+                 [tmp_path / "ntuple", tmp_path / "learned"]):
         out = tmp_path / "img.png"
         assert plot.main([*map(str, runs), "--ref", "win_rate:greedy=0.5", "--out", str(out)]) == 0
         assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

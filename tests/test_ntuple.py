@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ntuple_reference import reference_remaining
+from ntuple_reference import reference_output, reference_remaining
 
 from agents import RandomAgent, make_agent
 from agents import ntuple as N
@@ -69,6 +69,64 @@ def test_kernels_agree_with_the_plain_python_reference():
     want = np.array([reference_remaining(s, p, w) for s, p in pos])
     assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
     assert np.count_nonzero(got) > len(pos) // 2  # not only positions with no turn left (valued 0)
+
+
+def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
+    """`candidate_wins` is the logistic of the plain-Python output at each candidate's afterstate, also where the
+    mover has no turn left; `learn_win` moves every afterstate of a game towards its seat's share of the victory."""
+    w = _random_weights(8) * np.float32(0.01)
+    g = Game(2, "A", seed=21)
+    greedy = make_agent("greedy:2")
+    for _ in range(15):
+        g.step(greedy.act(PlayerView(g, g.current_player)))
+    s = g.state.copy()
+    plans = np.zeros((16, MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(16, dtype=np.int64)
+    n = N.candidate_values(s, w, DEFAULT_WEIGHTS, 2, plans, lens, np.zeros(16), np.zeros(16),
+                           np.zeros(S.STATE_SIZE, dtype=np.int64))
+    assert n >= 2
+    got = np.zeros(n)
+    N.candidate_wins(s, plans, lens, n, w, got)
+    p = int(s[S.CURRENT])
+    for j in range(n):
+        after = s.copy()
+        play_plan(after, plans[j], lens[j], True)
+        assert got[j] == pytest.approx(1.0 / (1.0 + np.exp(-reference_output(after, p, w))), rel=1e-9)
+    pos = _positions(30, 10)
+    afters = np.stack([s for s, _ in pos])
+    seats = np.array([q % 2 for q in range(len(pos))], dtype=np.int64)  # seat 0 wins, seat 1 loses
+    share = np.array([1.0, 0.0, 0.0, 0.0])
+    wv = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
+    losses = [N.learn_win(wv, afters, seats, len(pos), share, 1.0, 0.1, 0.01) for _ in range(60)]
+    assert losses[-1] < 0.6 * losses[0] and losses[0] > 0.9 * len(pos) * np.log(2)
+    prob = np.array([1.0 / (1.0 + np.exp(-reference_output(a, q, wv))) for a, q in zip(afters, seats)])
+    assert prob[seats == 0].mean() > 0.6 and prob[seats == 1].mean() < 0.4  # boards share keys: on average
+
+
+def test_expert_targets_replace_the_lambda_returns():
+    """Where a search valued an afterstate (targets not NaN), `learn_game` moves it towards that value (mix 1)."""
+    pos = _positions(16, 11)
+    afters = np.stack([s for s, _ in pos])
+    seats = np.array([q % 2 for q in range(len(pos))], dtype=np.int64)
+    preds = np.zeros(len(pos))
+    final = np.array([120, 80, 0, 0], dtype=np.int64)
+    targets = np.full(len(pos), 7.0)  # a search valued every afterstate at 7 points still to come
+    w = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
+    for _ in range(300):
+        N.learn_game(w, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.0, targets, 1.0)
+    live = [j for j in range(len(pos)) if not N.no_turn_left(afters[j], seats[j])]
+    assert len(live) > len(pos) // 2
+    for j in live:  # the lambda-returns (final - total: far from 7) count for nothing
+        assert reference_remaining(afters[j], seats[j], w) == pytest.approx(7.0, abs=1.0), j
+    targets[::2] = np.nan  # a target on some afterstates only: a different update from none at all
+    w0 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
+    w1 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 1.0)
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.0)
+    assert np.array_equal(w0, w1) and np.abs(w0).sum() > 0  # mix 0: the targets change nothing
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5)
+    assert not np.array_equal(w0, w1)
 
 
 def test_heuristic_weights_are_the_greedy_evaluation():
@@ -128,6 +186,13 @@ def test_the_choice_is_the_same_on_determinized_copies():
     assert all(pl == chosen[0] for pl in chosen) and chosen[0]
     with pytest.raises(ValueError, match="worlds"):
         make_agent("ntuple-search:0")
+    win = N.NTupleWinAgent(weights=_random_weights(6), win_weights=_random_weights(7) * np.float32(0.01), beam=4,
+                           candidates=32)
+    chosen = [win.choose_plan(view, private_copy(view, seed)) for seed in (1, 2)]
+    chosen.append(win.choose_plan(view, determinize(g, g.current_player, 99)))
+    assert all(pl == chosen[0] for pl in chosen) and chosen[0]
+    with pytest.raises(ValueError, match="win_weight"):
+        make_agent("ntuple-win:-1")
 
 
 def test_checkpoints_are_weights_only_and_checked(tmp_path):
@@ -241,6 +306,11 @@ def test_bad_settings_are_one_line_errors(tmp_path):
                         "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+                        f"train.init={tmp_path / 'none.npz'}", "--run", str(tmp_path / "run")], cwd=ROOT,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():
