@@ -27,6 +27,11 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
   market, pouch, turn; every seat's block) plus a bias. Its weights can start at the greedy planner's own
   evaluation (`heuristic_weights`), so an untrained network plays as `greedy:BEAM:spaces` does.
 
+A second weight vector of the same layout can be a *win head* (`win_logit`, `learn_win`): its output is the logit of
+the mover's share of the victory, learned from the same games; `NTupleWinAgent` (`ntuple-win`) adds C x its
+probability to each candidate's value. `learn_game` can also take a search's value of an afterstate as its target
+(expert iteration, experiments/train_ntuple.py).
+
 Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [triangle] [line] [rhombus] (offsets
 `OFFSETS`). Checkpoints are `NAME.npz` (one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json`
 (its config and the SHA-256 of NAME.npz, checked before anything plays). Bump `NTUPLE_VERSION` when the layout

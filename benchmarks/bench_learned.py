@@ -11,7 +11,11 @@ Cases (each warmed up first, then timed for about --seconds):
 * `learned_decision`: `LearnedAgent` (the shipped network with its checkpoint's play settings: 64 candidates from a
   beam of 96 per central space, outputs averaged over 4 mirror images) deciding a turn: ms per decision;
 * `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-search:300it`, the budget
-  STRENGTH.md measures against `mcts:200it`): ms per decision.
+  STRENGTH.md measures against `mcts:200it`): ms per decision;
+* `ntuple_decision`, `ntuple_win_decision`, `ntuple_search_decision`: its successor in progress, `ntuple` (the shipped
+  n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8`: ms per decision.
+
+    python -m benchmarks.bench_learned --cases ntuple_decision ntuple_win_decision ntuple_search_decision
 """
 from __future__ import annotations
 
@@ -27,6 +31,12 @@ import numpy as np
 from experiments.train_learned import Trainer, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+#: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
+DECISIONS = {"learned_decision": ("learned", 4), "search_decision": ("learned-search:300it", 2),
+             "ntuple_decision": ("ntuple", 4), "ntuple_win_decision": ("ntuple-win", 4),
+             "ntuple_search_decision": ("ntuple-search:8", 2)}
 
 
 def _timed(fn, seconds: float) -> tuple[int, float]:
@@ -46,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"))
     ap.add_argument("--threads", type=int, default=None, help="override run.threads")
     ap.add_argument("--seconds", type=float, default=15.0, help="timing per case")
-    ap.add_argument("--cases", nargs="*", default=["selfplay", "train", "iteration", "learned_decision",
-                                                   "search_decision"])
+    ap.add_argument("--cases", nargs="*", default=["selfplay", "train", "iteration", *DECISIONS])
     args = ap.parse_args(argv)
     sets = [] if args.threads is None else [f"run.threads={args.threads}"]
     cfg = load_config(args.config, sets)
@@ -85,17 +94,17 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"case": "iteration", **base, "decisions_per_s": round((tr.decisions - before) / dt, 1),
                               "samples_per_s": round(n * int(cfg["train"]["steps_per_iter"]) *
                                                      int(cfg["train"]["batch"]) / dt, 1)}), flush=True)
-    for case in ("learned_decision", "search_decision"):
+    for case, (spec, games) in DECISIONS.items():
         if case not in args.cases:
             continue
+        from agents import make_agent
         from agents.base import private_copy
-        from agents.learned import LearnedAgent, LearnedSearchAgent
         from harmonies_env import Game
         from harmonies_env.view import PlayerView
 
-        agent = LearnedAgent() if case == "learned_decision" else LearnedSearchAgent(iterations=300)
+        agent = make_agent(spec)
         times = []
-        for seed in range(4 if case == "learned_decision" else 2):
+        for seed in range(games):
             g = Game(2, "A", False, seed=seed)
             while not g.is_over:
                 view = PlayerView(g, g.current_player)
@@ -106,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
                     g.step(a)
         t = np.array(times[2:])  # the first decisions include compilation
         print(json.dumps({"case": case, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
+                          "median_ms": round(1000 * float(np.median(t)), 1),
                           "p95_ms": round(1000 * np.percentile(t, 95), 1), "max_ms": round(1000 * t.max(), 1),
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
     return 0

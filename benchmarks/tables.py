@@ -174,6 +174,11 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "search_decision": lambda r: ("`learned-search:300it` deciding a turn",
                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
                                   f"({r['decisions']} decisions)"),
+    **{case: (lambda r, who=who: (f"`{who}` deciding a turn (the checkpoint's play settings)",
+                                  f"mean {r['mean_ms']} ms, median {r['median_ms']} ms, p95 {r['p95_ms']} ms, "
+                                  f"max {r['max_ms']} ms ({r['decisions']} decisions)"))
+       for case, who in (("ntuple_decision", "ntuple"), ("ntuple_win_decision", "ntuple-win"),
+                         ("ntuple_search_decision", "ntuple-search:8"))},
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -207,6 +212,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "eval_learned": ("strength", eval_table),
     "baselines": ("strength", match_table),
     "ntuple_2p": ("strength", match_table),
+    "ntuple_other": ("strength", match_table),
     "engine": ("speed", speed_table),
     "envs": ("speed", speed_table),
     "batch": ("speed", speed_table),

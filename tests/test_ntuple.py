@@ -250,6 +250,10 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
     (tmp_path / "x.json").write_bytes(N.DEFAULT_CHECKPOINT.with_suffix(".json").read_bytes())
     with pytest.raises(CheckpointError, match="x.npz"):
         make_agent(f"ntuple:{tmp_path / 'x.npz'}")
+    win_config, _ = N.load_checkpoint(N.DEFAULT_WIN_CHECKPOINT)  # the shipped win head: checked the same way
+    assert win_config["head"] == "win" and make_agent("ntuple-win").win_weight == 20.0
+    with pytest.raises(CheckpointError, match="win head"):
+        make_agent(f"ntuple:{N.DEFAULT_WIN_CHECKPOINT}")
     agent = make_agent("ntuple")
     for seed in (1, 2):
         seats = [agent, RandomAgent(seed=seed)] if seed == 1 else [RandomAgent(seed=seed), agent]
