@@ -32,8 +32,9 @@ SPEC_FORMS: dict[str, str] = {
     "learned-search": "learned-search, learned-search:SECONDS (a number > 0) or learned-search:Nit (N a whole "
                       "number >= 1)",
     "ntuple": "ntuple or ntuple:PATH (an n-tuple checkpoint's .npz, next to its .json)",
-    "ntuple-search": "ntuple-search or ntuple-search:W (W sampled worlds per candidate, a whole number >= 1; the "
-                     "shipped n-tuple network)",
+    "ntuple-search": "ntuple-search, ntuple-search:Nit (N sampled worlds per candidate, a whole number 1..10000; "
+                     "default 8it) or ntuple-search:SECONDS (worlds until that much time, a number in (0, 3600]; "
+                     "the shipped n-tuple network)",
     "ntuple-win": "ntuple-win or ntuple-win:C (C points per unit of win probability, a number 0..1000, default 20; "
                   "the shipped n-tuple network and win head)",
 }
@@ -64,7 +65,7 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
     """Build an agent from a spec string: kind[:argument].
 
     random | greedy[:BEAM[:spaces]] | mcts[:SECONDS | :Nit] | ppo:PATH | learned[:PATH]
-    | learned-search[:SECONDS | :Nit] | ntuple[:PATH] | ntuple-search[:WORLDS] | ntuple-win[:C]
+    | learned-search[:SECONDS | :Nit] | ntuple[:PATH] | ntuple-search[:SECONDS | :Nit] | ntuple-win[:C]
     (`greedy:BEAM:spaces` plans with a beam of BEAM per central space; `learned` defaults to the shipped checkpoint;
     `ppo` needs a path, no PPO checkpoint ships; `learned-search` uses the shipped network). Unknown kinds or bad
     arguments raise ValueError naming the spec and what its kind accepts (`SPEC_FORMS`). `trust` is passed to
@@ -99,8 +100,10 @@ def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
             return NTupleAgent(arg.strip() or None, seed=seed, name=spec)
         if kind == "ntuple-search":
             from .ntuple import NTupleSearchAgent
-            return NTupleSearchAgent(worlds=_whole(arg, "the number of worlds") if arg.strip() else 8, seed=seed,
-                                     name=spec)
+            budget = _budget(arg) if arg.strip() else {"iterations": 8}
+            if "iterations" in budget:
+                return NTupleSearchAgent(worlds=budget["iterations"], seed=seed, name=spec)
+            return NTupleSearchAgent(seconds=budget["seconds"], seed=seed, name=spec)
         if kind == "ntuple-win":
             from .ntuple import NTupleWinAgent
             try:

@@ -22,6 +22,10 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
   the edges), `pair` (two neighbours, unordered), `triangle` (three mutual neighbours, unordered), `line` (three
   cells in a straight line: middle, then the two ends unordered) and `rhombus` (two triangles sharing an edge: the
   two tips unordered, the two shared cells unordered);
+* card shapes (`CARD_SHAPES`, layout 2): for each card the mover holds (incomplete, in its slots), the board's
+  cells, pairs, triangles and lines again, in a table per card id. Why: an animal card pays for a habitat of 2-4
+  cells of given stacks, so what a pattern on the board is worth depends on the cards held, which the board shapes
+  alone cannot see (layout 1 networks scored 5 animal points a game fewer than `learned`, which reads the cards);
 * a linear part over the public non-board afterstate features (`afterstate.afterstate_features` without the
   board one-hots: scores, the greedy planner's potential terms, held cards' progress and habitat distances, the
   market, pouch, turn; every seat's block) plus a bias. Its weights can start at the greedy planner's own
@@ -32,10 +36,12 @@ the mover's share of the victory, learned from the same games; `NTupleWinAgent` 
 probability to each candidate's value. `learn_game` can also take a search's value of an afterstate as its target
 (expert iteration, experiments/train_ntuple.py).
 
-Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [triangle] [line] [rhombus] (offsets
-`OFFSETS`). Checkpoints are `NAME.npz` (one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json`
-(its config and the SHA-256 of NAME.npz, checked before anything plays). Bump `NTUPLE_VERSION` when the layout
-changes. The plain-Python reference in tests/ntuple_reference.py computes the same numbers.
+Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [triangle] [line] [rhombus], then in
+layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`); the kernels read the layout from
+the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Checkpoints are `NAME.npz`
+(one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json` (its config with the layout, and the
+SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
+plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 """
 from __future__ import annotations
 
@@ -63,8 +69,9 @@ from .greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN, NUM_TERMS, no_turn_left
 from .learned import CheckpointError, checkpoint_pair, weights_sha256
 from .policy import PlanRows
 
-#: Layout version of the weight vector (stored in checkpoints; a mismatch is refused).
-NTUPLE_VERSION = 1
+#: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
+#: (the board shapes only, the first shipped networks) still loads and plays. Any other is refused.
+NTUPLE_VERSION = 2
 #: Contents a cell can have: stack code 0..14, + 15 with an animal cube.
 VALUES = 30
 _NC = NUM_CARDS + 1
@@ -73,12 +80,21 @@ LINEAR_INDEX = np.concatenate([np.arange(GLOBAL)] + [np.arange(GLOBAL + j * SEAT
                                                       for j in range(S.MAX_PLAYERS)]).astype(np.int64)
 #: Linear weights: one per `LINEAR_INDEX` feature, then the bias.
 NUM_LINEAR = len(LINEAR_INDEX) + 1
-#: The shapes and their table sizes (in weight-vector order after the linear part).
+#: The board shapes and their table sizes (in weight-vector order after the linear part).
 SHAPES = ("cell", "pair", "triangle", "line", "rhombus")
 _SIZES = (2 * MAX_CELLS * VALUES, VALUES ** 2, VALUES ** 3, VALUES ** 3, VALUES ** 4)
-#: OFFSETS[k] -> first weight of shape k's table (k = 0: the linear part); OFFSETS[-1] = NUM_WEIGHTS.
-OFFSETS = np.cumsum([0, NUM_LINEAR, *_SIZES]).astype(np.int64)
-NUM_WEIGHTS = int(OFFSETS[-1])
+#: Layout 2's card shapes (after the board shapes): a table per held card id (1..42, row 0 unused) of the cells,
+#: pairs, triangles and lines of the mover's board, selected once for each card the mover holds.
+CARD_SHAPES = ("card_cell", "card_pair", "card_triangle", "card_line")
+_CARD_SIZES = (_NC * VALUES, _NC * VALUES ** 2, _NC * VALUES ** 3, _NC * VALUES ** 3)
+#: OFFSETS[k] -> first weight of table k (k = 0: the linear part, 1-5: SHAPES, 6-9: CARD_SHAPES); OFFSETS[-1] =
+#: NUM_WEIGHTS.
+OFFSETS = np.cumsum([0, NUM_LINEAR, *_SIZES, *_CARD_SIZES]).astype(np.int64)
+#: Weights of each layout: layout 1 ends where the card tables begin.
+LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1])}
+#: Layout 1's length: a longer vector has the card tables (the kernels read the layout from the vector's length).
+CARD_FROM = LAYOUT_WEIGHTS[1]
+NUM_WEIGHTS = LAYOUT_WEIGHTS[NTUPLE_VERSION]
 #: Where the greedy planner's potential terms sit among the linear weights (the mover's seat block).
 _TERMS_AT = GLOBAL + NUM_CATEGORIES
 
@@ -124,8 +140,10 @@ def _placements() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.nd
 
 
 ORBIT, PAIRS, TRIANGLES, LINES, RHOMBI, COUNTS = _placements()
-#: Most tuple weights one board selects (a look-up per placement of every shape).
-MAX_ACTIVE = MAX_CELLS + int(COUNTS.sum(axis=1).max())
+#: Most tuple weights one board selects (a look-up per placement of every shape, and of every card shape per held
+#: card).
+MAX_ACTIVE = (MAX_CELLS + int(COUNTS.sum(axis=1).max())
+              + S.MAX_SLOTS * (MAX_CELLS + int(COUNTS[:, :3].sum(axis=1).max())))
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -139,9 +157,10 @@ def cell_values(s, p: int, out) -> None:
 
 
 @njit(cache=True)
-def tuple_indices(s, p: int, idx) -> int:
+def tuple_indices(s, p: int, idx, cards: bool) -> int:
     """The weights (indices into the weight vector) that seat p's board selects, into idx int64 (>= MAX_ACTIVE,);
-    returns how many. Keys are the same for a shape's mirror images and rotations (module docstring)."""
+    returns how many. Keys are the same for a shape's mirror images and rotations (module docstring). cards (layout
+    2): also the card shapes, once for each card p holds."""
     side = s[S.SIDE]
     v = np.empty(MAX_CELLS, dtype=np.int64)
     cell_values(s, p, v)
@@ -176,6 +195,34 @@ def tuple_indices(s, p: int, idx) -> int:
         d = v[RHOMBI[side, t, 3]]
         idx[k] = OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)
         k += 1
+    if not cards:
+        return k
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        for i in range(NUM_CELLS[side]):
+            idx[k] = OFFSETS[6] + card * V + v[i]
+            k += 1
+        for t in range(COUNTS[side, 0]):
+            a = v[PAIRS[side, t, 0]]
+            b = v[PAIRS[side, t, 1]]
+            idx[k] = OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)
+            k += 1
+        for t in range(COUNTS[side, 1]):
+            a = v[TRIANGLES[side, t, 0]]
+            b = v[TRIANGLES[side, t, 1]]
+            c = v[TRIANGLES[side, t, 2]]
+            lo = min(a, min(b, c))
+            hi = max(a, max(b, c))
+            idx[k] = OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi
+            k += 1
+        for t in range(COUNTS[side, 2]):
+            a = v[LINES[side, t, 0]]
+            m = v[LINES[side, t, 1]]
+            c = v[LINES[side, t, 2]]
+            idx[k] = OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)
+            k += 1
     return k
 
 
@@ -213,7 +260,7 @@ def remaining(s, p: int, w, idx, feats, lin) -> float:
     """Predicted points seat p still scores after afterstate s: 0 when p has no turn left, else the network."""
     if no_turn_left(s, p):
         return 0.0
-    k = tuple_indices(s, p, idx)
+    k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
     linear_features(s, p, feats, lin)
     return value_of(w, idx, k, lin)
 
@@ -267,47 +314,49 @@ def choose_rows(lo: int, hi: int, states, w, planner, beam: int, plans, lens, pv
         choice[r] = np.argmax(values[r, :n]) if n > 0 else 0
 
 
-@njit(cache=True)
-def decide_rows(states, kinds, w, planner, beam: int, greedy_beam: int, explore, pick, plans, lens, pvals, values,
-                after, seat_out, pred_out, chosen, recorded) -> None:
-    """One whole turn in every unfinished game of a batch, in one call: plan, value, choose, record, play.
+@njit(cache=True, nogil=True)
+def decide_rows(lo: int, hi: int, states, kinds, w, planner, beam: int, greedy_beam: int, explore, pick, plans, lens,
+                pvals, values, tmp, after, seat_out, pred_out, chosen, recorded) -> None:
+    """One whole turn in every unfinished game of rows lo..hi-1 of a batch, in one call: plan, value, choose, record,
+    play. Every row depends only on itself and w is only read, so row ranges can run in threads (`run_rows`) and
+    give the same games whatever the split.
 
     states int64 (G, STATE_SIZE), modified (each row plays its chosen plan with END); kinds int64 (G, 4) who plays
     each seat: 0 = this network (`candidate_values`, the best; explore[r]: candidate int(pick[r] x count) instead),
-    1 = the greedy planner (`plan_turn` at greedy_beam, its best plan). Scratch: plans int64 (K, MAX_PLAN), lens,
-    pvals, values (K,). Out per row: after[r] the chosen plan's afterstate, seat_out[r] the mover, pred_out[r]
-    `remaining` there (at these weights), chosen[r] the candidate index, recorded[r] whether an afterstate was
-    made (False for finished games and the first-turn Spirit choice).
+    1 = the greedy planner (`plan_turn` at greedy_beam, its best plan). Scratch per row: plans int64 (G, K,
+    MAX_PLAN), lens, pvals, values (G, K), tmp int64 (G, STATE_SIZE). Out per row: after[r] the chosen plan's
+    afterstate, seat_out[r] the mover, pred_out[r] `remaining` there (at these weights), chosen[r] the candidate
+    index, recorded[r] whether an afterstate was made (False for finished games and the first-turn Spirit choice).
     """
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
-    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
-    for r in range(states.shape[0]):
+    for r in range(lo, hi):
         recorded[r] = False
         s = states[r]
         if s[S.GAME_OVER]:
             continue
         p = s[S.CURRENT]
+        P, Ln = plans[r], lens[r]
         if kinds[r, p] == 1:
-            n = plan_turn(s, planner, greedy_beam, plans[:1], lens[:1], pvals[:1])
+            n = plan_turn(s, planner, greedy_beam, P[:1], Ln[:1], pvals[r, :1])
             c = 0
         else:
-            n = candidate_values(s, w, planner, beam, plans, lens, pvals, values, tmp)
-            c = int(pick[r] * n) if explore[r] else int(np.argmax(values[:n]))
+            n = candidate_values(s, w, planner, beam, P, Ln, pvals[r], values[r], tmp[r])
+            c = int(pick[r] * n) if explore[r] else int(np.argmax(values[r, :n]))
             if c >= n:
                 c = n - 1
         if n == 0:
             s[S.GAME_OVER] = 1  # cannot happen on a legal position; end the game rather than loop
             continue
         chosen[r] = c
-        if not (plans[c, 0] >= A.KEEP_SPIRIT and plans[c, 0] < A.KEEP_SPIRIT + 2):
+        if not (P[c, 0] >= A.KEEP_SPIRIT and P[c, 0] < A.KEEP_SPIRIT + 2):
             after[r] = s
-            play_plan(after[r], plans[c], lens[c], True)
+            play_plan(after[r], P[c], Ln[c], True)
             seat_out[r] = p
             pred_out[r] = remaining(after[r], p, w, idx, feats, lin)
             recorded[r] = True
-        play_plan(s, plans[c], lens[c])
+        play_plan(s, P[c], Ln[c])
 
 
 @njit(cache=True)
@@ -340,7 +389,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
     returns then bootstrap from it). Each afterstate where the seat still has a turn then moves the network towards
     its return by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by
     alpha_tuple x error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2).
-    w float32 (NUM_WEIGHTS,) is updated in place, afterstates in game order. Returns the sum of squared errors
+    w float32 (a layout's length) is updated in place, afterstates in game order. Returns the sum of squared errors
     (before each update).
     """
     ret = np.zeros(m, dtype=np.float64)
@@ -368,7 +417,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         p = seats[j]
         if no_turn_left(s, p):
             continue
-        k = tuple_indices(s, p, idx)
+        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
         linear_features(s, p, feats, lin)
         err = ret[j] - value_of(w, idx, k, lin)
         sse += err * err
@@ -389,7 +438,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
 def win_logit(s, p: int, w, idx, feats, lin) -> float:
     """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
     the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
-    k = tuple_indices(s, p, idx)
+    k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
     linear_features(s, p, feats, lin)
     return value_of(w, idx, k, lin)
 
@@ -419,7 +468,7 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
     (1 - lam) sigma(z_k+1) + lam G_k+1 (the last one's: share), with every prediction taken before any update.
     Each afterstate then moves z by normalized least mean squares with the cross-entropy's gradient, error = G -
     sigma(z) (the tuple part by alpha_tuple, the linear part by alpha_linear, as `learn_game`). w float32
-    (NUM_WEIGHTS,) in place. Returns the summed cross-entropy (before each update)."""
+    (a layout's length) in place. Returns the summed cross-entropy (before each update)."""
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
@@ -437,7 +486,7 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
     for j in range(m):
         s = afters[j]
         p = seats[j]
-        k = tuple_indices(s, p, idx)
+        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
         linear_features(s, p, feats, lin)
         pr = 1.0 / (1.0 + np.exp(-value_of(w, idx, k, lin)))
         pc = min(max(pr, 1e-7), 1.0 - 1e-7)
@@ -465,11 +514,11 @@ def final_totals(s, totals, won) -> None:
 
 # ------------------------------------------------------------------------------------------------ weights
 
-def heuristic_weights() -> np.ndarray:
-    """A weight vector that plays as the greedy planner evaluates: zero tuples, and the linear weights of the mover's
-    potential terms (features / 10) set to 10 x `greedy.DEFAULT_WEIGHTS`, so total + remaining = `greedy.evaluate`
-    (where the mover still has a turn)."""
-    w = np.zeros(NUM_WEIGHTS, dtype=np.float32)
+def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
+    """A weight vector (of `layout`) that plays as the greedy planner evaluates: zero tuples, and the linear weights of
+    the mover's potential terms (features / 10) set to 10 x `greedy.DEFAULT_WEIGHTS`, so total + remaining =
+    `greedy.evaluate` (where the mover still has a turn)."""
+    w = np.zeros(LAYOUT_WEIGHTS[check_layout(layout)], dtype=np.float32)
     pos = {int(f): j for j, f in enumerate(LINEAR_INDEX)}
     for k in range(NUM_TERMS):
         w[pos[_TERMS_AT + k]] = 10.0 * DEFAULT_WEIGHTS[k]
@@ -488,12 +537,32 @@ MAX_CANDIDATES = 1024
 _MAX_BYTES = 1 << 28
 
 
-def network_config(play: dict[str, Any] | None = None, head: str = "points") -> dict[str, Any]:
-    """The config a checkpoint records: layout (version, sizes), play settings, and (for a win head) its head."""
+def check_layout(layout: Any) -> int:
+    """A known layout version (ValueError otherwise)."""
+    if isinstance(layout, bool) or layout not in LAYOUT_WEIGHTS:
+        raise ValueError(f"layout must be one of {sorted(LAYOUT_WEIGHTS)}, got {layout!r}")
+    return int(layout)
+
+
+def layout_of(w: np.ndarray) -> int:
+    """The layout of a weight vector, from its length (ValueError naming the lengths a layout has)."""
+    for layout, n in LAYOUT_WEIGHTS.items():
+        if w.shape == (n,):
+            return layout
+    raise ValueError(f"weights must have shape (n,) with n one of {sorted(LAYOUT_WEIGHTS.values())} (layouts "
+                     f"{sorted(LAYOUT_WEIGHTS)}), got {w.shape}")
+
+
+def network_config(play: dict[str, Any] | None = None, head: str = "points",
+                   layout: int = NTUPLE_VERSION) -> dict[str, Any]:
+    """The config a checkpoint records: layout (version, sizes, shapes), play settings, and (for a win head) its
+    head."""
     if head not in HEADS:
         raise ValueError(f"head must be one of {HEADS}, got {head!r}")
-    return {"version": NTUPLE_VERSION, "feature_version": FEATURE_VERSION, "num_weights": NUM_WEIGHTS,
-            "shapes": list(SHAPES), "play": check_play({**DEFAULT_PLAY, **(play or {})}),
+    layout = check_layout(layout)
+    shapes = SHAPES + (CARD_SHAPES if layout >= 2 else ())
+    return {"version": layout, "feature_version": FEATURE_VERSION, "num_weights": LAYOUT_WEIGHTS[layout],
+            "shapes": list(shapes), "play": check_play({**DEFAULT_PLAY, **(play or {})}),
             **({"head": head} if head != "points" else {})}
 
 
@@ -521,7 +590,8 @@ def save_checkpoint(path: str | Path, w: np.ndarray, play: dict[str, Any] | None
     p = Path(path).with_suffix(".npz")
     data = weights_bytes(w)
     atomic_write_bytes(p, data)
-    doc = {"ntuple": network_config(play, head), "sha256": weights_sha256(data), "training": training or {}}
+    doc = {"ntuple": network_config(play, head, layout_of(np.asarray(w))), "sha256": weights_sha256(data),
+           "training": training or {}}
     atomic_write_bytes(p.with_suffix(".json"), (json.dumps(doc, indent=1) + "\n").encode())
     return p
 
@@ -529,7 +599,7 @@ def save_checkpoint(path: str | Path, w: np.ndarray, play: dict[str, Any] | None
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     """(config, float32 weights) from NAME.npz + NAME.json, checked before use: the JSON's layout matches this code,
     NAME.npz has the SHA-256 the JSON records, it is an npz of exactly one finite float32 array `weights` of
-    NUM_WEIGHTS, read with allow_pickle=False. Anything else: `CheckpointError` naming the file."""
+    its layout's length, read with allow_pickle=False. Anything else: `CheckpointError` naming the file."""
     p, meta = checkpoint_pair(path, ".npz", "an ntuple checkpoint")
     if meta.stat().st_size > (1 << 20) or p.stat().st_size > _MAX_BYTES:
         raise CheckpointError(f"{p}: larger than an ntuple checkpoint can be")
@@ -540,7 +610,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     if not isinstance(doc, dict) or set(doc) - {"ntuple", "sha256", "training"} or "ntuple" not in doc:
         raise CheckpointError(f"{meta}: not an ntuple checkpoint config (entries must be ntuple, sha256, training)")
     cfg = doc["ntuple"]
-    want_layout = {k: v for k, v in network_config().items() if k != "play"}
+    version = cfg.get("version") if isinstance(cfg, dict) else None
+    want_layout = {k: v for k, v in network_config(layout=version if version in LAYOUT_WEIGHTS else NTUPLE_VERSION)
+                   .items() if k != "play"}
     if not isinstance(cfg, dict) or {k: cfg.get(k) for k in want_layout} != want_layout:
         got = {k: cfg.get(k) for k in want_layout} if isinstance(cfg, dict) else cfg
         raise CheckpointError(f"{meta}: its layout {got!r} is not this code's {want_layout!r}: retrain "
@@ -568,10 +640,12 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
         raise CheckpointError(f"{p}: not an npz of plain arrays ({type(e).__name__}: {str(e)[:120]})") from None
     if w is None:
         raise CheckpointError(f"{p}: must hold exactly one array 'weights', got {names[:5]}")
-    if w.dtype != np.float32 or w.shape != (NUM_WEIGHTS,) or not np.isfinite(w).all():
-        raise CheckpointError(f"{p}: 'weights' must be {NUM_WEIGHTS} finite float32 numbers, got {w.dtype} "
+    n = LAYOUT_WEIGHTS[version]
+    if w.dtype != np.float32 or w.shape != (n,) or not np.isfinite(w).all():
+        raise CheckpointError(f"{p}: 'weights' must be {n} finite float32 numbers, got {w.dtype} "
                               f"{w.shape}")
-    return {**network_config(play, head), "head": head, "training": doc.get("training", {})}, np.ascontiguousarray(w)
+    return ({**network_config(play, head, version), "head": head, "training": doc.get("training", {})},
+            np.ascontiguousarray(w))
 
 
 class NTupleAgent(PlanAgent):
@@ -594,8 +668,7 @@ class NTupleAgent(PlanAgent):
             play = config["play"]
         else:
             weights = np.ascontiguousarray(weights, dtype=np.float32)
-            if weights.shape != (NUM_WEIGHTS,):
-                raise ValueError(f"weights must have shape ({NUM_WEIGHTS},), got {weights.shape}")
+            layout_of(weights)
             play = dict(DEFAULT_PLAY)
         play = check_play({**play, **{k: v for k, v in (("beam", beam), ("candidates", candidates)) if v is not None}})
         self.weights = weights
@@ -672,8 +745,10 @@ class NTupleWinAgent(NTupleAgent):
             if config["head"] != "win":
                 raise CheckpointError(f"{where}: is a {config['head']} head, not a win head")
         win_weights = np.ascontiguousarray(win_weights, dtype=np.float32)
-        if win_weights.shape != (NUM_WEIGHTS,):
-            raise ValueError(f"win_weights must have shape ({NUM_WEIGHTS},), got {win_weights.shape}")
+        try:
+            layout_of(win_weights)
+        except ValueError as e:
+            raise ValueError(f"win_{e}") from None
         self.win = win_weights
         self.win_weight = float(win_weight)
         self._wins = np.zeros(self.candidates, dtype=np.float64)
@@ -733,23 +808,35 @@ def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: 
 
 class NTupleSearchAgent(NTupleAgent):
     """The n-tuple agent with a one-turn expectimax over the chance: its `root` best candidates (by the network) are
-    each played in `worlds` sampled worlds (`private_copy`: the hidden draw order only from the seed, never the real
-    one; every candidate in the same worlds, common random numbers), where the central board refills, the other
-    seats reply as the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the
-    mover's best next turn (`search_values`). It plays the candidate with the best mean. Reproducible: the budget is
-    a number of worlds, not a time.
+    each played in sampled worlds (`private_copy`: the hidden draw order only from the seed, never the real one;
+    every candidate in the same worlds, common random numbers), where the central board refills, the other seats
+    reply as the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the
+    mover's best next turn (`search_values`). It plays the candidate with the best mean.
+
+    The budget is `worlds` worlds per candidate (default 8; reproducible: spec `ntuple-search:Nit`), or with
+    `seconds` set, worlds added one at a time (every candidate in each) until the next would pass that much wall time
+    since the decision began (at least one, at most `worlds`, default 10,000; spec `ntuple-search:SECONDS`): how many
+    fit depends on the machine and its load.
     """
 
-    def __init__(self, path: str | Path | None = None, worlds: int = 8, root: int = 6, reply_beam: int = 8,
-                 reply_candidates: int = 32, seed: int = 0, name: str | None = None, **kwargs: Any):
+    def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 6, reply_beam: int = 8,
+                 reply_candidates: int = 32, seed: int = 0, name: str | None = None, seconds: float | None = None,
+                 **kwargs: Any):
+        if worlds is None:  # 8 worlds; under a time budget, as many as fit
+            worlds = 8 if seconds is None else 10_000
         for what, v in (("worlds", worlds), ("root", root), ("reply_beam", reply_beam),
                         ("reply_candidates", reply_candidates)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 10_000:
                 raise ValueError(f"{what} must be a whole number 1..10000, got {v!r}")
+        if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                    or not 0 < seconds <= 3600):
+            raise ValueError(f"seconds must be a number in (0, 3600], got {seconds!r}")
         super().__init__(path, seed=seed, name=name, **kwargs)
+        self.seconds = None if seconds is None else float(seconds)
         self.worlds, self.root = int(worlds), int(root)
         self.reply_beam, self.reply_candidates = int(reply_beam), int(reply_candidates)
-        self.name = name or f"ntuple-search:{self.worlds}"
+        self.name = name or (f"ntuple-search:{self.seconds:g}" if self.seconds else f"ntuple-search:{self.worlds}it")
+        self.last_worlds = 0
 
     # The search decides one view at a time (it samples worlds per decision): the base class's loop over `act`.
     reset_batch = PlanAgent.reset_batch
@@ -759,8 +846,11 @@ class NTupleSearchAgent(NTupleAgent):
         return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + j * 0xC2B2AE3D + 0x27D4EB2F) & (2**62 - 1))
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:
+        import time
+
         from .base import private_copy
 
+        start = time.perf_counter()
         plans, values = self.rank(game)
         self.last_values = values
         if len(plans) <= 1 or (plans[0][0] >= A.KEEP_SPIRIT and plans[0][0] < A.KEEP_SPIRIT + 2):
@@ -772,19 +862,30 @@ class NTupleSearchAgent(NTupleAgent):
         for k, o in enumerate(order):
             cp[k, : len(plans[o])] = plans[o]
             cl[k] = len(plans[o])
-        worlds = [private_copy(view, self._seed_for(int(game.turn), j)).state for j in range(self.worlds)]
-        roots = np.stack([worlds[j] for _ in range(C) for j in range(self.worlds)])
-        which = np.repeat(np.arange(C, dtype=np.int64), self.worlds)
-        out = np.zeros(len(which))
-        search_values(roots, which, cp, cl, self.weights, DEFAULT_WEIGHTS, self.reply_beam, self.reply_candidates,
-                      out)
-        mean = out.reshape(C, self.worlds).mean(axis=1)
-        return plans[int(order[int(np.argmax(mean))])]
+        which = np.arange(C, dtype=np.int64)
+        total = np.zeros(C)
+        out = np.zeros(C)
+        turn = int(game.turn)
+        j = 0
+        while j < self.worlds:  # one world at a time, every candidate in it
+            t0 = time.perf_counter()
+            world = private_copy(view, self._seed_for(turn, j)).state
+            search_values(np.repeat(world[None], C, axis=0), which, cp, cl, self.weights, DEFAULT_WEIGHTS,
+                          self.reply_beam, self.reply_candidates, out)
+            total += out
+            j += 1
+            if self.seconds is not None:
+                now = time.perf_counter()
+                if now + (now - t0) > start + self.seconds:
+                    break
+        self.last_worlds = j
+        return plans[int(order[int(np.argmax(total))])]
 
 
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
            "learn_win", "HEADS", "DEFAULT_WIN_CHECKPOINT",
-           "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "VALUES",
+           "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "CARD_SHAPES", "VALUES",
+           "LAYOUT_WEIGHTS", "CARD_FROM", "check_layout", "layout_of",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
            "heuristic_weights",

@@ -42,7 +42,7 @@ from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.learned import CheckpointError
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import play_plan
+from harmonies_env.batch import play_plan, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import (
@@ -59,10 +59,14 @@ from .runner import RunArgs
 #: Every setting with its default (a config's sections override them; unknown keys are refused).
 DEFAULTS: dict[str, dict[str, Any]] = {
     "selfplay": {"games": 32, "players": [2], "sides": ["A"], "beam": 24, "candidates": 128, "epsilon": 0.05,
-                 "greedy_games": 0.2, "max_decisions": 96},
+                 "greedy_games": 0.2, "max_decisions": 96,
+                 "threads": 1},  # threads sharing the games' turns (the run is the same for any number)
     "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
+              "alpha_final": 1.0,  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
               "win_head": False,  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
+              "layout": 2,  # 2: board and card shapes; 1: board shapes only (`ntuple.NTUPLE_VERSION`)
               "init": "greedy"},  # "greedy": the planner's evaluation; "zero": all zero; or an ntuple checkpoint
+                                  # (a layout-1 one grows into layout 2 with its card tables at zero)
     # Expert iteration (off at share 0): a share of the network's decisions is taken by a one-turn expectimax
     # (`ntuple.search_values`: the `root` best candidates in `worlds` resampled refills, replies at beam
     # `reply_beam` / `reply_candidates` plans), which the game plays, and whose value of the chosen afterstate
@@ -85,6 +89,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     cfg = {name: section(config, name, d) for name, d in DEFAULTS.items()}
     sp, tr = cfg["selfplay"], cfg["train"]
     for sec, key, low in (("selfplay", "games", 1), ("selfplay", "beam", 1), ("selfplay", "candidates", 1),
+                          ("selfplay", "threads", 1),
                           ("selfplay", "max_decisions", 1), ("train", "iterations", 1), ("eval", "every", 0),
                           ("eval", "games", 0), ("eval", "opponent_beam", 1), ("run", "checkpoint_every", 1),
                           ("run", "keep", 1)):
@@ -101,7 +106,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1024:
             raise ConfigError(f"[{sec}] {key} must be a whole number {low}..1024, got {v!r}")
     for sec, key in (("selfplay", "epsilon"), ("selfplay", "greedy_games"), ("train", "lam"), ("expert", "share"),
-                     ("expert", "mix")):
+                     ("expert", "mix"), ("train", "alpha_final")):
         v = cfg[sec][key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
             raise ConfigError(f"[{sec}] {key} must be a number in [0, 1], got {v!r}")
@@ -114,11 +119,18 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if not isinstance(tr["init"], str) or not tr["init"]:
         raise ConfigError(f"[train] init must be \"greedy\", \"zero\" or an ntuple checkpoint's path, "
                           f"got {tr['init']!r}")
+    try:
+        N.check_layout(tr["layout"])
+    except ValueError as e:
+        raise ConfigError(f"[train] {e}") from None
     if tr["init"] not in ("greedy", "zero"):
         try:
-            N.load_checkpoint(tr["init"])
+            version = N.load_checkpoint(tr["init"])[0]["version"]
         except (CheckpointError, OSError) as e:
             raise ConfigError(f"[train] init: {e}") from None
+        if version > tr["layout"]:
+            raise ConfigError(f"[train] init: {tr['init']} is a layout-{version} network; layout = {tr['layout']} "
+                              f"cannot hold it")
     try:
         N.check_play({"beam": sp["beam"], "candidates": sp["candidates"]})
     except ValueError as e:
@@ -127,13 +139,16 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class Buffers:
-    """The scratch arrays of `decide_rows` for a batch of G games and K candidates."""
+    """The scratch arrays of `decide_rows` for a batch of G games and K candidates, and how many threads share the
+    rows (the games do not depend on it: every row depends only on itself)."""
 
-    def __init__(self, G: int, K: int):
-        self.plans = np.zeros((K, MAX_PLAN), dtype=np.int64)
-        self.lens = np.zeros(K, dtype=np.int64)
-        self.pvals = np.zeros(K, dtype=np.float64)
-        self.values = np.zeros(K, dtype=np.float64)
+    def __init__(self, G: int, K: int, threads: int = 1):
+        self.threads = int(threads)
+        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((G, K), dtype=np.int64)
+        self.pvals = np.zeros((G, K), dtype=np.float64)
+        self.values = np.zeros((G, K), dtype=np.float64)
+        self.tmp = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
         self.after = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
         self.seat = np.zeros(G, dtype=np.int64)
         self.pred = np.zeros(G, dtype=np.float64)
@@ -142,22 +157,23 @@ class Buffers:
 
     def decide(self, states: np.ndarray, kinds: np.ndarray, w: np.ndarray, beam: int, greedy_beam: int,
                explore: np.ndarray, pick: np.ndarray) -> None:
-        N.decide_rows(states, kinds, w, DEFAULT_WEIGHTS, beam, greedy_beam, explore, pick, self.plans, self.lens,
-                      self.pvals, self.values, self.after, self.seat, self.pred, self.chosen, self.recorded)
+        run_rows(N.decide_rows, states.shape[0], self.threads, states, kinds, w, DEFAULT_WEIGHTS, beam, greedy_beam,
+                 explore, pick, self.plans, self.lens, self.pvals, self.values, self.tmp, self.after, self.seat,
+                 self.pred, self.chosen, self.recorded, min_rows=2)  # a row costs milliseconds
 
 
 def play_vs_greedy(w: np.ndarray, games: int, seed: int, beam: int, candidates: int, opponent_beam: int,
-                   num_players: int = 2, side: int = 0) -> dict[str, float]:
+                   num_players: int = 2, side: int = 0, threads: int = 1) -> dict[str, float]:
     """The network (as `NTupleAgent` plays it) against the greedy planner (`GreedyAgent`, beam opponent_beam) in
     `games` games on seeds seed + i // 2, game i seating the network at i % 2 (each seed with both seatings).
-    Returns its win rate (shared wins split), its mean total and the planner's."""
+    Returns its win rate (shared wins split), its mean total and the planner's (the same for any `threads`)."""
     G = int(games)
     states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
     kinds = np.ones((G, S.MAX_PLAYERS), dtype=np.int64)
     for i in range(G):
         S.init_state(states[i], num_players, side, 0, seed + i // 2)
         kinds[i, i % num_players] = 0
-    buf = Buffers(G, candidates)
+    buf = Buffers(G, candidates, threads)
     none = np.zeros(G, dtype=np.bool_)
     pick = np.zeros(G)
     while not states[:, S.GAME_OVER].all():
@@ -184,11 +200,15 @@ class Trainer:
         self.run = run
         self.progress = progress
         self.G, self.K, self.D = int(self.sp["games"]), int(self.sp["candidates"]), int(self.sp["max_decisions"])
-        init = self.tr["init"]
-        self.w = (N.heuristic_weights() if init == "greedy" else np.zeros(N.NUM_WEIGHTS, np.float32)
-                  if init == "zero" else N.load_checkpoint(init)[1].copy())
+        init, layout = self.tr["init"], int(self.tr["layout"])
+        self.w = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32)
+        if init == "greedy":
+            self.w[:] = N.heuristic_weights(layout)
+        elif init != "zero":  # a checkpoint: a smaller layout's weights are the start of this one's
+            start = N.load_checkpoint(init)[1]
+            self.w[: start.shape[0]] = start
         self.ex = cfg["expert"]
-        self.wwin = np.zeros(N.NUM_WEIGHTS, np.float32) if self.tr["win_head"] else None
+        self.wwin = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32) if self.tr["win_head"] else None
         self.win_loss_ema = float("nan")
         self.searched = 0
         self.rng = np.random.default_rng(self.seed)
@@ -199,7 +219,7 @@ class Trainer:
         self.pend_pred = np.zeros((self.G, self.D), dtype=np.float64)
         self.pend_target = np.full((self.G, self.D), np.nan, dtype=np.float64)
         self.pend_n = np.zeros(self.G, dtype=np.int64)
-        self.buf = Buffers(self.G, self.K)
+        self.buf = Buffers(self.G, self.K, int(self.sp["threads"]))
         self.iteration = 0
         self.games_done = 0
         self.decisions = 0
@@ -228,14 +248,14 @@ class Trainer:
         Returns the search's value of the afterstate (points still to come), or NaN where there was nothing to
         search (one candidate, the Spirit choice; the row is then played as `decide_rows` would)."""
         ex, b, s = self.ex, self.buf, self.states[r]
-        n = N.candidate_values(s, self.w, DEFAULT_WEIGHTS, int(self.sp["beam"]), b.plans, b.lens, b.pvals, b.values,
-                               b.after[r])
-        spirit = n > 0 and A.KEEP_SPIRIT <= b.plans[0, 0] < A.KEEP_SPIRIT + 2
+        n = N.candidate_values(s, self.w, DEFAULT_WEIGHTS, int(self.sp["beam"]), b.plans[r], b.lens[r], b.pvals[r],
+                               b.values[r], b.after[r])
+        spirit = n > 0 and A.KEEP_SPIRIT <= b.plans[r, 0, 0] < A.KEEP_SPIRIT + 2
         if n <= 1 or spirit:
             return math.nan
-        order = np.argsort(-b.values[:n], kind="stable")[: int(ex["root"])]
+        order = np.argsort(-b.values[r, :n], kind="stable")[: int(ex["root"])]
         C, W = len(order), int(ex["worlds"])
-        plans, lens = b.plans[order].copy(), b.lens[order].copy()
+        plans, lens = b.plans[r, order].copy(), b.lens[r, order].copy()
         worlds = np.repeat(s[None], W, axis=0)
         cards = int(s[S.DECK_COUNT])
         for j in range(W):
@@ -260,6 +280,12 @@ class Trainer:
         b.recorded[r] = True
         self.searched += 1
         return float(mean[c] - N.own_total(b.after[r], p, np.zeros(NUM_CATEGORIES, dtype=np.int64)))
+
+    def alpha_scale(self) -> float:
+        """The step sizes' factor at this iteration: linear from 1 at iteration 0 to `train.alpha_final` at
+        `train.iterations` (a function of the iteration alone, so a resumed run is the same)."""
+        frac = min(1.0, self.iteration / max(1, int(self.tr["iterations"])))
+        return 1.0 + (float(self.tr["alpha_final"]) - 1.0) * frac
 
     def step(self) -> None:
         """One whole turn in every game; finished games teach the network and are replaced."""
@@ -298,18 +324,19 @@ class Trainer:
         self.decisions += int(b.recorded.sum())
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
+        scale = self.alpha_scale()
+        a_tuple, a_linear = float(self.tr["alpha_tuple"]) * scale, float(self.tr["alpha_linear"]) * scale
         for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
             N.final_totals(self.states[r], totals, won)
             m = int(self.pend_n[r])
             sse = N.learn_game(self.w, self.pend[r], self.pend_seat[r], self.pend_pred[r], m, totals,
-                               float(self.tr["lam"]), float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"]),
-                               self.pend_target[r], float(self.ex["mix"]))
+                               float(self.tr["lam"]), a_tuple, a_linear, self.pend_target[r], float(self.ex["mix"]))
             loss = sse / max(1, m)
             self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
             if self.wwin is not None:
                 share = won.astype(np.float64) / max(1, int(won.sum()))
                 xe = N.learn_win(self.wwin, self.pend[r], self.pend_seat[r], m, share, float(self.tr["lam"]),
-                                 float(self.tr["alpha_tuple"]), float(self.tr["alpha_linear"])) / max(1, m)
+                                 a_tuple, a_linear) / max(1, m)
                 self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
             self.games_done += 1
             self._new_game(int(r))
@@ -318,7 +345,7 @@ class Trainer:
     def evaluate(self) -> dict[str, Any]:
         ev = self.ev
         res = play_vs_greedy(self.w, int(ev["games"]), int(ev["seed"]), int(self.sp["beam"]), self.K,
-                             int(ev["opponent_beam"]))
+                             int(ev["opponent_beam"]), threads=int(self.sp["threads"]))
         return {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "searched": self.searched, "minutes": round(self.elapsed() / 60, 3),
                 "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4),

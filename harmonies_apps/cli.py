@@ -69,11 +69,12 @@ EXTRA_OF: dict[str, str] = {
 AGENTS_HELP = """agent specs: random, greedy[:BEAM] or greedy:BEAM:spaces (a beam per central space), mcts[:SECONDS]
 or mcts:Nit (N iterations), ppo:PATH (a training run's model.pt, or a MaskablePPO .zip; the path is required),
 learned[:PATH], learned-search[:SECONDS] or learned-search:Nit, ntuple[:PATH] (an n-tuple checkpoint's .npz),
-ntuple-search[:WORLDS] (WORLDS sampled worlds per candidate, default 8), ntuple-win[:C] (with the win head: C points
-per unit of win probability, 20 if not given).
+ntuple-search[:SECONDS] or ntuple-search:Nit (N sampled worlds per candidate; default 8it), ntuple-win[:C] (with the
+win head: C points per unit of win probability, 20 if not given).
 Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search:Nit, ntuple,
-ntuple-win, ntuple-search (its worlds are drawn from the seed).
-Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5), whose search depends on machine speed and load."""
+ntuple-win, ntuple-search (= ntuple-search:8it) and ntuple-search:Nit (their worlds are drawn from the seed).
+Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5, ntuple-search:1.0), whose search depends on machine speed
+and load."""
 
 
 class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):

@@ -658,7 +658,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--opponents", nargs="+", default=list(DEFAULT_OPPONENTS), metavar="SPEC",
                    help="agent specs offered as opponents (the first is preselected): random, greedy[:BEAM[:spaces]], "
                         "mcts[:SECONDS|:Nit], learned[:PATH], learned-search[:SECONDS|:Nit], ntuple[:PATH], "
-                        "ntuple-search[:WORLDS], ntuple-win[:C], ppo:PATH")
+                        "ntuple-search[:SECONDS|:Nit], ntuple-win[:C], ppo:PATH")
     p.add_argument("--bot-delay", type=float, default=0.5, help="pause in seconds after each bot turn, to follow it")
     p.add_argument("--max-games", type=int, default=MAX_GAMES,
                    help="games held at once; a new game beyond takes the place of a finished or idle one, else is "

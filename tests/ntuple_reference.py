@@ -7,7 +7,7 @@ import numpy as np
 
 from agents.afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features
 from agents.greedy import no_turn_left
-from agents.ntuple import OFFSETS, VALUES
+from agents.ntuple import LAYOUT_WEIGHTS, OFFSETS, VALUES
 from harmonies_env import state as S
 from harmonies_env.data import BOARD_CELLS, SIDES
 from harmonies_env.geometry import SYMMETRIES
@@ -71,6 +71,22 @@ def reference_output(s: np.ndarray, p: int, w: np.ndarray) -> float:
         a, d = sorted((val[t1], val[t2]))
         b, c = sorted((val[s1], val[s2]))
         keys.append(int(OFFSETS[5]) + a * V ** 3 + d * V * V + b * V + c)
+    if len(w) == LAYOUT_WEIGHTS[2]:  # the card shapes: the board's shapes again, in a table per held card
+        held = [int(c) for c in s[S.SLOT + 4 * p: S.SLOT + 4 * p + 4] if c >= 0]
+        for card in held:
+            for i in range(sh["n"][0]):
+                keys.append(int(OFFSETS[6]) + card * V + val[i])
+            for i, j in sh["pair"]:
+                a, b = sorted((val[i], val[j]))
+                keys.append(int(OFFSETS[7]) + card * V * V + a * V + b)
+            for cs in sh["triangle"]:
+                a, b, c = sorted(val[x] for x in cs)
+                keys.append(int(OFFSETS[8]) + card * V ** 3 + a * V * V + b * V + c)
+            for e1, m, e2 in sh["line"]:
+                a, c = sorted((val[e1], val[e2]))
+                keys.append(int(OFFSETS[9]) + card * V ** 3 + val[m] * V * V + a * V + c)
+    else:
+        assert len(w) == LAYOUT_WEIGHTS[1]
     feats = np.zeros(NUM_FEATURES, dtype=np.float32)
     afterstate_features(s, p, feats)
     lin = [float(feats[i]) for i in range(GLOBAL)]

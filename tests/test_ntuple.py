@@ -54,14 +54,17 @@ def _positions(count: int, seed: int) -> list[tuple[np.ndarray, int]]:
     return out
 
 
-def _random_weights(seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).normal(size=N.NUM_WEIGHTS).astype(np.float32)
+def _random_weights(seed: int, layout: int = N.NTUPLE_VERSION) -> np.ndarray:
+    return np.random.default_rng(seed).normal(size=N.LAYOUT_WEIGHTS[layout]).astype(np.float32)
 
 
-def test_kernels_agree_with_the_plain_python_reference():
-    w = _random_weights(1)
+@pytest.mark.parametrize("layout", [1, 2])
+def test_kernels_agree_with_the_plain_python_reference(layout):
+    w = _random_weights(1, layout)
     pos = _positions(40, 2)
     assert len(pos) >= 25 and any(s[S.CUBES: S.CUBES + 4].any() for s, _ in pos)  # cubes on boards are covered
+    held = [int((s[S.SLOT + 4 * p: S.SLOT + 4 * p + 4] >= 0).sum()) for s, p in pos]
+    assert max(held) >= 3 and min(held) <= 1  # the card shapes: one card held, and several
     states = np.stack([s for s, _ in pos])
     seats = np.array([p for _, p in pos], dtype=np.int64)
     got = np.zeros(len(pos))
@@ -69,6 +72,10 @@ def test_kernels_agree_with_the_plain_python_reference():
     want = np.array([reference_remaining(s, p, w) for s, p in pos])
     assert np.allclose(got, want, rtol=1e-9, atol=1e-9)
     assert np.count_nonzero(got) > len(pos) // 2  # not only positions with no turn left (valued 0)
+    if layout == 2:  # the card tables count: the layout-1 part of the same vector gives other numbers
+        short = np.zeros(len(pos))
+        N.evaluate_batch(states, seats, np.ascontiguousarray(w[: N.CARD_FROM]), short)
+        assert not np.allclose(short, got)
 
 
 def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
@@ -185,7 +192,15 @@ def test_the_choice_is_the_same_on_determinized_copies():
     chosen.append(search.choose_plan(view, determinize(g, g.current_player, 99)))
     assert all(pl == chosen[0] for pl in chosen) and chosen[0]
     with pytest.raises(ValueError, match="worlds"):
+        make_agent("ntuple-search:0it")
+    with pytest.raises(ValueError, match="seconds"):
         make_agent("ntuple-search:0")
+    assert make_agent("ntuple-search").worlds == 8 and make_agent("ntuple-search:3it").worlds == 3
+    # A time budget adds worlds until the next would not fit: a tiny one stops after the first.
+    timed = N.NTupleSearchAgent(weights=_random_weights(6), beam=4, candidates=32, seconds=1e-6, root=3,
+                                reply_beam=2, reply_candidates=8)
+    assert timed.choose_plan(view, private_copy(view, 1)) and timed.last_worlds == 1
+    assert make_agent("ntuple-search:0.5").seconds == 0.5
     win = N.NTupleWinAgent(weights=_random_weights(6), win_weights=_random_weights(7) * np.float32(0.01), beam=4,
                            candidates=32)
     chosen = [win.choose_plan(view, private_copy(view, seed)) for seed in (1, 2)]
@@ -234,6 +249,9 @@ def test_the_heuristic_start_beats_greedy_and_random():
     """Untrained (`heuristic_weights`), the network plays as greedy:BEAM:spaces: above `greedy` at its beam."""
     res = play_vs_greedy(N.heuristic_weights(), 8, 1_000_000, beam=4, candidates=32, opponent_beam=4)
     assert res["mean_score"] > 60 and 0.0 <= res["win_rate"] <= 1.0
+    # The games' turns split over threads (`decide_rows` row ranges) are the same games.
+    assert play_vs_greedy(N.heuristic_weights(), 8, 1_000_000, beam=4, candidates=32, opponent_beam=4,
+                          threads=2) == res
     agent = N.NTupleAgent(weights=N.heuristic_weights(), beam=2, candidates=8)
     g = play_game([agent, RandomAgent(seed=1)], 2, seed=3)
     totals = [sc["total"] for sc in g.scores()]
@@ -272,7 +290,7 @@ def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tmp_path):
+def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on_two_threads(tmp_path):
     start = time.monotonic()
     ref = _train(tmp_path / "ref")
     assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
@@ -282,11 +300,11 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tm
     assert len(losses) >= 2 and losses[-1] < losses[0], losses
     want = N.load_checkpoint(tmp_path / "ref" / "model.npz")[1]
     assert np.abs(want).sum() > 0
-    run = tmp_path / "killed"
+    run = tmp_path / "killed"  # on two threads: the turns are split, the games and weights are the same
     rng = np.random.default_rng(0)
     kills = 0
     for _attempt in range(10):
-        p = _train(run)
+        p = _train(run, ["--set", "selfplay.threads=2"])
         time.sleep(float(rng.uniform(0.25, 0.75)) * took)
         if p.poll() is not None:
             assert p.returncode == 0, p.stdout.read().decode()
@@ -295,14 +313,28 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill(tm
         p.wait()
         kills += 1
     else:
-        p = _train(run)
+        p = _train(run, ["--set", "selfplay.threads=2"])
         assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     if not (run / "model.npz").exists():  # the last attempt ended before its first checkpoint: finish the run
-        assert _train(run).wait(timeout=300) == 0
+        assert _train(run, ["--set", "selfplay.threads=2"]).wait(timeout=300) == 0
     assert kills >= 1
     got = N.load_checkpoint(run / "model.npz")[1]
     assert np.array_equal(got, want)
     assert json.loads((run / "summary.json").read_text())["iteration"] == 400
+
+
+def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(tmp_path):
+    from experiments.common import load_config
+    from experiments.train_ntuple import Trainer, settings
+
+    old = N.save_checkpoint(tmp_path / "old", _random_weights(3, layout=1))
+    assert N.load_checkpoint(old)[0]["version"] == 1
+    cfg = settings({**load_config(TINY), "train": {**load_config(TINY)["train"], "init": str(old)}})
+    w = Trainer(cfg, 0, tmp_path / "run", progress=False).w
+    assert w.shape == (N.LAYOUT_WEIGHTS[2],) and np.array_equal(w[: N.CARD_FROM], _random_weights(3, layout=1))
+    assert not w[N.CARD_FROM:].any()
+    cfg["train"]["layout"] = 1
+    assert Trainer(cfg, 0, tmp_path / "run", progress=False).w.shape == (N.LAYOUT_WEIGHTS[1],)
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
@@ -315,6 +347,10 @@ def test_bad_settings_are_one_line_errors(tmp_path):
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+                        "train.layout=3", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
 def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():
