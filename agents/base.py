@@ -3,7 +3,7 @@
 An agent is any object with `act(view) -> int` and a `name`; it receives a `PlayerView` (see
 `harmonies_env.view`), never the real `Game`. Search agents look ahead on `private_copy(view, seed)`. Every `Agent`
 also decides for many games at once (`act_batch(batch)`, `agents.policy`): the base class loops over `act`, the
-random, greedy, learned and PPO agents decide a whole batch in one go.
+random, greedy, learned (n-tuple and MLP) and PPO agents decide a whole batch in one go.
 """
 from __future__ import annotations
 

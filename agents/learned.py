@@ -1,5 +1,6 @@
-"""The learned agents: an afterstate value network over whole-turn plans, alone (`learned`) or inside a search
-(`learned-search`).
+"""The MLP agents: an afterstate value network over whole-turn plans, alone (`learned-mlp`) or inside a search
+(`learned-mlp-search`). The first learned agent, kept as a baseline: the spec `learned` now plays the n-tuple network
+(agents/ntuple.py), which beats it face to face (benchmarks/STRENGTH.md).
 
 Why this design (TD-Gammon's, for a game whose turns hold no chance): the greedy planner proposes whole-turn plans
 by its hand-written heuristic; each plan leads to an exact afterstate (`agents.afterstate`), and a small network that
@@ -13,7 +14,7 @@ outputs: the predicted final totals of the 4 relative seats / 100 (seat 0 = the 
 logits of who wins. A candidate's value for its mover (`decision_values`) = `win` x P(win) + `margin` x (own - best
 other) / 100 + `score` x own / 100 (solo: own / 100 only), the outputs optionally averaged over the boards' mirror
 images (`mirrored_outputs`). The weights are in the checkpoint's config: `value` (what self-play trained with, and
-what the search plays for) and `play.value` (what `learned` plays for).
+what the search plays for) and `play.value` (what `learned-mlp` plays for).
 
 Checkpoints are a weights-only file (`NAME.pt`: `torch.save` of a state dict of tensors, loaded with
 `torch.load(..., weights_only=True)`, which never unpickles code) plus `NAME.json` (architecture, feature
@@ -166,7 +167,7 @@ def play_settings(play: dict[str, Any], **given: Any) -> dict[str, Any]:
 
 
 def play_value(config: dict[str, Any]) -> dict[str, float]:
-    """The decision weights `learned` plays a checkpoint with (its validated config): `play.value`, else the `value`
+    """The decision weights `learned-mlp` plays a checkpoint with (its validated config): `play.value`, else the `value`
     its self-play trained with. One rule for `LearnedAgent` and `experiments.eval_learned`."""
     play = config["play"]
     return play["value"] if play["value"] is not None else config["value"]
@@ -460,7 +461,7 @@ class LearnedAgent(PlanAgent):
         _check_value(value, "value")
         self.value = dict(value)
         self.seed = int(seed)
-        self.name = name or "learned"
+        self.name = name or "learned-mlp"
         self._one = Candidates(1, self.candidates)
         self._batch: PlanRows | None = None
         self._cands: Candidates | None = None
@@ -640,8 +641,8 @@ class LearnedSearchAgent(LearnedAgent):
         self.root = int(root)
         self.reply_beam = int(reply_beam)
         self.prior = float(prior)
-        self.name = name or ("learned-search" + (f":{self.seconds:g}" if self.iterations is None
-                                                 else f":{self.iterations}it"))
+        self.name = name or ("learned-mlp-search" + (f":{self.seconds:g}" if self.iterations is None
+                                                     else f":{self.iterations}it"))
         self.last_iterations = 0
 
     def default_value(self) -> dict[str, float]:

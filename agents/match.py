@@ -1,8 +1,8 @@
 """The match engine: seeded games between batch policies, seats rotated, results by the game's one winner rule.
 
 Every way this project plays bots against each other goes through `play_match`: the tournament and strength
-benchmarks (`harmonies_apps.tournament.run_games`), the learned network's evaluation (`experiments.eval_learned`
-and the trainer's periodic evaluations), the greedy planner's tuning (`experiments.tune_greedy`) and a user's own
+benchmarks (`harmonies_apps.tournament.run_games`), the MLP's evaluation (`experiments.eval_learned`
+and the trainers' periodic evaluations), the greedy planner's tuning (`experiments.tune_greedy`) and a user's own
 policy (docs/agents.md). All games advance together: each round, every policy is asked once for the games that wait
 on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
 
@@ -12,8 +12,8 @@ a match: `play_match(policies, games=8, config=GameConfig(2, "B", river_loops="b
 (`harmonies_env.config.make_config`: a loose argument that contradicts `config` is a ValueError naming both).
 
 Seeding (one rule): game i of a match with base seed `seed` and n seats is the game `Game(seed=seed + i)`, or
-`seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the learned
-network's evaluations use); its seats are rotated by i % n (seat k holds policy (k + i) % n); policy j gets the
+`seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the MLP's
+evaluations use); its seats are rotated by i % n (seat k holds policy (k + i) % n); policy j gets the
 per-game seed `agent_seed(seed, i, j)` (`reset_batch`). So a game's result is a function of (policies, configuration,
 seed, i) alone, whatever other games share its batch: `play_match` over any subset of game indices gives the same
 games (the tournament's worker processes split them so). Agents that search for a wall-clock time are the
@@ -66,7 +66,8 @@ def unique_names(names: Sequence[str]) -> list[str]:
 
 def policy_of(spec: str, trust: bool | None = None) -> Any:
     """A batch policy from an agent spec (`agents.make_agent`'s): the agent itself where it decides a batch in one go
-    (random, greedy, learned, ntuple, ppo), else one agent per game seeded with its game's seed (`AgentPolicy`)."""
+    (random, greedy, learned / ntuple, learned-mlp, ppo), else one agent per game seeded with its game's seed
+    (`AgentPolicy`)."""
     from . import make_agent
 
     agent = make_agent(spec, trust=trust)

@@ -1,4 +1,5 @@
-"""The n-tuple afterstate value function (`ntuple` agent): weights shared across the board, costing microseconds.
+"""The n-tuple afterstate value function (the `learned` agent, also spelled `ntuple`): weights shared across the board,
+costing microseconds. It replaced the MLP of agents/learned.py as `learned` (that one plays on as `learned-mlp`).
 
 Why (issue 30): the learned MLP reads each board as 25 x 15 one-hot cells with no weight shared between cells and
 costs a forward pass per decision batch. An n-tuple network (as in the strongest 2048 and Othello programs,
@@ -25,7 +26,8 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
 * card shapes (`CARD_SHAPES`, layout 2): for each card the mover holds (incomplete, in its slots), the board's
   cells, pairs, triangles and lines again, in a table per card id. Why: an animal card pays for a habitat of 2-4
   cells of given stacks, so what a pattern on the board is worth depends on the cards held, which the board shapes
-  alone cannot see (layout 1 networks scored 5 animal points a game fewer than `learned`, which reads the cards);
+  alone cannot see (layout 1 networks scored 5 animal points a game fewer than the MLP, `learned-mlp`, which reads
+  the cards);
 * a linear part over the public non-board afterstate features (`afterstate.afterstate_features` without the
   board one-hots: scores, the greedy planner's potential terms, held cards' progress and habitat distances, the
   market, pouch, turn; every seat's block) plus a bias. Its weights can start at the greedy planner's own
@@ -663,8 +665,8 @@ class NTupleAgent(PlanAgent):
             where = DEFAULT_CHECKPOINT if path is None else path
             config, weights = load_checkpoint(where)
             if config["head"] != "points":
-                raise CheckpointError(f"{where}: is a {config['head']} head, not the points head `ntuple` plays "
-                                      f"(a win head goes with ntuple-win)")
+                raise CheckpointError(f"{where}: is a {config['head']} head, not the points head `learned` / "
+                                      f"`ntuple` plays (a win head goes with ntuple-win)")
             play = config["play"]
         else:
             weights = np.ascontiguousarray(weights, dtype=np.float32)
@@ -813,10 +815,10 @@ class NTupleSearchAgent(NTupleAgent):
     reply as the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the
     mover's best next turn (`search_values`). It plays the candidate with the best mean.
 
-    The budget is `worlds` worlds per candidate (default 8; reproducible: spec `ntuple-search:Nit`), or with
-    `seconds` set, worlds added one at a time (every candidate in each) until the next would pass that much wall time
-    since the decision began (at least one, at most `worlds`, default 10,000; spec `ntuple-search:SECONDS`): how many
-    fit depends on the machine and its load.
+    The budget is `worlds` worlds per candidate (default 8; reproducible: spec `learned-search:Nit`, also spelled
+    `ntuple-search:Nit`), or with `seconds` set, worlds added one at a time (every candidate in each) until the next
+    would pass that much wall time since the decision began (at least one, at most `worlds`, default 10,000; spec
+    `learned-search:SECONDS`): how many fit depends on the machine and its load.
     """
 
     def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 6, reply_beam: int = 8,

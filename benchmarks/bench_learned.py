@@ -1,4 +1,4 @@
-"""Throughput of the learned agent's trainer and agents: one JSON line per case (results in benchmarks/RESULTS.md).
+"""Throughput of the learned agents' trainer and agents: one JSON line per case (results in benchmarks/RESULTS.md).
 
     python -m benchmarks.bench_learned                      # the shipped training config, 2 threads
     python -m benchmarks.bench_learned --threads 1 --seconds 20
@@ -8,12 +8,13 @@ Cases (each warmed up first, then timed for about --seconds):
   batched forward, playing the chosen plans), with the config's games, beam and candidates;
 * `train`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
 * `iteration`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
-* `learned_decision`: `LearnedAgent` (the shipped network with its checkpoint's play settings: 64 candidates from a
-  beam of 96 per central space, outputs averaged over 4 mirror images) deciding a turn: ms per decision;
-* `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-search:300it`, the budget
+* `learned_decision`: `LearnedAgent` (`learned-mlp`: the shipped MLP with its checkpoint's play settings: 64
+  candidates from a beam of 96 per central space, outputs averaged over 4 mirror images) deciding a turn: ms per
+  decision;
+* `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-mlp-search:300it`, the budget
   STRENGTH.md measures against `mcts:200it`): ms per decision;
-* `ntuple_decision`, `ntuple_win_decision`, `ntuple_search_decision`: its successor in progress, `ntuple` (the shipped
-  n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8`: ms per decision.
+* `ntuple_decision`, `ntuple_win_decision`, `ntuple_search_decision`: its successor, now `learned`: `ntuple` (the
+  shipped n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8`: ms per decision.
 
     python -m benchmarks.bench_learned --cases ntuple_decision ntuple_win_decision ntuple_search_decision
 """
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
-DECISIONS = {"learned_decision": ("learned", 4), "search_decision": ("learned-search:300it", 2),
+DECISIONS = {"learned_decision": ("learned-mlp", 4), "search_decision": ("learned-mlp-search:300it", 2),
              "ntuple_decision": ("ntuple", 4), "ntuple_win_decision": ("ntuple-win", 4),
              "ntuple_search_decision": ("ntuple-search:8", 2)}
 

@@ -1,5 +1,5 @@
-"""Self-play throughput of the learned agent's trainer with 1 and 2 workers: local processes vs Ray actors. One JSON
-line per case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md).
+"""Self-play throughput of the MLP's trainer (`learned-mlp`) with 1 and 2 workers: local processes vs Ray actors. One
+JSON line per case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md).
 
     python -m benchmarks.bench_selfplay                    # the shipped config, 1 thread a worker, 1 and 2 workers
     python -m benchmarks.bench_selfplay --workers 2 --seconds 20 --cases selfplay_ray

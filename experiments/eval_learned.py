@@ -1,6 +1,6 @@
-"""Batched evaluation of a learned network against the heuristic planner: a thousand games in about two minutes.
+"""Batched evaluation of a learned MLP (`learned-mlp`) against the heuristic planner: a thousand games in two minutes.
 
-    python -m experiments.eval_learned                                # the shipped network as `learned` plays it
+    python -m experiments.eval_learned                                # the shipped MLP as `learned-mlp` plays it
     python -m experiments.eval_learned --checkpoint runs/learned/model.pt --games 1024
     python -m experiments.eval_learned --candidates 1                 # the planner's first plan: no network at all
     python -m experiments.eval_learned --value 1,0.5,0.25             # other decision weights (win, margin, score)
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--river-loops", default="rulebook", choices=list(RIVER_LOOPS),
                     help="how a Side A river loop scores (docs/rules.md)")
     ap.add_argument("--beam", type=int, default=None, help="planner beam proposing the network's candidates "
-                    "(default: the checkpoint's play settings, as `learned` plays; the trainer evaluates at 96)")
+                    "(default: the checkpoint's play settings, as `learned-mlp` plays; the trainer evaluates at 96)")
     ap.add_argument("--candidates", type=int, default=None, help="candidates the network ranks (1: the planner's "
                     "first plan, no network; default: the checkpoint's; the trainer evaluates 24)")
     ap.add_argument("--diverse", action=argparse.BooleanOptionalAction, default=None,

@@ -33,7 +33,7 @@ _COLUMNS = {"eval.csv": {"timesteps", "minutes"}, "progress.csv": {"iteration", 
 #: An n-tuple run's eval.csv (`experiments.train ntuple`) or its copy: drawn as a learned run (against self-play
 #: games, hours from its minutes).
 _NTUPLE_COLUMNS = {"iteration", "games", "minutes", "win_rate", "mean_score"}
-#: The default title of a learned run's plot (the shipped network's curve, docs/img/learned_curve.png).
+#: The default title of a learned run's plot (the shipped MLP's curve, `learned-mlp`, docs/img/learned_curve.png).
 LEARNED_TITLE = "Afterstate value network, trained from scratch by self-play (2p, Side A)"
 
 

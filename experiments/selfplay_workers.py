@@ -1,4 +1,4 @@
-"""Self-play for the learned agent's trainer on Ray actors: N workers, each with its own batch of games.
+"""Self-play for the MLP's trainer (`learned-mlp`) on Ray actors: N workers, each with its own batch of games.
 
 Why: the trainer spends its time planning self-play decisions, not in the network's update (benchmarks/RESULTS.md),
 and self-play games share nothing but the weights, so more cores mean more decisions. `SelfPlayWorkers(cfg, seed,

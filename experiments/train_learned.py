@@ -1,4 +1,5 @@
-"""Train the afterstate value network (`agents.learned`) from scratch by batched self-play.
+"""Train the afterstate value network (`agents.learned`, the MLP that spec `learned-mlp` plays) from scratch by
+batched self-play. The algo keeps its name: `python -m experiments.train learned`.
 
     python -m experiments.train learned --run runs/learned --set run.iterations=17500
     harmonies train learned --run runs/learned --max-minutes 60      # the same command, from the CLI
@@ -20,7 +21,7 @@ ends (every seat's final total and who won, relative to the mover) and go to a r
 steps on minibatches from it follow each iteration. A fraction of the games (`greedy_games`) seats the heuristic (the
 planner's first plan) in one seat, so the network also meets the hand-written evaluation; the rest is pure self-play.
 
-Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned`
+Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned-mlp`
 plays) meets GreedyAgent's planner (beam 24) on `eval.games` fixed seeds that training never uses (each seed with
 both seatings); every `eval.mcts_every` iterations it also meets `mcts:200it` (`eval.mcts_games` games on fixed
 seeds of their own). The rows go to `progress.csv` (and TensorBoard when installed), the best network by win rate
@@ -104,7 +105,7 @@ from .runner import RunArgs
 #: overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
-                "play": dict(DEFAULT_CONFIG["play"])},  # how `learned` proposes candidates to this network (its JSON)
+                "play": dict(DEFAULT_CONFIG["play"])},  # how `learned-mlp` proposes candidates to it (its JSON)
     "selfplay": {
         "games": 128,            # games played at once (one decision each per iteration)
         "players": [2],          # drawn per game

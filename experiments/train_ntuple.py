@@ -23,8 +23,8 @@ Reproducible and kill-safe: the run is a function of its config and seed (one nu
 `run.checkpoint_every` iterations the complete trainer state (weights, games in flight, their recorded afterstates,
 generator, counters) is written as `checkpoints/step_<iteration>.npz` + `.json` (`experiments.common
 .save_checkpoint`: atomic, the record names the npz's size and SHA-256; no pickle), so a run killed at any moment
-and resumed ends bit-identical to one never interrupted. `model.npz/.json` (the agent's checkpoint, `ntuple:PATH`)
-is written with every checkpoint.
+and resumed ends bit-identical to one never interrupted. `model.npz/.json` (the agent's checkpoint, `learned:PATH`
+or `ntuple:PATH`) is written with every checkpoint.
 """
 from __future__ import annotations
 

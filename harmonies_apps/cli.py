@@ -68,13 +68,16 @@ EXTRA_OF: dict[str, str] = {
 
 AGENTS_HELP = """agent specs: random, greedy[:BEAM] or greedy:BEAM:spaces (a beam per central space), mcts[:SECONDS]
 or mcts:Nit (N iterations), ppo:PATH (a training run's model.pt, or a MaskablePPO .zip; the path is required),
-learned[:PATH], learned-search[:SECONDS] or learned-search:Nit, ntuple[:PATH] (an n-tuple checkpoint's .npz),
-ntuple-search[:SECONDS] or ntuple-search:Nit (N sampled worlds per candidate; default 8it), ntuple-win[:C] (with the
-win head: C points per unit of win probability, 20 if not given).
-Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search:Nit, ntuple,
-ntuple-win, ntuple-search (= ntuple-search:8it) and ntuple-search:Nit (their worlds are drawn from the seed).
-Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5, ntuple-search:1.0), whose search depends on machine speed
-and load."""
+learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz), learned-search[:SECONDS] or learned-search:Nit
+(it with a one-turn search, N sampled worlds per candidate; default 8it), learned-mlp[:PATH] (the earlier MLP, a
+baseline; PATH its .pt), learned-mlp-search[:SECONDS] or learned-mlp-search:Nit (1 second if not given), ntuple[:PATH],
+ntuple-search[:SECONDS|:Nit] (the same as learned and learned-search), ntuple-win[:C] (with the win head: C points per
+unit of win probability, 20 if not given).
+Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search (=
+learned-search:8it) and learned-search:Nit (their worlds are drawn from the seed), learned-mlp, learned-mlp-search:Nit,
+ntuple, ntuple-win, ntuple-search and ntuple-search:Nit.
+Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5, learned-search:1.0, learned-mlp-search =
+learned-mlp-search:1.0, ntuple-search:1.0), whose search depends on machine speed and load."""
 
 
 class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
@@ -181,7 +184,8 @@ def _check_specs(specs: list[str]) -> None:
     timed = time_budget_specs(specs)
     if timed:
         print(f"note: {', '.join(timed)} search for a wall-clock time, so results depend on machine speed and "
-              "load and are not reproducible; mcts:Nit (N iterations) is", file=sys.stderr)
+              "load and are not reproducible; a budget of Nit is (mcts:Nit: N iterations, learned-search:Nit: N "
+              "worlds)", file=sys.stderr)
 
 
 def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:

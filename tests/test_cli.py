@@ -122,8 +122,10 @@ def test_bad_arguments_give_clear_errors(capsys):
 def test_time_budgets_are_named_as_not_reproducible(capsys):
     assert time_budget_specs(["mcts", "mcts:0.5", "mcts:200it", "greedy", "random", "ppo", "mcts:0.5"]) == [
         "mcts", "mcts:0.5"]
-    assert time_budget_specs(["learned-search", "learned-search:0.5", "learned-search:64it", "learned"]) == [
-        "learned-search", "learned-search:0.5"]
+    assert time_budget_specs(["learned-mlp-search", "learned-mlp-search:0.5", "learned-mlp-search:64it", "learned-mlp",
+                              "learned", "learned-search", "learned-search:8it", "learned-search:0.5", "ntuple-search",
+                              "ntuple-search:2", "ntuple-search:2it", "ntuple-win"]) == [
+        "learned-mlp-search", "learned-mlp-search:0.5", "learned-search:0.5", "ntuple-search:2"]
     assert cli.main(["tournament", "--agents", "mcts:0.001", "random", "--games", "1", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "mcts:0.001" in err and "not reproducible" in err and "mcts:Nit" in err
@@ -500,7 +502,8 @@ def test_bench_refuses_counts_below_1(capsys):
 
 BAD_SPECS = {"greedy:abc": "greedy takes", "greedy:0": "greedy takes", "greedy:2:x": "greedy takes",
              "mcts:xyz": "mcts takes", "mcts:-1": "mcts takes", "mcts:abcit": "mcts takes", "mcts:0it": "mcts takes",
-             "learned-search:abc": "learned-search takes", "random:3": "random takes", "ppo": "ppo:PATH",
+             "learned-search:abc": "learned-search takes", "learned-mlp-search:abc": "learned-mlp-search takes",
+             "learned:x.pt": "'learned-mlp:x.pt'", "random:3": "random takes", "ppo": "ppo:PATH",
              "nonsense": "agents are random, greedy, mcts"}
 
 
@@ -616,5 +619,5 @@ def test_help_and_docs_list_every_agent_spec_kind():
         assert re.search(rf"(^|[ ,(]){re.escape(kind)}(\[|:|,|\.| |$)", " ".join(cli.AGENTS_HELP.split())), kind
         assert kind in opponents, kind
         assert any(re.match(rf"\| `{re.escape(kind)}(\[|:|`)", ln) for ln in table), kind
-    for spec in ("ntuple", "ntuple-search"):
+    for spec in ("learned", "learned-search", "learned-mlp", "ntuple", "ntuple-search"):
         assert re.search(rf"(^|[ ,]){spec}([ ,.(]|$)", reproducible), spec

@@ -373,7 +373,7 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
     config, checked = load_checkpoint(DEFAULT_CHECKPOINT)  # its SHA-256, names, shapes and dtypes pass
     assert config["hidden"] == [256, 256] and checked.keys() == state.keys()
     for seed in range(3):
-        agent = make_agent("learned")
+        agent = make_agent("learned-mlp")
         g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)
         sc = g.scores()
         assert sc[0]["total"] > sc[1]["total"] + 20
@@ -383,18 +383,20 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
 
 def test_specs_and_budgets(tmp_path):
     net = _random_net()
-    assert isinstance(make_agent("learned-search:3it") if DEFAULT_CHECKPOINT.exists() else
+    assert isinstance(make_agent("learned-mlp-search:3it") if DEFAULT_CHECKPOINT.exists() else
                       LearnedSearchAgent(net=net, iterations=3), LearnedSearchAgent)
-    for bad in ("learned-search:nan", "learned-search:inf", "learned-search:-1", "learned-search:0it",
-                "learned-search:xit"):
+    for bad in ("learned-mlp-search:nan", "learned-mlp-search:inf", "learned-mlp-search:-1", "learned-mlp-search:0it",
+                "learned-mlp-search:xit"):
         with pytest.raises(ValueError):
             make_agent(bad)
     with pytest.raises((ValueError, FileNotFoundError)):
-        make_agent(f"learned:{tmp_path / 'nothing.pt'}")
+        make_agent(f"learned-mlp:{tmp_path / 'nothing.pt'}")
     (tmp_path / "empty.pt").write_bytes(b"")
     (tmp_path / "empty.json").write_text("{}")
-    with pytest.raises(CheckpointError, match=r"^bad agent spec 'learned:.*empty"):  # the spec named, the type kept
-        make_agent(f"learned:{tmp_path / 'empty.pt'}")
+    with pytest.raises(CheckpointError, match=r"^bad agent spec 'learned-mlp:.*empty"):  # the spec named, the type kept
+        make_agent(f"learned-mlp:{tmp_path / 'empty.pt'}")
+    with pytest.raises(ValueError, match=r"^bad agent spec 'learned:.*empty\.pt'.*'learned-mlp:.*empty\.pt'"):
+        make_agent(f"learned:{tmp_path / 'empty.pt'}")  # `learned` is the n-tuple network now: pointed to learned-mlp
 
 
 @pytest.mark.parametrize("players,spirits", [(2, False), (3, True), (1, False)])

@@ -87,11 +87,12 @@ def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
 
     for suffix in (".pt", ".json"):
         (tmp_path / f"net{suffix}").write_bytes(DEFAULT_CHECKPOINT.with_suffix(suffix).read_bytes())
-    spec = f"learned:{tmp_path / 'net.pt'}"
+    spec = f"learned-mlp:{tmp_path / 'net.pt'}"
     shipped = distributed.ship_specs([spec, "random", spec])
     assert list(shipped) == [spec] and sorted(shipped[spec]["files"]) == ["net.json", "net.pt"]
     local = distributed.local_spec(spec, shipped)
-    assert local.startswith("learned:") and Path(local[8:]).name == "net.pt" and Path(local[8:]).parent != tmp_path
+    where = Path(local.partition(":")[2])
+    assert local.startswith("learned-mlp:") and where.name == "net.pt" and where.parent != tmp_path
     assert distributed.local_spec("random", shipped) == "random"
 
     on_ray = run_match([spec, "random"], 2, 2, seed=3, progress=False, ray_address="local")
@@ -102,7 +103,7 @@ def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
     with pytest.raises(ValueError, match="does not match its SHA-256"):
         distributed.local_spec(spec, bad)
     with pytest.raises(FileNotFoundError, match="not found"):
-        distributed.ship_specs([f"learned:{tmp_path / 'absent.pt'}"])
+        distributed.ship_specs([f"learned-mlp:{tmp_path / 'absent.pt'}"])
 
 
 def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tmp_path):
