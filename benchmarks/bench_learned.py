@@ -14,7 +14,8 @@ Cases (each warmed up first, then timed for about --seconds):
 * `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-mlp-search:300it`, the budget
   STRENGTH.md measures against `mcts:200it`): ms per decision;
 * `ntuple_decision`, `ntuple_win_decision`, `ntuple_search_decision`: its successor, now `learned`: `ntuple` (the
-  shipped n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8`: ms per decision.
+  shipped n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8it`: ms per
+  decision.
 
     python -m benchmarks.bench_learned --cases ntuple_decision ntuple_win_decision ntuple_search_decision
 """
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"learned_decision": ("learned-mlp", 4), "search_decision": ("learned-mlp-search:300it", 2),
              "ntuple_decision": ("ntuple", 4), "ntuple_win_decision": ("ntuple-win", 4),
-             "ntuple_search_decision": ("ntuple-search:8", 2)}
+             "ntuple_search_decision": ("ntuple-search:8it", 2)}
 
 
 def _timed(fn, seconds: float) -> tuple[int, float]:

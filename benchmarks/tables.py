@@ -168,17 +168,17 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                         f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
     "iteration": lambda r: ("trainer's loop (self-play step + 2 Adam steps)",
                             f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
-    "learned_decision": lambda r: ("`learned` deciding a turn (the checkpoint's play settings)",
+    "learned_decision": lambda r: ("`learned-mlp` (the MLP) deciding a turn (the checkpoint's play settings)",
                                    f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
                                    f"({r['decisions']} decisions)"),
-    "search_decision": lambda r: ("`learned-search:300it` deciding a turn",
+    "search_decision": lambda r: ("`learned-mlp-search:300it` deciding a turn",
                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
                                   f"({r['decisions']} decisions)"),
-    **{case: (lambda r, who=who: (f"`{who}` deciding a turn (the checkpoint's play settings)",
+    **{case: (lambda r, who=who: (f"{who} deciding a turn (the checkpoint's play settings)",
                                   f"mean {r['mean_ms']} ms, median {r['median_ms']} ms, p95 {r['p95_ms']} ms, "
                                   f"max {r['max_ms']} ms ({r['decisions']} decisions)"))
-       for case, who in (("ntuple_decision", "ntuple"), ("ntuple_win_decision", "ntuple-win"),
-                         ("ntuple_search_decision", "ntuple-search:8"))},
+       for case, who in (("ntuple_decision", "`learned` (`ntuple`)"), ("ntuple_win_decision", "`ntuple-win`"),
+                         ("ntuple_search_decision", "`learned-search` (`ntuple-search:8it`)"))},
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "

@@ -53,7 +53,7 @@ def test_a_changed_line_changes_its_page(monkeypatch):
     first = next(r for r in rows if r["table"] == "learned_2p")
     text = tables.PAGES[0].read_text()
     assert "| 100.3 (11.0) |" in text
-    first["learned"]["mean"] = 77.7
+    first["learned-mlp"]["mean"] = 77.7
     monkeypatch.setattr(tables, "load", lambda name: rows if name == "strength" else lines(name))
     assert "| 77.7 (11.0) |" in tables.regenerate(text) and tables.regenerate(text) != text
     assert tables.fixed(99.25, 1) == "99.3" and tables.fixed(0.86, 3) == "0.860"
