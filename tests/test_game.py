@@ -132,6 +132,19 @@ def test_record_json_round_trip_replays_identically(num_players: int, side: str,
         Game.replay({"seed": 1})
 
 
+def test_replay_refuses_null_configuration_and_an_option_its_version_cannot_carry() -> None:
+    """null num_players / side would replay the defaults' game (2 players, Side A), and a version 1 record cannot
+    name river_loops "bga" (only version 2 does): each is refused by name, never replayed as another game."""
+    rec = {"version": 1, "num_players": 3, "side": "B", "spirits": False, "seed": 5, "actions": []}
+    assert Game.replay(rec).num_players == 3
+    for key in ("num_players", "side"):
+        with pytest.raises(ValueError, match=f"game record {key} is null"):
+            Game.replay({**rec, key: None})
+    with pytest.raises(ValueError, match="version 1 cannot carry river_loops 'bga'"):
+        Game.replay({**rec, "river_loops": "bga"})
+    assert Game.replay({**rec, "version": 2, "river_loops": "bga"}).river_loops == "bga"
+
+
 def test_same_seed_same_game_and_games_never_disturb_each_other() -> None:
     a, b = Game(3, "A", True, seed=77), Game(3, "A", True, seed=77)
     assert a.state.tobytes() == b.state.tobytes()
