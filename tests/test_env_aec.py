@@ -226,6 +226,16 @@ def test_human_render_prints_the_play_table(capsys):
     assert e.render() is None and "central:" in capsys.readouterr().out
 
 
+def test_pettingzoo_render_test_every_mode():
+    from pettingzoo.test import render_test
+
+    from harmonies_env import harmonies_v0
+
+    assert set(raw_env.metadata["render_modes"]) == {"ansi", "rgb_array", "human"}
+    render_test(functools.partial(harmonies_v0.env, num_players=2),
+                custom_tests={"rgb_array": lambda img: img.dtype == np.uint8 and img.ndim == 3})
+
+
 def test_versioned_module_env_and_raw_env_take_the_same_arguments():
     import inspect
 
