@@ -6,15 +6,19 @@ from .scoring import CATEGORIES
 
 __version__ = "0.1.0"
 __all__ = ["Game", "GameConfig", "RIVER_LOOPS", "IllegalActionError", "determinize", "score_board", "NUM_ACTIONS",
-           "CATEGORIES", "env", "raw_env"]
+           "CATEGORIES", "env", "raw_env", "harmonies_v0"]
 
 
 def __getattr__(name: str):
-    """`harmonies_env.env(...)` / `raw_env(...)`: the PettingZoo AEC env, imported on first use."""
+    """`harmonies_env.env(...)` / `raw_env(...)` / `harmonies_v0`: the PettingZoo AEC env, imported on first use."""
     if name in ("env", "raw_env"):
         from . import env_aec
 
         return getattr(env_aec, name)
+    if name == "harmonies_v0":
+        import importlib
+
+        return importlib.import_module(".harmonies_v0", __name__)
     raise AttributeError(f"module 'harmonies_env' has no attribute {name!r}")
 
 # Gymnasium ids harmonies/Solo-v0 and harmonies/Versus-v0 are registered on import.

@@ -2,9 +2,12 @@
 against built-in opponents). Registered by `register_envs()` (called when `harmonies_env` is imported).
 
 Both take one flat micro-action per step (Discrete(268), see `harmonies_env.actions`) and observe
-float32 (OBS_SIZE,) from the learner's seat (see `harmonies_env.observation`). Both expose
-`action_masks() -> bool (268,)`, which sb3-contrib's MaskablePPO reads from the env itself (it works
-through `gymnasium.make` wrappers and in SubprocVecEnv workers, so no ActionMasker is needed).
+float32 (OBS_SIZE,) from the learner's seat (see `harmonies_env.observation`). The learner's legal actions
+come two ways, always equal: `info["action_mask"]` (bool (268,)) on every reset and step (the Gymnasium
+convention, as Taxi's), and `action_masks() -> bool (268,)`, which sb3-contrib's MaskablePPO reads. `gymnasium.make`
+ends its wrapper chain with `ActionMasks`, which forwards `action_masks()`, so `gym.make(...).action_masks()` and
+sb3-contrib's `get_action_masks(env)` work on the made env (and `env.get_wrapper_attr("action_masks")()` under any
+further wrapper; in SubprocVecEnv workers too, so no ActionMasker is needed). All zeros once the game is over.
 
 Illegal actions (Gymnasium's `check_env` and unmasked learners sample them): the game is left unchanged,
 the step returns `illegal_reward` (Solo: -1.0, one point; Versus: -0.01, one point / 100) with
@@ -19,9 +22,21 @@ opponents all derive from s (opponent objects you pass keep their own randomness
 Both also take `river_loops="rulebook"` (or "bga", docs/rules.md) and `config=GameConfig(...)` in place of the
 loose configuration arguments (a loose argument that contradicts the config is a ValueError naming both).
 
+Reward scale: points enter a reward times `reward_scale` (keyword). Default 1.0 in Solo-v0 (rewards in points)
+and 0.01 = 1 / 100 in Versus-v0 (as the AEC env and the batched engine); "win" rewards and `illegal_reward` are
+never scaled. Pass `reward_scale=0.01` to Solo-v0 (or 1.0 to Versus-v0) for one scale in both.
+
+Rendering: `render_mode` None, "ansi" (the table as text), "rgb_array" (a picture) or "human" (the numbered table
+as `harmonies play` shows it, the learner's board last, printed after every reset and step).
+
+Copies: `copy.deepcopy` and `pickle` of a live env (made with `gymnasium.make` or not) carry the game, the
+generator `reset()` draws games and seats from, and the built-in opponents' generator: the copy continues exactly
+as the original for the same actions, independently of it. Opponent objects you pass are copied as Python copies
+them (a lambda does not pickle).
+
 Solo-v0: `gymnasium.make("harmonies/Solo-v0", side="A", spirits=False)`. Reward = the change of the
-score after each action (points, unscaled), so the undiscounted return is the final score. At the end
-`info` holds `"scores"` (the breakdown by category) and `"suns"`.
+score after each action (points times `reward_scale`, default 1.0), so the undiscounted return is the final score.
+At the end `info` holds `"scores"` (the breakdown by category) and `"suns"`.
 
 Versus-v0: `gymnasium.make("harmonies/Versus-v0", num_players=2, side="A", spirits=False, reward="win",
 opponents=None, seat=None)`. `opponents`: None (uniform random legal actions, played inside numba), or a
@@ -33,9 +48,9 @@ error propagates, and `step()` then raises RuntimeError until `reset()`, never p
 in the opponent's place.
 `seat`: None = the learner's seat is drawn at random each episode, else fixed (0 plays first). Rewards
 as in the AEC env (`harmonies_env.env_aec`): "win" (+1 sole win, +1/k for k tied winners, -1 for a loss,
-0 for everybody in a complete tie), "score" ((own - best opponent) / 100 at the end), "dense" (the change
-of the learner's own score / 100 after each of its actions). At the end `info` holds `"scores"` (the
-learner's breakdown), `"winners"`, `"seat"` and `"won"`.
+0 for everybody in a complete tie), "score" ((own - best opponent) points times `reward_scale` at the end),
+"dense" (the change of the learner's own score times `reward_scale` after each of its actions). At the end
+`info` holds `"scores"` (the learner's breakdown), `"winners"`, `"seat"` and `"won"`.
 """
 from __future__ import annotations
 
@@ -52,7 +67,7 @@ from .config import GameConfig, make_config
 from .env_render import RENDER_MODES, check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
 from .observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
-from .rewards import REWARDS, SCORE_SCALE, check_reward, end_infos, final_rewards, totals
+from .rewards import REWARDS, SCORE_SCALE, check_reward, check_reward_scale, end_infos, final_rewards, totals
 from .view import PlayerView
 
 Opponent = Callable[[np.ndarray, np.ndarray], int] | Any
@@ -67,13 +82,15 @@ def _check_max_steps(max_steps: Any) -> int:
 class _Base(gymnasium.Env):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 2}
 
-    def __init__(self, config: GameConfig, render_mode: str | None, max_steps: int, illegal_reward: float):
+    def __init__(self, config: GameConfig, render_mode: str | None, max_steps: int, illegal_reward: float,
+                 reward_scale: float):
         probe = Game(seed=0, config=config)
         self.config = config
         self.num_players, self.side, self.spirits = probe.num_players, probe.side, probe.spirits
         self.render_mode = check_render_mode(render_mode)
         self.max_steps = _check_max_steps(max_steps)
         self.illegal_reward = float(illegal_reward)
+        self.reward_scale = check_reward_scale(reward_scale)
         self.observation_space = spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32)
         self.action_space = spaces.Discrete(A.NUM_ACTIONS)
         self.game: Game = probe
@@ -93,6 +110,13 @@ class _Base(gymnasium.Env):
         if not self.game.is_over and self.game.current_player == self.seat:
             rules.legal_mask(self.game._state, mask, self._buf)
         return mask
+
+    def _out(self, info: dict[str, Any]) -> dict[str, Any]:
+        """`info` with the learner's mask (`action_masks()`) added, and the table printed in "human" mode."""
+        info["action_mask"] = self.action_masks()
+        if self.render_mode == "human":
+            self.render()
+        return info
 
     def _try_step(self, action: Any) -> str:
         """Apply the learner's action; '' if done, else the reason it was refused (game unchanged)."""
@@ -115,26 +139,39 @@ class _Base(gymnasium.Env):
         self.steps = 0
 
     def render(self) -> str | np.ndarray | None:
-        return render_game(self.game, self.render_mode)
+        return render_game(self.game, self.render_mode, you=self.seat)
+
+
+class ActionMasks(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
+    """The last wrapper `gymnasium.make` puts on Solo-v0 and Versus-v0: it forwards `action_masks()` from the env
+    inside, so the made env answers it as sb3-contrib's `get_action_masks` and `is_masking_supported` ask."""
+
+    def __init__(self, env: gymnasium.Env):
+        gymnasium.utils.RecordConstructorArgs.__init__(self)
+        gymnasium.Wrapper.__init__(self, env)
+
+    def action_masks(self) -> np.ndarray:
+        """bool (NUM_ACTIONS,): the learner's legal actions now (the wrapped env's `action_masks()`)."""
+        return self.env.get_wrapper_attr("action_masks")()
 
 
 class SoloEnv(_Base):
     """harmonies/Solo-v0: one player, the solo rules; reward = score change, so the return is the final score."""
 
     def __init__(self, side: str | None = None, spirits: bool | None = None, render_mode: str | None = None,
-                 max_steps: int = 5000, illegal_reward: float = -1.0, *, river_loops: str | None = None,
-                 config: GameConfig | None = None):
+                 max_steps: int = 5000, illegal_reward: float = -1.0, *, reward_scale: float = 1.0,
+                 river_loops: str | None = None, config: GameConfig | None = None):
         cfg = make_config(config, {"num_players": 1}, side=side, spirits=spirits, river_loops=river_loops)
         if cfg.num_players != 1:
             raise ValueError(f"Solo-v0 plays the solo rules: config.num_players must be 1, got {cfg.num_players}; "
                              "use harmonies/Versus-v0 for 2-4 players")
-        super().__init__(cfg, render_mode, max_steps, illegal_reward)
+        super().__init__(cfg, render_mode, max_steps, illegal_reward, reward_scale)
         self._total = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         self._new_game(seed)
         self._total = 0
-        return self._obs(), {}
+        return self._obs(), self._out({})
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.game.is_over:
@@ -142,15 +179,15 @@ class SoloEnv(_Base):
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:
-            return self._obs(), self.illegal_reward, False, truncated, {"illegal_action": why}
+            return self._obs(), self.illegal_reward, False, truncated, self._out({"illegal_action": why})
         new = int(totals(self.game)[0])
-        reward = float(new - self._total)
+        reward = float(new - self._total) * self.reward_scale
         self._total = new
         info: dict[str, Any] = {}
         terminated = self.game.is_over
         if terminated:
             info = end_infos(self.game)[0]
-        return self._obs(), reward, terminated, truncated and not terminated, info
+        return self._obs(), reward, terminated, truncated and not terminated, self._out(info)
 
 
 class VersusEnv(_Base):
@@ -159,11 +196,12 @@ class VersusEnv(_Base):
     def __init__(self, num_players: int | None = None, side: str | None = None, spirits: bool | None = None,
                  reward: str = "win", opponents: Opponent | Sequence[Opponent] | None = None, seat: int | None = None,
                  render_mode: str | None = None, max_steps: int = 5000, illegal_reward: float = -0.01, *,
-                 river_loops: str | None = None, config: GameConfig | None = None):
+                 reward_scale: float = 1.0 / SCORE_SCALE, river_loops: str | None = None,
+                 config: GameConfig | None = None):
         cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
         if cfg.num_players == 1:
             raise ValueError("Versus-v0 needs 2-4 players; use harmonies/Solo-v0 for the solo rules")
-        super().__init__(cfg, render_mode, max_steps, illegal_reward)
+        super().__init__(cfg, render_mode, max_steps, illegal_reward, reward_scale)
         self.reward_kind = check_reward(reward)
         n_opp = self.num_players - 1
         if opponents is None:
@@ -230,7 +268,7 @@ class VersusEnv(_Base):
         self._rng[0] = int(self.np_random.integers(0, 2**62))
         self._play_opponents()
         self._total = int(totals(self.game)[self.seat])
-        return self._obs(), {"seat": self.seat}
+        return self._obs(), self._out({"seat": self.seat})
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self.game.is_over:
@@ -239,32 +277,34 @@ class VersusEnv(_Base):
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:
-            return self._obs(), self.illegal_reward, False, truncated, {"illegal_action": why}
+            return self._obs(), self.illegal_reward, False, truncated, self._out({"illegal_action": why})
         reward = 0.0
         if self.reward_kind == "dense":
             new = int(totals(self.game)[self.seat])
-            reward = (new - self._total) / SCORE_SCALE
+            reward = (new - self._total) * self.reward_scale
             self._total = new
         self._play_opponents()
         info: dict[str, Any] = {}
         terminated = self.game.is_over
         if terminated:
-            reward += float(final_rewards(self.game, self.reward_kind)[self.seat])
+            reward += float(final_rewards(self.game, self.reward_kind, self.reward_scale)[self.seat])
             info = end_infos(self.game)[self.seat]
             info["seat"] = self.seat
             info["won"] = self.seat in info["winners"]
-        return self._obs(), reward, terminated, truncated and not terminated, info
+        return self._obs(), reward, terminated, truncated and not terminated, self._out(info)
 
 
 def register_envs() -> None:
     """Register harmonies/Solo-v0 and harmonies/Versus-v0 with Gymnasium (idempotent)."""
     for name, cls in (("harmonies/Solo-v0", "Solo"), ("harmonies/Versus-v0", "Versus")):
         if name not in gymnasium.registry:
-            # make_vec(..., vectorization_mode="vector_entry_point") gives the batched-engine VectorEnv
+            # make_vec(..., vectorization_mode="vector_entry_point") gives the batched-engine VectorEnv; make() ends
+            # its wrapper chain with ActionMasks, so the made env answers action_masks()
             gymnasium.register(id=name, entry_point=f"harmonies_env.env_gym:{cls}Env",
-                               vector_entry_point=f"harmonies_env.vector:{cls}VectorEnv")
+                               vector_entry_point=f"harmonies_env.vector:{cls}VectorEnv",
+                               additional_wrappers=(ActionMasks.wrapper_spec(),))
 
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "register_envs", "REWARDS"]
+__all__ = ["SoloEnv", "VersusEnv", "ActionMasks", "register_envs", "REWARDS"]

@@ -30,7 +30,7 @@ from .stacks import STACK_AFTER, stack_code, stack_kind
 #: record holds "river_loops", and an older reader refuses it by its version instead of replaying it with other
 #: scoring. A game with default rules is still written as version 1 (no "river_loops": the rulebook), as before.
 RECORD_VERSION = 2
-#: Record versions this code reads: 1 (no rules options: river_loops "rulebook" unless given) and 2.
+#: Record versions this code reads: 1 (no rules options: river_loops "rulebook", the only value it may name) and 2.
 RECORD_VERSIONS = (1, 2)
 
 
@@ -379,8 +379,9 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
 
     Checked: JSON text nested at most `validate.MAX_JSON_DEPTH` deep; a JSON object with every key (version,
     num_players, side, spirits, seed, actions); `version` an integer this code reads (RECORD_VERSIONS; version 2 also
-    holds river_loops); `spirits` true or false (not 1 / 0); a concrete seed (null would replay a different random
-    game); actions a list of integers. The configuration and seed are checked when the game is made, the actions'
+    holds river_loops; a version 1 record names none, or "rulebook"); `num_players` and `side` not null (null would
+    replay the defaults' game); `spirits` true or false (not 1 / 0); a concrete seed (null would replay a different
+    random game); actions a list of integers. The configuration and seed are checked when the game is made, the actions'
     legality when replayed.
     """
     if isinstance(record, (str, bytes)):
@@ -402,6 +403,12 @@ def check_record(record: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
                                     or record["river_loops"] not in RIVER_LOOPS):
         raise ValueError(f"game record river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got "
                          f"{record['river_loops']!r}")
+    if version < 2 and record.get("river_loops", "rulebook") != "rulebook":
+        raise ValueError(f"game record version {version} cannot carry river_loops {record['river_loops']!r} (only "
+                         f"a version {RECORD_VERSION} record names a rules option off the rulebook)")
+    for key in ("num_players", "side"):
+        if record[key] is None:  # Game() would read null as its default (2 players, Side A): another game
+            raise ValueError(f"game record {key} is null: a record names its game's {key}")
     if record["seed"] is None:
         raise ValueError("game record seed is null: a record needs the game's concrete seed to replay it")
     if not isinstance(record["spirits"], (bool, np.bool_)):

@@ -33,6 +33,14 @@ def check_reward(reward: Any) -> str:
     return reward
 
 
+def check_reward_scale(reward_scale: Any) -> float:
+    """The points-to-reward factor as a float, or a ValueError naming it (a finite number is required)."""
+    number = isinstance(reward_scale, (int, float, np.integer, np.floating))
+    if isinstance(reward_scale, (bool, np.bool_)) or not number or not np.isfinite(reward_scale):
+        raise ValueError(f"reward_scale must be a finite number, got {reward_scale!r}")
+    return float(reward_scale)
+
+
 def totals(game: Game) -> np.ndarray:
     """Current total score of every seat: int64 (num_players,)."""
     out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
@@ -40,8 +48,10 @@ def totals(game: Game) -> np.ndarray:
     return out[: game.num_players, -1].copy()
 
 
-def final_rewards(game: Game, reward: str) -> np.ndarray:
-    """End-of-game reward of every seat (float64 (num_players,)) for "win" or "score"; zeros for "dense"."""
+def final_rewards(game: Game, reward: str, scale: float = 1.0 / SCORE_SCALE) -> np.ndarray:
+    """End-of-game reward of every seat (float64 (num_players,)) for "win" or "score"; zeros for "dense".
+
+    "score" is in points times `scale` (default 1 / SCORE_SCALE, the AEC env's); "win" is never scaled."""
     n = game.num_players
     if reward == "win":
         if n == 1:
@@ -55,9 +65,9 @@ def final_rewards(game: Game, reward: str) -> np.ndarray:
     if reward == "score":
         t = totals(game).astype(np.float64)
         if n == 1:
-            return t / SCORE_SCALE
+            return t * scale
         best_other = np.array([np.max(np.delete(t, p)) for p in range(n)])
-        return (t - best_other) / SCORE_SCALE
+        return (t - best_other) * scale
     return np.zeros(n)
 
 
@@ -71,4 +81,4 @@ def end_infos(game: Game) -> list[dict[str, Any]]:
     return infos
 
 
-__all__ = ["REWARDS", "SCORE_SCALE", "check_reward", "totals", "final_rewards", "end_infos"]
+__all__ = ["REWARDS", "SCORE_SCALE", "check_reward", "check_reward_scale", "totals", "final_rewards", "end_infos"]

@@ -122,19 +122,21 @@ class HarmoniesVectorEnv(VectorEnv):
 
 
 class SoloVectorEnv(HarmoniesVectorEnv):
-    """N harmonies/Solo-v0 games: reward = score change (the return is the final score), illegal -1.0."""
+    """N harmonies/Solo-v0 games: reward = score change times `reward_scale` (default 1.0: the return is the final
+    score), illegal -1.0."""
 
     def __init__(self, num_envs: int = 8, side: str | None = None, spirits: bool | None = None,
                  max_steps: int = 5000, illegal_reward: float = -1.0, num_threads: int = 1, copy: bool = True,
-                 render_mode: str | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
+                 render_mode: str | None = None, *, reward_scale: float = 1.0, river_loops: str | None = None,
+                 config: GameConfig | None = None):
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a single game with batch.game(i)")
         cfg = make_config(config, {"num_players": 1}, side=side, spirits=spirits, river_loops=river_loops)
         if cfg.num_players != 1:
             raise ValueError(f"SoloVectorEnv plays the solo rules: config.num_players must be 1, got "
                              f"{cfg.num_players}; use VersusVectorEnv for 2-4 players")
-        super().__init__(num_envs, None, None, None, "dense", 0, 1.0, illegal_reward, max_steps, num_threads, copy,
-                         config=cfg)
+        super().__init__(num_envs, None, None, None, "dense", 0, reward_scale, illegal_reward, max_steps, num_threads,
+                         copy, config=cfg)
 
 
 class VersusVectorEnv(HarmoniesVectorEnv):
@@ -147,7 +149,8 @@ class VersusVectorEnv(HarmoniesVectorEnv):
     def __init__(self, num_envs: int = 8, num_players: int | None = None, side: str | None = None,
                  spirits: bool | None = None, reward: str = "win", opponents: Any = None, seat: int | None = None,
                  max_steps: int = 5000, illegal_reward: float = -0.01, num_threads: int = 1, copy: bool = True,
-                 render_mode: str | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
+                 render_mode: str | None = None, *, reward_scale: float = 0.01, river_loops: str | None = None,
+                 config: GameConfig | None = None):
         if opponents is not None:
             raise ValueError("the vector env plays built-in random opponents only (opponents=None); use "
                              "harmonies/Versus-v0 for custom opponents")
@@ -156,7 +159,7 @@ class VersusVectorEnv(HarmoniesVectorEnv):
         cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
         if cfg.num_players == 1:
             raise ValueError("Versus needs 2-4 players; use SoloVectorEnv for the solo rules")
-        super().__init__(num_envs, None, None, None, reward, seat, None, illegal_reward, max_steps,
+        super().__init__(num_envs, None, None, None, reward, seat, reward_scale, illegal_reward, max_steps,
                          num_threads, copy, config=cfg)
 
 

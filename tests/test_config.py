@@ -277,7 +277,9 @@ def test_old_records_still_load():
     old = {"version": 1, "num_players": 2, "side": "A", "spirits": False, "seed": 11, "actions": [0]}
     g = Game.replay(json.dumps(old))
     assert g.river_loops == "rulebook" and g.history == [0]
-    assert Game.replay({**old, "river_loops": "bga"}).river_loops == "bga"
+    assert Game.replay({**old, "river_loops": "rulebook"}).river_loops == "rulebook"
+    with pytest.raises(ValueError, match="version 1 cannot carry river_loops 'bga'"):  # only version 2 names it
+        Game.replay({**old, "river_loops": "bga"})
 
 
 def test_bad_records_are_named():

@@ -193,4 +193,137 @@ def test_bad_configuration_is_refused():
     with pytest.raises(ValueError, match="num_players"):
         raw_env(num_players=5)
     with pytest.raises(ValueError, match="render_mode"):
-        raw_env(render_mode="human")
+        raw_env(render_mode="rgb")
+
+
+# ---- state(), human rendering, the versioned module ---------------------------------------------------------------
+
+def test_state_is_the_whole_position_fixed_shape_within_state_space():
+    from harmonies_env.state import STATE_SIZE
+
+    e = env(num_players=3, side="B", spirits=True)
+    e.reset(seed=8)
+    rng = np.random.default_rng(8)
+    space = e.unwrapped.state_space
+    assert space.shape == (STATE_SIZE,) and space.dtype == np.int64
+    for agent in e.agent_iter():
+        st = e.state()
+        assert st.shape == (STATE_SIZE,) and st.dtype == np.int64 and space.contains(st)
+        assert np.array_equal(st, e.unwrapped.game.state)  # hidden information included: rng, deck order, Spirits
+        obs, _, term, trunc, _ = e.last()
+        e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    st[0] = 99  # a copy: writing it changes nothing
+    assert e.unwrapped.game.num_players == 3 and Game.from_state(e.state()).is_over
+
+
+def test_human_render_prints_the_play_table(capsys):
+    e = env(num_players=2, render_mode="human")
+    e.reset(seed=3)
+    shown = capsys.readouterr().out
+    assert "player 0 to move" in shown and "central: 0 " in shown  # numbered, as `harmonies play` shows it
+    e.step(0)
+    assert "player 0 to move" in capsys.readouterr().out
+    assert e.render() is None and "central:" in capsys.readouterr().out
+
+
+def test_pettingzoo_render_test_every_mode():
+    from pettingzoo.test import render_test
+
+    from harmonies_env import harmonies_v0
+
+    assert set(raw_env.metadata["render_modes"]) == {"ansi", "rgb_array", "human"}
+    render_test(functools.partial(harmonies_v0.env, num_players=2),
+                custom_tests={"rgb_array": lambda img: img.dtype == np.uint8 and img.ndim == 3})
+
+
+def test_versioned_module_env_and_raw_env_take_the_same_arguments():
+    import inspect
+
+    import harmonies_env
+    from harmonies_env import harmonies_v0
+
+    assert harmonies_env.harmonies_v0 is harmonies_v0 and harmonies_v0.env is env
+    assert inspect.signature(harmonies_v0.env).parameters.keys() == inspect.signature(raw_env).parameters.keys()
+    e = harmonies_v0.env(3, "B", True, "score")  # positional, as raw_env takes them
+    assert e.unwrapped.num_players == 3 and e.unwrapped.side == "B" and e.unwrapped.reward_kind == "score"
+    assert e.metadata["name"] == "harmonies_v0"
+
+
+# ---- live copies --------------------------------------------------------------------------------------------------
+
+def _trace(e, rng, n: int) -> list:
+    """n steps of random legal actions (None for a done agent; a seedless reset after a game): what was seen."""
+    out = []
+    for _ in range(n):
+        if not e.agents:
+            e.reset()
+        agent = e.agent_selection
+        obs, rew, term, trunc, _ = e.last()
+        action = None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"])))
+        out.append((agent, rew, term, trunc, action, obs["observation"].tobytes(), e.state().tobytes()))
+        e.step(action)
+    return out
+
+
+COPY_CASES = [(n, side, spirits) for n in (2, 3, 4) for side in ("A", "B") for spirits in (False, True)]
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_of_a_live_env_continues_identically_and_independently(how):
+    """20 random mid-game positions over 2-4 players, both sides, with and without Spirits: the copy plays the same
+    200 steps (through game ends and seedless resets) as the original, after the original has played them."""
+    import copy
+    import pickle
+
+    dup = copy.deepcopy if how == "deepcopy" else (lambda x: pickle.loads(pickle.dumps(x)))
+    for k in range(20):
+        n, side, spirits = COPY_CASES[k % len(COPY_CASES)]
+        e = env(num_players=n, side=side, spirits=spirits, reward="dense", max_cycles=None)
+        e.reset(seed=100 + k)
+        rng = np.random.default_rng(k)
+        _trace(e, rng, int(rng.integers(0, 250)))
+        c = dup(e)
+        state = rng.bit_generator.state
+        want = _trace(e, rng, 200)
+        rng.bit_generator.state = state
+        assert _trace(c, rng, 200) == want
+        assert c.unwrapped.game is not e.unwrapped.game
+
+
+# ---- raw env: errors that name the problem (issue 38 item 8) ------------------------------------------------------
+
+def test_a_refused_seed_leaves_the_seed_generator_alone():
+    for bad in (2**63, [1, 2], -1, 1.5):
+        r = raw_env(num_players=2)
+        r.reset(seed=5)
+        with pytest.raises(ValueError, match="seed must be"):
+            r.reset(seed=bad)
+        r.reset()
+        ref = raw_env(num_players=2)
+        ref.reset(seed=5)
+        ref.reset()
+        assert np.array_equal(r.state(), ref.state())  # the same next game as if the bad call never happened
+
+
+def test_step_after_every_agent_is_done_or_before_reset_is_a_runtime_error():
+    r = raw_env(num_players=2)
+    with pytest.raises(RuntimeError, match="before reset"):
+        r.step(0)
+    run_random(r, seed=1)
+    assert not r.agents
+    with pytest.raises(RuntimeError, match="every agent is done"):
+        r.step(None)
+
+
+def test_non_integer_actions_are_one_clear_error_and_one_element_arrays_are_accepted():
+    for make in (env, raw_env):
+        e = make(num_players=2)
+        e.reset(seed=0)
+        for bad in (True, np.bool_(False), 2.0, "1", np.array([1.0])):
+            with pytest.raises(IllegalActionError, match="actions are integers"):
+                e.step(bad)
+        assert not e.unwrapped.game.history and not any(e.terminations.values())  # nothing changed
+        e.step(np.array([3]))
+        second = int(np.flatnonzero(e.observe(e.agent_selection)["action_mask"])[0])
+        e.step(np.array([[second]], dtype=np.int16))
+        assert e.unwrapped.game.history == [3, second] and not any(e.terminations.values())

@@ -158,3 +158,104 @@ def test_render_modes():
     e.reset(seed=0)
     img = e.render()
     assert img.dtype == np.uint8 and img.shape[2] == 3
+
+
+# ---- the mask in info and through gym.make's wrappers, the reward scale, human rendering ------------------------
+
+def test_info_action_mask_is_action_masks_on_reset_and_every_step():
+    for e in (gym.make("harmonies/Solo-v0", spirits=True), gym.make("harmonies/Versus-v0", num_players=3)):
+        obs, info = e.reset(seed=2)
+        rng = np.random.default_rng(2)
+        while True:
+            mask = e.action_masks()  # answered by the made env itself (its last wrapper forwards it)
+            assert info["action_mask"].dtype == np.bool_ and np.array_equal(info["action_mask"], mask)
+            assert np.array_equal(mask, e.unwrapped.action_masks())
+            if not mask.any():
+                break
+            _, _, _, _, illegal = e.step(267 if not mask[267] else 999)  # refused: the mask is unchanged
+            assert "illegal_action" in illegal and np.array_equal(illegal["action_mask"], mask)
+            obs, _, term, _, info = e.step(int(rng.choice(np.flatnonzero(mask))))
+        assert term and "scores" in info and not info["action_mask"].any()
+
+
+def test_sb3_contrib_finds_the_masks_on_a_made_env_and_under_more_wrappers():
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+
+    e = gym.make("harmonies/Versus-v0")
+    assert type(e).__name__ == "ActionMasks" and is_masking_supported(e)
+    _, info = e.reset(seed=0)
+    assert np.array_equal(get_action_masks(e), info["action_mask"])
+    outer = gym.wrappers.RecordEpisodeStatistics(e)
+    assert np.array_equal(outer.get_wrapper_attr("action_masks")(), info["action_mask"])
+    assert type(gym.make(e.spec)).__name__ == "ActionMasks"  # re-made from its spec: the wrapper once, as before
+
+
+def test_reward_scale_one_scale_for_solo_and_versus():
+    """Defaults: Solo-v0 in points (1.0), Versus-v0 in points / 100 (0.01); reward_scale sets either."""
+    total, info, _, _ = play(gym.make("harmonies/Solo-v0", reward_scale=0.01), 4, 4)
+    assert total == pytest.approx(info["scores"]["total"] / 100)
+    total, info, _, _ = play(VersusEnv(num_players=2, reward="dense", reward_scale=1.0), 4, 4)
+    assert total == pytest.approx(info["scores"]["total"])
+    e = VersusEnv(num_players=3, reward="score", reward_scale=1.0, seat=0)
+    total, info, _, _ = play(e, 4, 4)
+    t = [s["total"] for s in e.game.scores()]
+    assert total == t[0] - max(t[1:])  # whole points
+    assert SoloEnv().reward_scale == 1.0 and VersusEnv().reward_scale == 0.01
+    for bad in (float("nan"), "1", True, None):
+        with pytest.raises(ValueError, match="reward_scale must be a finite number"):
+            SoloEnv(reward_scale=bad)
+
+
+def test_human_render_prints_the_learners_table(capsys):
+    e = gym.make("harmonies/Versus-v0", render_mode="human", seat=1)
+    e.reset(seed=0)
+    shown = capsys.readouterr().out
+    assert "player 1 (you)" in shown and "central: 0 " in shown
+    e.step(int(e.action_masks().argmax()))
+    assert "player 1 (you)" in capsys.readouterr().out
+    assert e.render() is None
+
+
+# ---- live copies ------------------------------------------------------------------------------------------------
+
+def _trace(e, rng, n: int) -> list:
+    """n random legal steps (a seedless reset after each episode): everything the learner saw."""
+    out = []
+    for _ in range(n):
+        mask = e.action_masks()
+        if not mask.any():
+            obs, info = e.reset()
+            out.append(("reset", obs.tobytes(), info.get("seat")))
+            mask = e.action_masks()
+        a = int(rng.choice(np.flatnonzero(mask)))
+        obs, r, term, trunc, info = e.step(a)
+        out.append((a, obs.tobytes(), r, term, trunc, info["action_mask"].tobytes(), e.unwrapped.game.state.tobytes()))
+    return out
+
+
+GYM_CASES = ([("harmonies/Solo-v0", {"side": s, "spirits": sp}) for s in "AB" for sp in (False, True)]
+             + [("harmonies/Versus-v0", {"num_players": n, "side": s, "spirits": sp, "reward": "dense"})
+                for n in (2, 3, 4) for s in "AB" for sp in (False, True)])
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_of_a_live_env_continues_identically_and_independently(how):
+    """20 random mid-game positions (Solo; Versus with 2-4 players, random seats and built-in random opponents;
+    both sides, with and without Spirits): the copy, taken before the original plays on, plays the same 200 steps,
+    through game ends and seedless resets (the reset generator and the opponents' generator travel)."""
+    import copy
+    import pickle
+
+    dup = copy.deepcopy if how == "deepcopy" else (lambda x: pickle.loads(pickle.dumps(x)))
+    for k in range(20):
+        name, kwargs = GYM_CASES[k % len(GYM_CASES)]
+        e = gym.make(name, **kwargs)
+        e.reset(seed=200 + k)
+        rng = np.random.default_rng(k)
+        _trace(e, rng, int(rng.integers(0, 120)))
+        c = dup(e)
+        state = rng.bit_generator.state
+        want = _trace(e, rng, 200)
+        rng.bit_generator.state = state
+        assert _trace(c, rng, 200) == want
+        assert c.unwrapped.game is not e.unwrapped.game

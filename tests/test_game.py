@@ -132,6 +132,19 @@ def test_record_json_round_trip_replays_identically(num_players: int, side: str,
         Game.replay({"seed": 1})
 
 
+def test_replay_refuses_null_configuration_and_an_option_its_version_cannot_carry() -> None:
+    """null num_players / side would replay the defaults' game (2 players, Side A), and a version 1 record cannot
+    name river_loops "bga" (only version 2 does): each is refused by name, never replayed as another game."""
+    rec = {"version": 1, "num_players": 3, "side": "B", "spirits": False, "seed": 5, "actions": []}
+    assert Game.replay(rec).num_players == 3
+    for key in ("num_players", "side"):
+        with pytest.raises(ValueError, match=f"game record {key} is null"):
+            Game.replay({**rec, key: None})
+    with pytest.raises(ValueError, match="version 1 cannot carry river_loops 'bga'"):
+        Game.replay({**rec, "river_loops": "bga"})
+    assert Game.replay({**rec, "version": 2, "river_loops": "bga"}).river_loops == "bga"
+
+
 def test_same_seed_same_game_and_games_never_disturb_each_other() -> None:
     a, b = Game(3, "A", True, seed=77), Game(3, "A", True, seed=77)
     assert a.state.tobytes() == b.state.tobytes()
@@ -221,3 +234,33 @@ def test_determinize_rejects_bad_player() -> None:
     assert not d.is_over
     random_actions(d, 10_000, 2)
     assert d.is_over
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copied_game_continues_identically_and_independently(how: str) -> None:
+    """20 random mid-game positions, 1-4 players, both sides, with and without Spirits: the copy (taken before the
+    original plays on) plays the same 200 actions to the same positions, chance included (the generator is in the
+    state), and its record still replays."""
+    import copy
+    import pickle
+
+    dup = copy.deepcopy if how == "deepcopy" else (lambda x: pickle.loads(pickle.dumps(x)))
+    cases = [(n, side, sp) for n in (1, 2, 3, 4) for side in "AB" for sp in (False, True)]
+    for k in range(20):
+        n, side, spirits = cases[(k * 3) % len(cases)]
+        g = Game(n, side, spirits, seed=300 + k)
+        random_actions(g, int(np.random.default_rng(k).integers(0, 120)), k)
+        c = dup(g)
+        assert c.state.flags.writeable is False and c._state is not g._state
+        seen = []
+        rng = np.random.default_rng(1000 + k)
+        for _ in range(200):
+            if g.is_over:
+                break
+            a = int(rng.choice(g.legal_actions()))
+            g.step(a)
+            seen.append((a, g.state.tobytes()))
+        for a, want in seen:
+            c.step(a)
+            assert c.state.tobytes() == want
+        assert c.history == g.history and Game.replay(c.record()).state.tobytes() == c.state.tobytes()
