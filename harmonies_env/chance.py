@@ -56,6 +56,10 @@ MULTISET_START = np.array([0, 1, 7, 28, 84], dtype=np.int64)
 MULTISET_INDEX = np.full(343, -1, dtype=np.int64)
 for _o, _m in enumerate(MULTISETS):
     MULTISET_INDEX[(_m[0] + 1) * 49 + (_m[1] + 1) * 7 + _m[2] + 1] = _o
+#: MULTISET_COUNTS[o, colour] -> tokens of that colour in outcome o; int64 (84, 6)
+MULTISET_COUNTS = np.array([[ms.count(c) for c in range(6)] for ms in _MS], dtype=np.int64)
+#: MULTISET_ORDERS[o] -> the draw orders giving outcome o's multiset (k! / prod of count!); int64 (84,)
+MULTISET_ORDERS = np.array([len(set(itertools.permutations(ms))) for ms in _MS], dtype=np.int64)
 TOKEN_OUTCOMES = len(_MS)  # 84
 CARD_OUTCOME = TOKEN_OUTCOMES  # outcome of card id x: CARD_OUTCOME + x - 1
 NUM_OUTCOMES = CARD_OUTCOME + NUM_CARDS  # 126
@@ -66,16 +70,6 @@ ERRORS = (
     "this is not a chance node",
     "that outcome is not possible at this chance node",
 )
-
-
-@njit(cache=True)
-def _comb(n: int, k: int) -> int:
-    if k < 0 or k > n:
-        return 0
-    r = 1
-    for i in range(k):
-        r = r * (n - i) // (i + 1)
-    return r
 
 
 @njit(cache=True)
@@ -149,28 +143,33 @@ def chance_outcomes(s, c, out, probs) -> int:
         total = 0
         for col in range(6):
             total += s[S.POUCH + col]
-        den = _comb(total, k)
-        m = np.zeros(6, dtype=np.int64)
+        # P(multiset) = orders x P(one draw order) = orders x prod over draws of (left of that colour) / (left)
+        den = 1
+        for t in range(k):
+            den *= total - t
         for o in range(MULTISET_START[k], MULTISET_START[k + 1]):
-            for col in range(6):
-                m[col] = 0
+            num = MULTISET_ORDERS[o]
+            prev = -1
+            same = 0
             for t in range(k):
-                m[MULTISETS[o, t]] += 1
-            num = 1
-            for col in range(6):
-                num *= _comb(s[S.POUCH + col], m[col])
+                col = MULTISETS[o, t]
+                same = same + 1 if col == prev else 0
+                num *= s[S.POUCH + col] - same
+                prev = col
             if num > 0:
                 out[n] = o
                 probs[n] = num / den
                 n += 1
     elif node == NODE_CARD:
         d = s[S.DECK_COUNT]
+        present = 0
         for k in range(d):
-            out[k] = CARD_OUTCOME + s[S.DECK + k] - 1
-        out[:d].sort()
-        for k in range(d):
-            probs[k] = 1.0 / d
-        n = d
+            present |= 1 << s[S.DECK + k]
+        for card in range(1, FIRST_SPIRIT):
+            if (present >> card) & 1:
+                out[n] = CARD_OUTCOME + card - 1
+                probs[n] = 1.0 / d
+                n += 1
     elif node == NODE_SPIRIT:
         for card in range(FIRST_SPIRIT, NUM_CARDS + 1):
             if not _spirit_dealt(s, card):
@@ -228,17 +227,14 @@ def apply_chance(s, c, o: int) -> int:
         k = c[C_K]
         if o < MULTISET_START[k] or o >= MULTISET_START[k + 1]:
             return 2
-        m = np.zeros(6, dtype=np.int64)
-        for t in range(k):
-            m[MULTISETS[o, t]] += 1
         for col in range(6):
-            if m[col] > s[S.POUCH + col]:
+            if MULTISET_COUNTS[o, col] > s[S.POUCH + col]:
                 return 2
         base = S.CENTRAL + 3 * c[C_WHERE]
         for t in range(3):
             s[base + t] = MULTISETS[o, t] if t < k else -1
         for col in range(6):
-            s[S.POUCH + col] -= m[col]
+            s[S.POUCH + col] -= MULTISET_COUNTS[o, col]
         _after_space(s, c)
         return 0
     card = o - CARD_OUTCOME + 1
