@@ -106,6 +106,9 @@ def _seek(s, c, node: int, where: int) -> None:
     c[C_WHERE] = 0
     if ctx == CONTEXT_TURN:
         rules.finish_turn(s)
+    else:  # the set-up is over: forget the Spirits' deal order (hidden information, never needed again)
+        for k in range(C_POOL_SHUFFLED, CHANCE_SIZE):
+            c[k] = 0
 
 
 @njit(cache=True)

@@ -159,6 +159,9 @@ def test_spirit_nodes_deal_each_seat_two_distinct_spirits() -> None:
         g.apply_chance(C.CARD_OUTCOME + card - 1)
         dealt.append(card)
     assert g.field("spirit_dealt").ravel().tolist() == dealt and g.legal_actions() == [260, 261]
+    sampled = Game(4, "A", True, 8, explicit_chance=True)
+    sample_all(sampled)  # after the set-up the chance array keeps nothing hidden (the Spirits' deal order)
+    assert not sampled._chance[C.C_POOL_SHUFFLED:].any()
 
 
 def test_errors_name_the_problem_and_leave_the_game_unchanged() -> None:
