@@ -189,6 +189,13 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
                                f"{r['steps']} step{'s' * (r['steps'] != 1)} a round), {_selfplay(r)}",
                                f"{r['decisions_per_s']} decisions/s"),
+    "chance_outcomes": lambda r: (f"listing one {r['node']} chance node's outcomes and probabilities "
+                                  f"({r['outcomes_per_node']} outcomes a node; {r['nodes']} nodes of random 3p A + "
+                                  f"Spirits games)", f"{r['numba_us']} µs inside numba, {r['njit_call_us']} µs a "
+                                  f"Python→njit call, {r['game_us']} µs `Game.chance_outcomes()`"),
+    "openspiel_random_sims": lambda r: (f"whole random games, {_config(r)}: OpenSpiel (`python_harmonies`) vs `Game` "
+                                        f"from Python", f"{r['openspiel_games_per_s']} vs {r['game_games_per_s']} "
+                                        f"games/s: `Game` {r['ratio']}× faster"),
 }
 
 
@@ -218,6 +225,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "batch": ("speed", speed_table),
     "learned": ("speed", speed_table),
     "distributed": ("speed", speed_table),
+    "chance": ("speed", speed_table),
 }
 PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
 

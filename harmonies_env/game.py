@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from . import actions as A
+from . import chance as C
 from . import rules
 from . import state as S
 from .batch_kernels import outcome
@@ -90,16 +91,29 @@ class Game:
     `state`: int64 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
     The configuration comes as loose arguments (defaults 2 players, Side "A", no Spirits, river_loops "rulebook")
     or as `config=GameConfig(...)`; a loose argument that contradicts the config is a ValueError naming both.
+    explicit_chance=True leaves every random event (the set-up's deal, each refill) as a chance node to resolve
+    with `apply_chance` or `sample_chance` (see "explicit chance" below and `harmonies_env.chance`).
     """
 
+    #: chance bookkeeping (int64 (chance.CHANCE_SIZE,)) in explicit-chance mode; None in the default mode
+    _chance: np.ndarray | None = None
+
     def __init__(self, num_players: int | None = None, side: str | None = None, spirits: bool | None = None,
-                 seed: int | None = None, *, river_loops: str | None = None, config: GameConfig | None = None):
+                 seed: int | None = None, *, river_loops: str | None = None, config: GameConfig | None = None,
+                 explicit_chance: bool = False):
         cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
+        if not isinstance(explicit_chance, (bool, np.bool_)):
+            raise ValueError(f"explicit_chance must be True or False, got {explicit_chance!r}")
         self.num_players, self.side_code, self.spirits = cfg.num_players, cfg.side_code, cfg.spirits
         self.seed = check_seed(seed)
         self._adopt(np.zeros(S.STATE_SIZE, dtype=np.int64))
-        S.init_state(self._state, self.num_players, self.side_code, int(self.spirits), self.seed,
-                     cfg.river_loops_code)
+        if explicit_chance:
+            self._chance = np.zeros(C.CHANCE_SIZE, dtype=np.int64)
+            C.init_explicit(self._state, self._chance, self.num_players, self.side_code, int(self.spirits),
+                            self.seed, cfg.river_loops_code)
+        else:
+            S.init_state(self._state, self.num_players, self.side_code, int(self.spirits), self.seed,
+                         cfg.river_loops_code)
         self.history: list[int] = []
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
 
@@ -151,6 +165,9 @@ class Game:
         self.seed = -1
         self.history = []
         self._adopt(arr)
+        if self._chance is not None:  # a valid state is a decision: no chance pending, its draw pile dealt from
+            self._chance = np.zeros(C.CHANCE_SIZE, dtype=np.int64)
+            self._chance[C.C_DECK_SHUFFLED] = 1
 
     # ---- configuration and position ------------------------------------------------------------------
     @property
@@ -223,17 +240,26 @@ class Game:
     def action_mask(self) -> np.ndarray:
         """bool (NUM_ACTIONS,): True where the action is legal for the player to move."""
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
-        rules.legal_mask(self._state, mask, self._buf)
+        if self._chance is None or not self._chance[C.C_NODE]:  # none at a chance node
+            rules.legal_mask(self._state, mask, self._buf)
         return mask
 
     def legal_actions(self) -> list[int]:
+        """The legal actions of the player to move, ascending ([] at a chance node or once the game is over)."""
+        if self._chance is not None and self._chance[C.C_NODE]:
+            return []
         n = rules.legal_actions(self._state, self._buf)
         return self._buf[:n].tolist()
 
     def step(self, action: int) -> None:
         """Play one micro-action for the player to move; IllegalActionError (game unchanged) if not legal."""
         action = check_action(action)
-        code = rules.step(self._state, action)
+        if self._chance is None:
+            code = rules.step(self._state, action)
+        elif self._chance[C.C_NODE]:
+            raise IllegalActionError(action, "this is a chance node: resolve it with apply_chance or sample_chance")
+        else:
+            code = C.step_explicit(self._state, self._chance, action)
         if code:
             desc = self.describe_action(action) if 0 <= action < A.NUM_ACTIONS else ""
             raise IllegalActionError(int(action), rules.ERRORS[code], desc)
@@ -309,6 +335,8 @@ class Game:
         g = Game.__new__(Game)
         g.num_players, g.side_code, g.spirits, g.seed = self.num_players, self.side_code, self.spirits, self.seed
         g._adopt(self._state.copy())
+        if self._chance is not None:
+            g._chance = self._chance.copy()
         g.history = list(self.history)
         g._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         return g
@@ -317,11 +345,13 @@ class Game:
         """A JSON-able record (version, configuration, seed, actions) that `Game.replay` reproduces exactly.
 
         Only a game set up from its seed has one: a game built by `from_state`, `determinize` or a batch row
-        (`BatchedGames.game`) raises ValueError, since no seed reproduces its start.
+        (`BatchedGames.game`), or one whose chance was dealt by `apply_chance`, raises ValueError, since no seed
+        reproduces it. (An explicit-chance game resolved by `sample_chance` throughout is its seed's default game.)
         """
         if self.seed < 0:
-            raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row), not "
-                             "from a seed, so no record can replay it; record a game played with Game(seed=...)")
+            raise ValueError("this game was built from a state (Game.from_state, determinize or a batch row) or its "
+                             "chance was dealt by apply_chance, not from a seed, so no record can replay it; record "
+                             "a game played with Game(seed=...)")
         return make_record(self.config, self.seed, self.history)
 
     def to_json(self) -> str:
@@ -342,6 +372,65 @@ class Game:
             except IllegalActionError as e:
                 raise ValueError(f"game record action #{k} does not replay: {e}") from None
         return g
+
+    # ---- explicit chance (Game(..., explicit_chance=True); harmonies_env.chance) --------------------------
+    @property
+    def explicit_chance(self) -> bool:
+        """Whether this game leaves its random events as chance nodes (see `chance`)."""
+        return self._chance is not None
+
+    def is_chance_node(self) -> bool:
+        """Whether a random event waits to be resolved (explicit-chance mode only; no player acts meanwhile)."""
+        return self._chance is not None and bool(self._chance[C.C_NODE])
+
+    def chance_event(self) -> tuple[str, int] | None:
+        """The pending random event as (kind, where): ("tokens", central space), ("card", market slot) or
+        ("spirit", 2 * seat + index); None at a decision."""
+        if not self.is_chance_node():
+            return None
+        return C.NODE_KINDS[int(self._chance[C.C_NODE])], int(self._chance[C.C_WHERE])
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        """The pending node's outcomes as (outcome id, exact probability) pairs, ascending by id, every probability
+        > 0 and their sum 1; computed from public counts only (`chance.chance_outcomes`; `describe_chance` names an
+        id). ValueError if this is not a chance node."""
+        self._check_chance_node()
+        out = np.empty(C.TOKEN_OUTCOMES, dtype=np.int64)
+        probs = np.empty(C.TOKEN_OUTCOMES, dtype=np.float64)
+        n = C.chance_outcomes(self._state, self._chance, out, probs)
+        return list(zip(out[:n].tolist(), probs[:n].tolist()))
+
+    def apply_chance(self, outcome: int) -> None:
+        """Resolve the pending chance node with `outcome` (an id from `chance_outcomes`); ValueError naming what is
+        wrong (no chance node, an impossible outcome) with the game unchanged. The game then has no seed: its
+        record cannot replay a deal chosen by hand."""
+        self._check_chance_node()
+        if isinstance(outcome, (bool, np.bool_)) or not isinstance(outcome, (int, np.integer)) \
+                or not 0 <= outcome < C.NUM_OUTCOMES:
+            raise ValueError(f"a chance outcome is an integer 0..{C.NUM_OUTCOMES - 1}, got {outcome!r}")
+        code = C.apply_chance(self._state, self._chance, int(outcome))
+        if code:
+            kind, where = self.chance_event()
+            raise ValueError(f"chance outcome {int(outcome)} ({C.describe_outcome(int(outcome))}): {C.ERRORS[code]} "
+                             f"({kind} {where})")
+        self.seed = -1
+
+    def sample_chance(self) -> int:
+        """Resolve the pending chance node with the game's own generator and return the outcome id. Resolved this way
+        throughout, the game is exactly the default mode's game of the same seed."""
+        self._check_chance_node()
+        return int(C.sample_chance(self._state, self._chance))
+
+    def describe_chance(self, outcome: int) -> str:
+        """A chance outcome id in the game's words, e.g. 'tokens blue, gray, gray' or 'card 12 (...)'."""
+        return C.describe_outcome(int(outcome))
+
+    def _check_chance_node(self) -> None:
+        if self._chance is None:
+            raise ValueError("this game deals chance itself; make it with Game(..., explicit_chance=True) for chance "
+                             "nodes")
+        if not self._chance[C.C_NODE]:
+            raise ValueError("this is not a chance node (a player is to move, or the game is over)")
 
     def __str__(self) -> str:
         from .render import render_game

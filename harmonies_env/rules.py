@@ -98,32 +98,51 @@ def _set_stack(s, p: int, i: int, new: int) -> None:
 
 
 @njit(cache=True)
-def end_turn(s) -> None:
-    """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
-    p = s[S.CURRENT]
-    np_ = s[S.NUM_PLAYERS]
+def close_turn(s) -> None:
+    """First part of the end of a turn, before chance: discard what is held (solo: and the central board)."""
     for c in range(6):
         s[S.DISCARDED + c] += s[S.HAND + c]
         s[S.HAND + c] = 0
-    if np_ == 1:
+    if s[S.NUM_PLAYERS] == 1:
         for k in range(3 * s[S.NUM_SPACES]):
             c = s[S.CENTRAL + k]
             if c >= 0:
                 s[S.DISCARDED + c] += 1
             s[S.CENTRAL + k] = -1
+
+
+@njit(cache=True)
+def refill_failed(s) -> None:
+    """Note that the pouch could not refill a central space (the end trigger, unless one is already set; solo: the
+    end at once). The one rule both refills follow: `refill` here, `chance` in explicit mode."""
+    if s[S.NUM_PLAYERS] == 1 or s[S.END_TRIGGER] == 0:
+        s[S.END_TRIGGER] = 1
+
+
+@njit(cache=True)
+def refill(s) -> None:
+    """The chance part of the end of a turn: refill the central board from the pouch and the market from the draw
+    pile (in explicit-chance mode `chance` resolves these same events one by one instead)."""
+    if s[S.NUM_PLAYERS] == 1:
         for sp in range(s[S.NUM_SPACES]):
             if not S.fill_space(s, sp):
-                s[S.END_TRIGGER] = 1
+                refill_failed(s)
                 break
     elif s[S.TAKEN_SPACE] >= 0:
         if not S.fill_space(s, s[S.TAKEN_SPACE]):
-            if s[S.END_TRIGGER] == 0:
-                s[S.END_TRIGGER] = 1
+            refill_failed(s)
     for k in range(s[S.NUM_MARKET]):
         if s[S.MARKET + k] < 0 and s[S.DECK_COUNT] > 0:
             s[S.DECK_COUNT] -= 1
             s[S.MARKET + k] = s[S.DECK + s[S.DECK_COUNT]]
             s[S.DECK + s[S.DECK_COUNT]] = 0
+
+
+@njit(cache=True)
+def finish_turn(s) -> None:
+    """Last part of the end of a turn, after chance: check the end trigger, pass the turn (or end the game)."""
+    p = s[S.CURRENT]
+    np_ = s[S.NUM_PLAYERS]
     if popcount(s[S.BITBOARD + 15 * p]) <= 2 and s[S.END_TRIGGER] == 0:
         s[S.END_TRIGGER] = 2
     s[S.TURN] += 1
@@ -134,6 +153,38 @@ def end_turn(s) -> None:
         s[S.GAME_OVER] = 1
     else:
         s[S.CURRENT] = (p + 1) % np_
+
+
+@njit(cache=True)
+def end_turn(s) -> None:
+    """Finish the current turn: discard what is held, refill, check the end trigger, pass the turn."""
+    close_turn(s)
+    refill(s)
+    finish_turn(s)
+
+
+@njit(cache=True)
+def end_turn_action(s, a: int) -> int:
+    """Validate an end-of-turn action (END_TURN, or SOLO_REPLACE + m) and do what it does before chance: the solo
+    discard of a face-up card, then `close_turn`. Returns 0, or an ERRORS code with s unchanged."""
+    p = s[S.CURRENT]
+    if not s[S.TOOK_TOKENS]:
+        return 16
+    if _can_place_any(s, p):
+        return 17
+    if a < A.END_TURN:
+        m = a - A.SOLO_REPLACE
+        if s[S.NUM_PLAYERS] != 1:
+            return 18
+        if s[S.TOOK_CARD]:
+            return 19
+        if s[S.DECK_COUNT] == 0:
+            return 20
+        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
+            return 11
+        s[S.MARKET + m] = -1  # the discarded card leaves the game; the refill fills the slot
+    close_turn(s)
+    return 0
 
 
 @njit(cache=True)
@@ -220,22 +271,11 @@ def step(s, a: int) -> int:
             s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
         return 0
     # end of turn, plain or with a solo card replacement
-    if not s[S.TOOK_TOKENS]:
-        return 16
-    if _can_place_any(s, p):
-        return 17
-    if a < A.END_TURN:
-        m = a - A.SOLO_REPLACE
-        if s[S.NUM_PLAYERS] != 1:
-            return 18
-        if s[S.TOOK_CARD]:
-            return 19
-        if s[S.DECK_COUNT] == 0:
-            return 20
-        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
-            return 11
-        s[S.MARKET + m] = -1  # the discarded card leaves the game; end_turn refills the slot
-    end_turn(s)
+    code = end_turn_action(s, a)
+    if code:
+        return code
+    refill(s)
+    finish_turn(s)
     return 0
 
 

@@ -134,11 +134,11 @@ def shuffle_range(s, start: int, n: int) -> None:
 
 
 @njit(cache=True)
-def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_loops: int = 0) -> None:
-    """Set up a new game in s (int64 (STATE_SIZE,)): fill the central board, deal the market and Spirits.
-
-    river_loops: 0 = rulebook, 1 = bga (`config.RIVER_LOOPS`); it changes only scoring, never the deal.
-    """
+def init_blank(s, num_players: int, side: int, spirits: int, seed: int, river_loops: int = 0) -> None:
+    """Set up everything of a new game in s that chance does not decide: empty boards, a full pouch, an empty
+    central board and market, the 32 cards in the draw pile in id order (not yet shuffled), no Spirit dealt, and the
+    generator seeded. `init_state` then deals; explicit chance (`chance.init_explicit`) leaves the deal as chance
+    nodes. Writes no generator draw beyond the seed's first mix, so both modes draw the same numbers after it."""
     s[:] = 0
     s[NUM_PLAYERS] = num_players
     s[SIDE] = side
@@ -154,35 +154,52 @@ def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     for c in range(6):
         s[POUCH + c] = _TOKENS[c]
     s[CENTRAL:CENTRAL + 3 * MAX_SPACES] = -1
-    for sp in range(s[NUM_SPACES]):
-        fill_space(s, sp)
     for k in range(DECK_SIZE):
         s[DECK + k] = k + 1
-    shuffle_range(s, DECK, DECK_SIZE)
+    s[DECK_COUNT] = DECK_SIZE
     s[MARKET:MARKET + MAX_MARKET] = -1
+    s[SLOT:SLOT + MAX_PLAYERS * MAX_SLOTS] = -1
+    s[CUBES_PLACED:CUBES_PLACED + MAX_PLAYERS * (NUM_CARDS + 1)] = -1
+    s[SPIRIT_DEALT:SPIRIT_DEALT + 2 * MAX_PLAYERS] = -1
+    s[SPIRIT_KEPT:SPIRIT_KEPT + MAX_PLAYERS] = -1
+    s[TAKEN_SPACE] = -1
+
+
+@njit(cache=True)
+def shuffled_spirits(s):
+    """The 10 Spirit cards in the order the game's generator deals them (seat p gets entries 2p and 2p + 1)."""
+    pool = np.empty(10, dtype=np.int64)
+    for k in range(10):
+        pool[k] = FIRST_SPIRIT + k
+    for i in range(9, 0, -1):
+        j = random_below(s, RNG, i + 1)
+        t = pool[i]
+        pool[i] = pool[j]
+        pool[j] = t
+    return pool
+
+
+@njit(cache=True)
+def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_loops: int = 0) -> None:
+    """Set up a new game in s (int64 (STATE_SIZE,)): fill the central board, deal the market and Spirits.
+
+    river_loops: 0 = rulebook, 1 = bga (`config.RIVER_LOOPS`); it changes only scoring, never the deal.
+    """
+    init_blank(s, num_players, side, spirits, seed, river_loops)
+    for sp in range(s[NUM_SPACES]):
+        fill_space(s, sp)
+    shuffle_range(s, DECK, DECK_SIZE)
     n = DECK_SIZE
     for m in range(s[NUM_MARKET]):
         n -= 1
         s[MARKET + m] = s[DECK + n]
         s[DECK + n] = 0
     s[DECK_COUNT] = n
-    s[SLOT:SLOT + MAX_PLAYERS * MAX_SLOTS] = -1
-    s[CUBES_PLACED:CUBES_PLACED + MAX_PLAYERS * (NUM_CARDS + 1)] = -1
-    s[SPIRIT_DEALT:SPIRIT_DEALT + 2 * MAX_PLAYERS] = -1
-    s[SPIRIT_KEPT:SPIRIT_KEPT + MAX_PLAYERS] = -1
     if spirits:
-        pool = np.empty(10, dtype=np.int64)
-        for k in range(10):
-            pool[k] = FIRST_SPIRIT + k
-        for i in range(9, 0, -1):
-            j = random_below(s, RNG, i + 1)
-            t = pool[i]
-            pool[i] = pool[j]
-            pool[j] = t
+        pool = shuffled_spirits(s)
         for p in range(num_players):
             s[SPIRIT_DEALT + 2 * p] = pool[2 * p]
             s[SPIRIT_DEALT + 2 * p + 1] = pool[2 * p + 1]
-    s[TAKEN_SPACE] = -1
 
 
 @njit(cache=True)

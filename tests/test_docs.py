@@ -39,7 +39,7 @@ def test_there_are_blocks_in_the_readme_and_every_page_of_examples():
     where = {name.split(":")[0] for name, _ in BLOCKS}
     assert {"README.md", "docs/engine.md", "docs/environments.md", "docs/agents.md", "docs/rules.md",
             "docs/training.md"} <= where
-    assert sum(name.startswith("README.md") for name, _ in BLOCKS) == 5
+    assert sum(name.startswith("README.md") for name, _ in BLOCKS) == 6
 
 
 @pytest.mark.parametrize("name,code", BLOCKS, ids=[n for n, _ in BLOCKS])

@@ -22,8 +22,8 @@ ALIASES = {"harmonies_experiments": "experiments", "harmonies_benchmarks": "benc
 
 #: harmonies_env modules that hold the jitted kernels and the data they read: pure functions over arrays, no classes
 #: that wrap them. Every other harmonies_env module is the game-and-envs layer.
-KERNELS = {"data", "geometry", "stacks", "cards", "actions", "state", "scoring", "rules", "observation", "validate",
-           "io", "batch_kernels"}
+KERNELS = {"data", "geometry", "stacks", "cards", "actions", "state", "scoring", "rules", "chance", "observation",
+           "validate", "io", "batch_kernels"}
 
 RANK = {"kernels": 0, "harmonies_env": 1, "agents": 2, "experiments": 3, "benchmarks": 4, "harmonies_apps": 5}
 MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES + list(ALIASES)))

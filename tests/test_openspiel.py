@@ -1,0 +1,141 @@
+"""Harmonies as an OpenSpiel game (`harmonies_env.openspiel`): OpenSpiel's own random_sim_test, hidden information
+in strings and tensors, resampling for ISMCTS, and OpenSpiel's MCTS and ISMCTS bots playing it to the end."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pyspiel = pytest.importorskip("pyspiel", reason='the optional openspiel extra: pip install -e ".[openspiel]"')
+
+from open_spiel.python.algorithms import ismcts, mcts  # noqa: E402
+from open_spiel.python.bots.uniform_random import UniformRandomBot  # noqa: E402
+
+from harmonies_env import chance as C  # noqa: E402
+from harmonies_env.openspiel import TENSOR_SIZE, RolloutEvaluator  # noqa: E402
+
+
+def load(**params):
+    return pyspiel.load_game("python_harmonies", params)
+
+
+def play(game, bots, seed: int, state=None):
+    """Play to the end: chance from its listed probabilities, seat p by bots[p]; returns the final state."""
+    rng = np.random.default_rng(seed)
+    state = state or game.new_initial_state()
+    while not state.is_terminal():
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+        else:
+            state.apply_action(bots[state.current_player()].step(state))
+    return state
+
+
+@pytest.mark.parametrize("players", [2, 3, 4])
+@pytest.mark.parametrize("side", ["A", "B"])
+@pytest.mark.parametrize("spirits", [False, True])
+def test_random_sim_test_with_serialization(players: int, side: str, spirits: bool) -> None:
+    game = load(players=players, side=side, spirits=spirits, returns="win" if side == "A" else "points")
+    pyspiel.random_sim_test(game, num_sims=1, serialize=True, verbose=False)
+
+
+def test_parameters_type_and_sizes() -> None:
+    game = load(players=3, side="B", spirits=True)
+    t = game.get_type()
+    assert t.short_name == "python_harmonies" and game.num_players() == 3
+    assert t.information == pyspiel.GameType.Information.IMPERFECT_INFORMATION
+    assert t.chance_mode == pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC
+    assert t.utility == pyspiel.GameType.Utility.CONSTANT_SUM and game.utility_sum() == 1.0
+    assert game.num_distinct_actions() == 268 and game.max_chance_outcomes() == C.NUM_OUTCOMES
+    assert game.observation_tensor_shape() == [TENSOR_SIZE]
+    assert load(players=2).get_type().information == pyspiel.GameType.Information.PERFECT_INFORMATION
+    solo = load(players=1, returns="points", river_loops="bga")
+    assert solo.num_players() == 1 and solo.get_type().utility == pyspiel.GameType.Utility.GENERAL_SUM
+    with pytest.raises(Exception, match="use returns='points'"):
+        load(players=1)
+    with pytest.raises(Exception, match="side must be 'A' or 'B'"):
+        load(side="C")
+    with pytest.raises(Exception, match="returns must be"):
+        load(returns="suns")
+
+
+def test_returns_are_win_shares_or_points() -> None:
+    for returns in ("win", "points"):
+        game = load(players=3, returns=returns)
+        state = play(game, [UniformRandomBot(p, np.random.RandomState(p)) for p in range(3)], 5)
+        g = state.game_obj
+        if returns == "win":
+            assert state.returns() == [1 / len(g.winners()) if p in g.winners() else 0.0 for p in range(3)]
+        else:
+            assert state.returns() == [float(s["total"]) for s in g.scores()]
+
+
+def dealt_state(seed: int):
+    """A 3-player Spirit game just after the deal: every seat holds two Spirit cards, none kept yet."""
+    game = load(players=3, spirits=True)
+    state = game.new_initial_state()
+    rng = np.random.default_rng(seed)
+    while state.is_chance_node():
+        outcomes, probs = zip(*state.chance_outcomes())
+        state.apply_action(int(rng.choice(outcomes, p=probs)))
+    return state
+
+
+def test_information_state_hides_the_spirits_dealt_to_other_seats() -> None:
+    state = dealt_state(1)
+    dealt = state.game_obj.field("spirit_dealt")
+    other = state.resample_from_infostate(0, pyspiel.UniformProbabilitySampler(0.0, 1.0))
+    seen = other.game_obj.field("spirit_dealt")
+    assert list(seen[0]) == list(dealt[0])          # seat 0's own cards stay
+    assert set(seen[1:3].ravel()).isdisjoint(dealt[0])
+    for _ in range(20):  # a redeal that changes another seat's cards
+        if sorted(seen[1:3].ravel()) != sorted(dealt[1:3].ravel()):
+            break
+        other = state.resample_from_infostate(0, pyspiel.UniformProbabilitySampler(0.0, 1.0))
+        seen = other.game_obj.field("spirit_dealt")
+    assert sorted(seen[1:3].ravel()) != sorted(dealt[1:3].ravel())
+    # seat 0 cannot tell the two states apart; seat 1 can
+    assert other.information_state_string(0) == state.information_state_string(0)
+    assert other.observation_string(0) == state.observation_string(0)
+    assert other.information_state_tensor(0) == state.information_state_tensor(0)
+    assert other.observation_tensor(0) == state.observation_tensor(0)
+    assert other.information_state_string(1) != state.information_state_string(1)
+    assert other.legal_actions() == state.legal_actions()
+    for card in dealt[1]:  # no other seat's card shows in seat 0's strings
+        assert f"({C.describe_outcome(C.CARD_OUTCOME + int(card) - 1)})" not in state.information_state_string(0)
+    assert len(state.observation_tensor(0)) == TENSOR_SIZE
+
+
+def test_mcts_with_random_rollouts_and_ismcts_play_to_the_end() -> None:
+    game = load(players=2)
+    random_bots = [UniformRandomBot(p, np.random.RandomState(p)) for p in range(2)]
+    state = game.new_initial_state()
+    rng = np.random.default_rng(0)
+    while state.is_chance_node() or state.game_obj.turn < 16:  # random play into the late game: short rollouts
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            state.apply_action(int(rng.choice(outcomes, p=probs)))
+        else:
+            state.apply_action(random_bots[state.current_player()].step(state))
+    bot = mcts.MCTSBot(game, 2.0, 2, mcts.RandomRolloutEvaluator(1, np.random.RandomState(0)),
+                       random_state=np.random.RandomState(1))
+    assert play(game, [bot, bot], 1, state).is_terminal()
+
+    game = load(players=3, side="B", spirits=True)
+    bots = [ismcts.ISMCTSBot(game, RolloutEvaluator(1, 0), 2.0, 4, random_state=np.random.RandomState(3))]
+    bots += [UniformRandomBot(p, np.random.RandomState(p)) for p in (1, 2)]
+    final = play(game, bots, 2)
+    assert final.is_terminal() and sum(final.returns()) == pytest.approx(1.0)
+
+
+def test_mcts_beats_openspiels_uniform_random_bot_over_20_games() -> None:
+    """OpenSpiel's MCTSBot, 4 simulations a move, each leaf valued by 8 random rollouts run in the engine
+    (`RolloutEvaluator`: OpenSpiel's Python rollouts would take minutes), seats alternating."""
+    game = load(players=2)
+    wins = 0.0
+    for k in range(20):
+        seat = k % 2
+        bot = mcts.MCTSBot(game, 2.0, 4, RolloutEvaluator(8, k), random_state=np.random.RandomState(k))
+        rand = UniformRandomBot(1 - seat, np.random.RandomState(100 + k))
+        wins += play(game, [bot, rand] if seat == 0 else [rand, bot], k).returns()[seat]
+    assert wins >= 15
