@@ -32,7 +32,17 @@ import json
 import sys
 from pathlib import Path
 
-from .common import ConfigError, Schema, apply_overrides, check_config, latest_checkpoint, load_config
+from harmonies_env.stops import exit_status, stop_message, stop_on_signals
+
+from .common import (
+    ConfigError,
+    Schema,
+    apply_overrides,
+    check_config,
+    latest_checkpoint,
+    load_config,
+    remove_temp_files,
+)
 from .runner import RunArgs, save_run_config
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -177,17 +187,24 @@ def main(argv: list[str] | None = None) -> int:
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
+    args = None
     try:
         args = resolve(ns)
         module, function, _, _ = COMMANDS[args.algo]
         fn = getattr(importlib.import_module(module, __package__), function)
         args.run.mkdir(parents=True, exist_ok=True)
+        removed = remove_temp_files(args.run, recursive=True)  # what writes killed by SIGKILL left
+        if removed:
+            print(f"removed {removed} unfinished write(s) a killed run left in {args.run}", file=sys.stderr)
         save_run_config(args)
         fn(args)
     except ConfigError as e:  # a bad config: say which, no traceback
         raise SystemExit(f"{ns.algo}: {e}") from None
     except OSError as e:  # an unusable --run or a missing file: say which, no traceback
         raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
+    finally:
+        if args is not None:  # on every exit: a stop's interrupted writes, a crash's (their writers are gone)
+            remove_temp_files(args.run, recursive=True)
     return 0
 
 
@@ -195,12 +212,16 @@ def cli(argv: list[str] | None = None) -> int:
     """`main` for the shell: a refusal raised as SystemExit("message") is one line on stderr and exit status 2
     (as `harmonies train` prints it), not Python's bare message and status 1."""
     try:
-        return main(argv)
+        with stop_on_signals():
+            return main(argv)
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
             raise
         print(f"{prog()}: {e.code}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept), exit 130 / 143
+        print(stop_message(prog(), e), file=sys.stderr)
+        return exit_status(e)
 
 
 if __name__ == "__main__":

@@ -535,16 +535,20 @@ class Trainer:
 
     def save(self) -> Path:
         """Checkpoint the complete trainer state (`experiments.common.save_checkpoint`: the tensors as
-        `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then the model and progress.csv."""
+        `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then `export()`."""
         tensors = _torch_bytes(self.state_tensors())  # first: it takes the workers' snapshot that meta() records
         path = save_checkpoint(self.run / "checkpoints", self.iteration, tensors, self.meta(),
                                keep=int(self.cfg["run"]["keep"]))
+        self.export()
+        return path
+
+    def export(self) -> None:
+        """model.pt/.json (the agent's checkpoint of the current weights) and progress.csv."""
         info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
                 **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
         save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
         self._write_progress()
-        return path
 
     def load(self, path: Path, meta: dict[str, Any]) -> None:
         """Take back the state of a checkpoint: its tensors file `path` (read weights-only) and its `meta`."""

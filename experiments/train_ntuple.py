@@ -380,8 +380,12 @@ class Trainer:
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.started
 
+    def export(self) -> None:
+        """model.npz/.json (and the win head's), the agent's checkpoint of the current weights."""
+        self._save_model(self.run / "model")
+
     def save(self) -> None:
-        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then model.npz/.json."""
+        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then `export()`."""
         buf = io.BytesIO()
         extra = {} if self.wwin is None else {"wwin": self.wwin}
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
@@ -397,7 +401,7 @@ class Trainer:
         for old in folder.glob("step_*.npz"):  # the states of checkpoints `save_checkpoint` let go (it removes .pt)
             if not old.with_suffix(".json").exists():
                 old.unlink(missing_ok=True)
-        self._save_model(self.run / "model")
+        self.export()
 
     def load(self, path: Path, record: dict[str, Any]) -> None:
         meta = record["state"]

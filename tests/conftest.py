@@ -84,6 +84,23 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     return slot
 
 
+# ---- pytest-xdist: the suite runs on every core (pyproject's addopts: -n auto --dist loadgroup) ---------------
+#: Test files that start a local Ray instance: one worker runs them all, one after the other (two Ray instances on
+#: a small machine fight for its CPUs and memory).
+RAY_FILES = {"test_ray.py", "test_rllib.py"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config, items):
+    """Each test file is one xdist group (its tests run in order on one worker: module fixtures are built once, and
+    tests that rely on their file's order keep it); the Ray files share one group. Everything a test writes goes to
+    its own tmp_path, ports are picked free (port 0) and numba's cache writes are atomic, so groups may run side by
+    side."""
+    for item in items:
+        name = item.path.name
+        item.add_marker(pytest.mark.xdist_group("ray" if name in RAY_FILES else name))
+
+
 # ---- small Stable-Baselines3 checkpoints, made on the spot (no PPO checkpoint ships with the package) -----
 @pytest.fixture(scope="session")
 def tiny_zip(tmp_path_factory):
