@@ -37,6 +37,7 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config
+from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.stops import ignore_in_worker
@@ -422,7 +423,7 @@ def summarize(results: list[dict]) -> dict:
     summary: dict[str, Any] = {"games": len(results), "agents": {}}
     multi = bool(results) and len(results[0]["seats"]) > 1
     if multi and model is None:
-        summary["notes"] = ['no OpenSkill ratings: the openskill package is not installed (pip install -e ".[train]")']
+        summary["notes"] = [f"no OpenSkill ratings: the openskill package is not installed ({install_hint('train')})"]
     for nm in names:
         d = per[nm]
         n = len(d["scores"])

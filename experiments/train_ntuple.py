@@ -228,6 +228,7 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.elapsed_before = 0.0
         self.started = time.time()
+        self.command = "python -m experiments.train ntuple"  # `run` sets the one typed, with its arguments
         for r in range(self.G):
             self._new_game(r)
 
@@ -370,7 +371,7 @@ class Trainer:
         return {"beam": int(self.sp["beam"]), "candidates": self.K}
 
     def _save_model(self, path: Path, extra: dict[str, Any] | None = None) -> None:
-        info = {"command": "python -m experiments.train ntuple", "seed": self.seed, "iteration": self.iteration,
+        info = {"command": self.command, "seed": self.seed, "iteration": self.iteration,
                 "games": self.games_done, "minutes": round(self.elapsed() / 60, 2), "config": self.cfg,
                 **(extra or {})}
         N.save_checkpoint(path, self.w, self.play(), info)
@@ -444,6 +445,7 @@ def run(args: RunArgs) -> dict[str, Any]:
     """The `ntuple` training command (`python -m experiments.train ntuple ...`): train, resume, summarise."""
     cfg = settings(args.config)
     trainer = Trainer(cfg, args.seed, args.run, progress=args.progress)
+    trainer.command = args.command or trainer.command
     found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
     if found is not None:
         trainer.load(*found)

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harmonies_env.firstrun import install_hint, say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def missing_extra(err: ImportError) -> tuple[str, str] | None:
 
 def extra_message(command: str, module: str, extra: str) -> str:
     """The one line printed instead of a traceback when an optional module is missing."""
-    return f'harmonies {command}: needs {module}, from the "{extra}" extra: pip install -e ".[{extra}]"'
+    return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
 
 
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
@@ -386,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
             if command in FORWARDED:
                 return forward(command, argv[1:])
             args = parser.parse_args(argv)
+            say_if_compiling()  # a first run's 30 s compile, said on a terminal
             _apply_trust_option(args)
             _prepare_out(args)
             return int(args.func(args) or 0)

@@ -24,6 +24,7 @@ import numpy as np
 
 from agents.match import MatchTask, agent_seed, play_game, summarize, wilson_interval
 from harmonies_env.config import GameConfig
+from harmonies_env.firstrun import install_hint
 from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
 
@@ -156,7 +157,7 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
     except ImportError:
         matplotlib = None
         summary.setdefault("notes", []).append(
-            'no PNG: the matplotlib package is not installed (pip install -e ".[train]")')
+            f"no PNG: the matplotlib package is not installed ({install_hint('train')})")
     csv_path = out / f"{stem}_games.csv"
     buf = io.StringIO()
     w = csv.writer(buf)
