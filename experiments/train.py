@@ -34,11 +34,12 @@ import argparse
 import importlib
 import json
 import shlex
+import signal
 import sys
 from pathlib import Path
 
 from harmonies_env.firstrun import say_if_compiling
-from harmonies_env.stops import exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
 from .common import (
     ConfigError,
@@ -213,6 +214,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"removed {removed} unfinished write(s) a killed run left in {args.run}", file=sys.stderr)
         save_run_config(args)
         fn(args)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: `cli` prints one line; say what --resume goes on from
+        if args is None or getattr(e, "detail", ""):
+            raise
+        ck = latest_checkpoint(args.run / "checkpoints")
+        kept = (f"its newest checkpoint, {ck[0].name}, is kept: --resume goes on from it" if ck is not None
+                else "no checkpoint yet: the run starts afresh")
+        raise Stopped(e.signum if isinstance(e, Stopped) else signal.SIGINT, kept) from None
     except ConfigError as e:  # a bad config: say which, no traceback
         raise SystemExit(f"{ns.algo}: {e}") from None
     except OSError as e:  # an unusable --run or a missing file: say which, no traceback
@@ -225,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def cli(argv: list[str] | None = None) -> int:
     """`main` for the shell: a refusal raised as SystemExit("message") is one line on stderr and exit status 2
-    (as `harmonies train` prints it), not Python's bare message and status 1."""
+    (as `harmonies train` prints it), not Python's bare message and status 1; Ctrl-C or SIGTERM is one line saying
+    what --resume goes on from, exit status 130 / 143 (`harmonies_env.stops`)."""
     try:
         with stop_on_signals():
             return main(argv)

@@ -274,3 +274,52 @@ def test_jobs_above_the_cores_get_a_one_line_note(monkeypatch):
     assert match.jobs_note(2) is None
     assert match.jobs_note(8) == "--jobs 8 is more than the 2 cores here: the processes share them (slower than " \
                                  "--jobs 2)"
+
+
+# ---- first run ----------------------------------------------------------------------------------------------------
+
+def test_a_cold_numba_cache_is_said_in_one_line_on_a_terminal_only(tmp_path, monkeypatch):
+    import io
+
+    from harmonies_env import firstrun
+
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "empty"))  # a cache nothing was compiled into
+    code = "from harmonies_env.firstrun import engine_cache_cold; print(engine_cache_cold())"
+    cold = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert cold.stdout.strip() == "True", cold.stderr
+    from harmonies_env import Game
+
+    Game(2, seed=0).step(Game(2, seed=0).legal_actions()[0])  # compiled (and cached) in this process
+    assert not firstrun.engine_cache_cold()
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(firstrun, "engine_cache_cold", lambda: True)
+    out, piped = Terminal(), io.StringIO()
+    assert firstrun.say_if_compiling(out) and out.getvalue() == firstrun.COMPILE_NOTE + "\n"
+    assert not firstrun.say_if_compiling(piped) and piped.getvalue() == ""  # logs and pipes stay clean
+    monkeypatch.setattr(firstrun, "engine_cache_cold", lambda: False)
+    assert not firstrun.say_if_compiling(Terminal())
+
+
+def test_extra_hints_fit_a_checkout_or_a_wheel(monkeypatch):
+    from harmonies_apps import cli
+    from harmonies_env import firstrun
+
+    assert firstrun.from_checkout()  # the tests run from one
+    assert firstrun.install_hint("train") == 'pip install -e ".[train]"'
+    monkeypatch.setattr(firstrun, "_ROOT", Path("/nonexistent/site-packages"))
+    assert firstrun.install_hint("train") == 'pip install "harmonies-env[train]"'
+    assert cli.extra_message("serve", "uvicorn", "web") == (
+        'harmonies serve: needs uvicorn, from the "web" extra: pip install "harmonies-env[web]"')
+
+
+def test_a_runs_model_records_its_command_with_the_arguments(tmp_path):
+    run = tmp_path / "run"
+    argv = ["ntuple", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set",
+            "train.iterations=1", "--set", "eval.games=0"]
+    assert train.main(argv) == 0
+    command = json.loads((run / "model.json").read_text())["training"]["command"]
+    assert command == "python -m experiments.train " + " ".join(argv)
