@@ -23,7 +23,10 @@ off too); JSON nested deeper than MAX_JSON_DEPTH, integers longer than MAX_INT_D
 malformed JSON get 400 naming what was wrong. A game needs its token (missing or wrong: 403). The table holds
 `max_games` games; to make room for a new one the server forgets the least recently used finished game, else the
 least recently used game idle for `idle_seconds`; when every game is in play it refuses the new one (503) and
-never evicts a game being played.
+never evicts a game being played. One client (IP address) holds at most MAX_CLIENT_GAMES games in play (429), and
+bots move one decision at a time, in turn across clients (`BotScheduler`). A connection must send each request's head
+within HEAD_SECONDS and its body within BODY_SECONDS (408), and is closed after KEEP_ALIVE_SECONDS idle; `Host` must
+name the bound address (400) and `Origin`, when sent, this server's page (403): no DNS rebinding.
 
 What reaches the page is the human seat's view only: the public table (boards, cards, central board, market,
 pouch colour counts, draw-pile size), the human's own dealt Spirits and legal actions. The pouch order, the
