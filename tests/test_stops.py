@@ -323,3 +323,10 @@ def test_a_runs_model_records_its_command_with_the_arguments(tmp_path):
     assert train.main(argv) == 0
     command = json.loads((run / "model.json").read_text())["training"]["command"]
     assert command == "python -m experiments.train " + " ".join(argv)
+
+
+def test_every_file_with_a_module_fixture_runs_whole_on_one_xdist_worker():
+    import conftest
+
+    files = {p.name for p in (ROOT / "tests").glob("test_*.py") if 'scope="module"' in p.read_text()}
+    assert files == conftest.WHOLE_FILES | conftest.RAY_FILES
