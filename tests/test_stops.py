@@ -326,9 +326,9 @@ def test_a_runs_model_records_its_command_with_the_arguments(tmp_path):
 
 
 def test_every_file_with_a_module_fixture_runs_whole_on_one_xdist_worker():
-    import conftest
-
     import re
+
+    import conftest
 
     fixture = re.compile(r'@pytest\.fixture\(scope="module"')
     files = {p.name for p in (ROOT / "tests").glob("test_*.py") if fixture.search(p.read_text())}
