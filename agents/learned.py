@@ -42,6 +42,7 @@ from numba import njit
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan, run_rows
+from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.validate import parse_json
@@ -294,7 +295,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         import torch
     except ImportError:
-        raise ImportError('the learned agents load their weights with torch: pip install -e ".[train]"') from None
+        raise ImportError(f"the learned agents load their weights with torch: {install_hint('train')}") from None
     if meta.stat().st_size > MAX_CONFIG_BYTES:
         raise CheckpointError(f"{meta}: larger than a checkpoint config ({MAX_CONFIG_BYTES} bytes at most)")
     try:

@@ -27,6 +27,7 @@ per seat), "winners" (`Game.winners`: most points, then most animal cubes, else 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -36,8 +37,10 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config
+from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
+from harmonies_env.stops import ignore_in_worker
 
 from .policy import AgentPolicy, BatchView, is_native
 
@@ -229,11 +232,29 @@ def play_share(task: MatchTask) -> list[dict]:
                       names=task.names)
 
 
+def cores() -> int:
+    """The CPU cores this process may run on (its affinity where the system tells it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def jobs_note(jobs: int) -> str | None:
+    """A one-line note when `jobs` processes are more than this machine's cores (they then only share the cores, and
+    each loads its own agents: slower than `cores()` jobs), else None."""
+    n = cores()
+    if jobs <= n:
+        return None
+    return (f"--jobs {jobs} is more than the {n} core{'s' if n > 1 else ''} here: the processes share them (slower "
+            f"than --jobs {n})")
+
+
 def run_match(specs: Sequence[str], num_players: int | None = None, games: int | None = None, side: str | None = None,
               spirits: bool | None = None, seed: int = 0, jobs: int = 1, progress: bool = True,
               worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None, *,
               config: GameConfig | None = None, river_loops: str | None = None,
-              ray_address: str | None = None) -> list[dict]:
+              ray_address: str | None = None, collect: list[dict] | None = None) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
 
@@ -245,7 +266,10 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
     (num_players 1): each spec plays `games` games of its own. `worker(task)` plays one task (default `play_share`;
     a caller that also writes records passes its own, a module-level function, with `extra` in each task).
     ray_address: play the tasks on a Ray cluster instead ("local", "auto" or HOST:PORT; `agents.distributed`:
-    checkpoints shipped by value, the same results as `jobs`); `jobs` must then be 1."""
+    checkpoints shipped by value, the same results as `jobs`); `jobs` must then be 1. Never more processes start than
+    there are tasks (`jobs` above the games is capped; `jobs_note` says when it is above the cores).
+    collect: a list the results are appended to as they come, in game order, so that a caller stopped by Ctrl-C or
+    SIGTERM (a KeyboardInterrupt; the worker processes are ended) keeps the games played so far."""
     from tqdm import tqdm
 
     cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(specs))
@@ -266,6 +290,7 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
         from .distributed import RaySession
 
         session = RaySession(ray_address)  # connected before the split: tasks are sized by the cluster's CPUs
+    jobs = min(int(jobs), games)
     slots = jobs if session is None else session.cpus
     share = max(1, min(MAX_SHARE, math.ceil(games / (4 * slots))))  # a few tasks per worker: the load evens out
     shares = [list(range(k, min(games, k + share))) for k in range(0, games, share)]
@@ -273,24 +298,28 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
         tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
     else:
         tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
+    jobs = min(jobs, len(tasks))
     bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
-    out: list[dict] = []
-    if session is not None:
-        with session:
-            for r in session.map(worker, tasks, done=lambda i: bar.update(len(tasks[i].indices))):
-                out.extend(r)
-    elif jobs == 1:
-        for t in tasks:
-            out.extend(worker(t))
-            bar.update(len(t.indices))
-    else:
-        import multiprocessing as mp
-
-        with mp.get_context("spawn").Pool(int(jobs)) as pool:
-            for t, r in zip(tasks, pool.imap(worker, tasks, chunksize=1)):
-                out.extend(r)
+    out: list[dict] = [] if collect is None else collect
+    try:
+        if session is not None:
+            with session:
+                for r in session.map(worker, tasks, done=lambda i: bar.update(len(tasks[i].indices))):
+                    out.extend(r)
+        elif jobs == 1:
+            for t in tasks:
+                out.extend(worker(t))
                 bar.update(len(t.indices))
-    bar.close()
+        else:
+            import multiprocessing as mp
+
+            # the workers leave Ctrl-C to this process, which ends them (the pool's exit terminates them)
+            with mp.get_context("spawn").Pool(jobs, initializer=ignore_in_worker) as pool:
+                for t, r in zip(tasks, pool.imap(worker, tasks, chunksize=1)):
+                    out.extend(r)
+                    bar.update(len(t.indices))
+    finally:
+        bar.close()
     return out
 
 
@@ -394,7 +423,7 @@ def summarize(results: list[dict]) -> dict:
     summary: dict[str, Any] = {"games": len(results), "agents": {}}
     multi = bool(results) and len(results[0]["seats"]) > 1
     if multi and model is None:
-        summary["notes"] = ['no OpenSkill ratings: the openskill package is not installed (pip install -e ".[train]")']
+        summary["notes"] = [f"no OpenSkill ratings: the openskill package is not installed ({install_hint('train')})"]
     for nm in names:
         d = per[nm]
         n = len(d["scores"])

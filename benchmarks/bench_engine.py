@@ -28,6 +28,7 @@ from harmonies_env import Game, rules
 from harmonies_env import state as S
 from harmonies_env.actions import NUM_ACTIONS
 from harmonies_env.cards import NUM_CARDS, habitat_cells
+from harmonies_env.firstrun import say_if_compiling
 from harmonies_env.scoring import NUM_CATEGORIES
 
 CONFIGS = [(1, "A", False), (2, "A", False), (2, "B", True), (3, "A", True), (4, "B", False)]
@@ -217,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(a, option) < 1:
             print(f"{ap.prog}: --{option.replace('_', '-')} must be >= 1, got {getattr(a, option)}", file=sys.stderr)
             return 2
+    say_if_compiling()  # a first run's 30 s compile, said on a terminal
     bench_numba(a.games)
     bench_api(a.api_actions)
     bench_reference(a.reference_games)

@@ -109,13 +109,14 @@ def _records(folder: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.name, reverse=True)
 
 
-def remove_temp_files(folder: str | os.PathLike) -> int:
-    """Delete the temp files that killed atomic writes left in `folder` (call only when no writer is running);
-    returns how many there were."""
+def remove_temp_files(folder: str | os.PathLike, recursive: bool = False) -> int:
+    """Delete the temp files that killed atomic writes left in `folder` (and its subfolders if `recursive`; call only
+    when no writer is running); returns how many there were."""
     folder = Path(folder)
     if not folder.is_dir():
         return 0
-    stale = [p for p in folder.iterdir() if p.name.startswith(".") and p.name.endswith(".tmp")]
+    found = folder.rglob(".*.tmp") if recursive else folder.iterdir()
+    stale = [p for p in found if p.name.startswith(".") and p.name.endswith(".tmp") and p.is_file()]
     for p in stale:
         p.unlink(missing_ok=True)
     return len(stale)
@@ -291,29 +292,49 @@ def iterate(trainer: Any, iterations: int, max_minutes: float | None, step: Call
     """The iteration loop of our own trainers (`learned`, `ntuple`): one place for when they evaluate, checkpoint and
     stop, so a run means the same schedule for both and their resumes stay exact.
 
-    trainer: has `iteration` (int, advanced here), `evals` (the rows so far) and `save()` (a complete checkpoint).
-    step(): one iteration's work. evaluate(bar): one evaluation row recorded (the untrained start too, unless the run
-    already has rows); every `eval_every` iterations (0: never). A checkpoint every `checkpoint_every` iterations and
-    at the end; `max_minutes` (None or 0: no limit) stops after the iteration that passes it, checkpointed there."""
+    trainer: has `iteration` (int, advanced here), `evals` (the rows so far), `save()` (a complete checkpoint, then
+    the model export) and `export()` (the model export alone). step(): one iteration's work. evaluate(bar): one
+    evaluation row recorded (the untrained start too, unless the run already has rows); every `eval_every` iterations
+    (0: never). A checkpoint every `checkpoint_every` iterations and at the end; `max_minutes` (None or 0: no limit)
+    stops after the iteration that passes it, checkpointed there.
+
+    A resumed run (iteration > 0) first exports its model again: a kill between a checkpoint and its export left the
+    model of the checkpoint before, and a resume with nothing left to do would otherwise keep it. SIGINT / SIGTERM
+    (`harmonies_env.stops`, held by the commands) wait for the iteration's end, which is checkpointed, then stop
+    (`Stopped`, its detail naming the iteration)."""
     from tqdm import tqdm
 
+    from harmonies_env import stops
+
+    kept = trainer.iteration  # the newest checkpoint's iteration (0: none yet)
+    if kept > 0:
+        trainer.export()
     deadline = time.time() + 60.0 * max_minutes if max_minutes else None
     bar = tqdm(total=iterations, initial=trainer.iteration, unit="it", dynamic_ncols=True, disable=not progress,
                desc=desc)
     if eval_every > 0 and trainer.iteration == 0 and not trainer.evals:
         evaluate(bar)
-    while trainer.iteration < iterations:
-        step()
-        trainer.iteration += 1
-        bar.update(1)
-        bar.set_postfix(**postfix())
-        if eval_every > 0 and trainer.iteration % eval_every == 0:
-            evaluate(bar)
-        if trainer.iteration % checkpoint_every == 0 or trainer.iteration == iterations:
-            trainer.save()
-        if deadline is not None and time.time() >= deadline:
-            if trainer.iteration % checkpoint_every:
-                trainer.save()
-            bar.write(f"--max-minutes reached at iteration {trainer.iteration}")
-            break
-    bar.close()
+    try:
+        while trainer.iteration < iterations:
+            with stops.held():
+                step()
+                trainer.iteration += 1
+                bar.update(1)
+                bar.set_postfix(**postfix())
+                if eval_every > 0 and trainer.iteration % eval_every == 0:
+                    evaluate(bar)
+                saved = trainer.iteration % checkpoint_every == 0 or trainer.iteration == iterations
+                over = deadline is not None and time.time() >= deadline
+                if saved or over or stops.requested():
+                    trainer.save()
+                    kept = trainer.iteration
+            if over:
+                bar.write(f"--max-minutes reached at iteration {trainer.iteration}")
+                break
+    except stops.Stopped as e:
+        if not e.detail:
+            e.detail = (f"the checkpoint of iteration {kept} is kept: --resume goes on from it" if kept
+                        else "no checkpoint yet: the run starts afresh")
+        raise
+    finally:
+        bar.close()

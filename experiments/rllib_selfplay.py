@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from harmonies_env.firstrun import install_hint
+
 try:
     import ray
     import torch
@@ -42,7 +44,7 @@ try:
     from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
     from ray.tune.registry import register_env
 except ImportError as e:  # pragma: no cover - the message is the point
-    raise ImportError("experiments.rllib_selfplay needs Ray RLlib: pip install -e .[distributed]") from e
+    raise ImportError(f"experiments.rllib_selfplay needs Ray RLlib: {install_hint('distributed')}") from e
 
 from harmonies_env import env_aec
 

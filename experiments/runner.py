@@ -46,6 +46,7 @@ class RunArgs:
     device: str = "cpu"
     max_minutes: float = 0.0
     progress: bool = True
+    command: str = ""  # the command line that started this process, arguments included (the models record it)
 
     def resolved_device(self) -> str:
         if self.device != "auto":

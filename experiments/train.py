@@ -15,9 +15,13 @@ config is validated once, here, against the command's schema (`SCHEMAS` in its m
 with its default and kind; `experiments.common.check_config`): an unknown setting or a value of the wrong kind is
 refused by name. Every run writes into --run (default `runs/<algo>-s<seed>`): config.json (the command, its
 resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv;
-learned: progress.csv), tb/, model.pt + model.json (the policy, weights-only) and summary.json; `--resume`
-continues from the newest complete checkpoint with the run's saved config (plus any --set). The same seed gives
-the same run (up to torch's own nondeterminism on some hardware). `harmonies train ALGO ...` forwards here.
+learned: progress.csv), tb/, summary.json and the model, weights-only, with its JSON (recording the command line):
+model.pt + model.json for the PPO commands and learned, model.npz + model.json for ntuple (rllib-ppo: its
+iter_NNNNN/ checkpoints; tune-greedy: summary.json only). `--resume` continues from the newest complete checkpoint
+with the run's saved config (plus any --set), and exports the model again. The same seed gives the same run (up to
+torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in one line (exit status 130 / 143):
+learned and ntuple finish the iteration and checkpoint it, the others keep their last checkpoint; either way
+`--resume` goes on. `harmonies train ALGO ...` forwards here.
 
 Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help), and its schema in
 the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded and validated)
@@ -29,10 +33,23 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import shlex
+import signal
 import sys
 from pathlib import Path
 
-from .common import ConfigError, Schema, apply_overrides, check_config, latest_checkpoint, load_config
+from harmonies_env.firstrun import say_if_compiling
+from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+
+from .common import (
+    ConfigError,
+    Schema,
+    apply_overrides,
+    check_config,
+    latest_checkpoint,
+    load_config,
+    remove_temp_files,
+)
 from .runner import RunArgs, save_run_config
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -110,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--resume", action="store_true", help="continue the run in --run from its newest "
                        "complete checkpoint")
         p.add_argument("--max-minutes", type=float, default=0.0,
-                       help="stop (checkpoint, evaluate, save) after this much training wall time; 0: no limit")
+                       help="stop after this much training wall time, checkpointed there (the PPO commands also "
+                       "evaluate and export the model; learned and ntuple keep the schedule's evaluations); "
+                       "0: no limit")
         p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
         if name == "learned":  # self-play on Ray actors (experiments.selfplay_workers): one code path for both
@@ -166,6 +185,11 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
                    max_minutes=ns.max_minutes, progress=not ns.no_progress)
 
 
+def command_line(argv: list[str]) -> str:
+    """The command as typed, arguments included (`harmonies train ...` or `python -m experiments.train ...`)."""
+    return " ".join([prog(), *map(shlex.quote, argv)])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. A bad setting, config file or run
     folder raises SystemExit with one line naming it (`cli()` and `harmonies train` print it, exit status 2)."""
@@ -177,30 +201,51 @@ def main(argv: list[str] | None = None) -> int:
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
+    args = None
     try:
         args = resolve(ns)
+        args.command = command_line(argv)
         module, function, _, _ = COMMANDS[args.algo]
         fn = getattr(importlib.import_module(module, __package__), function)
         args.run.mkdir(parents=True, exist_ok=True)
+        say_if_compiling()  # a first run's 30 s compile, said on a terminal
+        removed = remove_temp_files(args.run, recursive=True)  # what writes killed by SIGKILL left
+        if removed:
+            print(f"removed {removed} unfinished write(s) a killed run left in {args.run}", file=sys.stderr)
         save_run_config(args)
         fn(args)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: `cli` prints one line; say what --resume goes on from
+        if args is None or getattr(e, "detail", ""):
+            raise
+        ck = latest_checkpoint(args.run / "checkpoints")
+        kept = (f"its newest checkpoint, {ck[0].name}, is kept: --resume goes on from it" if ck is not None
+                else "no checkpoint yet: the run starts afresh")
+        raise Stopped(e.signum if isinstance(e, Stopped) else signal.SIGINT, kept) from None
     except ConfigError as e:  # a bad config: say which, no traceback
         raise SystemExit(f"{ns.algo}: {e}") from None
     except OSError as e:  # an unusable --run or a missing file: say which, no traceback
         raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
+    finally:
+        if args is not None:  # on every exit: a stop's interrupted writes, a crash's (their writers are gone)
+            remove_temp_files(args.run, recursive=True)
     return 0
 
 
 def cli(argv: list[str] | None = None) -> int:
     """`main` for the shell: a refusal raised as SystemExit("message") is one line on stderr and exit status 2
-    (as `harmonies train` prints it), not Python's bare message and status 1."""
+    (as `harmonies train` prints it), not Python's bare message and status 1; Ctrl-C or SIGTERM is one line saying
+    what --resume goes on from, exit status 130 / 143 (`harmonies_env.stops`)."""
     try:
-        return main(argv)
+        with stop_on_signals():
+            return main(argv)
     except SystemExit as e:
         if e.code is None or isinstance(e.code, int):
             raise
         print(f"{prog()}: {e.code}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept), exit 130 / 143
+        print(stop_message(prog(), e), file=sys.stderr)
+        return exit_status(e)
 
 
 if __name__ == "__main__":

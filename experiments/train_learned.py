@@ -81,6 +81,7 @@ from agents.learned import (
 )
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
+from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.io import atomic_write_bytes
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -245,6 +246,7 @@ class Trainer:
         self.best_win = -1.0
         self.evals: list[dict[str, Any]] = []
         self.started = time.time()
+        self.command = "python -m experiments.train learned"  # `run` sets the one typed, with its arguments
         self.elapsed_before = 0.0
         self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
         self.published: dict[str, Any] | None = None  # the weights the workers play with (a copy)
@@ -535,16 +537,21 @@ class Trainer:
 
     def save(self) -> Path:
         """Checkpoint the complete trainer state (`experiments.common.save_checkpoint`: the tensors as
-        `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then the model and progress.csv."""
+        `checkpoints/step_<iteration>.pt`, then the rest as its JSON record), then `export()`."""
         tensors = _torch_bytes(self.state_tensors())  # first: it takes the workers' snapshot that meta() records
         path = save_checkpoint(self.run / "checkpoints", self.iteration, tensors, self.meta(),
                                keep=int(self.cfg["run"]["keep"]))
-        info = {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
-                "seed": self.seed, "hours": round(self.elapsed() / 3600, 3), "config": self.cfg,
+        self.export()
+        return path
+
+    def export(self) -> None:
+        """model.pt/.json (the agent's checkpoint of the current weights) and progress.csv."""
+        info = {"command": self.command, "iteration": self.iteration, "games": self.games_done,
+                "decisions": self.decisions, "seed": self.seed, "hours": round(self.elapsed() / 3600, 3),
+                "config": self.cfg,
                 **({"init_sha256": self.init_sha256} if self.init_sha256 else {})}
         save_agent_checkpoint(self.run / "model", self.net.state_dict(), self.netcfg, info)
         self._write_progress()
-        return path
 
     def load(self, path: Path, meta: dict[str, Any]) -> None:
         """Take back the state of a checkpoint: its tensors file `path` (read weights-only) and its `meta`."""
@@ -691,6 +698,7 @@ def run(args: RunArgs) -> dict[str, Any]:
     try:  # a resumed run takes its weights from the checkpoint: run.init is read only when starting
         trainer = Trainer(cfg, args.seed, folder, device=args.resolved_device(), progress=args.progress,
                           init=ck is None)
+        trainer.command = args.command or trainer.command
         if ck is not None:
             trainer.load(*ck)
             print(f"resumed from {ck[0]} (iteration {trainer.iteration})", file=sys.stderr)
@@ -698,7 +706,7 @@ def run(args: RunArgs) -> dict[str, Any]:
             trainer.connect(address or "local")
     except ImportError as e:
         raise ConfigError(f"selfplay.workers needs {e.name or 'ray'}, from the \"distributed\" extra: "
-                          "pip install -e \".[distributed]\"") from None
+                          f"{install_hint('distributed')}") from None
     except (ValueError, OSError) as e:
         raise ConfigError(str(e)) from None
     log = None

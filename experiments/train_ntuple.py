@@ -228,6 +228,7 @@ class Trainer:
         self.evals: list[dict[str, Any]] = []
         self.elapsed_before = 0.0
         self.started = time.time()
+        self.command = "python -m experiments.train ntuple"  # `run` sets the one typed, with its arguments
         for r in range(self.G):
             self._new_game(r)
 
@@ -370,7 +371,7 @@ class Trainer:
         return {"beam": int(self.sp["beam"]), "candidates": self.K}
 
     def _save_model(self, path: Path, extra: dict[str, Any] | None = None) -> None:
-        info = {"command": "python -m experiments.train ntuple", "seed": self.seed, "iteration": self.iteration,
+        info = {"command": self.command, "seed": self.seed, "iteration": self.iteration,
                 "games": self.games_done, "minutes": round(self.elapsed() / 60, 2), "config": self.cfg,
                 **(extra or {})}
         N.save_checkpoint(path, self.w, self.play(), info)
@@ -380,8 +381,12 @@ class Trainer:
     def elapsed(self) -> float:
         return self.elapsed_before + time.time() - self.started
 
+    def export(self) -> None:
+        """model.npz/.json (and the win head's), the agent's checkpoint of the current weights."""
+        self._save_model(self.run / "model")
+
     def save(self) -> None:
-        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then model.npz/.json."""
+        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then `export()`."""
         buf = io.BytesIO()
         extra = {} if self.wwin is None else {"wwin": self.wwin}
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
@@ -397,7 +402,7 @@ class Trainer:
         for old in folder.glob("step_*.npz"):  # the states of checkpoints `save_checkpoint` let go (it removes .pt)
             if not old.with_suffix(".json").exists():
                 old.unlink(missing_ok=True)
-        self._save_model(self.run / "model")
+        self.export()
 
     def load(self, path: Path, record: dict[str, Any]) -> None:
         meta = record["state"]
@@ -440,6 +445,7 @@ def run(args: RunArgs) -> dict[str, Any]:
     """The `ntuple` training command (`python -m experiments.train ntuple ...`): train, resume, summarise."""
     cfg = settings(args.config)
     trainer = Trainer(cfg, args.seed, args.run, progress=args.progress)
+    trainer.command = args.command or trainer.command
     found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
     if found is not None:
         trainer.load(*found)

@@ -48,16 +48,19 @@ def headless_chromium(width: int = 1400, height: int = 1250) -> Any:
 
 @contextlib.contextmanager
 def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0) -> Iterator[str]:
-    """Serve the ASGI `app` (e.g. `serve.create_app(...)`) with uvicorn in a daemon thread on a free port of `host`.
+    """Serve the play server's `app` (`serve.create_app(...)`) with uvicorn in a daemon thread on a free port of `host`,
+    configured as `harmonies serve` is (`serve.serve_config`: its limits, timeouts and Host / Origin checks).
 
     Yields the base URL ("http://127.0.0.1:PORT") once the server accepts connections, and stops it on exit.
     """
     import uvicorn
 
+    from .serve import serve_config
+
     with socket.socket() as s:
         s.bind((host, 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    srv = uvicorn.Server(serve_config(app, host, port))
     th = threading.Thread(target=srv.run, daemon=True)
     th.start()
     end = time.monotonic() + timeout

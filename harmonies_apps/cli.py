@@ -22,9 +22,13 @@ import argparse
 import importlib
 import importlib.util
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
+
+from harmonies_env.firstrun import install_hint, say_if_compiling
+from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
@@ -105,7 +109,7 @@ def missing_extra(err: ImportError) -> tuple[str, str] | None:
 
 def extra_message(command: str, module: str, extra: str) -> str:
     """The one line printed instead of a traceback when an optional module is missing."""
-    return f'harmonies {command}: needs {module}, from the "{extra}" extra: pip install -e ".[{extra}]"'
+    return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
 
 
 def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
@@ -189,7 +193,9 @@ def _check_specs(specs: list[str]) -> None:
 
 
 def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
-    from .tournament import format_summary, run_games, summarize, write_outputs
+    from agents.match import jobs_note
+
+    from .tournament import format_summary, run_games, write_outputs
 
     config = game_config(args, num_players)
     if args.ray is not None:
@@ -201,12 +207,16 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
         check_address(args.ray)
         import ray  # noqa: F401  (a missing "distributed" extra is reported before any agent is built)
     _check_specs(list(args.agents))
-    results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
-                        save_games=args.save_games, config=config, ray_address=args.ray)
-    summary = summarize(results)
-    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": config.side,
-                         "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
-                         "games": args.games}
+    note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    played: list[dict] = []
+    try:
+        results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
+                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: keep what finished, say it in the one line main prints
+        raise _stopped(e, args, played, num_players, stem) from None
+    summary = _summary(results, args, config, num_players)
     print(format_summary(summary))
     if args.out:
         for p in write_outputs(results, summary, args.out, stem=stem):
@@ -214,6 +224,41 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
     for note in summary.get("notes", []):
         print(f"note: {note}", file=sys.stderr)
     return 0
+
+
+def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig, num_players: int) -> dict:
+    from .tournament import summarize
+
+    summary = summarize(results)
+    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": config.side,
+                         "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
+                         "games": args.games}
+    return summary
+
+
+def _stopped(e: KeyboardInterrupt, args: argparse.Namespace, played: list[dict], num_players: int,
+             stem: str) -> Stopped:
+    """A tournament or solo run stopped by a signal: the games played so far written to --out (the summary marked
+    "partial"), or an --out this run made and left empty removed; the `Stopped` to raise says which."""
+    from .tournament import write_outputs
+
+    total = args.games * (len(args.agents) if num_players == 1 else 1)
+    done = f"{len(played)} of {total} games played"
+    if args.out and played:
+        summary = _summary(played, args, game_config(args, num_players), num_players)
+        summary["partial"] = True
+        write_outputs(played, summary, args.out, stem=stem)
+        detail = f"{done}, written to {args.out} (marked partial)"
+    elif args.out:
+        out = Path(args.out)
+        if getattr(args, "made_out", False) and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+            detail = f"{done}; removed the empty {args.out}"
+        else:
+            detail = f"{done}; nothing written to {args.out}"
+    else:
+        detail = f"{done} (no --out: not saved)"
+    return Stopped(e.signum if isinstance(e, Stopped) else signal.SIGINT, detail)
 
 
 def cmd_tournament(args: argparse.Namespace) -> int:
@@ -251,6 +296,7 @@ def _apply_trust_option(args: argparse.Namespace) -> None:
 def _prepare_out(args: argparse.Namespace) -> None:
     """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
     if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+        args.made_out = not Path(args.out).exists()  # a stop before any game removes it again
         Path(args.out).mkdir(parents=True, exist_ok=True)
 
 
@@ -337,12 +383,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = argv[0]
     try:
-        if command in FORWARDED:
-            return forward(command, argv[1:])
-        args = parser.parse_args(argv)
-        _apply_trust_option(args)
-        _prepare_out(args)
-        return int(args.func(args) or 0)
+        with stop_on_signals():
+            if command in FORWARDED:
+                return forward(command, argv[1:])
+            args = parser.parse_args(argv)
+            say_if_compiling()  # a first run's 30 s compile, said on a terminal
+            _apply_trust_option(args)
+            _prepare_out(args)
+            return int(args.func(args) or 0)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line saying what was kept, exit 130 / 143
+        print(stop_message(f"harmonies {command}", e), file=sys.stderr)
+        return exit_status(e)
     except ImportError as e:
         found = missing_extra(e)
         if found is None:

@@ -23,7 +23,10 @@ off too); JSON nested deeper than MAX_JSON_DEPTH, integers longer than MAX_INT_D
 malformed JSON get 400 naming what was wrong. A game needs its token (missing or wrong: 403). The table holds
 `max_games` games; to make room for a new one the server forgets the least recently used finished game, else the
 least recently used game idle for `idle_seconds`; when every game is in play it refuses the new one (503) and
-never evicts a game being played.
+never evicts a game being played. One client (IP address) holds at most MAX_CLIENT_GAMES games in play (429), and
+bots move one decision at a time, in turn across clients (`BotScheduler`). A connection must send each request's head
+within HEAD_SECONDS and its body within BODY_SECONDS (408), and is closed after KEEP_ALIVE_SECONDS idle; `Host` must
+name the bound address (400) and `Origin`, when sent, this server's page (403): no DNS rebinding.
 
 What reaches the page is the human seat's view only: the public table (boards, cards, central board, market,
 pouch colour counts, draw-pile size), the human's own dealt Spirits and legal actions. The pouch order, the
@@ -42,7 +45,6 @@ import socket
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harmonies_env import actions as A
@@ -69,6 +71,17 @@ MAX_INT_DIGITS = 20
 TOKEN_HEADER = "X-Game-Token"
 #: Connections uvicorn serves at once; beyond, it answers 503 (a page holds one or two).
 MAX_CONNECTIONS = 256
+#: A kept-alive connection with no new request for this long is closed (uvicorn's timeout_keep_alive).
+KEEP_ALIVE_SECONDS = 5.0
+#: A connection must complete a request's head (request line and headers) within this long of opening, or of the
+#: answer to its previous request; else it is closed. Idle or slow-sending sockets cannot hold connection slots.
+HEAD_SECONDS = 10.0
+#: A request's body must have arrived within this long of its head; else 408 and the connection is closed.
+BODY_SECONDS = 10.0
+#: Games in play (not over, used within the idle time) one client (one IP address) may hold; beyond: 429.
+MAX_CLIENT_GAMES = 8
+#: Bot decisions of one client's games that run at once (the rest wait their turn: `BotScheduler`).
+BOTS_PER_CLIENT = 1
 LOG_LINES = 40
 
 
@@ -78,6 +91,89 @@ class BadRequest(ValueError):
 
 class TableFull(RuntimeError):
     """No room for a new game: every game held is being played (503)."""
+
+
+class ClientFull(RuntimeError):
+    """This client already has MAX_CLIENT_GAMES games in play (429)."""
+
+
+class BotScheduler:
+    """The worker threads in which bots move, shared fairly: one job is ONE bot decision, jobs are taken round-robin
+    across clients (then across a client's games, in the order they asked), and at most `per_client` decisions of one
+    client run at once. A client with twelve games of slow bots therefore takes one worker, and another client's
+    bot still moves as soon as a worker finishes its current decision.
+
+    `submit(client, job)`: `job()` makes one decision and returns None when it is done, else the seconds to wait
+    before its next decision (the bot delay after a turn); it is then queued again, at the back."""
+
+    def __init__(self, workers: int = 2, per_client: int = BOTS_PER_CLIENT):
+        from collections import Counter, deque
+
+        self.per_client = int(per_client)
+        self.cond = threading.Condition()
+        self.queues: dict[str, Any] = {}  # client -> deque of jobs waiting
+        self.order: Any = deque()  # clients with jobs waiting, in turn
+        self.running: Counter[str] = Counter()
+        self.closed = False
+        self.threads = [threading.Thread(target=self._work, name=f"harmonies-bot-{i}", daemon=True)
+                        for i in range(int(workers))]
+        for t in self.threads:
+            t.start()
+
+    def submit(self, client: str, job: Any) -> None:
+        from collections import deque
+
+        with self.cond:
+            if self.closed:
+                return
+            if client not in self.queues:
+                self.queues[client] = deque()
+                self.order.append(client)
+            self.queues[client].append(job)
+            self.cond.notify()
+
+    def _take(self) -> tuple[str, Any] | None:
+        """The next (client, job) in turn whose client is under its cap (caller holds cond), or None."""
+        for _ in range(len(self.order)):
+            client = self.order[0]
+            self.order.rotate(-1)
+            if self.running[client] < self.per_client:
+                queue = self.queues[client]
+                job = queue.popleft()
+                if not queue:
+                    del self.queues[client]
+                    self.order.remove(client)
+                return client, job
+        return None
+
+    def _work(self) -> None:
+        while True:
+            with self.cond:
+                while not self.closed and (found := self._take()) is None:
+                    self.cond.wait()
+                if self.closed:
+                    return
+                client, job = found
+                self.running[client] += 1
+            try:
+                again = job()
+            finally:
+                with self.cond:
+                    self.running[client] -= 1
+                    self.cond.notify_all()
+            if again is not None:
+                if again > 0:
+                    timer = threading.Timer(again, self.submit, (client, job))
+                    timer.daemon = True
+                    timer.start()
+                else:
+                    self.submit(client, job)
+
+    def shutdown(self) -> None:
+        """Stop taking jobs (a decision under way finishes in its daemon thread)."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -146,18 +242,21 @@ def parse_body(raw: bytes) -> dict[str, Any]:
 
 
 class BodyLimit:
-    """ASGI middleware: a request whose body is larger than `max_bytes` gets 413 and the connection is closed.
+    """ASGI middleware: a request whose body is larger than `max_bytes` gets 413, one whose body has not arrived
+    within `body_seconds` of its head 408, and the connection is closed.
 
     The declared Content-Length is checked before anything is read, and the bytes are counted as they arrive, so
     a chunked body without a Content-Length is cut off at the limit too; at most `max_bytes` of a body are ever
     held. The body read is handed on to the application unchanged.
     """
 
-    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES):
+    def __init__(self, app: Any, max_bytes: int = MAX_BODY_BYTES, body_seconds: float = BODY_SECONDS):
         self.app = app
         self.max_bytes = int(max_bytes)
+        self.body_seconds = float(body_seconds)
 
-    async def _refuse(self, send: Any, status: int, msg: str) -> None:
+    @staticmethod
+    async def _refuse(send: Any, status: int, msg: str) -> None:
         body = json.dumps({"error": msg}).encode()
         await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -181,8 +280,13 @@ class BodyLimit:
                     await self._refuse(send, 413, too_big)
                     return
         chunks, size = [], 0
+        end = time.monotonic() + self.body_seconds
         while True:
-            msg = await receive()
+            try:
+                msg = await asyncio.wait_for(receive(), max(0.0, end - time.monotonic()))
+            except asyncio.TimeoutError:
+                await self._refuse(send, 408, f"the request body did not arrive within {self.body_seconds:g} s")
+                return
             if msg["type"] == "http.disconnect":
                 return
             chunk = msg.get("body", b"")
@@ -205,6 +309,51 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
+def allowed_hosts(host: str, port: int) -> frozenset[str] | None:
+    """The `Host` values (host:port) that name this server when it listens on host:port: the address itself and, on
+    a loopback address, its other loopback names (localhost, 127.0.0.1, [::1]). None when it listens on every
+    interface (0.0.0.0, ::): any name may reach it then, and only Origin is left to check."""
+    h = host.strip("[]").lower()
+    if h in ("", "0.0.0.0", "::"):
+        return None
+    names = {h}
+    if h in ("127.0.0.1", "localhost", "::1"):
+        names |= {"127.0.0.1", "localhost", "::1"}
+    named = {f"[{n}]" if ":" in n else n for n in names}
+    return frozenset({f"{n}:{port}" for n in named} | (named if port == 80 else set()))
+
+
+class HostCheck:
+    """ASGI middleware against DNS rebinding and cross-site requests: a request whose `Host` is not one of the
+    server's own addresses (`app.state.allowed_hosts`, set once the port is bound; None: no check) gets 400, and one
+    whose `Origin` (sent by browsers on cross-site and on POST requests) is another site's gets 403. A page of
+    another site, even under a name that resolves to 127.0.0.1, can then neither read nor play a game here."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        allowed = getattr(getattr(scope.get("app"), "state", None), "allowed_hosts", None)
+        if scope["type"] != "http" or allowed is None:
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers", [])}
+        host = headers.get(b"host", b"").decode("latin-1").lower()
+        origin = headers.get(b"origin")
+        if host not in allowed:
+            await BodyLimit._refuse(send, 400, f"Host {_short(host)} is not this server's address "
+                                                     f"({', '.join(sorted(allowed))}): refused (DNS rebinding)")
+            return
+        if origin is not None:
+            text = origin.decode("latin-1").lower()
+            scheme, _, rest = text.partition("://")
+            if scheme != "http" or rest not in allowed:
+                await BodyLimit._refuse(send, 403, f"requests from the page of {_short(text)} are refused: "
+                                                         "only this server's own page may use its API")
+                return
+        await self.app(scope, receive, send)
+
+
 class Session:
     """One game between a person (seat `seat`) and bots. All access to `game` holds `lock`.
 
@@ -213,8 +362,9 @@ class Session:
     each bot move: eviction forgets the least recently used games first.
     """
 
-    def __init__(self, game: Game, seat: int, specs: list[str | None], agents: list[Any]):
+    def __init__(self, game: Game, seat: int, specs: list[str | None], agents: list[Any], client: str = "local"):
         self.id = uuid.uuid4().hex[:16]
+        self.client = client  # who made it (the IP address): the per-client limits count by it
         self.token = secrets.token_urlsafe(24)
         self.game = game
         self.seat = seat
@@ -304,7 +454,7 @@ class Manager:
     """
 
     def __init__(self, opponents: list[str], bot_delay: float = 0.5, workers: int = 2, max_games: int = MAX_GAMES,
-                 idle_seconds: float = IDLE_SECONDS):
+                 idle_seconds: float = IDLE_SECONDS, max_client_games: int = MAX_CLIENT_GAMES):
         from agents import make_agent
 
         self.make_agent = make_agent
@@ -317,15 +467,18 @@ class Manager:
             raise ValueError(f"max_games must be a positive integer, got {max_games!r}")
         if not idle_seconds >= 0:
             raise ValueError(f"idle_seconds must be a number of seconds >= 0, got {idle_seconds!r}")
+        if isinstance(max_client_games, bool) or not isinstance(max_client_games, int) or max_client_games < 1:
+            raise ValueError(f"max_client_games must be a positive integer, got {max_client_games!r}")
         self.bot_delay = float(bot_delay)
         self.max_games = max_games
+        self.max_client_games = max_client_games
         self.idle_seconds = float(idle_seconds)
         self.sessions: dict[str, Session] = {}
-        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="harmonies-bot")
+        self.bots = BotScheduler(workers)
         self.lock = threading.Lock()
 
     def new_game(self, opponents: list[str], seat: int, side: str, spirits: bool, seed: int | None = None,
-                 river_loops: str = "rulebook") -> Session:
+                 river_loops: str = "rulebook", client: str = "local") -> Session:
         if not isinstance(opponents, list) or len(opponents) > 3:
             raise ValueError("opponents must be a list of 0 to 3 agent specs (0 = solo)")
         for spec in opponents:
@@ -345,19 +498,30 @@ class Manager:
             raise ValueError(f"seed must be an integer 0..2**63-1 (or left out for a secret random one), "
                              f"got {_short(seed)}")
         with self.lock:
-            self._room()  # refuse early, before building anything
+            self._client_room(client)  # refuse early, before building anything
+            self._room()
         game = Game(n, side, spirits, seed=seed, river_loops=river_loops)
         specs: list[str | None] = list(opponents[:seat]) + [None] + list(opponents[seat:])
         agents = [None if s is None else self.make_agent(s, seed=secrets.randbits(32)) for s in specs]
         for a in agents:
             if a is not None and hasattr(a, "reset"):
                 a.reset()
-        sess = Session(game, seat, specs, agents)
+        sess = Session(game, seat, specs, agents, client)
         with self.lock:
+            self._client_room(client)
             self._room()
             self.sessions[sess.id] = sess
         self.start_bots(sess)
         return sess
+
+    def _client_room(self, client: str) -> None:
+        """ClientFull when `client` already has max_client_games games in play (caller holds self.lock)."""
+        now = time.monotonic()
+        live = sum(1 for s in self.sessions.values() if s.client == client and not s.game.is_over
+                   and (s.thinking or now - s.last_used < self.idle_seconds))
+        if live >= self.max_client_games:
+            raise ClientFull(f"you have {live} games in play, the most one client may hold: finish one, or leave it "
+                             f"idle for {self.idle_seconds:g} s, before starting another")
 
     def _room(self) -> None:
         """Make room for one more game (caller holds self.lock): forget the least recently used finished game, else
@@ -386,34 +550,39 @@ class Manager:
                 return
             sess.thinking = True
             sess.idle.clear()
-        self.pool.submit(self._run_bots, sess)
+        self.bots.submit(sess.client, lambda: self._bot_decision(sess))
 
-    def _run_bots(self, sess: Session) -> None:
-        """Bots move until it is the person's turn or the game ends (worker thread)."""
+    def _bot_decision(self, sess: Session) -> float | None:
+        """One bot decision (a worker thread of `bots`): None once it is the person's turn or the game is over (the
+        game is then no longer thinking), else the pause before the next decision (the bot delay after a turn)."""
         try:
-            while True:
-                with sess.lock:
-                    if not sess.bot_to_move():
-                        break
-                    p = sess.game.current_player
-                    turn = sess.game.turn
-                    view = PlayerView(sess.game, p)  # a snapshot: views do not follow the game
-                a = sess.agents[p].act(view)  # only this thread changes the game while thinking
-                with sess.lock:
-                    text = sess.game.describe_action(a)
-                    sess.game.step(a)
-                    sess.log.append({"player": p, "action": int(a), "text": text})
-                    ended_turn = sess.game.turn != turn
+            with sess.lock:
+                if not sess.bot_to_move():
+                    return self._bots_done(sess)
+                p = sess.game.current_player
+                turn = sess.game.turn
+                view = PlayerView(sess.game, p)  # a snapshot: views do not follow the game
+            a = sess.agents[p].act(view)  # only this job changes the game while thinking
+            with sess.lock:
+                text = sess.game.describe_action(a)
+                sess.game.step(a)
+                sess.log.append({"player": p, "action": int(a), "text": text})
+                ended_turn = sess.game.turn != turn
                 sess.touch()
-                if ended_turn and self.bot_delay > 0:
-                    time.sleep(self.bot_delay)
+                if not sess.bot_to_move():
+                    return self._bots_done(sess)
+            return self.bot_delay if ended_turn and self.bot_delay > 0 else 0.0
         except Exception as e:  # a bot failing must not hang the page: report it
             sess.error = f"{sess.names[sess.game.current_player]} failed: {type(e).__name__}: {e}"
-        finally:
-            with sess.lock:
-                sess.thinking = False
-                sess.touch()
-                sess.idle.set()
+            return self._bots_done(sess)
+
+    @staticmethod
+    def _bots_done(sess: Session) -> None:
+        with sess.lock:
+            sess.thinking = False
+            sess.touch()
+            sess.idle.set()
+        return None
 
     def step(self, sess: Session, action: Any) -> None:
         """The person's micro-action; ValueError (game unchanged) when it cannot be played now."""
@@ -432,8 +601,10 @@ class Manager:
 
 
 def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_delay: float = 0.5,
-               max_games: int = MAX_GAMES, idle_seconds: float = IDLE_SECONDS, max_body_bytes: int = MAX_BODY_BYTES):
-    """The Starlette application (the page, its static files and the JSON API), behind the body size limit."""
+               max_games: int = MAX_GAMES, idle_seconds: float = IDLE_SECONDS, max_body_bytes: int = MAX_BODY_BYTES,
+               body_seconds: float = BODY_SECONDS, max_client_games: int = MAX_CLIENT_GAMES):
+    """The Starlette application (the page, its static files and the JSON API), behind the Host / Origin check and
+    the body size and time limits."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
@@ -441,7 +612,8 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
     from starlette.responses import HTMLResponse, JSONResponse, Response
     from starlette.routing import Route
 
-    mgr = Manager(list(opponents), bot_delay=bot_delay, max_games=max_games, idle_seconds=idle_seconds)
+    mgr = Manager(list(opponents), bot_delay=bot_delay, max_games=max_games, idle_seconds=idle_seconds,
+                  max_client_games=max_client_games)
 
     def err(msg: str, code: int = 400, headers: dict[str, str] | None = None) -> JSONResponse:
         return JSONResponse({"error": msg}, status_code=code, headers=headers)
@@ -480,6 +652,7 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         return JSONResponse({"opponents": mgr.opponents, "sides": ["A", "B"], "river_loops": list(RIVER_LOOPS),
                              "max_opponents": 3,
                              "max_games": mgr.max_games, "idle_seconds": mgr.idle_seconds,
+                             "max_client_games": mgr.max_client_games,
                              "max_body_bytes": max_body_bytes, "token_header": TOKEN_HEADER})
 
     async def body(request: Request) -> dict | JSONResponse:
@@ -500,12 +673,15 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
         if unknown:
             return err(f"unknown fields {_short(sorted(unknown), 200)}; a new game takes opponents, seat, side, "
                        "spirits, seed, river_loops")
+        client = request.client.host if request.client else "local"
         try:
             sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
                                            data.get("side", "A"), data.get("spirits", False), data.get("seed"),
-                                           data.get("river_loops", "rulebook"))
+                                           data.get("river_loops", "rulebook"), client)
         except TableFull as e:
             return err(str(e), 503, headers={"Retry-After": "60"})
+        except ClientFull as e:
+            return err(str(e), 429, headers={"Retry-After": "60"})
         except ValueError as e:
             return err(str(e))
         return JSONResponse(dict(sess.state(include_static=True), token=sess.token))
@@ -585,11 +761,55 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         yield
-        mgr.pool.shutdown(wait=False, cancel_futures=True)
+        mgr.bots.shutdown()
 
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(BodyLimit, max_bytes=max_body_bytes)])
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    middleware=[Middleware(HostCheck),
+                                Middleware(BodyLimit, max_bytes=max_body_bytes, body_seconds=body_seconds)])
     app.state.manager = mgr
+    app.state.allowed_hosts = None  # `serve_config` sets the bound address's names
     return app
+
+
+def _timed_protocol() -> type:
+    """uvicorn's HTTP/1.1 protocol (h11) with a deadline for each request's head: a connection that has not sent a
+    complete request line and headers within HEAD_SECONDS of opening, or of the answer to its previous request, is
+    closed. uvicorn's own keep-alive timeout only starts after a first answer, so without this an idle or
+    slow-sending socket would hold one of its MAX_CONNECTIONS slots for as long as it likes."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class TimedH11Protocol(H11Protocol):
+        head_seconds = HEAD_SECONDS
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._head_timer = self.loop.call_later(self.head_seconds, self._head_late)
+
+        def _head_late(self) -> None:
+            waiting = self.cycle is None or self.cycle.response_complete  # no request under way: its head is late
+            if waiting and not self.transport.is_closing():
+                self.transport.close()
+
+        def on_response_complete(self) -> None:
+            self._head_timer.cancel()
+            super().on_response_complete()
+            self._head_timer = self.loop.call_later(self.head_seconds, self._head_late)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._head_timer.cancel()
+            super().connection_lost(exc)
+
+    return TimedH11Protocol
+
+
+def serve_config(app: Any, host: str, port: int, **kwargs: Any) -> Any:
+    """The one uvicorn configuration of the play server (`harmonies serve` and `browser.serve_in_thread`): its
+    connection limits and timeouts, and the app's `allowed_hosts` for the address it is bound to."""
+    import uvicorn
+
+    app.state.allowed_hosts = allowed_hosts(host, port)
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", limit_concurrency=MAX_CONNECTIONS,
+                          timeout_keep_alive=KEEP_ALIVE_SECONDS, http=_timed_protocol(), **kwargs)
 
 
 def bind_port(host: str, port: int) -> socket.socket:
@@ -639,7 +859,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Harmonies: open http://{host}:{port}/ in a browser (Ctrl-C stops the server)", flush=True)
-    config = uvicorn.Config(app, log_level="warning", limit_concurrency=MAX_CONNECTIONS)
+    config = serve_config(app, args.host, port)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

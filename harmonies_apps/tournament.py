@@ -24,6 +24,7 @@ import numpy as np
 
 from agents.match import MatchTask, agent_seed, play_game, summarize, wilson_interval
 from harmonies_env.config import GameConfig
+from harmonies_env.firstrun import install_hint
 from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
 
@@ -112,7 +113,8 @@ def _safe(name: str) -> str:
 def run_games(specs: Sequence[str], num_players: int | None = None, games: int | None = None,
               side: str | None = None, spirits: bool | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, save_games: str | Path | None = None, *, config: GameConfig | None = None,
-              river_loops: str | None = None, ray_address: str | None = None) -> list[dict]:
+              river_loops: str | None = None, ray_address: str | None = None,
+              collect: list[dict] | None = None) -> list[dict]:
     """Play `games` seeded games (seats rotated) over `jobs` processes, or on a Ray cluster (`ray_address`: "local",
     "auto" or HOST:PORT, `agents.distributed`), and return per-game results in game order (`agents.match.run_match`,
     identical for any `jobs` or cluster with reproducible agents).
@@ -123,7 +125,7 @@ def run_games(specs: Sequence[str], num_players: int | None = None, games: int |
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
     `harmonies replay FOLDER` shows them. On Ray the records come back with the results and are written here, by
-    the driver.
+    the driver. collect: `run_match`'s (the games played so far, for a caller that is stopped).
     """
     from agents.match import run_match
 
@@ -133,14 +135,14 @@ def run_games(specs: Sequence[str], num_players: int | None = None, games: int |
     if save is not None and ray_address is not None:
         results = run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
                             worker=_play_share_shipped, extra=save, config=config, river_loops=river_loops,
-                            ray_address=ray_address)
+                            ray_address=ray_address, collect=collect)
         for res in results:
             name, text = res.pop("_record")
             write_text_atomic(Path(save) / name, text)
         return results
     return run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
                      worker=_play_share if save is not None else None, extra=save, config=config,
-                     river_loops=river_loops, ray_address=ray_address)
+                     river_loops=river_loops, ray_address=ray_address, collect=collect)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:
@@ -155,7 +157,7 @@ def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem:
     except ImportError:
         matplotlib = None
         summary.setdefault("notes", []).append(
-            'no PNG: the matplotlib package is not installed (pip install -e ".[train]")')
+            f"no PNG: the matplotlib package is not installed ({install_hint('train')})")
     csv_path = out / f"{stem}_games.csv"
     buf = io.StringIO()
     w = csv.writer(buf)

@@ -12,6 +12,7 @@ from typing import TextIO
 
 import numpy as np
 
+from .firstrun import say_if_compiling
 from .game import Game
 from .render import board_lines
 
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--side", default="A", choices=["A", "B"], help="board side (A river, B islands)")
     ap.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     args = ap.parse_args(argv)
+    say_if_compiling()  # a first run's 30 s compile, said on a terminal
     try:
         play_demo(args.seed, args.players, args.side, args.spirits)
     except ValueError as e:  # a setting the game refuses (a negative seed): say which, no traceback

@@ -84,6 +84,36 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     return slot
 
 
+# ---- pytest-xdist: the suite runs on every core (pyproject's addopts: -n auto) -------------------------------
+#: Test files that start a local Ray instance: one worker runs them all, one after the other (two Ray instances on
+#: a small machine fight for their CPUs and memory).
+RAY_FILES = {"test_ray.py", "test_rllib.py"}
+#: Test files with a module-scoped fixture (a wheel built, a game or a run played once for the file): each runs on
+#: one worker, in order, so the fixture is built once.
+WHOLE_FILES = {"test_browser.py", "test_packaging.py", "test_play.py", "test_render.py", "test_training.py"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """How xdist shares the tests out (with its default `--dist load`): the Ray files as one unit, each of
+    WHOLE_FILES as one unit, every other test on its own, to whichever worker is free, so a long file is shared out
+    too. Everything a test writes goes to its own tmp_path, ports are picked free (port 0) and numba's cache writes
+    are atomic, so tests may run side by side. (A scheduler rather than `xdist_group` marks: xdist 3.8 renames node
+    ids to group them, which pytest 9 no longer allows, so `--dist loadgroup` silently groups nothing.)"""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Scheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            name = path.rsplit("/", 1)[-1]
+            if name in RAY_FILES:
+                return "ray"
+            return path if name in WHOLE_FILES else nodeid
+
+    return Scheduling(config, log)
+
+
 # ---- small Stable-Baselines3 checkpoints, made on the spot (no PPO checkpoint ships with the package) -----
 @pytest.fixture(scope="session")
 def tiny_zip(tmp_path_factory):

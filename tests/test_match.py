@@ -42,7 +42,7 @@ def reference_game(agents, num_players, side, spirits, seed) -> Game:
     return game
 
 
-def test_the_docs_user_policy_plays_1024_games_against_greedy_and_the_mlp():
+def test_the_docs_user_policy_plays_1024_games_against_greedy_and_64_against_the_mlp():
     pytest.importorskip("torch", reason="the docs' policy is a torch module")
     Policy = docs_policy_class()
     res = play_match([Policy(), "greedy"], 2, 1024, seed=0, threads=2)
@@ -53,11 +53,11 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_the_mlp():
     assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
     again = play_match([Policy(), "greedy"], 2, [5, 700], seed=0)  # any subset of the games: the same games
     assert again == [res[5], res[700]]
-    # 1,024 games against the shipped MLP as it plays (its checkpoint's play settings): about two minutes (the MLP,
-    # `learned-mlp`, not `learned`: the n-tuple network at its shipped play settings is slower, and the suite must
-    # stay under 10 minutes)
-    res = play_match([Policy(), "learned-mlp"], 2, 1024, seed=1, threads=2)
-    assert len(res) == 1024 and win_shares(res, "learned-mlp").mean() > 0.95
+    # 64 games against the shipped MLP as it plays (its checkpoint's play settings; it wins all of them by ~70
+    # points, so the bounds hold with margin): the MLP, `learned-mlp`, not `learned` (the n-tuple network at its
+    # shipped play settings is slower), and 64 rather than 1,024 games, for the suite's 10 minutes
+    res = play_match([Policy(), "learned-mlp"], 2, 64, seed=1, threads=2)
+    assert len(res) == 64 and win_shares(res, "learned-mlp").mean() > 0.95
     assert totals_of(res, "learned-mlp").mean() > totals_of(res, "mine").mean() + 30
 
 

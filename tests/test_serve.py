@@ -311,6 +311,7 @@ def test_a_game_answers_only_requests_carrying_its_token(client):
 
 
 def test_another_clients_game_survives_100_new_games_from_a_second_client(client):
+    client.manager.max_client_games = 1000  # the table's own limit here (the per-client cap has its own tests)
     mine = _wait(client, _new(client, seed=11)["id"])
     gid = mine["id"]
     assert _step(client, gid, mine["legal"][0]["action"]).status_code == 200
@@ -395,7 +396,7 @@ def test_a_real_server_cuts_off_big_bodies_with_and_without_content_length():
 
     app = create_app(["random"], bot_delay=0)
     with serve_in_thread(app) as url:
-        head = b"POST /api/games HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = b"POST /api/games HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n" % url[7:].encode()
         answer = _http(url, head + b"Content-Length: 52428800\r\n\r\n")  # 50 MB announced, none sent
         assert answer.startswith(b"HTTP/1.1 413 ") and b"larger than" in answer
         chunk = b"%x\r\n%s\r\n" % (8192, b" " * 8192)
@@ -454,3 +455,114 @@ def test_a_new_game_takes_the_river_loops_option_and_its_record_names_it(client)
         s = _step(client, s["id"], game.legal_actions()[0]).json()
     rec = _get(client, s["id"], "/record").json()
     assert rec["river_loops"] == "bga" and Game.replay(rec).scores() == game.scores()
+
+
+# ---- limits per client, Host / Origin, timeouts (issue 38) ----------------------------------------------------
+
+def test_one_client_holds_at_most_max_client_games_in_play(client):
+    from harmonies_apps.serve import MAX_CLIENT_GAMES
+
+    mgr = client.manager
+    assert mgr.max_client_games == MAX_CLIENT_GAMES == client.get("/api/config").json()["max_client_games"]
+    mgr.max_client_games = 3
+    ids = [_new(client, seed=k)["id"] for k in range(3)]
+    r = client.post("/api/games", json={"opponents": ["random"]})
+    assert r.status_code == 429 and "3 games in play" in r.json()["error"] and r.headers["retry-after"]
+    other = TestClient(client.app, client=("10.0.0.2", 50000))  # another address: its own three
+    assert other.post("/api/games", json={"opponents": ["random"]}).status_code == 200
+    finished = mgr.get(ids[0]).game
+    rng = random.Random(0)
+    while not finished.is_over:  # a finished game no longer counts
+        finished.step(rng.choice(finished.legal_actions()))
+    assert client.post("/api/games", json={"opponents": ["random"]}).status_code == 200
+    mgr.get(ids[1]).last_used -= mgr.idle_seconds + 1  # nor does one left idle
+    assert client.post("/api/games", json={"opponents": ["random"]}).status_code == 200
+    assert client.post("/api/games", json={"opponents": ["random"]}).status_code == 429
+
+
+def test_bot_decisions_are_taken_in_turn_across_clients_one_at_a_time_per_client():
+    from harmonies_apps.serve import BotScheduler
+
+    ran, gate, done_b = [], threading.Event(), threading.Event()
+
+    def job(name, wait=None, then=None):
+        def run():
+            if wait is not None:
+                assert wait.wait(20)
+            ran.append(name)
+            if then is not None:
+                then.set()
+        return run
+
+    bots = BotScheduler(workers=2, per_client=1)
+    try:
+        bots.submit("a", job("a0", wait=gate))  # a worker busy with client a's decision (whichever takes it)
+        for k in range(1, 5):
+            bots.submit("a", job(f"a{k}"))
+        bots.submit("b", job("b0", then=done_b))
+        assert done_b.wait(20)
+        assert ran == ["b0"]  # the second worker took client b's: client a already had its one decision running
+        gate.set()
+        for _ in range(2000):
+            if len(ran) == 6:
+                break
+            threading.Event().wait(0.01)
+        assert ran == ["b0", "a0", "a1", "a2", "a3", "a4"]
+    finally:
+        bots.shutdown()
+    one = BotScheduler(workers=1, per_client=1)  # one worker: round-robin between the clients' queues
+    try:
+        gate2, last, started = threading.Event(), threading.Event(), threading.Event()
+        order = []
+        one.submit("a", lambda: (started.set(), gate2.wait(20), order.append("a0"))[-1])
+        assert started.wait(20)  # the worker holds a0 before the others queue
+        for k in range(1, 4):
+            one.submit("a", lambda k=k: order.append(f"a{k}"))
+        for k in range(2):
+            one.submit("b", lambda k=k: order.append(f"b{k}"))
+        one.submit("c", lambda: (order.append("c0"), last.set())[-1])
+        gate2.set()
+        assert last.wait(20)
+        assert order[:6] == ["a0", "a1", "b0", "c0", "a2", "b1"]
+    finally:
+        one.shutdown()
+
+
+def test_host_and_origin_must_be_the_servers_own():
+    from harmonies_apps.serve import allowed_hosts
+
+    assert allowed_hosts("0.0.0.0", 8000) is None and allowed_hosts("::", 8000) is None
+    assert allowed_hosts("127.0.0.1", 8000) == {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"}
+    assert allowed_hosts("192.168.1.5", 80) == {"192.168.1.5:80", "192.168.1.5"}
+    app = create_app(["random"], bot_delay=0)
+    app.state.allowed_hosts = allowed_hosts("127.0.0.1", 8000)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as c:
+        assert c.get("/api/config").status_code == 200
+        assert c.get("/api/config", headers={"Host": "localhost:8000"}).status_code == 200
+        r = c.get("/api/config", headers={"Host": "rebind.example:8000"})  # a rebinding page's own name
+        assert r.status_code == 400 and "DNS rebinding" in r.json()["error"]
+        r = c.post("/api/games", json={}, headers={"Origin": "http://rebind.example:8000"})
+        assert r.status_code == 403 and "rebind.example" in r.json()["error"]
+        assert c.post("/api/games", json={}, headers={"Origin": "null"}).status_code == 403
+        assert c.post("/api/games", json={}, headers={"Origin": "http://127.0.0.1:8000"}).status_code == 200
+
+
+def test_a_real_server_closes_idle_and_slow_sockets_and_times_out_slow_bodies(monkeypatch):
+    pytest.importorskip("uvicorn", reason='the play server needs the web extra: pip install -e ".[web]"')
+    from harmonies_apps import serve
+    from harmonies_apps.browser import serve_in_thread
+
+    monkeypatch.setattr(serve, "HEAD_SECONDS", 0.5)
+    app = create_app(["random"], bot_delay=0, body_seconds=0.5)
+    with serve_in_thread(app) as url:
+        hostport = url.removeprefix("http://")
+        assert _http(url, b"") == b""  # connected, sent nothing: closed by the server (no answer)
+        assert _http(url, b"GET /api/config HTTP/1.1\r\nHost: " + hostport.encode() + b"\r\n") == b""  # half a head
+        head = (b"POST /api/games HTTP/1.1\r\nHost: " + hostport.encode()
+                + b"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        answer = _http(url, head)  # 1 of 100 bytes, then nothing
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"did not arrive" in answer
+        answer = _http(url, b"GET /api/config HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 400 ")
+        answer = _http(url, b"GET /api/config HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % hostport.encode())
+        assert answer.startswith(b"HTTP/1.1 200 ")
