@@ -1,4 +1,4 @@
-"""The n-tuple value function (agents/ntuple.py) and its trainer (experiments/train_ntuple.py)."""
+"""The n-tuple value function (agents/ntuple/) and its trainer (experiments/train_ntuple.py)."""
 from __future__ import annotations
 
 import csv
