@@ -37,8 +37,8 @@ from harmonies_env.scoring import NUM_CATEGORIES, score_into
 from .greedy import (
     MAX_PLAN,
     NUM_TERMS,
-    habitat_distance,
-    need_masks,
+    habitat_near,
+    need_grids,
     no_turn_left,
     plan_candidates,
     plan_turn,
@@ -122,7 +122,7 @@ def afterstate_features(s, p: int, out) -> None:
         out[h + 1] = 1.0 if no_turn_left(s, q) else 0.0
         out[h + 2] = s[S.ANIMAL_CUBES + q] / 10.0
         h += 3
-        need_masks(bb, cubes, need)
+        need_grids(side, bb, cubes, need)
         for slot in range(S.MAX_SLOTS):
             card = s[S.SLOT + S.MAX_SLOTS * q + slot]
             o = h + 8 * slot
@@ -139,12 +139,12 @@ def afterstate_features(s, p: int, out) -> None:
             if left > 0:
                 out[o + 2] = (CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0)) / 10.0
             out[o + 3] = left / 5.0
-            _distance_onehot(habitat_distance(side, cubes, card, need), out, o + 4)
+            _distance_onehot(habitat_near(side, cubes, card, need), out, o + 4)
         h += 8 * S.MAX_SLOTS
         for m in range(S.MAX_MARKET):
             card = s[S.MARKET + m]
             if card > 0:
-                _distance_onehot(habitat_distance(side, cubes, card, need), out, h + 4 * m)
+                _distance_onehot(habitat_near(side, cubes, card, need), out, h + 4 * m)
         h += 4 * S.MAX_MARKET
         stack = S.STACK + S.MAX_CELLS * q
         for i in range(_CELLS):

@@ -83,6 +83,19 @@ def _need_codes() -> np.ndarray:
 NEED_CODES = _need_codes()
 
 
+#: NEED_K[stack code, habitat class] -> how many tokens that stack is short of the class (0..3), -1 if it cannot
+#: become it (NEED_CODES by code, so `need_masks` visits only the codes a board shows). int64 (15, 9)
+NEED_K = np.full((15, 9), -1, dtype=np.int64)
+for _cls in range(9):
+    for _k in range(4):
+        for _code in range(15):
+            if (NEED_CODES[_cls, _k] >> _code) & 1:
+                NEED_K[_code, _cls] = _k
+#: COLOUR_CODES[c] -> mask over stack codes whose top token has colour c (a building's neighbour colours).
+COLOUR_CODES = np.array([sum(1 << k for k in range(1, 15) if ST.TOP_COLOUR[k] == c) for c in range(6)],
+                        dtype=np.int64)
+
+
 @njit(cache=True)
 def need_masks(bb, cubes: int, out) -> None:
     """out[cls, k] = cells k tokens short of habitat class cls (cells under a cube only when k = 0).
@@ -91,12 +104,79 @@ def need_masks(bb, cubes: int, out) -> None:
     """
     for cls in range(9):
         for k in range(4):
-            codes = NEED_CODES[cls, k]
-            m = 0
-            for code in range(15):
-                if (codes >> code) & 1:
-                    m |= bb[code]
-            out[cls, k] = m if k == 0 else m & ~cubes
+            out[cls, k] = 0
+    for code in range(15):
+        m = bb[code]
+        if m == 0:
+            continue
+        for cls in range(9):
+            k = NEED_K[code, cls]
+            if k >= 0:
+                out[cls, k] |= m
+    free = ~cubes
+    for cls in range(9):
+        for k in range(1, 4):
+            out[cls, k] &= free
+
+
+@njit(cache=True)
+def need_grids(side: int, bb, cubes: int, out) -> None:
+    """`need_masks` laid on the habitat matcher's grid (`cards.habitat_cells_grid`): out[cls, k] = grid bits of the
+    cells k tokens short of habitat class cls (under a cube only when k = 0), out int64 (9, 4)."""
+    for cls in range(9):
+        for k in range(4):
+            out[cls, k] = 0
+    for code in range(15):
+        m = bb[code]
+        if m == 0:
+            continue
+        g = C._to_grid(side, m)
+        for cls in range(9):
+            k = NEED_K[code, cls]
+            if k >= 0:
+                out[cls, k] |= g
+    free = ~C._to_grid(side, cubes)
+    for cls in range(9):
+        for k in range(1, 4):
+            out[cls, k] &= free
+
+
+@njit(cache=True)
+def habitat_near(side: int, cubes: int, card: int, grid_need) -> int:
+    """min(3, `habitat_distance`): what the potential terms and the afterstate features read (1, 2, or 3 for "3 or
+    more, or never"), found for every placement of a rotation at once on the matcher's grid instead of placement by
+    placement. grid_need: int64 (9, 4) from `need_grids`.
+
+    Why: `habitat_distance` was most of the planner's evaluation (~600 ns a held card). Per rotation, bit masks
+    e0 / e1 / e2 hold the cube cells whose pattern cells so far are 0 / 1 / 2 tokens short in all, as the pattern's
+    cells are added (a cell k tokens short shifts a position from e_t to e_t+k)."""
+    free = ~C._to_grid(side, cubes)
+    best = 3
+    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
+        e0 = C.GRID_ROT_VALID[side, r] & free
+        e1 = 0
+        e2 = 0
+        for j in range(4):
+            cls = C.GRID_ROT_CLASS[side, r, j]
+            if cls < 0:
+                break
+            o = C.GRID_ROT_OFF[side, r, j]
+            if o >= 0:
+                a0, a1, a2 = grid_need[cls, 0] >> o, grid_need[cls, 1] >> o, grid_need[cls, 2] >> o
+            else:
+                a0, a1, a2 = grid_need[cls, 0] << -o, grid_need[cls, 1] << -o, grid_need[cls, 2] << -o
+            e2 = (e2 & a0) | (e1 & a1) | (e0 & a2)
+            e1 = (e1 & a0) | (e0 & a1)
+            e0 = e0 & a0
+            if (e0 | e1 | e2) == 0:
+                break
+        if e0:
+            return 0
+        if e1:
+            best = 1
+        elif e2 and best > 2:
+            best = 2
+    return best
 
 
 @njit(cache=True)
@@ -128,14 +208,28 @@ def habitat_distance(side: int, cubes: int, card: int, need) -> int:
     return best
 
 
+@njit(cache=True, inline="always")
+def _colour_cells(bb, c: int) -> int:
+    """Cells whose top token has colour c."""
+    cells = 0
+    codes = COLOUR_CODES[c]
+    for k in range(1, 15):
+        if (codes >> k) & 1:
+            cells |= bb[k]
+    return cells
+
+
+#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4) then the class grids (NUM_CLASSES).
+TERMS_SCRATCH = 36 + C.NUM_CLASSES
+
+
 @njit(cache=True)
-def _terms(s, p: int):
-    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: the only
-    allocation is the need masks, and only while a held Animal card's habitat does not stand)."""
+def _terms(s, p: int, scratch):
+    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: no allocation; the
+    need grids and the class grids are computed into scratch, int64 (TERMS_SCRATCH,), only when a held card asks)."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
-    need = np.empty((0, 0), dtype=np.int64)
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
     while m:
@@ -152,31 +246,34 @@ def _terms(s, p: int):
         if NEIGHBOUR_MASK[side, i] & y == 0:
             t3 += 1.0
     buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
-    m = buildings
-    while m:
-        i = lowest_cell(m)
-        m &= m - 1
-        around = NEIGHBOUR_MASK[side, i]
-        colours = 0
-        for c in range(6):
-            seen = False
-            for k in range(1, 15):
-                if ST.TOP_COLOUR[k] == c and bb[k] & around:
-                    seen = True
-                    break
-            if seen:
-                colours += 1
-        if colours < 3:
-            t5 += 1.0
+    if buildings:
+        c0, c1, c2 = _colour_cells(bb, 0), _colour_cells(bb, 1), _colour_cells(bb, 2)
+        c3, c4, c5 = _colour_cells(bb, 3), _colour_cells(bb, 4), _colour_cells(bb, 5)
+        m = buildings
+        while m:
+            i = lowest_cell(m)
+            m &= m - 1
+            around = NEIGHBOUR_MASK[side, i]
+            colours = (((c0 & around) != 0) + ((c1 & around) != 0) + ((c2 & around) != 0) + ((c3 & around) != 0)
+                       + ((c4 & around) != 0) + ((c5 & around) != 0))
+            if colours < 3:
+                t5 += 1.0
     cubes = s[S.CUBES + p]
+    need = scratch[:36].reshape((9, 4))
+    grids = scratch[36:]
+    have_need = False
+    have_grids = False
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
         t10 += 1.0
+        if not have_grids:
+            C.class_grids(side, bb, grids)
+            have_grids = True
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
-            if C.habitat_cells(side, bb, cubes, card):
+            if C.habitat_cells_grid(side, grids, cubes, card):
                 t7 += gain
             else:
                 t11 += gain
@@ -185,14 +282,14 @@ def _terms(s, p: int):
         if k >= C.CUBES_ON_CARD[card]:
             continue
         gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        if C.habitat_cells(side, bb, cubes, card):
+        if C.habitat_cells_grid(side, grids, cubes, card):
             t7 += gain
             continue
         t8 += gain
-        if need.shape[0] == 0:
-            need = np.empty((9, 4), dtype=np.int64)
-            need_masks(bb, cubes, need)
-        d = habitat_distance(side, cubes, card, need)
+        if not have_need:
+            need_grids(side, bb, cubes, need)
+            have_need = True
+        d = habitat_near(side, cubes, card, need)
         if d == 1:
             t12 += gain
         elif d == 2:
@@ -209,7 +306,7 @@ def potential_terms(s, p: int, t) -> None:
     What `evaluate` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
     public fields (p's board, cubes, held cards and the cubes placed on them).
     """
-    x = _terms(s, p)
+    x = _terms(s, p, np.empty(TERMS_SCRATCH, dtype=np.int64))
     for k in range(NUM_TERMS):
         t[k] = x[k]
 
@@ -248,15 +345,28 @@ def evaluate(s, p: int, w, sc) -> float:
     The potential is left out when p has no turn left (`no_turn_left`): on a player's last turn only points count.
     w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
+    return evaluate_with(s, p, w, sc, np.empty(TERMS_SCRATCH, dtype=np.int64))
+
+
+@njit(cache=True)
+def evaluate_with(s, p: int, w, sc, scratch) -> float:
+    """`evaluate` with the potential's scratch passed in (int64 (TERMS_SCRATCH,)): the planners' inner loops."""
     cp = S.CUBES_PLACED + _NC * p
     score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left(s, p):
         return v
-    x = _terms(s, p)
+    x = _terms(s, p, scratch)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
     return v
+
+
+@njit(cache=True, inline="always")
+def copy_state(dst, src) -> None:
+    """dst[:] = src by an explicit loop (numba's slice copy of a small array is ~4x slower)."""
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
 
 
 @njit(cache=True)
@@ -329,6 +439,7 @@ def _plan_pool(s0, w, beam: int, only_space: int):
     p = s0[S.CURRENT]
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
     states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
@@ -343,7 +454,7 @@ def _plan_pool(s0, w, beam: int, only_space: int):
         for k in range(n):
             a = buf[k]
             if a < A.PLACE_TOKEN and (only_space < 0 or a - A.TAKE_TOKENS == only_space):
-                states[nb] = s0
+                copy_state(states[nb], s0)
                 step(states[nb], a)
                 acts[nb, 0] = a
                 alen[nb] = 1
@@ -376,18 +487,18 @@ def _plan_pool(s0, w, beam: int, only_space: int):
                 while m:
                     i = lowest_cell(m)
                     m &= m - 1
-                    tmp[:] = sb
+                    copy_state(tmp, sb)
                     a = A.PLACE_TOKEN + 25 * c + i
                     step(tmp, a)
                     cpar[nc] = b
                     cact[nc] = a
-                    cval[nc] = evaluate(tmp, p, w, sc)
+                    cval[nc] = evaluate_with(tmp, p, w, sc, scratch)
                     nc += 1
                     any_placed = True
             if not placeable:  # done with tokens: carries forward unchanged
                 cpar[nc] = b
                 cact[nc] = -1
-                cval[nc] = evaluate(sb, p, w, sc)
+                cval[nc] = evaluate_with(sb, p, w, sc, scratch)
                 nc += 1
         if not any_placed:
             break
@@ -396,8 +507,9 @@ def _plan_pool(s0, w, beam: int, only_space: int):
         for j in range(nn):
             k = order[j]
             b = cpar[k]
-            new_states[j] = states[b]
-            new_acts[j] = acts[b]
+            copy_state(new_states[j], states[b])
+            for q in range(MAX_PLAN):
+                new_acts[j, q] = acts[b, q]
             new_len[j] = alen[b]
             new_last[j] = last[b]
             a = cact[k]
@@ -424,15 +536,16 @@ def _plan_pool(s0, w, beam: int, only_space: int):
                 a = buf[k]
                 if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
                     continue
-            tmp[:] = states[b]
-            fplan[nf] = acts[b]
+            copy_state(tmp, states[b])
+            for q in range(MAX_PLAN):
+                fplan[nf, q] = acts[b, q]
             ln = alen[b]
             if a >= 0:
                 step(tmp, a)
                 fplan[nf, ln] = a
                 ln += 1
             ln = place_cubes_greedily(tmp, fplan[nf], ln)
-            fval[nf] = evaluate(tmp, p, w, sc)
+            fval[nf] = evaluate_with(tmp, p, w, sc, scratch)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
