@@ -37,12 +37,13 @@ from harmonies_env.scoring import NUM_CATEGORIES, score_into
 from .greedy import (
     MAX_PLAN,
     NUM_TERMS,
+    TERMS_SCRATCH,
+    _terms,
     habitat_near,
     need_grids,
     no_turn_left,
     plan_candidates,
     plan_turn,
-    potential_terms,
 )
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
@@ -74,7 +75,28 @@ def afterstate_features(s, p: int, out) -> None:
 
     s: int64 (STATE_SIZE,), any position (normally a plan's afterstate, just before END); reads public fields only.
     """
-    out[:] = 0.0
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    _features(s, p, out, True)
+
+
+@njit(cache=True)
+def afterstate_head_features(s, p: int, out) -> None:
+    """`afterstate_features` without the boards' one-hots: out (float32 (NUM_FEATURES,)) holds the same numbers in the
+    global block and each seat's first SEAT_HEAD numbers; the board parts are left as they were. Why: the n-tuple
+    network's linear part reads only these, for every candidate it ranks."""
+    for j in range(GLOBAL):
+        out[j] = 0.0
+    for q in range(S.MAX_PLAYERS):
+        for j in range(GLOBAL + q * SEAT, GLOBAL + q * SEAT + SEAT_HEAD):
+            out[j] = 0.0
+    _features(s, p, out, False)
+
+
+@njit(cache=True)
+def _features(s, p: int, out, boards: bool) -> None:
+    """The features of `afterstate_features` into out (zero where nothing is written), the boards' one-hots only
+    with boards."""
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
@@ -102,7 +124,7 @@ def afterstate_features(s, p: int, out) -> None:
             out[o + 3 * m + 1] = CARD_POINTS[card, k - 1] / 20.0 if k > 0 else 0.0
             out[o + 3 * m + 2] = k / 5.0
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    terms = np.zeros(NUM_TERMS, dtype=np.float64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     need = np.zeros((9, 4), dtype=np.int64)
     for j in range(n):
         q = (p + j) % n
@@ -114,7 +136,7 @@ def afterstate_features(s, p: int, out) -> None:
         for c in range(NUM_CATEGORIES - 1):
             out[base + c] = sc[c] / 20.0
         out[base + NUM_CATEGORIES - 1] = sc[NUM_CATEGORIES - 1] / 100.0
-        potential_terms(s, q, terms)
+        terms = _terms(s, q, scratch)
         for k in range(NUM_TERMS):
             out[base + NUM_CATEGORIES + k] = terms[k] / 10.0
         h = base + NUM_CATEGORIES + NUM_TERMS
@@ -146,6 +168,8 @@ def afterstate_features(s, p: int, out) -> None:
             if card > 0:
                 _distance_onehot(habitat_near(side, cubes, card, need), out, h + 4 * m)
         h += 4 * S.MAX_MARKET
+        if not boards:
+            continue
         stack = S.STACK + S.MAX_CELLS * q
         for i in range(_CELLS):
             code = s[stack + i] if i < S.MAX_CELLS else 0
@@ -251,5 +275,6 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 
 
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
+           "afterstate_head_features", "SEAT_HEAD",
            "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
            "candidate_rows"]

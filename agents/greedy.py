@@ -48,6 +48,7 @@ from harmonies_env import state as S
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+from harmonies_env.stacks import STACK_AFTER
 
 from .base import PlanAgent
 
@@ -432,11 +433,92 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     return out
 
 
+#: Slots of the planner's evaluation memo (a power of 2; a turn's beams evaluate a few thousand boards).
+MEMO_SLOTS = 1 << 14
+
+
+@njit(cache=True)
+def new_memo():
+    """An empty evaluation memo for `_plan_pool_memo`: keys int64 (MEMO_SLOTS, 2) (a board's 25 stack codes, 4 bits
+    each), values float64 (MEMO_SLOTS,), used bool (MEMO_SLOTS,), and how many are used (int64 (1,); the memo stops
+    taking boards at half full, so a wide beam still finds free slots). Only for one turn of one position."""
+    return (np.empty((MEMO_SLOTS, 2), dtype=np.int64), np.empty(MEMO_SLOTS, dtype=np.float64),
+            np.zeros(MEMO_SLOTS, dtype=np.bool_), np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def board_key(s, stack0: int):
+    """A board's 25 stack codes (4 bits each) as two words: cells 0-15, cells 16-24."""
+    k0 = 0
+    for i in range(16):
+        k0 |= s[stack0 + i] << (4 * i)
+    k1 = 0
+    for i in range(16, S.MAX_CELLS):
+        k1 |= s[stack0 + i] << (4 * (i - 16))
+    return k0, k1
+
+
+@njit(cache=True, inline="always")
+def memo_find(keys, used, k0: int, k1: int) -> int:
+    """The memo slot of key (k0, k1): where it is stored, or the free slot where it goes (linear probing)."""
+    mask = keys.shape[0] - 1
+    h = ((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687)) & 0x7FFFFFFFFFFFFFFF
+    slot = (h >> 20) & mask
+    while used[slot] and (keys[slot, 0] != k0 or keys[slot, 1] != k1):
+        slot = (slot + 1) & mask
+    return slot
+
+
+@njit(cache=True, inline="always")
+def memo_put(keys, vals, used, count, slot: int, k0: int, k1: int, v: float) -> None:
+    """Store v for key (k0, k1) in its free slot (from `memo_find`), unless the memo is half full."""
+    if 2 * count[0] < keys.shape[0]:
+        keys[slot, 0] = k0
+        keys[slot, 1] = k1
+        vals[slot] = v
+        used[slot] = True
+        count[0] += 1
+
+
+@njit(cache=True)
+def best_first(vals, n: int, k: int, order, topv) -> None:
+    """order[:k] = the indices of the k largest of vals[:n], largest first, equal values in index order: the first k
+    of `np.argsort(-vals[:n], kind="mergesort")` without sorting all n (the beam keeps 24 of hundreds). topv float64
+    (>= k,) scratch."""
+    size = 0
+    for j in range(n):
+        v = vals[j]
+        if size == k:
+            if not v > topv[k - 1]:
+                continue
+            pos = k - 1
+        else:
+            pos = size
+            size += 1
+        while pos > 0 and topv[pos - 1] < v:
+            topv[pos] = topv[pos - 1]
+            order[pos] = order[pos - 1]
+            pos -= 1
+        topv[pos] = v
+        order[pos] = j
+
+
 @njit(cache=True)
 def _plan_pool(s0, w, beam: int, only_space: int):
     """Every whole-turn plan the beam keeps for the mover of s0 (not modified), unsorted: (plans int64 (F, MAX_PLAN),
     lens int64 (F,), values float64 (F,), count). only_space >= 0 takes that central space only (-1: any)."""
+    return _plan_pool_memo(s0, w, beam, only_space, new_memo())
+
+
+@njit(cache=True)
+def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
+    """`_plan_pool` with a memo of token-level evaluations (`new_memo`) that beams of the same turn share: while
+    tokens are placed, `evaluate` of the mover depends only on its board (its cards, cubes, the pouch and the end
+    trigger do not change), so a board reached again (another central space's tokens, another order) is looked up
+    by its 25 stack codes instead of being copied, stepped and evaluated."""
     p = s0[S.CURRENT]
+    mkeys, mvals, mused, mcount = memo
+    stack0 = S.STACK + S.MAX_CELLS * p
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
@@ -469,12 +551,15 @@ def _plan_pool(s0, w, beam: int, only_space: int):
     new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     new_len = np.zeros(cap, dtype=np.int64)
     new_last = np.zeros(cap, dtype=np.int64)
+    order = np.zeros(cap, dtype=np.int64)
+    topv = np.zeros(cap, dtype=np.float64)
     for _level in range(6):
         nc = 0
         any_placed = False
         for b in range(nb):
             sb = states[b]
             placeable = False
+            k0, k1 = board_key(sb, stack0)
             for c in range(6):
                 if sb[S.HAND + c] <= 0:
                     continue
@@ -487,23 +572,40 @@ def _plan_pool(s0, w, beam: int, only_space: int):
                 while m:
                     i = lowest_cell(m)
                     m &= m - 1
-                    copy_state(tmp, sb)
                     a = A.PLACE_TOKEN + 25 * c + i
-                    step(tmp, a)
+                    new = STACK_AFTER[sb[stack0 + i], c]
+                    if i < 16:
+                        c0, c1 = (k0 & ~(15 << (4 * i))) | (new << (4 * i)), k1
+                    else:
+                        c0, c1 = k0, (k1 & ~(15 << (4 * (i - 16)))) | (new << (4 * (i - 16)))
+                    slot = memo_find(mkeys, mused, c0, c1)
+                    if mused[slot]:
+                        v = mvals[slot]
+                    else:
+                        copy_state(tmp, sb)
+                        step(tmp, a)
+                        v = evaluate_with(tmp, p, w, sc, scratch)
+                        memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
-                    cval[nc] = evaluate_with(tmp, p, w, sc, scratch)
+                    cval[nc] = v
                     nc += 1
                     any_placed = True
             if not placeable:  # done with tokens: carries forward unchanged
                 cpar[nc] = b
                 cact[nc] = -1
-                cval[nc] = evaluate_with(sb, p, w, sc, scratch)
+                slot = memo_find(mkeys, mused, k0, k1)
+                if mused[slot]:
+                    cval[nc] = mvals[slot]
+                else:
+                    v = evaluate_with(sb, p, w, sc, scratch)
+                    memo_put(mkeys, mvals, mused, mcount, slot, k0, k1, v)
+                    cval[nc] = v
                 nc += 1
         if not any_placed:
             break
-        order = np.argsort(-cval[:nc], kind="mergesort")
         nn = min(beam, nc)
+        best_first(cval, nc, nn, order, topv)
         for j in range(nn):
             k = order[j]
             b = cpar[k]
@@ -592,8 +694,9 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
                 nsp += 1
     total = 0
     pools = []
+    memo = new_memo()  # every space's beam places tokens on the same board: one memo for all
     for j in range(nsp):
-        pool = _plan_pool(s0, w, beam, spaces[j])
+        pool = _plan_pool_memo(s0, w, beam, spaces[j], memo)
         pools.append(pool)
         total += pool[3]
     allp = np.zeros((total, MAX_PLAN), dtype=np.int64)

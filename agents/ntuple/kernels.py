@@ -14,7 +14,7 @@ from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features
+from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
@@ -177,8 +177,9 @@ def tuple_indices(s, p: int, idx, cards: bool) -> int:
 @njit(cache=True)
 def linear_features(s, p: int, feats, lin) -> None:
     """The linear part's inputs for seat p in s: `afterstate_features` (into feats float32 (NUM_FEATURES,),
-    scratch) gathered at LINEAR_INDEX, then 1 (the bias), into lin float64 (NUM_LINEAR,)."""
-    afterstate_features(s, p, feats)
+    scratch; only the non-board numbers, `afterstate_head_features`) gathered at LINEAR_INDEX, then 1 (the bias),
+    into lin float64 (NUM_LINEAR,)."""
+    afterstate_head_features(s, p, feats)
     for j in range(LINEAR_INDEX.shape[0]):
         lin[j] = feats[LINEAR_INDEX[j]]
     lin[LINEAR_INDEX.shape[0]] = 1.0
