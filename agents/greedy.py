@@ -524,7 +524,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
-    states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)  # scratch: every row read was written
     acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     alen = np.zeros(cap, dtype=np.int64)
     last = np.zeros(cap, dtype=np.int64)
@@ -543,16 +543,16 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                 nb += 1
     # token levels
     maxc = cap * 6 * 25 + cap
-    cpar = np.zeros(maxc, dtype=np.int64)
-    cact = np.zeros(maxc, dtype=np.int64)
-    cval = np.zeros(maxc, dtype=np.float64)
-    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
-    new_states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    cpar = np.empty(maxc, dtype=np.int64)
+    cact = np.empty(maxc, dtype=np.int64)
+    cval = np.empty(maxc, dtype=np.float64)
+    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
+    new_states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)
     new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     new_len = np.zeros(cap, dtype=np.int64)
     new_last = np.zeros(cap, dtype=np.int64)
-    order = np.zeros(cap, dtype=np.int64)
-    topv = np.zeros(cap, dtype=np.float64)
+    order = np.empty(cap, dtype=np.int64)
+    topv = np.empty(cap, dtype=np.float64)
     for _level in range(6):
         nc = 0
         any_placed = False

@@ -206,12 +206,77 @@ def own_total(s, p: int, sc) -> int:
 
 @njit(cache=True)
 def remaining(s, p: int, w, idx, feats, lin) -> float:
-    """Predicted points seat p still scores after afterstate s: 0 when p has no turn left, else the network."""
+    """Predicted points seat p still scores after afterstate s: 0 when p has no turn left, else the network (the
+    same sum as `value_of` over `tuple_indices`, in the same order, without writing the indices: idx is unused)."""
     if no_turn_left(s, p):
         return 0.0
-    k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
     linear_features(s, p, feats, lin)
-    return value_of(w, idx, k, lin)
+    v = 0.0
+    for j in range(lin.shape[0]):
+        v += float(w[j]) * lin[j]
+    return tuple_sum(s, p, w, v)
+
+
+@njit(cache=True)
+def tuple_sum(s, p: int, w, v: float) -> float:
+    """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
+    is bit for bit `value_of`'s), reading the layout from w's length."""
+    side = s[S.SIDE]
+    V = VALUES
+    c0 = S.STACK + MAX_CELLS * p
+    cubes = s[S.CUBES + p]
+    val = np.empty(MAX_CELLS, dtype=np.int64)
+    for i in range(MAX_CELLS):
+        val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
+    for i in range(NUM_CELLS[side]):
+        v += float(w[OFFSETS[1] + (side * MAX_CELLS + ORBIT[side, i]) * V + val[i]])
+    for t in range(COUNTS[side, 0]):
+        a = val[PAIRS[side, t, 0]]
+        b = val[PAIRS[side, t, 1]]
+        v += float(w[OFFSETS[2] + min(a, b) * V + max(a, b)])
+    for t in range(COUNTS[side, 1]):
+        a = val[TRIANGLES[side, t, 0]]
+        b = val[TRIANGLES[side, t, 1]]
+        c = val[TRIANGLES[side, t, 2]]
+        lo = min(a, min(b, c))
+        hi = max(a, max(b, c))
+        v += float(w[OFFSETS[3] + (lo * V + (a + b + c - lo - hi)) * V + hi])
+    for t in range(COUNTS[side, 2]):
+        a = val[LINES[side, t, 0]]
+        m = val[LINES[side, t, 1]]
+        c = val[LINES[side, t, 2]]
+        v += float(w[OFFSETS[4] + (m * V + min(a, c)) * V + max(a, c)])
+    for t in range(COUNTS[side, 3]):
+        a = val[RHOMBI[side, t, 0]]
+        b = val[RHOMBI[side, t, 1]]
+        c = val[RHOMBI[side, t, 2]]
+        d = val[RHOMBI[side, t, 3]]
+        v += float(w[OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
+    if w.shape[0] <= CARD_FROM:
+        return v
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        for i in range(NUM_CELLS[side]):
+            v += float(w[OFFSETS[6] + card * V + val[i]])
+        for t in range(COUNTS[side, 0]):
+            a = val[PAIRS[side, t, 0]]
+            b = val[PAIRS[side, t, 1]]
+            v += float(w[OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)])
+        for t in range(COUNTS[side, 1]):
+            a = val[TRIANGLES[side, t, 0]]
+            b = val[TRIANGLES[side, t, 1]]
+            c = val[TRIANGLES[side, t, 2]]
+            lo = min(a, min(b, c))
+            hi = max(a, max(b, c))
+            v += float(w[OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi])
+        for t in range(COUNTS[side, 2]):
+            a = val[LINES[side, t, 0]]
+            m = val[LINES[side, t, 1]]
+            c = val[LINES[side, t, 2]]
+            v += float(w[OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)])
+    return v
 
 
 @njit(cache=True)
@@ -244,7 +309,8 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for k in range(n):
-        after[:] = s
+        for j in range(s.shape[0]):
+            after[j] = s[j]
         play_plan(after, plans[k], lens[k], True)
         values[k] = own_total(after, p, sc) + remaining(after, p, w, idx, feats, lin)
     return n
