@@ -228,8 +228,13 @@ TERMS_SCRATCH = 36 + C.NUM_CLASSES
 def _terms(s, p: int, scratch):
     """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: no allocation; the
     need grids and the class grids are computed into scratch, int64 (TERMS_SCRATCH,), only when a held card asks)."""
+    return _terms_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], scratch)
+
+
+@njit(cache=True)
+def _terms_board(s, p: int, bb, scratch):
+    """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
@@ -321,6 +326,12 @@ def no_turn_left(s, p: int) -> bool:
     or the pouch cannot refill the central board (3 tokens per space to refill, all spaces in solo). A trigger
     ends the game after the round, which p does not see again.
     """
+    return no_turn_left_board(s, p, s[S.BITBOARD + 15 * p])
+
+
+@njit(cache=True)
+def no_turn_left_board(s, p: int, empty: int) -> bool:
+    """`no_turn_left` with p's empty cells (mask) given instead of read from s."""
     if s[S.GAME_OVER]:
         return True
     mover = s[S.CURRENT]
@@ -328,7 +339,7 @@ def no_turn_left(s, p: int) -> bool:
         return p <= mover
     if p != mover:
         return False
-    if popcount(s[S.BITBOARD + 15 * p]) <= 2:
+    if popcount(empty) <= 2:
         return True
     solo = s[S.NUM_PLAYERS] == 1
     if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
@@ -352,12 +363,19 @@ def evaluate(s, p: int, w, sc) -> float:
 @njit(cache=True)
 def evaluate_with(s, p: int, w, sc, scratch) -> float:
     """`evaluate` with the potential's scratch passed in (int64 (TERMS_SCRATCH,)): the planners' inner loops."""
+    return evaluate_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], w, sc, scratch)
+
+
+@njit(cache=True)
+def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
+    """`evaluate_with` of p with its board's bitboards bb (int64 (15,)) instead of s's: the beam values a token
+    placement from its parent's state and the child's bitboards, without copying the state and stepping."""
     cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
     v = float(sc[NUM_CATEGORIES - 1])
-    if no_turn_left(s, p):
+    if no_turn_left_board(s, p, bb[0]):
         return v
-    x = _terms(s, p, scratch)
+    x = _terms_board(s, p, bb, scratch)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
     return v
@@ -519,6 +537,8 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     p = s0[S.CURRENT]
     mkeys, mvals, mused, mcount = memo
     stack0 = S.STACK + S.MAX_CELLS * p
+    bb0 = S.BITBOARD + 15 * p
+    bbc = np.empty(15, dtype=np.int64)
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
@@ -581,10 +601,13 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                     slot = memo_find(mkeys, mused, c0, c1)
                     if mused[slot]:
                         v = mvals[slot]
-                    else:
-                        copy_state(tmp, sb)
-                        step(tmp, a)
-                        v = evaluate_with(tmp, p, w, sc, scratch)
+                    else:  # the child's bitboards (as `rules.step` sets them) on the parent's state
+                        for q in range(15):
+                            bbc[q] = sb[bb0 + q]
+                        bit = 1 << i
+                        bbc[sb[stack0 + i]] &= ~bit
+                        bbc[new] |= bit
+                        v = evaluate_board(sb, p, bbc, w, sc, scratch)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
