@@ -77,7 +77,7 @@ def afterstate_features(s, p: int, out) -> None:
     """
     for j in range(out.shape[0]):
         out[j] = 0.0
-    _features(s, p, out, True)
+    _features(s, p, out, True, out[:0])
 
 
 @njit(cache=True)
@@ -85,18 +85,33 @@ def afterstate_head_features(s, p: int, out) -> None:
     """`afterstate_features` without the boards' one-hots: out (float32 (NUM_FEATURES,)) holds the same numbers in the
     global block and each seat's first SEAT_HEAD numbers; the board parts are left as they were. Why: the n-tuple
     network's linear part reads only these, for every candidate it ranks."""
+    _zero_heads(out)
+    _features(s, p, out, False, out[:0])
+
+
+@njit(cache=True)
+def candidate_head_features(s, p: int, out, others) -> None:
+    """`afterstate_head_features` of an afterstate s of p's turn, the other seats' blocks taken from others (float32
+    (NUM_FEATURES,): `afterstate_head_features` of the position where p's turn began). Why: p's turn changes no
+    other seat's board, cards, cubes or score, only the market (a card taken: that slot's habitat distances are
+    zero), so ranking a turn's candidates computes the other seats' numbers once (the same numbers)."""
+    _zero_heads(out)
+    _features(s, p, out, False, others)
+
+
+@njit(cache=True)
+def _zero_heads(out) -> None:
     for j in range(GLOBAL):
         out[j] = 0.0
     for q in range(S.MAX_PLAYERS):
         for j in range(GLOBAL + q * SEAT, GLOBAL + q * SEAT + SEAT_HEAD):
             out[j] = 0.0
-    _features(s, p, out, False)
 
 
 @njit(cache=True)
-def _features(s, p: int, out, boards: bool) -> None:
+def _features(s, p: int, out, boards: bool, others) -> None:
     """The features of `afterstate_features` into out (zero where nothing is written), the boards' one-hots only
-    with boards."""
+    with boards; the other seats' heads copied from others unless it is empty (`candidate_head_features`)."""
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
@@ -129,6 +144,15 @@ def _features(s, p: int, out, boards: bool) -> None:
     for j in range(n):
         q = (p + j) % n
         base = GLOBAL + j * SEAT
+        if j > 0 and others.shape[0] > 0:
+            for k in range(base, base + SEAT_HEAD):
+                out[k] = others[k]
+            at = base + SEAT_HEAD - 4 * S.MAX_MARKET
+            for m in range(S.MAX_MARKET):
+                if s[S.MARKET + m] <= 0:
+                    for k in range(at + 4 * m, at + 4 * m + 4):
+                        out[k] = 0.0
+            continue
         bb = s[S.BITBOARD + 15 * q: S.BITBOARD + 15 * q + 15]
         cubes = s[S.CUBES + q]
         cp = S.CUBES_PLACED + _NC * q
@@ -275,6 +299,6 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 
 
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
-           "afterstate_head_features", "SEAT_HEAD",
+           "afterstate_head_features", "candidate_head_features", "SEAT_HEAD",
            "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
            "candidate_rows"]

@@ -480,3 +480,36 @@ def test_the_planners_shortcuts_are_the_slow_answers():
         order = np.zeros(k, dtype=np.int64)
         best_first(vals, n, k, order, np.zeros(k))
         assert np.array_equal(order, np.argsort(-vals, kind="mergesort")[:k])
+
+
+def test_candidates_reuse_the_other_seats_features_exactly():
+    """`candidate_head_features` (the other seats' numbers from the turn's start, the market fixed) is
+    `afterstate_head_features` of every candidate's afterstate, in 2-4 player games on both sides."""
+    import ntuple_golden as G
+
+    from agents.afterstate import NUM_FEATURES, afterstate_head_features, candidate_head_features
+    from agents.greedy import plan_candidates
+    from harmonies_env.actions import KEEP_SPIRIT
+
+    others = np.empty(NUM_FEATURES, dtype=np.float32)
+    got = np.empty(NUM_FEATURES, dtype=np.float32)
+    want = np.empty(NUM_FEATURES, dtype=np.float32)
+    plans = np.zeros((32, MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(32, dtype=np.int64)
+    vals = np.zeros(32)
+    taken = 0
+    for s in G.positions():
+        p = int(s[S.CURRENT])
+        n = plan_candidates(s, DEFAULT_WEIGHTS, 4, plans, lens, vals)
+        if n == 0 or plans[0, 0] >= KEEP_SPIRIT:
+            continue
+        afterstate_head_features(s, p, others)
+        for k in range(n):
+            after = s.copy()
+            play_plan(after, plans[k], lens[k], True)
+            taken += int((after[S.MARKET: S.MARKET + S.MAX_MARKET] != s[S.MARKET: S.MARKET + S.MAX_MARKET]).any())
+            got[:] = want[:] = 0.0
+            candidate_head_features(after, p, got, others)
+            afterstate_head_features(after, p, want)
+            assert np.array_equal(got, want)
+    assert taken > 10  # candidates that take a market card are covered

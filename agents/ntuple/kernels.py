@@ -14,7 +14,7 @@ from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features
+from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_features
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
@@ -180,6 +180,12 @@ def linear_features(s, p: int, feats, lin) -> None:
     scratch; only the non-board numbers, `afterstate_head_features`) gathered at LINEAR_INDEX, then 1 (the bias),
     into lin float64 (NUM_LINEAR,)."""
     afterstate_head_features(s, p, feats)
+    _gather(feats, lin)
+
+
+@njit(cache=True)
+def _gather(feats, lin) -> None:
+    """lin = feats at LINEAR_INDEX, then 1 (the bias)."""
     for j in range(LINEAR_INDEX.shape[0]):
         lin[j] = feats[LINEAR_INDEX[j]]
     lin[LINEAR_INDEX.shape[0]] = 1.0
@@ -211,6 +217,13 @@ def remaining(s, p: int, w, idx, feats, lin) -> float:
     if no_turn_left(s, p):
         return 0.0
     linear_features(s, p, feats, lin)
+    return network(s, p, w, lin)
+
+
+@njit(cache=True)
+def network(s, p: int, w, lin) -> float:
+    """The network's output for seat p at s given its linear inputs lin: the linear part, then the tuple weights
+    (`tuple_sum`), summed in `value_of`'s order."""
     v = 0.0
     for j in range(lin.shape[0]):
         v += float(w[j]) * lin[j]
@@ -304,15 +317,21 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
             values[k] = -k
         return n
     p = s[S.CURRENT]
-    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    others = np.empty(NUM_FEATURES, dtype=np.float32)  # the other seats' features: the same after every candidate
+    afterstate_head_features(s, p, others)
     for k in range(n):
         for j in range(s.shape[0]):
             after[j] = s[j]
         play_plan(after, plans[k], lens[k], True)
-        values[k] = own_total(after, p, sc) + remaining(after, p, w, idx, feats, lin)
+        r = 0.0
+        if not no_turn_left(after, p):  # `remaining`, the other seats' features reused
+            candidate_head_features(after, p, feats, others)
+            _gather(feats, lin)
+            r = network(after, p, w, lin)
+        values[k] = own_total(after, p, sc) + r
     return n
 
 
