@@ -112,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the MLP trainer's config")
     ap.add_argument("--ntuple-config", default=str(ROOT / "experiments" / "configs" / "ntuple.toml"),
                     help="the n-tuple learner's config (selfplay_ntuple: its games, beam and candidates)")
-    ap.add_argument("--cpu-seconds", type=float, default=20.0, help="CPU time of the selfplay_ntuple case")
+    ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_ntuple case")
     ap.add_argument("--threads", type=int, default=1, help="threads of each worker")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--seconds", type=float, default=6.0, help="wall time of each MLP case and worker count")
+    ap.add_argument("--seconds", type=float, default=3.0, help="wall time of each MLP case and worker count")
     ap.add_argument("--steps", type=int, default=4, help="self-play steps of each actor per collect round (Ray)")
     cases = ["selfplay_ntuple", "selfplay_processes", "selfplay_ray"]
     ap.add_argument("--cases", nargs="+", default=cases, choices=cases)
