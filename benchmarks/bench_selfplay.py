@@ -27,6 +27,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -122,9 +123,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if "selfplay_ntuple" in args.cases:
         res = ntuple_rate(args.ntuple_config, args.cpu_seconds)
-        print(json.dumps({"table": "learned", "case": "selfplay_ntuple", **res,
-                          "command": "python -m benchmarks.bench_selfplay", "load1": round(os.getloadavg()[0], 2)}),
-              flush=True)
+        command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
+        print(json.dumps({"table": "learned", "case": "selfplay_ntuple", **res, "command": command,
+                          "load1": round(os.getloadavg()[0], 2)}), flush=True)
     cfg = _config(args.config, args.threads)
     games = int(cfg["selfplay"]["games"])
 
