@@ -11,7 +11,8 @@ case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). A
 2-player Side A games, each turn `ntuple.candidate_values` (plan, value every candidate) then the best candidate
 played (`play_plan`), finished games replaced, for --cpu-seconds of this process's CPU time (`time.process_time`, so
 other jobs on the machine count less; after one warm-up turn). Prints decisions and ranked candidates per
-CPU-second. The games are a function of --seed.
+CPU-second. The games are a function of --seed. `selfplay_ntuple_trainer` (only when named): the n-tuple trainer's
+own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
 
 The MLP's cases (each worker a `train_learned.Trainer`'s self-play with its own `selfplay.games` games, warmed up
 first):
@@ -106,6 +107,28 @@ def ntuple_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
             "threads": 1}
 
 
+def ntuple_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
+    """The `selfplay_ntuple_trainer` case: the n-tuple trainer's iterations (`train_ntuple.Trainer.step`: the shipped
+    config's self-play on one thread, its greedy seats, TD updates at each game's end; no evaluation) per CPU-second,
+    from the greedy start (`train.init`)."""
+    from experiments.common import read_toml
+    from experiments.train_ntuple import Trainer, settings
+
+    cfg = settings(read_toml(config))
+    cfg["selfplay"]["threads"] = 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, seed=seed, run=Path(tmp), progress=False)
+        tr.step()  # warm-up: the kernels load
+        d0, g0, t0 = tr.decisions, tr.games_done, time.process_time()
+        while time.process_time() - t0 < cpu_seconds:
+            tr.step()
+        cpu = time.process_time() - t0
+    sp = cfg["selfplay"]
+    return {"decisions": tr.decisions - d0, "finished_games": tr.games_done - g0, "cpu_s": round(cpu, 2),
+            "decisions_per_cpu_s": round((tr.decisions - d0) / cpu, 1), "candidates": int(sp["candidates"]),
+            "beam": int(sp["beam"]), "games": int(sp["games"]), "threads": 1}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -119,11 +142,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=3.0, help="wall time of each MLP case and worker count")
     ap.add_argument("--steps", type=int, default=4, help="self-play steps of each actor per collect round (Ray)")
     cases = ["selfplay_ntuple", "selfplay_processes", "selfplay_ray"]
-    ap.add_argument("--cases", nargs="+", default=cases, choices=cases)
+    ap.add_argument("--cases", nargs="+", default=cases, choices=[*cases, "selfplay_ntuple_trainer"],
+                    help="selfplay_ntuple_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds")
     args = ap.parse_args(argv)
+    command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
+    if "selfplay_ntuple_trainer" in args.cases:
+        res = ntuple_trainer_rate(args.ntuple_config, args.cpu_seconds)
+        print(json.dumps({"table": "learned", "case": "selfplay_ntuple_trainer", **res, "command": command,
+                          "load1": round(os.getloadavg()[0], 2)}), flush=True)
     if "selfplay_ntuple" in args.cases:
         res = ntuple_rate(args.ntuple_config, args.cpu_seconds)
-        command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
         print(json.dumps({"table": "learned", "case": "selfplay_ntuple", **res, "command": command,
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
     cfg = _config(args.config, args.threads)

@@ -189,6 +189,10 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                                   f"{r['cpu_s']} CPU-s",
                                   f"{r['decisions_per_cpu_s']:,} decisions/CPU-s, "
                                   f"{r['candidates_per_cpu_s']:,.0f} candidates/CPU-s"),
+    "selfplay_ntuple_trainer": lambda r: (f"{r.get('label', '`learned` (n-tuple) trainer')}: `Trainer.step`, "
+                                          f"{r['games']} games, {r['candidates']} candidates, beam {r['beam']}, "
+                                          f"{_threads(r)}, {r['cpu_s']} CPU-s",
+                                          f"{r['decisions_per_cpu_s']:,} decisions/CPU-s"),
     "selfplay_processes": lambda r: (f"trainer's self-play, {_workers(r, 'worker process', 'es')}, {_selfplay(r)}",
                                      f"{r['decisions_per_s']} decisions/s"),
     "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
