@@ -37,12 +37,13 @@ from harmonies_env.scoring import NUM_CATEGORIES, score_into
 from .greedy import (
     MAX_PLAN,
     NUM_TERMS,
-    habitat_distance,
-    need_masks,
+    TERMS_SCRATCH,
+    _terms,
+    habitat_near,
+    need_grids,
     no_turn_left,
     plan_candidates,
     plan_turn,
-    potential_terms,
 )
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
@@ -74,7 +75,43 @@ def afterstate_features(s, p: int, out) -> None:
 
     s: int64 (STATE_SIZE,), any position (normally a plan's afterstate, just before END); reads public fields only.
     """
-    out[:] = 0.0
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    _features(s, p, out, True, out[:0])
+
+
+@njit(cache=True)
+def afterstate_head_features(s, p: int, out) -> None:
+    """`afterstate_features` without the boards' one-hots: out (float32 (NUM_FEATURES,)) holds the same numbers in the
+    global block and each seat's first SEAT_HEAD numbers; the board parts are left as they were. Why: the n-tuple
+    network's linear part reads only these, for every candidate it ranks."""
+    _zero_heads(out)
+    _features(s, p, out, False, out[:0])
+
+
+@njit(cache=True)
+def candidate_head_features(s, p: int, out, others) -> None:
+    """`afterstate_head_features` of an afterstate s of p's turn, the other seats' blocks taken from others (float32
+    (NUM_FEATURES,): `afterstate_head_features` of the position where p's turn began). Why: p's turn changes no
+    other seat's board, cards, cubes or score, only the market (a card taken: that slot's habitat distances are
+    zero), so ranking a turn's candidates computes the other seats' numbers once (the same numbers)."""
+    _zero_heads(out)
+    _features(s, p, out, False, others)
+
+
+@njit(cache=True)
+def _zero_heads(out) -> None:
+    for j in range(GLOBAL):
+        out[j] = 0.0
+    for q in range(S.MAX_PLAYERS):
+        for j in range(GLOBAL + q * SEAT, GLOBAL + q * SEAT + SEAT_HEAD):
+            out[j] = 0.0
+
+
+@njit(cache=True)
+def _features(s, p: int, out, boards: bool, others) -> None:
+    """The features of `afterstate_features` into out (zero where nothing is written), the boards' one-hots only
+    with boards; the other seats' heads copied from others unless it is empty (`candidate_head_features`)."""
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
@@ -102,11 +139,20 @@ def afterstate_features(s, p: int, out) -> None:
             out[o + 3 * m + 1] = CARD_POINTS[card, k - 1] / 20.0 if k > 0 else 0.0
             out[o + 3 * m + 2] = k / 5.0
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    terms = np.zeros(NUM_TERMS, dtype=np.float64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     need = np.zeros((9, 4), dtype=np.int64)
     for j in range(n):
         q = (p + j) % n
         base = GLOBAL + j * SEAT
+        if j > 0 and others.shape[0] > 0:
+            for k in range(base, base + SEAT_HEAD):
+                out[k] = others[k]
+            at = base + SEAT_HEAD - 4 * S.MAX_MARKET
+            for m in range(S.MAX_MARKET):
+                if s[S.MARKET + m] <= 0:
+                    for k in range(at + 4 * m, at + 4 * m + 4):
+                        out[k] = 0.0
+            continue
         bb = s[S.BITBOARD + 15 * q: S.BITBOARD + 15 * q + 15]
         cubes = s[S.CUBES + q]
         cp = S.CUBES_PLACED + _NC * q
@@ -114,7 +160,7 @@ def afterstate_features(s, p: int, out) -> None:
         for c in range(NUM_CATEGORIES - 1):
             out[base + c] = sc[c] / 20.0
         out[base + NUM_CATEGORIES - 1] = sc[NUM_CATEGORIES - 1] / 100.0
-        potential_terms(s, q, terms)
+        terms = _terms(s, q, scratch)
         for k in range(NUM_TERMS):
             out[base + NUM_CATEGORIES + k] = terms[k] / 10.0
         h = base + NUM_CATEGORIES + NUM_TERMS
@@ -122,7 +168,7 @@ def afterstate_features(s, p: int, out) -> None:
         out[h + 1] = 1.0 if no_turn_left(s, q) else 0.0
         out[h + 2] = s[S.ANIMAL_CUBES + q] / 10.0
         h += 3
-        need_masks(bb, cubes, need)
+        need_grids(side, bb, cubes, need)
         for slot in range(S.MAX_SLOTS):
             card = s[S.SLOT + S.MAX_SLOTS * q + slot]
             o = h + 8 * slot
@@ -139,13 +185,15 @@ def afterstate_features(s, p: int, out) -> None:
             if left > 0:
                 out[o + 2] = (CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0)) / 10.0
             out[o + 3] = left / 5.0
-            _distance_onehot(habitat_distance(side, cubes, card, need), out, o + 4)
+            _distance_onehot(habitat_near(side, cubes, card, need), out, o + 4)
         h += 8 * S.MAX_SLOTS
         for m in range(S.MAX_MARKET):
             card = s[S.MARKET + m]
             if card > 0:
-                _distance_onehot(habitat_distance(side, cubes, card, need), out, h + 4 * m)
+                _distance_onehot(habitat_near(side, cubes, card, need), out, h + 4 * m)
         h += 4 * S.MAX_MARKET
+        if not boards:
+            continue
         stack = S.STACK + S.MAX_CELLS * q
         for i in range(_CELLS):
             code = s[stack + i] if i < S.MAX_CELLS else 0
@@ -251,5 +299,6 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 
 
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
+           "afterstate_head_features", "candidate_head_features", "SEAT_HEAD",
            "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
            "candidate_rows"]

@@ -48,6 +48,7 @@ from harmonies_env import state as S
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+from harmonies_env.stacks import STACK_AFTER
 
 from .base import PlanAgent
 
@@ -83,6 +84,19 @@ def _need_codes() -> np.ndarray:
 NEED_CODES = _need_codes()
 
 
+#: NEED_K[stack code, habitat class] -> how many tokens that stack is short of the class (0..3), -1 if it cannot
+#: become it (NEED_CODES by code, so `need_masks` visits only the codes a board shows). int64 (15, 9)
+NEED_K = np.full((15, 9), -1, dtype=np.int64)
+for _cls in range(9):
+    for _k in range(4):
+        for _code in range(15):
+            if (NEED_CODES[_cls, _k] >> _code) & 1:
+                NEED_K[_code, _cls] = _k
+#: COLOUR_CODES[c] -> mask over stack codes whose top token has colour c (a building's neighbour colours).
+COLOUR_CODES = np.array([sum(1 << k for k in range(1, 15) if ST.TOP_COLOUR[k] == c) for c in range(6)],
+                        dtype=np.int64)
+
+
 @njit(cache=True)
 def need_masks(bb, cubes: int, out) -> None:
     """out[cls, k] = cells k tokens short of habitat class cls (cells under a cube only when k = 0).
@@ -91,12 +105,79 @@ def need_masks(bb, cubes: int, out) -> None:
     """
     for cls in range(9):
         for k in range(4):
-            codes = NEED_CODES[cls, k]
-            m = 0
-            for code in range(15):
-                if (codes >> code) & 1:
-                    m |= bb[code]
-            out[cls, k] = m if k == 0 else m & ~cubes
+            out[cls, k] = 0
+    for code in range(15):
+        m = bb[code]
+        if m == 0:
+            continue
+        for cls in range(9):
+            k = NEED_K[code, cls]
+            if k >= 0:
+                out[cls, k] |= m
+    free = ~cubes
+    for cls in range(9):
+        for k in range(1, 4):
+            out[cls, k] &= free
+
+
+@njit(cache=True)
+def need_grids(side: int, bb, cubes: int, out) -> None:
+    """`need_masks` laid on the habitat matcher's grid (`cards.habitat_cells_grid`): out[cls, k] = grid bits of the
+    cells k tokens short of habitat class cls (under a cube only when k = 0), out int64 (9, 4)."""
+    for cls in range(9):
+        for k in range(4):
+            out[cls, k] = 0
+    for code in range(15):
+        m = bb[code]
+        if m == 0:
+            continue
+        g = C._to_grid(side, m)
+        for cls in range(9):
+            k = NEED_K[code, cls]
+            if k >= 0:
+                out[cls, k] |= g
+    free = ~C._to_grid(side, cubes)
+    for cls in range(9):
+        for k in range(1, 4):
+            out[cls, k] &= free
+
+
+@njit(cache=True)
+def habitat_near(side: int, cubes: int, card: int, grid_need) -> int:
+    """min(3, `habitat_distance`): what the potential terms and the afterstate features read (1, 2, or 3 for "3 or
+    more, or never"), found for every placement of a rotation at once on the matcher's grid instead of placement by
+    placement. grid_need: int64 (9, 4) from `need_grids`.
+
+    Why: `habitat_distance` was most of the planner's evaluation (~600 ns a held card). Per rotation, bit masks
+    e0 / e1 / e2 hold the cube cells whose pattern cells so far are 0 / 1 / 2 tokens short in all, as the pattern's
+    cells are added (a cell k tokens short shifts a position from e_t to e_t+k)."""
+    free = ~C._to_grid(side, cubes)
+    best = 3
+    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
+        e0 = C.GRID_ROT_VALID[side, r] & free
+        e1 = 0
+        e2 = 0
+        for j in range(4):
+            cls = C.GRID_ROT_CLASS[side, r, j]
+            if cls < 0:
+                break
+            o = C.GRID_ROT_OFF[side, r, j]
+            if o >= 0:
+                a0, a1, a2 = grid_need[cls, 0] >> o, grid_need[cls, 1] >> o, grid_need[cls, 2] >> o
+            else:
+                a0, a1, a2 = grid_need[cls, 0] << -o, grid_need[cls, 1] << -o, grid_need[cls, 2] << -o
+            e2 = (e2 & a0) | (e1 & a1) | (e0 & a2)
+            e1 = (e1 & a0) | (e0 & a1)
+            e0 = e0 & a0
+            if (e0 | e1 | e2) == 0:
+                break
+        if e0:
+            return 0
+        if e1:
+            best = 1
+        elif e2 and best > 2:
+            best = 2
+    return best
 
 
 @njit(cache=True)
@@ -128,14 +209,33 @@ def habitat_distance(side: int, cubes: int, card: int, need) -> int:
     return best
 
 
+@njit(cache=True, inline="always")
+def _colour_cells(bb, c: int) -> int:
+    """Cells whose top token has colour c."""
+    cells = 0
+    codes = COLOUR_CODES[c]
+    for k in range(1, 15):
+        if (codes >> k) & 1:
+            cells |= bb[k]
+    return cells
+
+
+#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4) then the class grids (NUM_CLASSES).
+TERMS_SCRATCH = 36 + C.NUM_CLASSES
+
+
 @njit(cache=True)
-def _terms(s, p: int):
-    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: the only
-    allocation is the need masks, and only while a held Animal card's habitat does not stand)."""
+def _terms(s, p: int, scratch):
+    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: no allocation; the
+    need grids and the class grids are computed into scratch, int64 (TERMS_SCRATCH,), only when a held card asks)."""
+    return _terms_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], scratch)
+
+
+@njit(cache=True)
+def _terms_board(s, p: int, bb, scratch):
+    """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
-    need = np.empty((0, 0), dtype=np.int64)
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
     while m:
@@ -152,31 +252,34 @@ def _terms(s, p: int):
         if NEIGHBOUR_MASK[side, i] & y == 0:
             t3 += 1.0
     buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
-    m = buildings
-    while m:
-        i = lowest_cell(m)
-        m &= m - 1
-        around = NEIGHBOUR_MASK[side, i]
-        colours = 0
-        for c in range(6):
-            seen = False
-            for k in range(1, 15):
-                if ST.TOP_COLOUR[k] == c and bb[k] & around:
-                    seen = True
-                    break
-            if seen:
-                colours += 1
-        if colours < 3:
-            t5 += 1.0
+    if buildings:
+        c0, c1, c2 = _colour_cells(bb, 0), _colour_cells(bb, 1), _colour_cells(bb, 2)
+        c3, c4, c5 = _colour_cells(bb, 3), _colour_cells(bb, 4), _colour_cells(bb, 5)
+        m = buildings
+        while m:
+            i = lowest_cell(m)
+            m &= m - 1
+            around = NEIGHBOUR_MASK[side, i]
+            colours = (((c0 & around) != 0) + ((c1 & around) != 0) + ((c2 & around) != 0) + ((c3 & around) != 0)
+                       + ((c4 & around) != 0) + ((c5 & around) != 0))
+            if colours < 3:
+                t5 += 1.0
     cubes = s[S.CUBES + p]
+    need = scratch[:36].reshape((9, 4))
+    grids = scratch[36:]
+    have_need = False
+    have_grids = False
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
         t10 += 1.0
+        if not have_grids:
+            C.class_grids(side, bb, grids)
+            have_grids = True
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
-            if C.habitat_cells(side, bb, cubes, card):
+            if C.habitat_cells_grid(side, grids, cubes, card):
                 t7 += gain
             else:
                 t11 += gain
@@ -185,14 +288,14 @@ def _terms(s, p: int):
         if k >= C.CUBES_ON_CARD[card]:
             continue
         gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        if C.habitat_cells(side, bb, cubes, card):
+        if C.habitat_cells_grid(side, grids, cubes, card):
             t7 += gain
             continue
         t8 += gain
-        if need.shape[0] == 0:
-            need = np.empty((9, 4), dtype=np.int64)
-            need_masks(bb, cubes, need)
-        d = habitat_distance(side, cubes, card, need)
+        if not have_need:
+            need_grids(side, bb, cubes, need)
+            have_need = True
+        d = habitat_near(side, cubes, card, need)
         if d == 1:
             t12 += gain
         elif d == 2:
@@ -209,7 +312,7 @@ def potential_terms(s, p: int, t) -> None:
     What `evaluate` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
     public fields (p's board, cubes, held cards and the cubes placed on them).
     """
-    x = _terms(s, p)
+    x = _terms(s, p, np.empty(TERMS_SCRATCH, dtype=np.int64))
     for k in range(NUM_TERMS):
         t[k] = x[k]
 
@@ -223,6 +326,12 @@ def no_turn_left(s, p: int) -> bool:
     or the pouch cannot refill the central board (3 tokens per space to refill, all spaces in solo). A trigger
     ends the game after the round, which p does not see again.
     """
+    return no_turn_left_board(s, p, s[S.BITBOARD + 15 * p])
+
+
+@njit(cache=True)
+def no_turn_left_board(s, p: int, empty: int) -> bool:
+    """`no_turn_left` with p's empty cells (mask) given instead of read from s."""
     if s[S.GAME_OVER]:
         return True
     mover = s[S.CURRENT]
@@ -230,7 +339,7 @@ def no_turn_left(s, p: int) -> bool:
         return p <= mover
     if p != mover:
         return False
-    if popcount(s[S.BITBOARD + 15 * p]) <= 2:
+    if popcount(empty) <= 2:
         return True
     solo = s[S.NUM_PLAYERS] == 1
     if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
@@ -248,15 +357,35 @@ def evaluate(s, p: int, w, sc) -> float:
     The potential is left out when p has no turn left (`no_turn_left`): on a player's last turn only points count.
     w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
+    return evaluate_with(s, p, w, sc, np.empty(TERMS_SCRATCH, dtype=np.int64))
+
+
+@njit(cache=True)
+def evaluate_with(s, p: int, w, sc, scratch) -> float:
+    """`evaluate` with the potential's scratch passed in (int64 (TERMS_SCRATCH,)): the planners' inner loops."""
+    return evaluate_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], w, sc, scratch)
+
+
+@njit(cache=True)
+def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
+    """`evaluate_with` of p with its board's bitboards bb (int64 (15,)) instead of s's: the beam values a token
+    placement from its parent's state and the child's bitboards, without copying the state and stepping."""
     cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
     v = float(sc[NUM_CATEGORIES - 1])
-    if no_turn_left(s, p):
+    if no_turn_left_board(s, p, bb[0]):
         return v
-    x = _terms(s, p)
+    x = _terms_board(s, p, bb, scratch)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
     return v
+
+
+@njit(cache=True, inline="always")
+def copy_state(dst, src) -> None:
+    """dst[:] = src by an explicit loop (numba's slice copy of a small array is ~4x slower)."""
+    for j in range(src.shape[0]):
+        dst[j] = src[j]
 
 
 @njit(cache=True)
@@ -322,16 +451,100 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     return out
 
 
+#: Slots of the planner's evaluation memo (a power of 2; a turn's beams evaluate a few thousand boards).
+MEMO_SLOTS = 1 << 14
+
+
+@njit(cache=True)
+def new_memo():
+    """An empty evaluation memo for `_plan_pool_memo`: keys int64 (MEMO_SLOTS, 2) (a board's 25 stack codes, 4 bits
+    each), values float64 (MEMO_SLOTS,), used bool (MEMO_SLOTS,), and how many are used (int64 (1,); the memo stops
+    taking boards at half full, so a wide beam still finds free slots). Only for one turn of one position."""
+    return (np.empty((MEMO_SLOTS, 2), dtype=np.int64), np.empty(MEMO_SLOTS, dtype=np.float64),
+            np.zeros(MEMO_SLOTS, dtype=np.bool_), np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True, inline="always")
+def board_key(s, stack0: int):
+    """A board's 25 stack codes (4 bits each) as two words: cells 0-15, cells 16-24."""
+    k0 = 0
+    for i in range(16):
+        k0 |= s[stack0 + i] << (4 * i)
+    k1 = 0
+    for i in range(16, S.MAX_CELLS):
+        k1 |= s[stack0 + i] << (4 * (i - 16))
+    return k0, k1
+
+
+@njit(cache=True, inline="always")
+def memo_find(keys, used, k0: int, k1: int) -> int:
+    """The memo slot of key (k0, k1): where it is stored, or the free slot where it goes (linear probing)."""
+    mask = keys.shape[0] - 1
+    h = ((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687)) & 0x7FFFFFFFFFFFFFFF
+    slot = (h >> 20) & mask
+    while used[slot] and (keys[slot, 0] != k0 or keys[slot, 1] != k1):
+        slot = (slot + 1) & mask
+    return slot
+
+
+@njit(cache=True, inline="always")
+def memo_put(keys, vals, used, count, slot: int, k0: int, k1: int, v: float) -> None:
+    """Store v for key (k0, k1) in its free slot (from `memo_find`), unless the memo is half full."""
+    if 2 * count[0] < keys.shape[0]:
+        keys[slot, 0] = k0
+        keys[slot, 1] = k1
+        vals[slot] = v
+        used[slot] = True
+        count[0] += 1
+
+
+@njit(cache=True)
+def best_first(vals, n: int, k: int, order, topv) -> None:
+    """order[:k] = the indices of the k largest of vals[:n], largest first, equal values in index order: the first k
+    of `np.argsort(-vals[:n], kind="mergesort")` without sorting all n (the beam keeps 24 of hundreds). topv float64
+    (>= k,) scratch."""
+    size = 0
+    for j in range(n):
+        v = vals[j]
+        if size == k:
+            if not v > topv[k - 1]:
+                continue
+            pos = k - 1
+        else:
+            pos = size
+            size += 1
+        while pos > 0 and topv[pos - 1] < v:
+            topv[pos] = topv[pos - 1]
+            order[pos] = order[pos - 1]
+            pos -= 1
+        topv[pos] = v
+        order[pos] = j
+
+
 @njit(cache=True)
 def _plan_pool(s0, w, beam: int, only_space: int):
     """Every whole-turn plan the beam keeps for the mover of s0 (not modified), unsorted: (plans int64 (F, MAX_PLAN),
     lens int64 (F,), values float64 (F,), count). only_space >= 0 takes that central space only (-1: any)."""
+    return _plan_pool_memo(s0, w, beam, only_space, new_memo())
+
+
+@njit(cache=True)
+def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
+    """`_plan_pool` with a memo of token-level evaluations (`new_memo`) that beams of the same turn share: while
+    tokens are placed, `evaluate` of the mover depends only on its board (its cards, cubes, the pouch and the end
+    trigger do not change), so a board reached again (another central space's tokens, another order) is looked up
+    by its 25 stack codes instead of being copied, stepped and evaluated."""
     p = s0[S.CURRENT]
+    mkeys, mvals, mused, mcount = memo
+    stack0 = S.STACK + S.MAX_CELLS * p
+    bb0 = S.BITBOARD + 15 * p
+    bbc = np.empty(15, dtype=np.int64)
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
-    states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)  # scratch: every row read was written
     acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     alen = np.zeros(cap, dtype=np.int64)
     last = np.zeros(cap, dtype=np.int64)
@@ -343,27 +556,30 @@ def _plan_pool(s0, w, beam: int, only_space: int):
         for k in range(n):
             a = buf[k]
             if a < A.PLACE_TOKEN and (only_space < 0 or a - A.TAKE_TOKENS == only_space):
-                states[nb] = s0
+                copy_state(states[nb], s0)
                 step(states[nb], a)
                 acts[nb, 0] = a
                 alen[nb] = 1
                 nb += 1
     # token levels
     maxc = cap * 6 * 25 + cap
-    cpar = np.zeros(maxc, dtype=np.int64)
-    cact = np.zeros(maxc, dtype=np.int64)
-    cval = np.zeros(maxc, dtype=np.float64)
-    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
-    new_states = np.zeros((cap, S.STATE_SIZE), dtype=np.int64)
+    cpar = np.empty(maxc, dtype=np.int64)
+    cact = np.empty(maxc, dtype=np.int64)
+    cval = np.empty(maxc, dtype=np.float64)
+    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
+    new_states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)
     new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     new_len = np.zeros(cap, dtype=np.int64)
     new_last = np.zeros(cap, dtype=np.int64)
+    order = np.empty(cap, dtype=np.int64)
+    topv = np.empty(cap, dtype=np.float64)
     for _level in range(6):
         nc = 0
         any_placed = False
         for b in range(nb):
             sb = states[b]
             placeable = False
+            k0, k1 = board_key(sb, stack0)
             for c in range(6):
                 if sb[S.HAND + c] <= 0:
                     continue
@@ -376,28 +592,49 @@ def _plan_pool(s0, w, beam: int, only_space: int):
                 while m:
                     i = lowest_cell(m)
                     m &= m - 1
-                    tmp[:] = sb
                     a = A.PLACE_TOKEN + 25 * c + i
-                    step(tmp, a)
+                    new = STACK_AFTER[sb[stack0 + i], c]
+                    if i < 16:
+                        c0, c1 = (k0 & ~(15 << (4 * i))) | (new << (4 * i)), k1
+                    else:
+                        c0, c1 = k0, (k1 & ~(15 << (4 * (i - 16)))) | (new << (4 * (i - 16)))
+                    slot = memo_find(mkeys, mused, c0, c1)
+                    if mused[slot]:
+                        v = mvals[slot]
+                    else:  # the child's bitboards (as `rules.step` sets them) on the parent's state
+                        for q in range(15):
+                            bbc[q] = sb[bb0 + q]
+                        bit = 1 << i
+                        bbc[sb[stack0 + i]] &= ~bit
+                        bbc[new] |= bit
+                        v = evaluate_board(sb, p, bbc, w, sc, scratch)
+                        memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
-                    cval[nc] = evaluate(tmp, p, w, sc)
+                    cval[nc] = v
                     nc += 1
                     any_placed = True
             if not placeable:  # done with tokens: carries forward unchanged
                 cpar[nc] = b
                 cact[nc] = -1
-                cval[nc] = evaluate(sb, p, w, sc)
+                slot = memo_find(mkeys, mused, k0, k1)
+                if mused[slot]:
+                    cval[nc] = mvals[slot]
+                else:
+                    v = evaluate_with(sb, p, w, sc, scratch)
+                    memo_put(mkeys, mvals, mused, mcount, slot, k0, k1, v)
+                    cval[nc] = v
                 nc += 1
         if not any_placed:
             break
-        order = np.argsort(-cval[:nc], kind="mergesort")
         nn = min(beam, nc)
+        best_first(cval, nc, nn, order, topv)
         for j in range(nn):
             k = order[j]
             b = cpar[k]
-            new_states[j] = states[b]
-            new_acts[j] = acts[b]
+            copy_state(new_states[j], states[b])
+            for q in range(MAX_PLAN):
+                new_acts[j, q] = acts[b, q]
             new_len[j] = alen[b]
             new_last[j] = last[b]
             a = cact[k]
@@ -424,15 +661,16 @@ def _plan_pool(s0, w, beam: int, only_space: int):
                 a = buf[k]
                 if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
                     continue
-            tmp[:] = states[b]
-            fplan[nf] = acts[b]
+            copy_state(tmp, states[b])
+            for q in range(MAX_PLAN):
+                fplan[nf, q] = acts[b, q]
             ln = alen[b]
             if a >= 0:
                 step(tmp, a)
                 fplan[nf, ln] = a
                 ln += 1
             ln = place_cubes_greedily(tmp, fplan[nf], ln)
-            fval[nf] = evaluate(tmp, p, w, sc)
+            fval[nf] = evaluate_with(tmp, p, w, sc, scratch)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
@@ -479,8 +717,9 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
                 nsp += 1
     total = 0
     pools = []
+    memo = new_memo()  # every space's beam places tokens on the same board: one memo for all
     for j in range(nsp):
-        pool = _plan_pool(s0, w, beam, spaces[j])
+        pool = _plan_pool_memo(s0, w, beam, spaces[j], memo)
         pools.append(pool)
         total += pool[3]
     allp = np.zeros((total, MAX_PLAN), dtype=np.int64)

@@ -1,10 +1,21 @@
-"""Self-play throughput of the MLP's trainer (`learned-mlp`) with 1 and 2 workers: local processes vs Ray actors. One
-JSON line per case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md).
+"""Self-play throughput: the flagship learner's (`learned`, the n-tuple network) decisions per CPU-second on one
+thread, and the MLP's trainer (`learned-mlp`) with 1 and 2 workers, local processes vs Ray actors. One JSON line per
+case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). At most 2 minutes with no arguments.
 
-    python -m benchmarks.bench_selfplay                    # the shipped config, 1 thread a worker, 1 and 2 workers
+    python -m benchmarks.bench_selfplay                    # every case, the shipped configs
+    python -m benchmarks.bench_selfplay --cases selfplay_ntuple --cpu-seconds 30
     python -m benchmarks.bench_selfplay --workers 2 --seconds 20 --cases selfplay_ray
 
-Cases (each worker a `train_learned.Trainer`'s self-play with its own `selfplay.games` games, warmed up first):
+`selfplay_ntuple`: the n-tuple learner's self-play decision at its shipped setting (experiments/configs/ntuple.toml:
+`selfplay.candidates` plans at beam `selfplay.beam`, the shipped network's weights), one thread: `selfplay.games`
+2-player Side A games, each turn `ntuple.candidate_values` (plan, value every candidate) then the best candidate
+played (`play_plan`), finished games replaced, for --cpu-seconds of this process's CPU time (`time.process_time`, so
+other jobs on the machine count less; after one warm-up turn). Prints decisions and ranked candidates per
+CPU-second. The games are a function of --seed. `selfplay_ntuple_trainer` (only when named): the n-tuple trainer's
+own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
+
+The MLP's cases (each worker a `train_learned.Trainer`'s self-play with its own `selfplay.games` games, warmed up
+first):
 * `selfplay_processes`: N spawned processes, each timing its own `selfplay_step` loop for --seconds: the decisions/s
   summed;
 * `selfplay_ray`: `experiments.selfplay_workers.SelfPlayWorkers` with N actors on a local Ray instance of N CPUs:
@@ -17,6 +28,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,17 +58,102 @@ def _process_rate(job: tuple) -> float:
         return (tr.decisions - d0) / (time.perf_counter() - t0)
 
 
+def ntuple_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
+    """The `selfplay_ntuple` case: decisions and ranked candidates per CPU-second of the n-tuple learner's self-play."""
+    import numpy as np
+
+    from agents import ntuple as N
+    from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
+    from experiments.common import read_toml
+    from experiments.train_ntuple import settings
+    from harmonies_env import state as S
+    from harmonies_env.batch import play_plan
+
+    sp = settings(read_toml(config))["selfplay"]
+    G, K, beam = int(sp["games"]), int(sp["candidates"]), int(sp["beam"])
+    w = N.load_checkpoint(N.DEFAULT_CHECKPOINT)[1]
+    rng = np.random.default_rng(seed)
+    states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+    plans = np.zeros((K, MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(K, dtype=np.int64)
+    pvals = np.zeros(K)
+    values = np.zeros(K)
+    after = np.zeros(S.STATE_SIZE, dtype=np.int64)
+
+    def new(r: int) -> None:
+        S.init_state(states[r], 2, 0, 0, int(rng.integers(1, 2**62)))
+
+    def turn(r: int) -> int:
+        s = states[r]
+        n = N.candidate_values(s, w, DEFAULT_WEIGHTS, beam, plans, lens, pvals, values, after)
+        c = int(np.argmax(values[:n]))
+        play_plan(s, plans[c], lens[c])
+        if s[S.GAME_OVER]:
+            new(r)
+        return n
+
+    for r in range(G):
+        new(r)
+    turn(0)  # warm-up: the kernels load
+    decisions = candidates = 0
+    t0 = time.process_time()
+    while time.process_time() - t0 < cpu_seconds:
+        for r in range(G):
+            candidates += turn(r)
+            decisions += 1
+    cpu = time.process_time() - t0
+    return {"decisions": decisions, "cpu_s": round(cpu, 2), "decisions_per_cpu_s": round(decisions / cpu, 1),
+            "candidates_per_cpu_s": round(candidates / cpu, 1), "candidates": K, "beam": beam, "games": G,
+            "threads": 1}
+
+
+def ntuple_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
+    """The `selfplay_ntuple_trainer` case: the n-tuple trainer's iterations (`train_ntuple.Trainer.step`: the shipped
+    config's self-play on one thread, its greedy seats, TD updates at each game's end; no evaluation) per CPU-second,
+    from the greedy start (`train.init`)."""
+    from experiments.common import read_toml
+    from experiments.train_ntuple import Trainer, settings
+
+    cfg = settings(read_toml(config))
+    cfg["selfplay"]["threads"] = 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, seed=seed, run=Path(tmp), progress=False)
+        tr.step()  # warm-up: the kernels load
+        d0, g0, t0 = tr.decisions, tr.games_done, time.process_time()
+        while time.process_time() - t0 < cpu_seconds:
+            tr.step()
+        cpu = time.process_time() - t0
+    sp = cfg["selfplay"]
+    return {"decisions": tr.decisions - d0, "finished_games": tr.games_done - g0, "cpu_s": round(cpu, 2),
+            "decisions_per_cpu_s": round((tr.decisions - d0) / cpu, 1), "candidates": int(sp["candidates"]),
+            "beam": int(sp["beam"]), "games": int(sp["games"]), "threads": 1}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"))
+    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
+                    help="the MLP trainer's config")
+    ap.add_argument("--ntuple-config", default=str(ROOT / "experiments" / "configs" / "ntuple.toml"),
+                    help="the n-tuple learner's config (selfplay_ntuple: its games, beam and candidates)")
+    ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_ntuple case")
     ap.add_argument("--threads", type=int, default=1, help="threads of each worker")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--seconds", type=float, default=3.0, help="wall time of each MLP case and worker count")
     ap.add_argument("--steps", type=int, default=4, help="self-play steps of each actor per collect round (Ray)")
-    ap.add_argument("--cases", nargs="+", default=["selfplay_processes", "selfplay_ray"],
-                    choices=["selfplay_processes", "selfplay_ray"])
+    cases = ["selfplay_ntuple", "selfplay_processes", "selfplay_ray"]
+    ap.add_argument("--cases", nargs="+", default=cases, choices=[*cases, "selfplay_ntuple_trainer"],
+                    help="selfplay_ntuple_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds")
     args = ap.parse_args(argv)
+    command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
+    if "selfplay_ntuple_trainer" in args.cases:
+        res = ntuple_trainer_rate(args.ntuple_config, args.cpu_seconds)
+        print(json.dumps({"table": "learned", "case": "selfplay_ntuple_trainer", **res, "command": command,
+                          "load1": round(os.getloadavg()[0], 2)}), flush=True)
+    if "selfplay_ntuple" in args.cases:
+        res = ntuple_rate(args.ntuple_config, args.cpu_seconds)
+        print(json.dumps({"table": "learned", "case": "selfplay_ntuple", **res, "command": command,
+                          "load1": round(os.getloadavg()[0], 2)}), flush=True)
     cfg = _config(args.config, args.threads)
     games = int(cfg["selfplay"]["games"])
 

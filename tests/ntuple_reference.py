@@ -1,4 +1,4 @@
-"""A plain-Python evaluation of the n-tuple network (agents/ntuple.py), written from its description, not its code:
+"""A plain-Python evaluation of the n-tuple network (agents/ntuple/), written from its description, not its code:
 the shapes are found again from the board's axial coordinates, each key built from a cell list by the rules in the
 module docstring. tests/test_ntuple.py checks that the numba kernels give the same numbers."""
 from __future__ import annotations

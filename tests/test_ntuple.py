@@ -1,4 +1,4 @@
-"""The n-tuple value function (agents/ntuple.py) and its trainer (experiments/train_ntuple.py)."""
+"""The n-tuple value function (agents/ntuple/) and its trainer (experiments/train_ntuple.py)."""
 from __future__ import annotations
 
 import csv
@@ -398,3 +398,114 @@ def test_play_match_with_ntuple_is_the_games_act_plays():
     looped = play_match([AgentPolicy(lambda s: make_agent("ntuple", seed=s), name="ntuple"), "greedy"], 2, 8, seed=0,
                         record=True)
     assert looped == res
+
+
+# ---- issue 37: fast self-play gives what the slow one gave --------------------------------------------------------
+
+def test_candidates_values_and_a_tiny_run_are_what_they_were_before_fast_self_play():
+    """tests/data/ntuple_golden.npz was written by tests/ntuple_golden.py on the code before the planner's memo,
+    grid habitat distances and fused tuple sums: the same candidate plans, bit-identical values, the same tiny run."""
+    import ntuple_golden as G
+
+    want = np.load(ROOT / "tests" / "data" / "ntuple_golden.npz")
+    pos = G.positions()
+    assert np.array_equal(pos, want["pos"])
+    for K, beam in G.SETTINGS:
+        vals, digests = G.candidates(pos, G.weights(), K, beam)
+        assert list(digests) == list(want[f"plans_{K}_{beam}"]), (K, beam)
+        assert np.array_equal(vals, want[f"values_{K}_{beam}"], equal_nan=True), (K, beam)
+    w, counts = G.tiny_run()
+    assert list(counts) == list(want["trainer_counts"]) and counts[2] > 0  # games ended, the search played
+    assert list(w) == list(want["trainer_w"])
+
+
+def test_the_fused_tuple_sum_is_the_full_evaluation_bit_for_bit():
+    """`remaining` (linear part from the head features, tuple part summed as the board is read) equals the value of
+    every selected index (`tuple_indices` + `value_of` over the full `afterstate_features`) on random afterstates."""
+    from agents.afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features, afterstate_head_features
+
+    w = _random_weights(5)
+    idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    full = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(N.NUM_LINEAR)
+    head = np.concatenate([np.arange(GLOBAL)] + [np.arange(GLOBAL + j * SEAT, GLOBAL + j * SEAT + SEAT_HEAD)
+                                                 for j in range(S.MAX_PLAYERS)])
+    checked = 0
+    for s, p in _positions(30, 11):
+        afterstate_features(s, p, full)
+        feats[:] = np.nan  # what the head features do not write stays as it was
+        afterstate_head_features(s, p, feats)
+        assert np.array_equal(feats[head], full[head])
+        if N.no_turn_left(s, p):
+            continue
+        for weights in (w, np.ascontiguousarray(w[: N.CARD_FROM])):
+            k = N.tuple_indices(s, p, idx, weights.shape[0] > N.CARD_FROM)
+            N.linear_features(s, p, feats, lin)
+            assert N.remaining(s, p, weights, idx, feats, lin) == N.value_of(weights, idx, k, lin)
+        checked += 1
+    assert checked >= 15
+
+
+def test_the_planners_shortcuts_are_the_slow_answers():
+    """Habitat distances on the grid (`habitat_near`) are min(3, `habitat_distance`) and the beam's `best_first` is the
+    prefix of the stable sort it replaced."""
+    from agents.greedy import best_first, habitat_distance, habitat_near, need_grids, need_masks
+    from harmonies_env.cards import FIRST_SPIRIT
+
+    need = np.zeros((9, 4), dtype=np.int64)
+    grid = np.zeros((9, 4), dtype=np.int64)
+    seen = set()
+    for s, _ in _positions(20, 13):
+        side = int(s[S.SIDE])
+        for q in range(int(s[S.NUM_PLAYERS])):
+            bb = s[S.BITBOARD + 15 * q: S.BITBOARD + 15 * q + 15]
+            cubes = int(s[S.CUBES + q])
+            need_masks(bb, cubes, need)
+            need_grids(side, bb, cubes, grid)
+            for card in range(1, FIRST_SPIRIT):
+                d = min(3, habitat_distance(side, cubes, card, need))
+                assert habitat_near(side, cubes, card, grid) == d
+                seen.add(d)
+    assert seen == {0, 1, 2, 3}
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 200))
+        k = min(n, int(rng.integers(1, 30)))
+        vals = rng.integers(-4, 4, n).astype(float) if trial % 2 else rng.normal(size=n)  # ties, and none
+        order = np.zeros(k, dtype=np.int64)
+        best_first(vals, n, k, order, np.zeros(k))
+        assert np.array_equal(order, np.argsort(-vals, kind="mergesort")[:k])
+
+
+def test_candidates_reuse_the_other_seats_features_exactly():
+    """`candidate_head_features` (the other seats' numbers from the turn's start, the market fixed) is
+    `afterstate_head_features` of every candidate's afterstate, in 2-4 player games on both sides."""
+    import ntuple_golden as G
+
+    from agents.afterstate import NUM_FEATURES, afterstate_head_features, candidate_head_features
+    from agents.greedy import plan_candidates
+    from harmonies_env.actions import KEEP_SPIRIT
+
+    others = np.empty(NUM_FEATURES, dtype=np.float32)
+    got = np.empty(NUM_FEATURES, dtype=np.float32)
+    want = np.empty(NUM_FEATURES, dtype=np.float32)
+    plans = np.zeros((32, MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(32, dtype=np.int64)
+    vals = np.zeros(32)
+    taken = 0
+    for s in G.positions():
+        p = int(s[S.CURRENT])
+        n = plan_candidates(s, DEFAULT_WEIGHTS, 4, plans, lens, vals)
+        if n == 0 or plans[0, 0] >= KEEP_SPIRIT:
+            continue
+        afterstate_head_features(s, p, others)
+        for k in range(n):
+            after = s.copy()
+            play_plan(after, plans[k], lens[k], True)
+            taken += int((after[S.MARKET: S.MARKET + S.MAX_MARKET] != s[S.MARKET: S.MARKET + S.MAX_MARKET]).any())
+            got[:] = want[:] = 0.0
+            candidate_head_features(after, p, got, others)
+            afterstate_head_features(after, p, want)
+            assert np.array_equal(got, want)
+    assert taken > 10  # candidates that take a market card are covered

@@ -1,0 +1,587 @@
+"""The n-tuple network's jitted kernels (pure functions over arrays and scalars): the weight layout, the look-ups a
+board selects, the value of afterstates, candidate ranking, batched self-play turns, TD(lambda) updates and the
+search's leaves. The classes that wrap them and the checkpoint files are in agent.py and search.py; the package
+docstring (agents/ntuple/__init__.py) says what the network is."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from harmonies_env import actions as A
+from harmonies_env import state as S
+from harmonies_env.batch import outcome, play_plan
+from harmonies_env.cards import NUM_CARDS
+from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
+from harmonies_env.scoring import NUM_CATEGORIES, score_into
+
+from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_features
+from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
+
+#: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
+#: (the board shapes only, the first shipped networks) still loads and plays. Any other is refused.
+NTUPLE_VERSION = 2
+#: Contents a cell can have: stack code 0..14, + 15 with an animal cube.
+VALUES = 30
+_NC = NUM_CARDS + 1
+#: Indices into `afterstate_features` that the linear part reads: the global block and each seat's head (no board).
+LINEAR_INDEX = np.concatenate([np.arange(GLOBAL)] + [np.arange(GLOBAL + j * SEAT, GLOBAL + j * SEAT + SEAT_HEAD)
+                                                      for j in range(S.MAX_PLAYERS)]).astype(np.int64)
+#: Linear weights: one per `LINEAR_INDEX` feature, then the bias.
+NUM_LINEAR = len(LINEAR_INDEX) + 1
+#: The board shapes and their table sizes (in weight-vector order after the linear part).
+SHAPES = ("cell", "pair", "triangle", "line", "rhombus")
+_SIZES = (2 * MAX_CELLS * VALUES, VALUES ** 2, VALUES ** 3, VALUES ** 3, VALUES ** 4)
+#: Layout 2's card shapes (after the board shapes): a table per held card id (1..42, row 0 unused) of the cells,
+#: pairs, triangles and lines of the mover's board, selected once for each card the mover holds.
+CARD_SHAPES = ("card_cell", "card_pair", "card_triangle", "card_line")
+_CARD_SIZES = (_NC * VALUES, _NC * VALUES ** 2, _NC * VALUES ** 3, _NC * VALUES ** 3)
+#: OFFSETS[k] -> first weight of table k (k = 0: the linear part, 1-5: SHAPES, 6-9: CARD_SHAPES); OFFSETS[-1] =
+#: NUM_WEIGHTS.
+OFFSETS = np.cumsum([0, NUM_LINEAR, *_SIZES, *_CARD_SIZES]).astype(np.int64)
+#: Weights of each layout: layout 1 ends where the card tables begin.
+LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1])}
+#: Layout 1's length: a longer vector has the card tables (the kernels read the layout from the vector's length).
+CARD_FROM = LAYOUT_WEIGHTS[1]
+NUM_WEIGHTS = LAYOUT_WEIGHTS[NTUPLE_VERSION]
+#: Where the greedy planner's potential terms sit among the linear weights (the mover's seat block).
+_TERMS_AT = GLOBAL + NUM_CATEGORIES
+
+
+def _placements() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every placement of each shape on each side's board, from `geometry.NEIGHBOURS` (computed once).
+
+    Returns ORBIT int64 (2, 25) (a cell's orbit under the side's symmetries: the smallest cell it maps to), PAIRS,
+    TRIANGLES, LINES, RHOMBI int64 (2, max, k) (cells; -1 padded) and COUNTS int64 (2, 4) (placements per shape).
+    Lines are (end, middle, end); rhombi are (tip, shared, shared, tip).
+    """
+    orbit = np.zeros((2, MAX_CELLS), dtype=np.int64)
+    found: list[list[list[tuple[int, ...]]]] = [[[], [], [], []], [[], [], [], []]]
+    for side in range(2):
+        n = int(NUM_CELLS[side])
+        for i in range(MAX_CELLS):
+            orbit[side, i] = int(SYMMETRIES[side, :, i].min())
+        nb = [set(int(j) for j in NEIGHBOURS[side, i] if j >= 0) for i in range(n)]
+        for i in range(n):
+            for j in sorted(nb[i]):
+                if j > i:
+                    found[side][0].append((i, j))
+                    common = sorted(nb[i] & nb[j])
+                    for k in common:
+                        if k > j:
+                            found[side][1].append((i, j, k))
+                    if len(common) == 2:
+                        found[side][3].append((common[0], i, j, common[1]))
+            for d in range(3):  # N, NE, SE: each straight line once
+                m = int(NEIGHBOURS[side, i, d])
+                e = int(NEIGHBOURS[side, m, d]) if m >= 0 else -1
+                if e >= 0:
+                    found[side][2].append((i, m, e))
+    counts = np.array([[len(found[s][k]) for k in range(4)] for s in range(2)], dtype=np.int64)
+    out = []
+    for k, width in enumerate((2, 3, 3, 4)):
+        a = np.full((2, int(counts[:, k].max()), width), -1, dtype=np.int64)
+        for side in range(2):
+            if found[side][k]:
+                a[side, : len(found[side][k])] = np.array(found[side][k], dtype=np.int64)
+        out.append(a)
+    return orbit, out[0], out[1], out[2], out[3], counts
+
+
+ORBIT, PAIRS, TRIANGLES, LINES, RHOMBI, COUNTS = _placements()
+#: Most tuple weights one board selects (a look-up per placement of every shape, and of every card shape per held
+#: card).
+MAX_ACTIVE = (MAX_CELLS + int(COUNTS.sum(axis=1).max())
+              + S.MAX_SLOTS * (MAX_CELLS + int(COUNTS[:, :3].sum(axis=1).max())))
+
+
+# ------------------------------------------------------------------------------------------------ kernels
+
+@njit(cache=True)
+def cell_values(s, p: int, out) -> None:
+    """Content of each cell of seat p's board: stack code + 15 if an animal cube stands there. out int64 (25,)."""
+    cubes = s[S.CUBES + p]
+    for i in range(MAX_CELLS):
+        out[i] = s[S.STACK + MAX_CELLS * p + i] + (VALUES // 2 if (cubes >> i) & 1 else 0)
+
+
+@njit(cache=True)
+def tuple_indices(s, p: int, idx, cards: bool) -> int:
+    """The weights (indices into the weight vector) that seat p's board selects, into idx int64 (>= MAX_ACTIVE,);
+    returns how many. Keys are the same for a shape's mirror images and rotations (module docstring). cards (layout
+    2): also the card shapes, once for each card p holds."""
+    side = s[S.SIDE]
+    v = np.empty(MAX_CELLS, dtype=np.int64)
+    cell_values(s, p, v)
+    V = VALUES
+    k = 0
+    for i in range(NUM_CELLS[side]):
+        idx[k] = OFFSETS[1] + (side * MAX_CELLS + ORBIT[side, i]) * V + v[i]
+        k += 1
+    for t in range(COUNTS[side, 0]):
+        a = v[PAIRS[side, t, 0]]
+        b = v[PAIRS[side, t, 1]]
+        idx[k] = OFFSETS[2] + min(a, b) * V + max(a, b)
+        k += 1
+    for t in range(COUNTS[side, 1]):
+        a = v[TRIANGLES[side, t, 0]]
+        b = v[TRIANGLES[side, t, 1]]
+        c = v[TRIANGLES[side, t, 2]]
+        lo = min(a, min(b, c))
+        hi = max(a, max(b, c))
+        idx[k] = OFFSETS[3] + (lo * V + (a + b + c - lo - hi)) * V + hi
+        k += 1
+    for t in range(COUNTS[side, 2]):
+        a = v[LINES[side, t, 0]]
+        m = v[LINES[side, t, 1]]
+        c = v[LINES[side, t, 2]]
+        idx[k] = OFFSETS[4] + (m * V + min(a, c)) * V + max(a, c)
+        k += 1
+    for t in range(COUNTS[side, 3]):
+        a = v[RHOMBI[side, t, 0]]
+        b = v[RHOMBI[side, t, 1]]
+        c = v[RHOMBI[side, t, 2]]
+        d = v[RHOMBI[side, t, 3]]
+        idx[k] = OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)
+        k += 1
+    if not cards:
+        return k
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        for i in range(NUM_CELLS[side]):
+            idx[k] = OFFSETS[6] + card * V + v[i]
+            k += 1
+        for t in range(COUNTS[side, 0]):
+            a = v[PAIRS[side, t, 0]]
+            b = v[PAIRS[side, t, 1]]
+            idx[k] = OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)
+            k += 1
+        for t in range(COUNTS[side, 1]):
+            a = v[TRIANGLES[side, t, 0]]
+            b = v[TRIANGLES[side, t, 1]]
+            c = v[TRIANGLES[side, t, 2]]
+            lo = min(a, min(b, c))
+            hi = max(a, max(b, c))
+            idx[k] = OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi
+            k += 1
+        for t in range(COUNTS[side, 2]):
+            a = v[LINES[side, t, 0]]
+            m = v[LINES[side, t, 1]]
+            c = v[LINES[side, t, 2]]
+            idx[k] = OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def linear_features(s, p: int, feats, lin) -> None:
+    """The linear part's inputs for seat p in s: `afterstate_features` (into feats float32 (NUM_FEATURES,),
+    scratch; only the non-board numbers, `afterstate_head_features`) gathered at LINEAR_INDEX, then 1 (the bias),
+    into lin float64 (NUM_LINEAR,)."""
+    afterstate_head_features(s, p, feats)
+    _gather(feats, lin)
+
+
+@njit(cache=True)
+def _gather(feats, lin) -> None:
+    """lin = feats at LINEAR_INDEX, then 1 (the bias)."""
+    for j in range(LINEAR_INDEX.shape[0]):
+        lin[j] = feats[LINEAR_INDEX[j]]
+    lin[LINEAR_INDEX.shape[0]] = 1.0
+
+
+@njit(cache=True)
+def value_of(w, idx, k: int, lin) -> float:
+    """The network's output for selected weights idx[:k] and linear inputs lin: float64 sum."""
+    v = 0.0
+    for j in range(lin.shape[0]):
+        v += float(w[j]) * lin[j]
+    for j in range(k):
+        v += float(w[idx[j]])
+    return v
+
+
+@njit(cache=True)
+def own_total(s, p: int, sc) -> int:
+    """Seat p's total score now (sc int64 (NUM_CATEGORIES,) scratch)."""
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    return sc[NUM_CATEGORIES - 1]
+
+
+@njit(cache=True)
+def remaining(s, p: int, w, idx, feats, lin) -> float:
+    """Predicted points seat p still scores after afterstate s: 0 when p has no turn left, else the network (the
+    same sum as `value_of` over `tuple_indices`, in the same order, without writing the indices: idx is unused)."""
+    if no_turn_left(s, p):
+        return 0.0
+    linear_features(s, p, feats, lin)
+    return network(s, p, w, lin)
+
+
+@njit(cache=True)
+def network(s, p: int, w, lin) -> float:
+    """The network's output for seat p at s given its linear inputs lin: the linear part, then the tuple weights
+    (`tuple_sum`), summed in `value_of`'s order."""
+    v = 0.0
+    for j in range(lin.shape[0]):
+        v += float(w[j]) * lin[j]
+    return tuple_sum(s, p, w, v)
+
+
+@njit(cache=True)
+def tuple_sum(s, p: int, w, v: float) -> float:
+    """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
+    is bit for bit `value_of`'s), reading the layout from w's length."""
+    side = s[S.SIDE]
+    V = VALUES
+    c0 = S.STACK + MAX_CELLS * p
+    cubes = s[S.CUBES + p]
+    val = np.empty(MAX_CELLS, dtype=np.int64)
+    for i in range(MAX_CELLS):
+        val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
+    for i in range(NUM_CELLS[side]):
+        v += float(w[OFFSETS[1] + (side * MAX_CELLS + ORBIT[side, i]) * V + val[i]])
+    for t in range(COUNTS[side, 0]):
+        a = val[PAIRS[side, t, 0]]
+        b = val[PAIRS[side, t, 1]]
+        v += float(w[OFFSETS[2] + min(a, b) * V + max(a, b)])
+    for t in range(COUNTS[side, 1]):
+        a = val[TRIANGLES[side, t, 0]]
+        b = val[TRIANGLES[side, t, 1]]
+        c = val[TRIANGLES[side, t, 2]]
+        lo = min(a, min(b, c))
+        hi = max(a, max(b, c))
+        v += float(w[OFFSETS[3] + (lo * V + (a + b + c - lo - hi)) * V + hi])
+    for t in range(COUNTS[side, 2]):
+        a = val[LINES[side, t, 0]]
+        m = val[LINES[side, t, 1]]
+        c = val[LINES[side, t, 2]]
+        v += float(w[OFFSETS[4] + (m * V + min(a, c)) * V + max(a, c)])
+    for t in range(COUNTS[side, 3]):
+        a = val[RHOMBI[side, t, 0]]
+        b = val[RHOMBI[side, t, 1]]
+        c = val[RHOMBI[side, t, 2]]
+        d = val[RHOMBI[side, t, 3]]
+        v += float(w[OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
+    if w.shape[0] <= CARD_FROM:
+        return v
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        for i in range(NUM_CELLS[side]):
+            v += float(w[OFFSETS[6] + card * V + val[i]])
+        for t in range(COUNTS[side, 0]):
+            a = val[PAIRS[side, t, 0]]
+            b = val[PAIRS[side, t, 1]]
+            v += float(w[OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)])
+        for t in range(COUNTS[side, 1]):
+            a = val[TRIANGLES[side, t, 0]]
+            b = val[TRIANGLES[side, t, 1]]
+            c = val[TRIANGLES[side, t, 2]]
+            lo = min(a, min(b, c))
+            hi = max(a, max(b, c))
+            v += float(w[OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi])
+        for t in range(COUNTS[side, 2]):
+            a = val[LINES[side, t, 0]]
+            m = val[LINES[side, t, 1]]
+            c = val[LINES[side, t, 2]]
+            v += float(w[OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)])
+    return v
+
+
+@njit(cache=True)
+def evaluate_batch(states, seats, w, out) -> None:
+    """`remaining` of every row: states int64 (B, STATE_SIZE) afterstates, seats int64 (B,) whose view; out float64
+    (B,). One jitted call for a batch of afterstates."""
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    for b in range(states.shape[0]):
+        out[b] = remaining(states[b], seats[b], w, idx, feats, lin)
+
+
+@njit(cache=True)
+def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after) -> int:
+    """Plan the mover's turn in s (not modified) with `greedy.plan_candidates` (beam `beam` per central space, as
+    many candidates as plans has rows) and value each for the mover: its total at the afterstate + `remaining`.
+    values float64 (K,) out; after int64 (STATE_SIZE,) scratch. The first-turn Spirit choice (no afterstate) gets
+    the planner's order (-k). Returns the number of candidates."""
+    n = plan_candidates(s, planner, beam, plans, lens, pvals)
+    if n == 0:
+        return 0
+    if plans[0, 0] >= A.KEEP_SPIRIT and plans[0, 0] < A.KEEP_SPIRIT + 2:  # the Spirit choice: planner's order
+        for k in range(n):
+            values[k] = -k
+        return n
+    p = s[S.CURRENT]
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    others = np.empty(NUM_FEATURES, dtype=np.float32)  # the other seats' features: the same after every candidate
+    afterstate_head_features(s, p, others)
+    for k in range(n):
+        for j in range(s.shape[0]):
+            after[j] = s[j]
+        play_plan(after, plans[k], lens[k], True)
+        r = 0.0
+        if not no_turn_left(after, p):  # `remaining`, the other seats' features reused
+            candidate_head_features(after, p, feats, others)
+            _gather(feats, lin)
+            r = network(after, p, w, lin)
+        values[k] = own_total(after, p, sc) + r
+    return n
+
+
+@njit(cache=True, nogil=True)
+def choose_rows(lo: int, hi: int, states, w, planner, beam: int, plans, lens, pvals, values, after, counts,
+                choice) -> None:
+    """`candidate_values` and the best candidate (first argmax, as `NTupleAgent.choose_plan`) for rows lo..hi-1 of
+    states (int64 (N, STATE_SIZE), not modified): plans int64 (N, K, MAX_PLAN), lens / pvals / values (N, K), after
+    int64 (N, STATE_SIZE) scratch; out counts int64 (N,), choice int64 (N,). Releases the GIL, so row ranges can
+    run in threads (`NTupleAgent.act_batch`)."""
+    for r in range(lo, hi):
+        n = candidate_values(states[r], w, planner, beam, plans[r], lens[r], pvals[r], values[r], after[r])
+        counts[r] = n
+        choice[r] = np.argmax(values[r, :n]) if n > 0 else 0
+
+
+@njit(cache=True, nogil=True)
+def decide_rows(lo: int, hi: int, states, kinds, w, planner, beam: int, greedy_beam: int, explore, pick, plans, lens,
+                pvals, values, tmp, after, seat_out, pred_out, chosen, recorded) -> None:
+    """One whole turn in every unfinished game of rows lo..hi-1 of a batch, in one call: plan, value, choose, record,
+    play. Every row depends only on itself and w is only read, so row ranges can run in threads (`run_rows`) and
+    give the same games whatever the split.
+
+    states int64 (G, STATE_SIZE), modified (each row plays its chosen plan with END); kinds int64 (G, 4) who plays
+    each seat: 0 = this network (`candidate_values`, the best; explore[r]: candidate int(pick[r] x count) instead),
+    1 = the greedy planner (`plan_turn` at greedy_beam, its best plan). Scratch per row: plans int64 (G, K,
+    MAX_PLAN), lens, pvals, values (G, K), tmp int64 (G, STATE_SIZE). Out per row: after[r] the chosen plan's
+    afterstate, seat_out[r] the mover, pred_out[r] `remaining` there (at these weights), chosen[r] the candidate
+    index, recorded[r] whether an afterstate was made (False for finished games and the first-turn Spirit choice).
+    """
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    for r in range(lo, hi):
+        recorded[r] = False
+        s = states[r]
+        if s[S.GAME_OVER]:
+            continue
+        p = s[S.CURRENT]
+        P, Ln = plans[r], lens[r]
+        if kinds[r, p] == 1:
+            n = plan_turn(s, planner, greedy_beam, P[:1], Ln[:1], pvals[r, :1])
+            c = 0
+        else:
+            n = candidate_values(s, w, planner, beam, P, Ln, pvals[r], values[r], tmp[r])
+            c = int(pick[r] * n) if explore[r] else int(np.argmax(values[r, :n]))
+            if c >= n:
+                c = n - 1
+        if n == 0:
+            s[S.GAME_OVER] = 1  # cannot happen on a legal position; end the game rather than loop
+            continue
+        chosen[r] = c
+        if not (P[c, 0] >= A.KEEP_SPIRIT and P[c, 0] < A.KEEP_SPIRIT + 2):
+            after[r] = s
+            play_plan(after[r], P[c], Ln[c], True)
+            seat_out[r] = p
+            pred_out[r] = remaining(after[r], p, w, idx, feats, lin)
+            recorded[r] = True
+        play_plan(s, P[c], Ln[c])
+
+
+@njit(cache=True)
+def selected_norm(idx, k: int) -> float:
+    """Squared norm of the tuple part's input: the sum over distinct selected weights of (times selected)^2. A
+    board selects the same weight many times (an empty board's pairs are all one key), so a step spread evenly per
+    selection moves the output by step x this, not step x k."""
+    a = np.sort(idx[:k])
+    total = 0.0
+    run = 1
+    for t in range(1, k + 1):
+        if t < k and a[t] == a[t - 1]:
+            run += 1
+        else:
+            total += run * run
+            run = 1
+    return total
+
+
+@njit(cache=True)
+def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
+               targets, mix: float) -> float:
+    """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
+    movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
+
+    Per seat, walking its afterstates backwards: the return of afterstate a_k is r_k + (1 - lam) V(a_k+1) + lam G_k+1,
+    where r_k is the seat's points gained from a_k to a_k+1 and V the prediction made at play time; the last one's
+    is final - total(a_m). Expert iteration: where targets[k] (float64 (>= m,)) is not NaN, a search valued a_k
+    (points still to come, `search_values`), and the return becomes mix x targets[k] + (1 - mix) x G_k (earlier
+    returns then bootstrap from it). Each afterstate where the seat still has a turn then moves the network towards
+    its return by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by
+    alpha_tuple x error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2).
+    w float32 (a layout's length) is updated in place, afterstates in game order. Returns the sum of squared errors
+    (before each update).
+    """
+    ret = np.zeros(m, dtype=np.float64)
+    tot = np.zeros(m, dtype=np.float64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    for j in range(m):
+        tot[j] = own_total(afters[j], seats[j], sc)
+    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
+    for j in range(m - 1, -1, -1):
+        p = seats[j]
+        q = nxt[p]
+        if q < 0:
+            ret[j] = final[p] - tot[j]
+        else:
+            ret[j] = (tot[q] - tot[j]) + (1.0 - lam) * preds[q] + lam * ret[q]
+        if not np.isnan(targets[j]):
+            ret[j] = mix * targets[j] + (1.0 - mix) * ret[j]
+        nxt[p] = j
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    sse = 0.0
+    for j in range(m):
+        s = afters[j]
+        p = seats[j]
+        if no_turn_left(s, p):
+            continue
+        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+        linear_features(s, p, feats, lin)
+        err = ret[j] - value_of(w, idx, k, lin)
+        sse += err * err
+        step = alpha_tuple * err / selected_norm(idx, k)
+        for t in range(k):
+            w[idx[t]] += np.float32(step)
+        lnorm = 0.0
+        for t in range(lin.shape[0]):
+            lnorm += lin[t] * lin[t]
+        step = alpha_linear * err / lnorm
+        for t in range(lin.shape[0]):
+            if lin[t] != 0.0:
+                w[t] += np.float32(step * lin[t])
+    return sse
+
+
+@njit(cache=True)
+def win_logit(s, p: int, w, idx, feats, lin) -> float:
+    """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
+    the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
+    k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+    linear_features(s, p, feats, lin)
+    return value_of(w, idx, k, lin)
+
+
+@njit(cache=True)
+def candidate_wins(s, plans, lens, n: int, w, out) -> None:
+    """The win head's probability for the mover of s (not modified) at each candidate's afterstate: plans int64
+    (>= n, MAX_PLAN), lens (>= n,); out float64 (>= n,)."""
+    p = s[S.CURRENT]
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    after = np.empty(S.STATE_SIZE, dtype=np.int64)
+    for k in range(n):
+        after[:] = s
+        play_plan(after, plans[k], lens[k], True)
+        out[k] = 1.0 / (1.0 + np.exp(-win_logit(after, p, w, idx, feats, lin)))
+
+
+@njit(cache=True)
+def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, alpha_linear: float) -> float:
+    """TD(lambda) of the win head (issue 30's win target) from one finished game's afterstates afters[:m] (int64
+    (>= m, STATE_SIZE)) and movers seats[:m]; share float64 (4,) each seat's final share of the victory (1/k for
+    a k-way shared win, else 0).
+
+    The head's output z is a logit; its prediction sigma(z). Per seat, walking backwards, the return of a_k is
+    (1 - lam) sigma(z_k+1) + lam G_k+1 (the last one's: share), with every prediction taken before any update.
+    Each afterstate then moves z by normalized least mean squares with the cross-entropy's gradient, error = G -
+    sigma(z) (the tuple part by alpha_tuple, the linear part by alpha_linear, as `learn_game`). w float32
+    (a layout's length) in place. Returns the summed cross-entropy (before each update)."""
+    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    lin = np.empty(NUM_LINEAR, dtype=np.float64)
+    prob = np.zeros(m, dtype=np.float64)
+    for j in range(m):
+        prob[j] = 1.0 / (1.0 + np.exp(-win_logit(afters[j], seats[j], w, idx, feats, lin)))
+    ret = np.zeros(m, dtype=np.float64)
+    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
+    for j in range(m - 1, -1, -1):
+        p = seats[j]
+        q = nxt[p]
+        ret[j] = share[p] if q < 0 else (1.0 - lam) * prob[q] + lam * ret[q]
+        nxt[p] = j
+    loss = 0.0
+    for j in range(m):
+        s = afters[j]
+        p = seats[j]
+        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+        linear_features(s, p, feats, lin)
+        pr = 1.0 / (1.0 + np.exp(-value_of(w, idx, k, lin)))
+        pc = min(max(pr, 1e-7), 1.0 - 1e-7)
+        loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
+        err = ret[j] - pr
+        step = alpha_tuple * err / selected_norm(idx, k)
+        for t in range(k):
+            w[idx[t]] += np.float32(step)
+        lnorm = 0.0
+        for t in range(lin.shape[0]):
+            lnorm += lin[t] * lin[t]
+        step = alpha_linear * err / lnorm
+        for t in range(lin.shape[0]):
+            if lin[t] != 0.0:
+                w[t] += np.float32(step * lin[t])
+    return loss
+
+
+@njit(cache=True)
+def final_totals(s, totals, won) -> None:
+    """Every seat's final total (and who won) of a finished game."""
+    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    outcome(s, totals, tmp, won)
+
+
+
+@njit(cache=True)
+def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: int, out) -> None:
+    """Leaves of `NTupleSearchAgent`: out[i] = what candidate which[i] is worth to the mover of world roots[i]
+    (int64 (L, STATE_SIZE), modified) after the chance and the replies it leads to.
+
+    The world plays the candidate with its END (the central board refills from the world's pouch), every other seat
+    then plays its turn as the `ntuple` agent would (the network's best of `candidates` plans at beam `beam`), and
+    the mover's next turn is valued by the network: the best of its candidates' own total + remaining. A game that
+    ends on the way is valued by the mover's final total. plans int64 (C, MAX_PLAN), lens (C,): the root candidates.
+    """
+    P = np.zeros((candidates, MAX_PLAN), dtype=np.int64)
+    Ln = np.zeros(candidates, dtype=np.int64)
+    pv = np.zeros(candidates, dtype=np.float64)
+    vals = np.zeros(candidates, dtype=np.float64)
+    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
+    totals = np.zeros(4, dtype=np.int64)
+    won = np.zeros(4, dtype=np.int64)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    for i in range(roots.shape[0]):
+        s = roots[i]
+        me = s[S.CURRENT]
+        c = which[i]
+        play_plan(s, plans[c], lens[c])
+        while True:
+            if s[S.GAME_OVER]:
+                outcome(s, totals, sc, won)
+                out[i] = totals[me]
+                break
+            n = candidate_values(s, w, planner, beam, P, Ln, pv, vals, tmp)
+            if n == 0:
+                out[i] = own_total(s, me, sc)
+                break
+            best = int(np.argmax(vals[:n]))
+            if s[S.CURRENT] == me:
+                out[i] = vals[best]
+                break
+            play_plan(s, P[best], Ln[best])
+
