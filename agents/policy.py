@@ -8,7 +8,7 @@ The interface (`BatchPolicy`): `act_batch(batch: BatchView) -> int array (len(ba
 seat to move in every game of the batch; optional `reset_batch(seeds)` before a match, one seed per game (row) for
 whatever the policy draws at random, so that a game's result depends on its own seeds only; and a `name`.
 `act(view)` stays the batch of one: every `Agent` has `act_batch` (the base class loops over `act`), and the
-random, greedy, n-tuple (`learned`), MLP (`learned-mlp`) and flat-action PPO agents implement it natively (one call
+random, greedy, n-tuple (`learned`), MLP (`mlp`) and flat-action PPO agents implement it natively (one call
 for every game). A search agent that needs one instance per game (its own seed) goes in through `AgentPolicy(make)`.
 docs/agents.md shows a user's own policy in a dozen lines; `agents.match.play_match` plays any of them against each
 other.

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(path: str, threads: int) -> dict:
-    from experiments.train_learned import load_config
+    from experiments.train_mlp import load_config
 
     cfg = load_config(path, [f"run.threads={threads}"])
     cfg["train"]["buffer"] = 2 * int(cfg["selfplay"]["games"]) * int(cfg["selfplay"]["max_decisions"])
@@ -35,7 +35,7 @@ def _config(path: str, threads: int) -> dict:
 def _process_rate(job: tuple) -> float:
     """One worker process: decisions/s of its own self-play loop."""
     path, threads, seed, seconds = job
-    from experiments.train_learned import Trainer
+    from experiments.train_mlp import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(_config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)
@@ -49,7 +49,7 @@ def _process_rate(job: tuple) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"))
+    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"))
     ap.add_argument("--threads", type=int, default=1, help="threads of each worker")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         import ray
 
         from experiments.selfplay_workers import SelfPlayWorkers
-        from experiments.train_learned import Trainer
+        from experiments.train_mlp import Trainer
 
         with tempfile.TemporaryDirectory() as tmp:
             weights = Trainer(cfg, seed=0, run=Path(tmp), progress=False, init=False).net.state_dict()

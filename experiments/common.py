@@ -288,7 +288,7 @@ def section(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]) -
 def iterate(trainer: Any, iterations: int, max_minutes: float | None, step: Callable[[], None],
             evaluate: Callable[[Any], None], postfix: Callable[[], dict[str, Any]], eval_every: int,
             checkpoint_every: int, desc: str, progress: bool = True) -> None:
-    """The iteration loop of our own trainers (`learned`, `ntuple`): one place for when they evaluate, checkpoint and
+    """The iteration loop of our own trainers (`learned`, `mlp`): one place for when they evaluate, checkpoint and
     stop, so a run means the same schedule for both and their resumes stay exact.
 
     trainer: has `iteration` (int, advanced here), `evals` (the rows so far) and `save()` (a complete checkpoint).

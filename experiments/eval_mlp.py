@@ -1,19 +1,19 @@
-"""Batched evaluation of a learned MLP (`learned-mlp`) against the heuristic planner: a thousand games in two minutes.
+"""Batched evaluation of a learned MLP (`mlp`) against the heuristic planner: a thousand games in two minutes.
 
-    python -m experiments.eval_learned                                # the shipped MLP as `learned-mlp` plays it
-    python -m experiments.eval_learned --checkpoint runs/learned/model.pt --games 1024
-    python -m experiments.eval_learned --candidates 1                 # the planner's first plan: no network at all
-    python -m experiments.eval_learned --value 1,0.5,0.25             # other decision weights (win, margin, score)
-    python -m experiments.eval_learned --no-diverse --beam 96 --candidates 24 --symmetries 1 --value 1,0.5,0.25
+    python -m experiments.eval_mlp                                # the shipped MLP as `mlp` plays it
+    python -m experiments.eval_mlp --checkpoint runs/mlp/model.pt --games 1024
+    python -m experiments.eval_mlp --candidates 1                 # the planner's first plan: no network at all
+    python -m experiments.eval_mlp --value 1,0.5,0.25             # other decision weights (win, margin, score)
+    python -m experiments.eval_mlp --no-diverse --beam 96 --candidates 24 --symmetries 1 --value 1,0.5,0.25
                                                                       # as the trainer evaluates
-    python -m experiments.eval_learned --side B --spirits --players 3
+    python -m experiments.eval_mlp --side B --spirits --players 3
 
 Why: the trainer's periodic evaluation (`Trainer.evaluate` calls `play_vs_greedy`), as a command, so that a question
 about a network (how many candidates, which decision weights, which variant) costs a minute instead of an hour of
 tournament. The games are played by the match engine (`agents.match.play_match`): every game advances together, ONE
 threaded numba call plans the network's turns in all games that start one, ONE forward pass scores all their
-candidates (`LearnedAgent.act_batch`), and the heuristic's turns likewise (`GreedyAgent.act_batch`). The network picks
-as `LearnedAgent` does (it is that agent: `candidates` plans of the planner at beam `beam`, diverse or not, then
+candidates (`MLPAgent.act_batch`), and the heuristic's turns likewise (`GreedyAgent.act_batch`). The network picks
+as `MLPAgent` does (it is that agent: `candidates` plans of the planner at beam `beam`, diverse or not, then
 `decision_values` of outputs averaged over `symmetries` mirror images), against `GreedyAgent(beam=opponent_beam)` in
 every other seat; the same games as the sequential `Game` with those agents (tested). Unset options take the
 checkpoint's `play` settings and decision weights, so the default is the agent as it plays.
@@ -36,8 +36,8 @@ from typing import Any, Callable
 import numpy as np
 
 from agents.greedy import GreedyAgent, planner_settings
-from agents.learned import DEFAULT_CHECKPOINT, LearnedAgent, ValueNet, play_settings, play_value
 from agents.match import play_match, totals_of, wilson_interval, win_shares
+from agents.mlp import DEFAULT_CHECKPOINT, MLPAgent, ValueNet, play_settings, play_value
 from harmonies_env.config import RIVER_LOOPS, GameConfig, make_config
 
 #: Default base seed of the command (the trainer's evaluations use 1_000_000; these games are others).
@@ -52,7 +52,7 @@ def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float]
 
     config: the games' `GameConfig`, or the loose players (default 2), side (0 / "A" or 1 / "B") and spirits.
 
-    The network plays as `LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse,
+    The network plays as `MLPAgent(net=net, beam=beam, candidates=candidates, diverse=diverse,
     symmetries=symmetries, value=value)`, `GreedyAgent(beam=opponent_beam)` in the other seats. Game i: seed
     `seed + i // players`, seats rotated by i. Returns win_rate (a shared win counts its share), mean_score (the
     network's mean total), greedy_score (the other seats' mean total), per game `totals` int (games, players) by
@@ -62,16 +62,16 @@ def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float]
         side = "AB"[int(side)]
     cfg = make_config(config, {"num_players": 2}, num_players=players, side=side, spirits=spirits)
     n = cfg.num_players
-    net_agent = LearnedAgent(net=net, beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries,
-                             value=value, name="learned")
+    net_agent = MLPAgent(net=net, beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries,
+                             value=value, name="mlp")
     others = [GreedyAgent(beam=opponent_beam, name="greedy") for _ in range(1, n)]  # greedy#1, greedy#2 ...
     results = play_match([net_agent, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
                          threads=threads, progress=progress)
     totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
-    net_seat = np.array([r["seats"].index("learned") for r in results], dtype=np.int64)
-    mine = totals_of(results, "learned")
+    net_seat = np.array([r["seats"].index("mlp") for r in results], dtype=np.int64)
+    mine = totals_of(results, "mlp")
     theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
-    return {"win_rate": float(win_shares(results, "learned").mean()), "mean_score": float(mine.mean()),
+    return {"win_rate": float(win_shares(results, "mlp").mean()), "mean_score": float(mine.mean()),
             "greedy_score": float(theirs.mean()), "totals": totals, "net_seat": net_seat, "results": results}
 
 
@@ -87,7 +87,7 @@ def _value(text: str) -> dict[str, float]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m experiments.eval_learned", description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(prog="python -m experiments.eval_mlp", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="NAME.pt (+ NAME.json beside it)")
     ap.add_argument("--games", type=int, default=1024, help="games (a multiple of --players: every seat per seed)")
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--river-loops", default="rulebook", choices=list(RIVER_LOOPS),
                     help="how a Side A river loop scores (docs/rules.md)")
     ap.add_argument("--beam", type=int, default=None, help="planner beam proposing the network's candidates "
-                    "(default: the checkpoint's play settings, as `learned-mlp` plays; the trainer evaluates at 96)")
+                    "(default: the checkpoint's play settings, as `mlp` plays; the trainer evaluates at 96)")
     ap.add_argument("--candidates", type=int, default=None, help="candidates the network ranks (1: the planner's "
                     "first plan, no network; default: the checkpoint's; the trainer evaluates 24)")
     ap.add_argument("--diverse", action=argparse.BooleanOptionalAction, default=None,
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
             setattr(args, key, play[key])
         planner_settings(args.opponent_beam)
     except (ValueError, OSError) as e:
-        print(f"eval_learned: {e}", file=sys.stderr)
+        print(f"eval_mlp: {e}", file=sys.stderr)
         return 2
     value = args.value or play_value(net.config)
     from tqdm import tqdm

@@ -1,19 +1,19 @@
-"""Train the afterstate value network (`agents.learned`, the MLP that spec `learned-mlp` plays) from scratch by
-batched self-play. The algo keeps its name: `python -m experiments.train learned`.
+"""Train the afterstate value network (`agents.mlp`, the MLP that spec `mlp` plays) from scratch by
+batched self-play. The algo keeps its name: `python -m experiments.train mlp`.
 
-    python -m experiments.train learned --run runs/learned --set run.iterations=17500
-    harmonies train learned --run runs/learned --max-minutes 60      # the same command, from the CLI
-    python -m experiments.train learned --run runs/learned --resume  # after a kill, or to go on
+    python -m experiments.train mlp --run runs/mlp --set run.iterations=17500
+    harmonies train mlp --run runs/mlp --max-minutes 60      # the same command, from the CLI
+    python -m experiments.train mlp --run runs/mlp --resume  # after a kill, or to go on
 
 It runs under `experiments.train` like every training command: the run-level flags (--config --set --seed --run
 --resume --max-minutes --device --no-progress) are parsed there, the config is validated there against `SCHEMAS`
 (`experiments.common.check_config`), the run folder holds config.json, checkpoints/ (`experiments.common`'s
 atomic checkpoints: `step_<iteration>.pt` + its `.json` record with size and SHA-256), tb/ (when tensorboard is
-installed) and summary.json as every run does. `python -m experiments.train_learned ARGS` is an alias of
-`python -m experiments.train learned ARGS` (`--iterations N` there is `--set run.iterations=N`).
+installed) and summary.json as every run does. `python -m experiments.train_mlp ARGS` is an alias of
+`python -m experiments.train mlp ARGS` (`--iterations N` there is `--set run.iterations=N`).
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
-(`agents.learned.Candidates`, the learned agents' proposer: threads over row ranges) and writes each candidate's
+(`agents.mlp.Candidates`, the MLP agents' proposer: threads over row ranges) and writes each candidate's
 afterstate features, ONE forward pass of the network scores all candidates of all games, each game plays its best
 candidate (a uniformly random one with probability `epsilon`), and ONE numba call plays the chosen plans
 (`batch.play_plans`, the engine's whole-plan stepper). A game's recorded afterstates get Monte-Carlo targets when it
@@ -21,7 +21,7 @@ ends (every seat's final total and who won, relative to the mover) and go to a r
 steps on minibatches from it follow each iteration. A fraction of the games (`greedy_games`) seats the heuristic (the
 planner's first plan) in one seat, so the network also meets the hand-written evaluation; the rest is pure self-play.
 
-Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `learned-mlp`
+Before the first iteration and every `eval.every` iterations the network (alone, `eval.beam` candidates as `mlp`
 plays) meets GreedyAgent's planner (beam 24) on `eval.games` fixed seeds that training never uses (each seed with
 both seatings); every `eval.mcts_every` iterations it also meets `mcts:200it` (`eval.mcts_games` games on fixed
 seeds of their own). The rows go to `progress.csv` (and TensorBoard when installed), the best network by win rate
@@ -35,7 +35,7 @@ order, and the weights are published to the workers every `selfplay.publish_ever
 worker count give the same run; checkpoints hold the workers' games in flight, so `--resume` is exact; a worker that
 dies is put back where it was (docs/distributed.md).
 
-`run.init` (a learned checkpoint, e.g. `agents/checkpoints/learned.pt`) starts the network from its weights instead of
+`run.init` (an MLP checkpoint, e.g. `agents/checkpoints/mlp.pt`) starts the network from its weights instead of
 random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
 The run then depends on that file's contents too; `model.json` records its SHA-256.
 
@@ -45,8 +45,7 @@ iterations the complete trainer state (network, optimizer, generator, games in f
 `checkpoints/step_<iteration>.pt` (tensors) and its `.json` record (the rest, and the .pt's SHA-256; written
 second, so a checkpoint counts only once both are complete), and `--resume` continues from the newest complete
 checkpoint, so a run killed at any moment and resumed ends bit-identical to one never interrupted. A resumed run
-must keep the settings that shape it (all but `network.play` and `run.iterations`). Run folders of the earlier
-layout (`ckpt-NNNNNNNN/trainer.pt` + `trainer.json`, no config.json) resume the same way with `--resume`.
+must keep the settings that shape it (all but `network.play` and `run.iterations`).
 Nothing is pickled: tensors go through `torch.save`/`torch.load(weights_only=True)`, everything else is JSON.
 """
 from __future__ import annotations
@@ -55,7 +54,6 @@ import hashlib
 import io
 import json
 import math
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -70,7 +68,7 @@ from agents.afterstate import (
     symmetry_index,
 )
 from agents.greedy import DEFAULT_WEIGHTS
-from agents.learned import (
+from agents.mlp import (
     DEFAULT_CONFIG,
     Candidates,
     candidate_outputs,
@@ -98,14 +96,14 @@ from .common import (
 )
 from .common import check_config as check_settings
 from .common import load_config as _load_config
-from .eval_learned import play_vs_greedy
+from .eval_mlp import play_vs_greedy
 from .runner import RunArgs
 
 #: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
 #: overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
     "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
-                "play": dict(DEFAULT_CONFIG["play"])},  # how `learned-mlp` proposes candidates to it (its JSON)
+                "play": dict(DEFAULT_CONFIG["play"])},  # how `mlp` proposes candidates to it (its JSON)
     "selfplay": {
         "games": 128,            # games played at once (one decision each per iteration)
         "players": [2],          # drawn per game
@@ -137,12 +135,12 @@ DEFAULTS: dict[str, dict[str, Any]] = {
              "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
     "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
             "iterations": 0,     # stop after this many iterations (0: train.iterations); may change on --resume
-            "init": "",          # a learned checkpoint (NAME.pt + NAME.json) whose weights the network starts from
+            "init": "",          # an MLP checkpoint (NAME.pt + NAME.json) whose weights the network starts from
                                  # ("" = from scratch); the same architecture; optimizer and buffer start empty
             "ray": ""},          # with selfplay.workers: the Ray cluster's address ("auto", HOST:PORT; "" = a local
 }                                # instance of this machine's cores); may change on --resume
 #: The command's settings (`experiments.train` validates a config against them at load).
-SCHEMAS = {"learned": DEFAULTS}
+SCHEMAS = {"mlp": DEFAULTS}
 #: Settings a resumed run may change: how the result is played, and how long to train.
 FREE_ON_RESUME = {("network", "play"), ("run", "iterations"), ("run", "ray")}
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
@@ -183,7 +181,7 @@ def _torch_bytes(obj: Any) -> bytes:
 
 def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
     """NAME.pt (weights only) + NAME.json (config the agent needs, the SHA-256 of NAME.pt, which
-    `agents.learned.load_checkpoint` checks, and how it was trained), each atomically, the weights first."""
+    `agents.mlp.load_checkpoint` checks, and how it was trained), each atomically, the weights first."""
     weights = _torch_bytes({k: v.detach().cpu().clone() for k, v in state_dict.items()})
     atomic_write_bytes(path.with_suffix(".pt"), weights)
     atomic_write_bytes(path.with_suffix(".json"), json.dumps(
@@ -251,7 +249,7 @@ class Trainer:
         self.since_publish = 0  # Adam steps since they were published
         self.worker_snaps: list[dict[str, Any]] | None = None  # the workers' games in flight, from a checkpoint
         self._worker_plain: list[dict[str, Any]] = []  # their snapshot's plain values, for meta()
-        self.cands = Candidates(G, K)  # the learned agents' own proposer and buffers
+        self.cands = Candidates(G, K)  # the MLP agents' own proposer and buffers
         self.plans, self.lens, self.feats, self.counts = (self.cands.plans, self.cands.lens, self.cands.feats,
                                                           self.cands.counts)
         self._tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
@@ -259,11 +257,11 @@ class Trainer:
             self._new_game(r)
 
     def _init_from(self, path: str) -> str:
-        """Load the network's starting weights from a learned checkpoint (weights only); their SHA-256. ValueError
+        """Load the network's starting weights from an MLP checkpoint (weights only); their SHA-256. ValueError
         (or FileNotFoundError) naming what does not fit."""
         import torch
 
-        from agents.learned import load_checkpoint
+        from agents.mlp import load_checkpoint
 
         config, state = load_checkpoint(path)
         theirs = check_config(config)
@@ -441,23 +439,23 @@ class Trainer:
     # ---- evaluation ----
     def _value_net(self) -> Any:
         """The network being trained as the agents play it (numpy inference of its current weights)."""
-        from agents.learned import ValueNet
+        from agents.mlp import ValueNet
 
         return ValueNet(self.netcfg, {k: v.detach().cpu() for k, v in self.net.state_dict().items()})
 
-    def _learned(self, net: Any) -> Any:
+    def _mlp(self, net: Any) -> Any:
         """The network as the evaluations play it: `eval.candidates` candidates at beam `eval.beam`, `eval.diverse`,
         the training decision weights, no mirror images."""
-        from agents.learned import LearnedAgent
+        from agents.mlp import MLPAgent
 
         ev = self.ev
-        return LearnedAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
-                            diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"], name="learned")
+        return MLPAgent(net=net, beam=int(ev["beam"]), candidates=int(ev["candidates"]),
+                            diverse=bool(ev["diverse"]), symmetries=1, value=self.netcfg["value"], name="mlp")
 
     def evaluate(self) -> dict[str, Any]:
-        """The network (`_learned`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
-        seeds, each with both seatings; 2 players, Side A (`experiments.eval_learned.play_vs_greedy` on the match
-        engine, the same as `python -m experiments.eval_learned`)."""
+        """The network (`_mlp`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
+        seeds, each with both seatings; 2 players, Side A (`experiments.eval_mlp.play_vs_greedy` on the match
+        engine, the same as `python -m experiments.eval_mlp`)."""
         ev = self.ev
         res = play_vs_greedy(self._value_net(), int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
                              beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
@@ -465,7 +463,7 @@ class Trainer:
         return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
 
     def evaluate_mcts(self) -> dict[str, Any]:
-        """The network as the greedy evaluation plays it (`_learned`) vs `MCTSAgent` (`eval.mcts_iterations`
+        """The network as the greedy evaluation plays it (`_mlp`) vs `MCTSAgent` (`eval.mcts_iterations`
         iterations a decision, one seeded agent per game) on `eval.mcts_games` fixed seeds, each with both seatings
         (2 players, Side A; `agents.match.play_match`)."""
         from agents.match import play_match, totals_of, win_shares
@@ -474,10 +472,10 @@ class Trainer:
 
         ev = self.ev
         mcts = AgentPolicy(lambda s: MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=s), name="mcts")
-        res = play_match([self._learned(self._value_net()), mcts], 2, int(ev["mcts_games"]), "A", False,
+        res = play_match([self._mlp(self._value_net()), mcts], 2, int(ev["mcts_games"]), "A", False,
                          int(ev["seed"]) + 500_000, paired=True, threads=self.threads)
-        return {"mcts_win_rate": float(win_shares(res, "learned").mean()),
-                "mcts_mean_score": float(totals_of(res, "learned").mean()),
+        return {"mcts_win_rate": float(win_shares(res, "mlp").mean()),
+                "mcts_mean_score": float(totals_of(res, "mlp").mean()),
                 "mcts_score": float(totals_of(res, "mcts").mean())}
 
     def _evaluation_row(self) -> dict[str, Any]:
@@ -623,46 +621,20 @@ class Trainer:
             self.publish()
 
 
-def legacy_checkpoints(run: Path) -> list[Path]:
-    """Complete checkpoint folders of the earlier layout (`ckpt-NNNNNNNN/trainer.pt` + `trainer.json`), oldest
-    first (such a folder exists only once renamed into place)."""
-    return sorted(p for p in run.glob("ckpt-*") if p.is_dir() and (p / "trainer.json").is_file()
-                  and (p / "trainer.pt").is_file())
-
-
-def legacy_run_record(run: Path) -> dict[str, Any] | None:
-    """config.json's record (command, seed, config) of a run folder of the earlier layout, read from its newest
-    checkpoint, or None: `experiments.train` resumes such a folder (and then writes its config.json)."""
-    ckpts = legacy_checkpoints(run)
-    if not ckpts:
-        return None
-    meta = json.loads((ckpts[-1] / "trainer.json").read_text())
-    return {"algo": "learned", "seed": int(meta["seed"]), "config": meta["config"]}
-
-
 def remove_stale_writes(run: Path) -> int:
     """Delete what killed writes left in a run folder: atomic writes' temp files (in the run folder and in
-    checkpoints/) and the earlier layout's half-written `.ckpt-N.tmpPID` folders. Call only when no trainer is
-    writing to `run`."""
-    stale = [p for p in run.glob(".ckpt-*.tmp*") if p.is_dir()]
-    for p in stale:
-        shutil.rmtree(p, ignore_errors=True)
-    return len(stale) + remove_temp_files(run) + remove_temp_files(run / "checkpoints")
+    checkpoints/). Call only when no trainer is writing to `run`."""
+    return remove_temp_files(run) + remove_temp_files(run / "checkpoints")
 
 
 def _checkpoint(run: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The newest complete checkpoint: (tensors file, trainer state), from checkpoints/ or the earlier layout."""
+    """The newest complete checkpoint: (tensors file, trainer state) from checkpoints/, or None."""
     ck = latest_checkpoint(run / "checkpoints")
-    if ck is not None:
-        return ck[0], ck[1]["state"]
-    old = legacy_checkpoints(run)
-    if old:
-        return old[-1] / "trainer.pt", json.loads((old[-1] / "trainer.json").read_text())
-    return None
+    return None if ck is None else (ck[0], ck[1]["state"])
 
 
 def run(args: RunArgs) -> dict[str, Any]:
-    """`learned`: train (or, with --resume, go on with) a run under `experiments.train`; returns the summary also
+    """`mlp`: train (or, with --resume, go on with) a run under `experiments.train`; returns the summary also
     written to `run/summary.json`."""
     cfg = args.config
     folder = args.run
@@ -732,7 +704,7 @@ def run(args: RunArgs) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m experiments.train_learned ARGS`: an alias of `python -m experiments.train learned ARGS`
+    """`python -m experiments.train_mlp ARGS`: an alias of `python -m experiments.train mlp ARGS`
     (`--iterations N` is `--set run.iterations=N`); the exit status."""
     from .train import cli
 
@@ -746,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
             out += ["--set", f"run.iterations={a.partition('=')[2]}"]
         else:
             out.append(a)
-    return cli(["learned", *out])
+    return cli(["mlp", *out])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.learned import DEFAULT_CHECKPOINT
+from agents.mlp import DEFAULT_CHECKPOINT
 
 #: The refusals every command must report in one line (docs/safety.md): name -> what the message says.
 CASES = ("truncated", "empty", "pickle", "network-list", "deep-json", "extra-key", "extra-top-key", "not-json",

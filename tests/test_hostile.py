@@ -135,16 +135,16 @@ LEARNED_CLI_CASES = ("truncated", "empty", "pickle", "network-list", "deep-json"
 
 @pytest.mark.parametrize("case", LEARNED_CLI_CASES)
 def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(case, tmp_path):
-    """`harmonies tournament --agents learned-mlp:PATH` and `python -m experiments.eval_learned --checkpoint PATH` print
+    """`harmonies tournament --agents mlp:PATH` and `python -m experiments.eval_mlp --checkpoint PATH` print
     one line naming the file and what is wrong, exit 2, no traceback (docs/safety.md), for each way a learned
     checkpoint is refused: damaged, a pickle, a bad config, a wrong hash, weights that are not tensors."""
     pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
     from bad_checkpoints import bad_checkpoint
 
     path, match = bad_checkpoint(case, tmp_path)
-    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"learned-mlp:{path}",
+    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"mlp:{path}",
                                            "greedy", "--games", "1", "--quiet"],
-                "eval_learned: ": ["experiments.eval_learned", "--checkpoint", str(path), "--games", "2",
+                "eval_mlp: ": ["experiments.eval_mlp", "--checkpoint", str(path), "--games", "2",
                                    "--no-progress"]}
     for prefix, argv in commands.items():
         p = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=_env(), cwd=tmp_path,

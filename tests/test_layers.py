@@ -121,7 +121,7 @@ def test_an_upward_import_is_caught():
         "harmonies_env.scoring": "from .game import Game\n",                      # kernels -> game layer, relative
         "harmonies_env.game": "def f():\n    from harmonies_apps import cli\n",   # deferred import
         "agents.greedy": "import importlib\nM = importlib.import_module('experiments.train')\n",  # a module string
-        "experiments.eval_learned": "from harmonies_apps.tournament import run_games\n",
+        "experiments.eval_mlp": "from harmonies_apps.tournament import run_games\n",
         "benchmarks.bench_engine": "from harmonies_apps import cli\n",
     }
     for module, added in cases.items():

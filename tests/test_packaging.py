@@ -49,7 +49,7 @@ def test_the_wheel_installs_only_the_projects_own_names(wheel):
     assert tops == OWN_NAMES  # no generic `experiments` or `benchmarks` package lands in site-packages
     assert "harmonies_experiments/train.py" in names and "harmonies_benchmarks/bench_engine.py" in names
     assert "harmonies_experiments/configs/solo_ppo.toml" in names
-    assert "agents/checkpoints/learned.pt" in names and "agents/checkpoints/learned.json" in names
+    assert "agents/checkpoints/mlp.pt" in names and "agents/checkpoints/learned.json" in names
     (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     text = zipfile.ZipFile(wheel).read(license_file).decode()
     assert text.startswith("MIT License") and text == (ROOT / "LICENSE").read_text()
