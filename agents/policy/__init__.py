@@ -23,32 +23,14 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
-from numba import njit
 
 from harmonies_env import actions as A
-from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.game import Game
-from harmonies_env.observation import OBS_SIZE, encode_observation
+from harmonies_env.observation import OBS_SIZE
 from harmonies_env.view import PlayerView
 
-
-@njit(cache=True)
-def public_rows(states, rows, out) -> None:
-    """out[j] = the public copy of states[rows[j]] for its player to move (`state.hide_private`, the rule of
-    `view.public_copy`).
-
-    states int64 (N, STATE_SIZE) (read only); rows int64 (M,); out int64 (M, STATE_SIZE)."""
-    for j in range(rows.shape[0]):
-        out[j] = states[rows[j]]
-        S.hide_private(out[j], out[j, S.CURRENT])
-
-
-@njit(cache=True)
-def _observe_rows(states, players, obs, masks, buf) -> None:
-    for j in range(states.shape[0]):
-        encode_observation(states[j], players[j], obs[j])
-        rules.legal_mask(states[j], masks[j], buf)
+from .kernels import _observe_rows, public_rows
 
 
 class BatchView:
@@ -165,7 +147,7 @@ class AgentPolicy:
 
 def is_native(policy: Any) -> bool:
     """Whether `policy` decides a batch in one go (its own `act_batch`), not by the base class's loop over `act`."""
-    from .base import Agent
+    from ..base import Agent
 
     fn = getattr(type(policy), "act_batch", None)
     return fn is not None and fn is not Agent.act_batch
