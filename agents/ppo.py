@@ -210,8 +210,7 @@ def policy_config(policy: Any) -> dict[str, Any]:
     net_arch = {k: [int(x) for x in v] for k, v in net_arch.items()} if isinstance(net_arch, dict) \
         else [int(x) for x in net_arch]
     n_obs, n_act = int(obs.shape[0]), int(act.n)
-    return {"format": POLICY_FORMAT, "version": POLICY_VERSION,
-            "policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
+    return {"policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
             "kind": policy_kind(n_obs, n_act), "observation_size": n_obs,
             "observation_version": OBS_VERSION if policy_kind(n_obs, n_act) == "action" else None, "actions": n_act,
             "activation": names[policy.activation_fn],
@@ -222,27 +221,38 @@ def policy_config(policy: Any) -> dict[str, Any]:
 
 def save_policy(policy: Any, path: str | Path) -> Path:
     """Write `policy` (a MaskableActorCriticPolicy, e.g. `model.policy`) as a weights-only export: `NAME.pt` (its
-    state dict: tensors only) and `NAME.json` (`policy_config` plus the weights' size and SHA-256, which tells a
-    torn pair from a complete one). Both writes are atomic (`harmonies_env.io`), the weights first; the folder is
-    made if needed. `path` is `NAME.pt` (or `NAME`); returns the `.pt` path. Read back by `load_policy`."""
-    import hashlib
-
+    state dict: tensors only) and `NAME.json` (`agents.checkpoint`'s sidecar: format `POLICY_FORMAT`, `policy_config`
+    as its config, the tensors' shapes and the weights' size and SHA-256, which tells a torn pair from a complete
+    one). Both writes are atomic, the weights first; the folder is made if needed. `path` is `NAME.pt` (or `NAME`);
+    returns the `.pt` path. Read back by `load_policy`."""
     import torch
 
-    from harmonies_env.io import atomic_write_bytes, atomic_write_text
+    from .checkpoint import write_checkpoint
 
     p = Path(path)
     if p.suffix != ".pt":
         p = p.with_name(p.name + ".pt")
     config = policy_config(policy)
+    tensors = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
     buf = io.BytesIO()
-    torch.save({k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}, buf)
-    weights = buf.getvalue()
-    config.update(weights=p.name, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest())
-    p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(p, weights)
-    atomic_write_text(p.with_suffix(".json"), json.dumps(config, indent=1) + "\n")
-    return p
+    torch.save(tensors, buf)
+    return write_checkpoint(p, buf.getvalue(), POLICY_FORMAT, config, {k: list(v.shape) for k, v in tensors.items()})
+
+
+def _legacy_export(c: dict[str, Any], cpath: Path) -> dict[str, Any]:
+    """An export written before `agents.checkpoint`'s schema (the policy config flat, with `weights_bytes` and
+    `weights_sha256`) as that schema's fields."""
+    from .checkpoint import CheckpointError
+
+    if c.get("format") != POLICY_FORMAT:
+        raise CheckpointError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume "
+                              f"checkpoint's step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
+    if c.get("version") != POLICY_VERSION:
+        raise CheckpointError(f"{cpath}: policy export version {str(c.get('version'))[:20]!r} is not "
+                              f"{POLICY_VERSION} (written by another version of harmonies-env)")
+    config = {k: v for k, v in c.items() if k not in ("format", "version", "weights", "weights_bytes",
+                                                      "weights_sha256")}
+    return {"format": POLICY_FORMAT, "version": 1, "config": config, "sha256": c.get("weights_sha256")}
 
 
 def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs: dict, p: Path, what: str,
@@ -271,26 +281,19 @@ def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs:
 
 def _read_export(p: Path, device: str) -> Any:
     """The policy of a weights-only export `p` (`NAME.pt` + `NAME.json`, written by `save_policy`)."""
-    import hashlib
-
     import torch
+
+    from .checkpoint import read_checkpoint
 
     cpath = p.with_suffix(".json")
     if not cpath.is_file():
         raise ValueError(f"{p}: no {cpath.name} beside it (a weights-only policy is NAME.pt + NAME.json, as the "
                          f"training commands write them)")
-    if cpath.stat().st_size > MAX_CONFIG_BYTES or p.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise ValueError(f"{p}: the policy files are implausibly large; refusing to read them")
-    try:
-        c = json.loads(cpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{cpath}: not JSON ({e})") from None
-    if not isinstance(c, dict) or c.get("format") != POLICY_FORMAT:
-        raise ValueError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume checkpoint's "
-                         f"step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
-    if c.get("version") != POLICY_VERSION:
-        raise ValueError(f"{cpath}: policy export version {c.get('version')!r} is not {POLICY_VERSION} (written by "
-                         f"another version of harmonies-env)")
+    ck = read_checkpoint(p, ".pt", POLICY_FORMAT, "a PPO policy export", MAX_WEIGHTS_BYTES, legacy=_legacy_export,
+                         max_sidecar_bytes=MAX_CONFIG_BYTES)
+    c, weights = ck.config, ck.data
+    if not isinstance(c, dict):
+        raise ValueError(f"{cpath}: the policy config must be an object")
     try:
         n_obs, n_act = _int(c.get("observation_size"), "observation_size"), _int(c.get("actions"), "actions")
         if n_obs < 1 or n_act < 1:
@@ -306,10 +309,6 @@ def _read_export(p: Path, device: str) -> Any:
     except ValueError as e:
         raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
     check_observation_version(c.get("observation_version"), cpath)
-    weights = p.read_bytes()
-    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
-        raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
-                         f"mixed-up pair of files)")
     from gymnasium import spaces
 
     return _policy_from_weights(weights, spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),

@@ -75,12 +75,11 @@ from agents.mlp import (
     check_config,
     decision_values,
     torch_net,
-    weights_sha256,
 )
+from agents.mlp import save_checkpoint as save_checkpoint_files
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
-from harmonies_env.io import atomic_write_bytes
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import (
@@ -180,12 +179,9 @@ def _torch_bytes(obj: Any) -> bytes:
 
 
 def save_agent_checkpoint(path: Path, state_dict: dict, netcfg: dict, info: dict) -> None:
-    """NAME.pt (weights only) + NAME.json (config the agent needs, the SHA-256 of NAME.pt, which
-    `agents.mlp.load_checkpoint` checks, and how it was trained), each atomically, the weights first."""
-    weights = _torch_bytes({k: v.detach().cpu().clone() for k, v in state_dict.items()})
-    atomic_write_bytes(path.with_suffix(".pt"), weights)
-    atomic_write_bytes(path.with_suffix(".json"), json.dumps(
-        {"network": netcfg, "sha256": weights_sha256(weights), "training": info}, indent=1).encode())
+    """NAME.pt (weights only) + NAME.json (`agents.checkpoint`'s sidecar: the config the agent needs, the SHA-256
+    of NAME.pt, which `agents.mlp.load_checkpoint` checks, and how it was trained): `agents.mlp.save_checkpoint`."""
+    save_checkpoint_files(path, state_dict, netcfg, info)
 
 
 # ------------------------------------------------------------------------------------------------ the trainer

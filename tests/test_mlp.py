@@ -229,7 +229,7 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     with pytest.raises(FileNotFoundError, match="two files"):
         load_checkpoint(tmp_path / "missing.pt")
     bad = json.loads((tmp_path / "m.json").read_text())
-    bad["network"]["feature_version"] = 999
+    bad["config"]["feature_version"] = 999
     (tmp_path / "m.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="version 999"):
         ValueNet.load(tmp_path / "m.pt")
@@ -258,7 +258,7 @@ def test_play_settings_come_from_the_checkpoint(tmp_path):
     assert search.value == cfg["value"] and search.diverse  # the search plays for the win, on the same candidates
     assert MLPSearchAgent(tmp_path / "m.pt", iterations=4, value=cfg["play"]["value"]).value["score"] == 1.0
     old = json.loads((tmp_path / "m.json").read_text())
-    del old["network"]["play"]
+    del old["config"]["play"]
     (tmp_path / "m.json").write_text(json.dumps(old))
     assert (MLPAgent(tmp_path / "m.pt").beam, MLPAgent(tmp_path / "m.pt").diverse) == (800, False)
     for bad, named in (({"beam": 0, "candidates": 5, "diverse": True}, "beam"),
@@ -267,7 +267,7 @@ def test_play_settings_come_from_the_checkpoint(tmp_path):
                        ({"symmetries": True}, "symmetries"), ({"symmetries": 4.0}, "symmetries"),
                        ({"beam": 7.0}, "beam"), ({"beam": 10**9}, "beam"), ({"candidates": 10**6}, "candidates"),
                        ({"value": {"win": 1}}, "value"), (["beam", 7], "settings")):
-        old["network"]["play"] = bad
+        old["config"]["play"] = bad
         (tmp_path / "m.json").write_text(json.dumps(old))
         with pytest.raises(ValueError, match=f"play must be .*\\({named} must be"):
             MLPAgent(tmp_path / "m.pt")
@@ -679,7 +679,7 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     p = _train(tmp_path, 30, [*plain, "--set", "network.play={beam = 8, candidates = 4, symmetries = 4}"])
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 0 and "resumed from" in out, out
-    play = json.loads((tmp_path / "model.json").read_text())["network"]["play"]
+    play = json.loads((tmp_path / "model.json").read_text())["config"]["play"]
     assert (play["beam"], play["candidates"], play["symmetries"], play["diverse"]) == (8, 4, 4, False)
     for change, named in ((["--set", "train.lr=0.5"], b"train.lr"), (["--set", "selfplay.diverse=true"], b"diverse")):
         other = _train(tmp_path, 40, [*plain, *change])

@@ -42,7 +42,7 @@ from harmonies_env.geometry import NUM_SYMMETRIES
 
 from ..afterstate import FEATURE_VERSION, MIRRORS, NUM_FEATURES, candidate_rows, spirit_choice
 from ..base import PlanAgent, private_copy
-from ..checkpoint import CheckpointError, checkpoint_pair, read_checked_weights, read_sidecar, weights_sha256
+from ..checkpoint import CheckpointError, read_checkpoint, weights_sha256, write_checkpoint
 from ..greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, planner_settings
 from ..policy import PlanRows
 from .kernels import search_leaves
@@ -70,6 +70,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
 #: Top-level entries of a checkpoint's NAME.json: `network` (the config above), `sha256` (of NAME.pt, required),
 #: `training` and `decision` (how it was trained and chosen: free-form, not read).
 CHECKPOINT_KEYS = ("network", "sha256", "training", "decision")
+#: The MLP's format name in `agents.checkpoint`'s sidecar.
+FORMAT = "mlp"
 #: Largest NAME.json / NAME.pt read (bytes): anything bigger is not a checkpoint of this network.
 MAX_CONFIG_BYTES = 1 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
@@ -245,28 +247,61 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
+    """A sidecar written before `agents.checkpoint`'s schema (`{network, sha256, training, decision}`, e.g. the
+    shipped mlp.json) as that schema's fields; unknown entries or no `network` are refused by name."""
+    if "network" not in doc:
+        raise CheckpointError(f"{meta}: not an MLP checkpoint config (no 'network' entry)")
+    unknown = [str(k) for k in doc if k not in CHECKPOINT_KEYS]
+    if unknown:
+        raise CheckpointError(f"{meta}: unknown entries {sorted(unknown)[:5]} (an MLP checkpoint's are "
+                              f"{', '.join(CHECKPOINT_KEYS)})")
+    training = doc.get("training")
+    return {"format": FORMAT, "version": 1, "config": doc["network"], "sha256": doc.get("sha256"),
+            "training": {**(training if isinstance(training, dict) else {"training": training}),
+                         **({"decision": doc["decision"]} if "decision" in doc else {})}}
+
+
+def save_checkpoint(path: str | Path, state_dict: dict[str, Any], config: dict[str, Any],
+                    training: dict[str, Any] | None = None) -> Path:
+    """NAME.pt (`torch.save` of the state dict's tensors, weights only) + NAME.json (`agents.checkpoint`'s sidecar:
+    format "mlp", the network config, the tensors' shapes, the SHA-256, `training`), atomically, the weights first.
+    Read back by `load_checkpoint`."""
+    import torch
+
+    tensors = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    shapes = {k: list(v.shape) for k, v in tensors.items()}
+    return write_checkpoint(Path(path).with_suffix(".pt"), buf.getvalue(), FORMAT, config, shapes, training)
+
+
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(validated network config, state dict of float32 tensors) from NAME.pt + NAME.json.
 
     Checked before anything plays with them, in this order; any failure is a `CheckpointError` (a ValueError) with
-    a one-line message naming the file: NAME.json is JSON (`validate.parse_json`: depth-limited, at most
-    MAX_CONFIG_BYTES) holding only CHECKPOINT_KEYS, with a `network` config `check_config` accepts and a `sha256`
-    of NAME.pt; NAME.pt has that SHA-256 (a damaged, edited or mixed-up pair is refused); it loads with
+    a one-line message naming the file: NAME.json is `agents.checkpoint`'s sidecar of format "mlp" (or the older
+    `{network, sha256, training, decision}`; JSON, depth-limited, at most MAX_CONFIG_BYTES) whose config
+    `check_config` accepts; NAME.pt is at most MAX_WEIGHTS_BYTES and has the recorded SHA-256 (a damaged, edited or
+    mixed-up pair is refused); the shapes the sidecar declares are the config's; it loads with
     `torch.load(weights_only=True)`, which refuses code (pickled objects); it is a state dict of exactly the
     config's layers (`state_shapes`), each a finite float32 tensor of the right shape. FileNotFoundError if either
     file is missing; ImportError if torch is not installed.
     """
-    p, meta = checkpoint_pair(path, ".pt", "an MLP checkpoint")
     try:
         import torch
     except ImportError:
         raise ImportError('the MLP agents load their weights with torch: pip install -e ".[train]"') from None
-    doc = read_sidecar(meta, CHECKPOINT_KEYS, "network", "an MLP checkpoint", MAX_CONFIG_BYTES)
+    ck = read_checkpoint(path, ".pt", FORMAT, "an MLP checkpoint", MAX_WEIGHTS_BYTES, legacy=_legacy_sidecar,
+                         max_sidecar_bytes=MAX_CONFIG_BYTES)
+    p, meta, data = ck.weights_path, ck.sidecar_path, ck.data
     try:
-        config = check_config(doc["network"])
+        config = check_config(ck.config)
     except ValueError as e:
         raise CheckpointError(f"{meta}: {e}") from None
-    data = read_checked_weights(p, meta, doc.get("sha256"), MAX_WEIGHTS_BYTES, "this network's weights")
+    want = {k: list(v) for k, v in state_shapes(config).items()}
+    if ck.shapes and ck.shapes != want:
+        raise CheckpointError(f"{meta}: the declared shapes are not the network config's layers ({want})")
     try:
         with warnings.catch_warnings():  # e.g. a pickle protocol note: the refusal below says all there is to say
             warnings.simplefilter("ignore")
@@ -640,4 +675,4 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
 __all__ = ["Candidates", "CheckpointError", "MLPAgent", "MLPSearchAgent", "ValueNet", "candidate_outputs",
            "decision_values", "load_checkpoint", "mirrored_outputs", "play_settings", "play_value", "state_shapes",
            "torch_net", "weights_sha256", "CHECKPOINT_KEYS", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES",
-           "NUM_OUTPUTS", "check_config", "heuristic_values", "exact_value", "blend"]
+           "NUM_OUTPUTS", "FORMAT", "save_checkpoint", "check_config", "heuristic_values", "exact_value", "blend"]
