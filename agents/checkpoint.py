@@ -106,6 +106,24 @@ def read_checked_weights(p: Path, meta: Path, want: Any, max_bytes: int, what: s
     return data
 
 
+def check_npz_members(data: bytes, max_bytes: int, where: Any) -> None:
+    """Before `np.load` of an .npz's bytes: it is a readable zip whose members' declared (uncompressed) sizes add up
+    to at most `max_bytes` (what the sidecar's shapes allow), so a small compressed file cannot make the reader
+    allocate gigabytes (a zip bomb); else CheckpointError naming `where`."""
+    import io
+    import zipfile
+    import zlib
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            total = sum(i.file_size for i in zf.infolist())
+    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as e:
+        raise CheckpointError(f"{where}: not a readable .npz ({type(e).__name__})") from None
+    if total > max_bytes:
+        raise CheckpointError(f"{where}: its arrays would take {total:,} bytes, more than the {max_bytes:,} its "
+                              f"declared shapes allow")
+
+
 def sidecar(fmt: str, weights_name: str, data: bytes, config: dict[str, Any],
             shapes: dict[str, list[int]] | None = None, training: dict[str, Any] | None = None,
             **extra: Any) -> dict[str, Any]:
@@ -138,14 +156,17 @@ def write_checkpoint(path: str | Path, data: bytes, fmt: str, config: dict[str, 
 
 def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weights_bytes: int,
                     legacy: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None,
-                    max_sidecar_bytes: int = MAX_SIDECAR_BYTES) -> Checkpoint:
+                    max_sidecar_bytes: int = MAX_SIDECAR_BYTES,
+                    before_read: Callable[[Any, dict[str, list[int]], int], None] | None = None) -> Checkpoint:
     """The checked pair NAME.suffix + NAME.json of kind `fmt` (`what` names it in messages).
 
     In this order, each failure one CheckpointError line naming the file: both files exist (else
     FileNotFoundError); the sidecar is at most `max_sidecar_bytes` of depth-limited JSON; it is this schema (or an
     older sidecar `legacy(doc, sidecar_path)` turns into its fields, or refuses) of format `fmt` and
-    version <= SCHEMA_VERSION; the weights file is at most `max_weights_bytes` (checked before reading) and has the
-    recorded SHA-256. Parsing the weights is the caller's."""
+    version <= SCHEMA_VERSION; `before_read(config, shapes, weights_size)` (the kind's own check of what the sidecar
+    declares against its caps and the file's size: a ValueError becomes a CheckpointError naming the sidecar) passes;
+    the weights file is at most `max_weights_bytes` (checked before reading) and has the recorded SHA-256. Parsing
+    the weights is the caller's."""
     p, meta = checkpoint_pair(path, suffix, what)
     if meta.stat().st_size > max_sidecar_bytes:
         raise CheckpointError(f"{meta}: larger than {what}'s config can be ({max_sidecar_bytes} bytes at most)")
@@ -168,10 +189,17 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
     if not isinstance(shapes, dict) or not isinstance(training, dict) or not all(
             isinstance(v, list) and all(isinstance(d, int) and d >= 0 for d in v) for v in shapes.values()):
         raise CheckpointError(f"{meta}: 'shapes' and 'training' must be objects (shapes: lists of sizes)")
+    if before_read is not None:
+        try:
+            before_read(config, shapes, p.stat().st_size)
+        except CheckpointError:
+            raise
+        except ValueError as e:
+            raise CheckpointError(f"{meta}: {e}") from None
     data = read_checked_weights(p, meta, doc.get("sha256"), max_weights_bytes, what)
     return Checkpoint(p, meta, data, fmt, config, shapes, training)
 
 
-__all__ = ["Checkpoint", "CheckpointError", "MAX_SIDECAR_BYTES", "SCHEMA_VERSION", "SIDECAR_KEYS", "checkpoint_pair",
-           "read_checked_weights", "read_checkpoint", "read_sidecar", "sidecar", "weights_match", "weights_sha256",
-           "write_checkpoint"]
+__all__ = ["Checkpoint", "CheckpointError", "check_npz_members", "MAX_SIDECAR_BYTES", "SCHEMA_VERSION", "SIDECAR_KEYS",
+           "checkpoint_pair", "read_checked_weights", "read_checkpoint", "read_sidecar", "sidecar", "weights_match",
+           "weights_sha256", "write_checkpoint"]

@@ -53,6 +53,10 @@ MAX_DATA_BYTES = 64 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
 #: policy_kwargs entries the weights-only loader understands (plain JSON values only).
 _SAFE_POLICY_KWARGS = ("net_arch", "ortho_init", "share_features_extractor", "normalize_images")
+#: Caps on a declared architecture (`net_arch`), checked before any tensor is allocated: hidden layers per head and
+#: units per layer. A checkpoint declaring more is refused in one line.
+MAX_LAYERS = 16
+MAX_WIDTH = 1 << 14
 #: The `format` tag of a weights-only policy export's JSON (`save_policy`); bumped if the layout changes.
 POLICY_FORMAT = "harmonies-ppo-policy"
 POLICY_VERSION = 1
@@ -103,27 +107,74 @@ def _shape(v: Any, what: str) -> tuple[int, ...]:
     return tuple(_int(k, what) for k in v)
 
 
-def read_checkpoint_zip(path: str | Path) -> tuple[dict, bytes]:
-    """(the `data` JSON, the raw `policy.pth` bytes) of an SB3 checkpoint zip, read without unpickling anything."""
+def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, bytes]:
+    """(the `data` JSON, the raw `policy.pth` bytes) of an SB3 checkpoint zip, read without unpickling anything.
+
+    Members' declared (uncompressed) sizes are checked before they are read, `data` is depth-limited JSON
+    (`validate.parse_json`), and `check(data, policy_size)`, if given, judges `policy.pth`'s declared size before it
+    is decompressed. A damaged zip (bad CRC, truncated, not a zip) is one ValueError line, never a traceback."""
+    import zlib
+
+    from harmonies_env.validate import parse_json
+
     p = Path(path)
     try:
-        zf = zipfile.ZipFile(p)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (not a zip file)") from None
-    with zf:
-        names = set(zf.namelist())
-        for member in ("data", "policy.pth"):
-            if member not in names:
-                raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
-        if zf.getinfo("data").file_size > MAX_DATA_BYTES or zf.getinfo("policy.pth").file_size > MAX_WEIGHTS_BYTES:
-            raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
-        try:
-            data = json.loads(zf.read("data"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{p}: the checkpoint's 'data' is not JSON ({e})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{p}: the checkpoint's 'data' is not a JSON object")
-        return data, zf.read("policy.pth")
+        with zipfile.ZipFile(p) as zf:
+            names = set(zf.namelist())
+            for member in ("data", "policy.pth"):
+                if member not in names:
+                    raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
+            size = zf.getinfo("policy.pth").file_size
+            if zf.getinfo("data").file_size > MAX_DATA_BYTES or size > MAX_WEIGHTS_BYTES:
+                raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
+            try:
+                data = parse_json(zf.read("data"), f"{p}: the checkpoint's 'data'")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{p}: the checkpoint's 'data' is not JSON ({e})") from None
+            if not isinstance(data, dict):
+                raise ValueError(f"{p}: the checkpoint's 'data' is not a JSON object")
+            if check is not None:
+                check(data, size)
+            return data, zf.read("policy.pth")
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OverflowError) as e:
+        raise ValueError(f"{p}: not a readable Stable-Baselines3 checkpoint (a damaged zip: "
+                         f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'ends early'})") from None
+
+
+def _net_arch(kwargs: dict, where: Any) -> tuple[list[int], list[int]]:
+    """The (policy, value) hidden widths a checkpoint's `net_arch` declares, each within MAX_LAYERS x MAX_WIDTH;
+    else ValueError naming the file."""
+    arch = kwargs.get("net_arch", [64, 64])
+    heads = (arch.get("pi", []), arch.get("vf", [])) if isinstance(arch, dict) else (arch, arch)
+    for h in heads:
+        if not (isinstance(h, list) and len(h) <= MAX_LAYERS and all(
+                isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_WIDTH for w in h)):
+            raise ValueError(f"{where}: net_arch {str(arch)[:80]} is not at most {MAX_LAYERS} layers of 1..{MAX_WIDTH} "
+                             f"units per head")
+    return list(heads[0]), list(heads[1])
+
+
+def declared_bytes(kwargs: dict, n_obs: int, n_act: int, where: Any) -> int:
+    """Bytes of float32 parameters the declared architecture holds (the policy and value MLPs and their heads):
+    what its weights file must at least hold. Checked caps first (`_net_arch`)."""
+    total = 0
+    for head, out in zip(_net_arch(kwargs, where), (n_act, 1)):
+        width = n_obs
+        for w in [*head, out]:
+            total += width * w + w
+            width = w
+    return 4 * total
+
+
+def check_architecture(kwargs: dict, n_obs: int, n_act: int, size: int, where: Any, risk: str = "") -> None:
+    """ValueError (one line) unless the declared architecture fits the caps and a weights file of `size` bytes: it
+    cannot hold fewer bytes than its parameters, nor (a zip bomb, a crafted size) far more. With `risk` (an SB3
+    zip, which `--trust-checkpoint` may still load through SB3) the error is an UntrustedCheckpointError saying so."""
+    need = declared_bytes(kwargs, n_obs, n_act, where)
+    if size < need or size > 2 * need + (1 << 20):
+        error = UntrustedCheckpointError if risk else ValueError
+        raise error(f"{where}: the declared architecture holds {need:,} bytes of weights, the weights file "
+                    f"{size:,}: not this network's weights{risk}")
 
 
 def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
@@ -309,6 +360,7 @@ def _read_export(p: Path, device: str) -> Any:
     except ValueError as e:
         raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
     check_observation_version(c.get("observation_version"), cpath)
+    check_architecture(kwargs, n_obs, n_act, len(weights), p)
     from gymnasium import spaces
 
     return _policy_from_weights(weights, spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
@@ -345,9 +397,18 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
         trust = trust_from_env()
     if trust:
         from sb3_contrib import MaskablePPO
-        policy = MaskablePPO.load(str(p), device=device).policy
+        read_checkpoint_zip(p, lambda data, size: None)  # a damaged zip or deep JSON: one line, before SB3 reads it
+        try:
+            policy = MaskablePPO.load(str(p), device=device).policy
+        except Exception as e:  # what the file holds decides; say it in one line
+            raise ValueError(f"{p}: MaskablePPO.load could not load it ({type(e).__name__}: "
+                             f"{(str(e).strip().splitlines() or [''])[0][:160]})") from None
     else:
-        data, weights = read_checkpoint_zip(p)
+        def fits(data: dict, size: int) -> None:
+            obs_space, act_space, kwargs = _policy_config(data, p)
+            check_architecture(kwargs, obs_space.shape[0], act_space.n, size, f"{p}: policy.pth", f"; {_RISK}")
+
+        data, weights = read_checkpoint_zip(p, fits)
         obs_space, act_space, kwargs = _policy_config(data, p)
         policy = _policy_from_weights(weights, obs_space, act_space, kwargs, p, "policy.pth", device, f"; {_RISK}")
     policy.set_training_mode(False)

@@ -154,6 +154,54 @@ def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(
         assert lines[0].startswith(prefix) and str(path.parent) in lines[0] and re.search(match, lines[0]), lines[0]
 
 
+def test_damaged_or_crafted_ppo_files_are_one_line_refusals(tiny_zip, tmp_path):
+    """Issue 38: a flipped byte in an SB3 zip (BadZipFile before), its `data` nested 100,000 deep (RecursionError
+    before), a policy.pth far larger than the architecture it declares (a zip bomb) and an export declaring
+    net_arch [10000000] with a matching SHA-256 (112 GB before) are each one ValueError line naming the file, refused
+    before anything large is allocated."""
+    import torch
+
+    from agents.checkpoint import sidecar
+    from agents.ppo import load_policy, save_policy
+
+    raw = bytearray(tiny_zip.read_bytes())
+    start = raw.find(b"policy.pth") + 200  # inside the weights member: its CRC no longer matches
+    raw[start] ^= 0xFF
+    (tmp_path / "flipped.zip").write_bytes(bytes(raw))
+    deep = _craft(tiny_zip, tmp_path / "deep.zip", members={"data": b"[" * 100_000 + b"]" * 100_000})
+    bomb = _craft(tiny_zip, tmp_path / "bomb.zip", members={"policy.pth": bytes(50 << 20)})
+    cases = {tmp_path / "flipped.zip": "damaged zip", deep: "nested deeper than", bomb: "declared architecture holds"}
+    for path, words in cases.items():
+        with pytest.raises(ValueError) as e:
+            load_policy(path)
+        assert words in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value), str(e.value)
+    export = save_policy(load_policy(tiny_zip), tmp_path / "export.pt")
+    side = json.loads(export.with_suffix(".json").read_text())
+    side["config"]["policy_kwargs"]["net_arch"] = [10_000_000]
+    export.with_suffix(".json").write_text(json.dumps(sidecar(side["format"], export.name, export.read_bytes(),
+                                                              side["config"])))
+    with pytest.raises(ValueError, match=r"export\.pt: net_arch \[10000000\] is not at most 16 layers"):
+        load_policy(export)
+    side["config"]["policy_kwargs"]["net_arch"] = [4096, 4096]  # within the caps, but not what the file holds
+    export.with_suffix(".json").write_text(json.dumps(sidecar(side["format"], export.name, export.read_bytes(),
+                                                              side["config"])))
+    with pytest.raises(ValueError, match="declared architecture holds .* bytes of weights"):
+        load_policy(export)
+    assert torch.load(export, weights_only=True)  # the file itself was fine
+
+
+def test_trusted_zip_that_sb3_cannot_load_is_one_line_and_exit_2(tiny_zip, tmp_path, capsys, monkeypatch):
+    """`--trust-checkpoint` on a zip whose policy.pth is a pickle of something else: one line, exit 2 (a traceback
+    before)."""
+    from harmonies_apps import cli
+
+    monkeypatch.setenv("HARMONIES_TRUST_CHECKPOINT", "")  # the CLI sets it for its workers: undone after the test
+    path = _craft(tiny_zip, tmp_path / "other.zip", members={"policy.pth": pickle.dumps({"not": "weights"})})
+    code = cli.main(["solo", "--agents", f"ppo:{path}", "--games", "1", "--quiet", "--trust-checkpoint"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0] and str(path) in err[0], err
+
+
 def test_cli_trust_checkpoint_is_the_only_way_a_file_runs_code(tiny_zip, tmp_path):
     marker = tmp_path / "pwned"
     evil = _craft(tiny_zip, tmp_path / "evil.zip",
@@ -245,15 +293,17 @@ def test_a_weights_only_export_plays_exactly_like_the_zip_and_refuses_tampering(
         load_policy(pair(good, lambda c: c.__setitem__("version", 99)))
     with pytest.raises(ValueError, match="policy_kwargs"):
         load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("activation_fn", "os.system")))
-    with pytest.raises(ValueError, match="do not fit"):
-        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", [16])))
+    with pytest.raises(ValueError, match="declared architecture holds .* not this network's weights"):
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", [16])))  # before it is built
+    with pytest.raises(ValueError, match="do not fit"):  # as many weights, other shapes: the strict load refuses
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", {"pi": [8], "vf": [7]})))
     lone = tmp_path / "lone.pt"
     lone.write_bytes(good)
     with pytest.raises(ValueError, match="no lone.json beside it"):
         load_policy(lone)
     marker = tmp_path / "pwned"
     buf = io.BytesIO()
-    torch.save({"action_net.weight": _CreatesFile(marker)}, buf)  # a torch.save that would run code if unpickled
+    torch.save({"action_net.weight": _CreatesFile(marker), "pad": torch.zeros(len(good) // 4)}, buf)  # runs code
     evil = pair(buf.getvalue())  # and its JSON even matches it
     with pytest.raises(UntrustedCheckpointError, match="more than tensors"):
         load_policy(evil, trust=True)  # a .pt is read weights-only whatever trust says

@@ -307,9 +307,10 @@ def test_checkpoint_with_code_is_refused(tmp_path):
     true SHA-256 (whoever crafted one file can write the other); the code never runs."""
     _Evil.target = str(tmp_path / "pwned")
     with open(tmp_path / "evil.pt", "wb") as f:
-        torch.save({"0.weight": _Evil()}, f, pickle_module=pickle)
+        # padded to the size its config's weights take, so the size check before reading lets it through
+        torch.save({"0.weight": _Evil(), "pad": torch.zeros(NUM_FEATURES + 64)}, f, pickle_module=pickle)
     sha = hashlib.sha256((tmp_path / "evil.pt").read_bytes()).hexdigest()
-    (tmp_path / "evil.json").write_text(json.dumps({"network": DEFAULT_CONFIG, "sha256": sha}))
+    (tmp_path / "evil.json").write_text(json.dumps({"network": {**DEFAULT_CONFIG, "hidden": [1]}, "sha256": sha}))
     with pytest.raises(CheckpointError, match=r"evil\.pt: not a weights-only .*refused it: .*GLOBAL .*system"):
         ValueNet.load(tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
@@ -349,7 +350,7 @@ def test_learned_checkpoints_are_checked_by_sha256_and_hold_float32_tensors_only
             ("shape", {**state, "4.bias": torch.zeros(9)}, "'4.bias' must have shape \\(8,\\) for this config, got "
                                                            "\\(9,\\)"),
             ("nan", {**state, "4.bias": torch.full((8,), float("nan"))}, "'4.bias' must hold finite"),
-            ("notdict", [state["0.weight"]], "must be a state dict")):
+            ("notdict", list(state.values()), "must be a state dict")):
         with pytest.raises(CheckpointError, match=rf"{name}/m\.pt: .*{match}"):
             MLPAgent(copy_shipped(tmp_path / name, torch_bytes(weights), fix_sha=True))
 

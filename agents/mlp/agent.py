@@ -75,6 +75,8 @@ FORMAT = "mlp"
 #: Largest NAME.json / NAME.pt read (bytes): anything bigger is not a checkpoint of this network.
 MAX_CONFIG_BYTES = 1 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
+#: Most hidden layers a network config may declare (checked before its weights are read).
+MAX_LAYERS = 16
 
 
 def torch_net(config: dict[str, Any]):
@@ -247,6 +249,22 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
+def _declared_fits(config: Any, shapes: dict[str, list[int]], size: int) -> None:
+    """Before the weights are read: the config is valid (`check_config`: widths 1..4096), has at most MAX_LAYERS
+    hidden layers, its declared shapes (if any) are its layers, and a weights file of `size` bytes can hold them and
+    not far more (ValueError naming what does not fit)."""
+    cfg = check_config(config)
+    if len(cfg["hidden"]) > MAX_LAYERS:
+        raise ValueError(f"hidden has {len(cfg['hidden'])} layers, at most {MAX_LAYERS}")
+    want = {k: list(v) for k, v in state_shapes(cfg).items()}
+    if shapes and shapes != want:
+        raise ValueError(f"the declared shapes are not the network config's layers ({want})")
+    need = 4 * sum(math.prod(v) for v in want.values())
+    if not need <= size <= 2 * need + (1 << 20):
+        raise ValueError(f"the network config holds {need:,} bytes of weights, the weights file {size:,}: not this "
+                         f"network's weights")
+
+
 def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
     """A sidecar written before `agents.checkpoint`'s schema (`{network, sha256, training, decision}`, e.g. the
     shipped mlp.json) as that schema's fields; unknown entries or no `network` are refused by name."""
@@ -293,15 +311,8 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     except ImportError:
         raise ImportError('the MLP agents load their weights with torch: pip install -e ".[train]"') from None
     ck = read_checkpoint(path, ".pt", FORMAT, "an MLP checkpoint", MAX_WEIGHTS_BYTES, legacy=_legacy_sidecar,
-                         max_sidecar_bytes=MAX_CONFIG_BYTES)
-    p, meta, data = ck.weights_path, ck.sidecar_path, ck.data
-    try:
-        config = check_config(ck.config)
-    except ValueError as e:
-        raise CheckpointError(f"{meta}: {e}") from None
-    want = {k: list(v) for k, v in state_shapes(config).items()}
-    if ck.shapes and ck.shapes != want:
-        raise CheckpointError(f"{meta}: the declared shapes are not the network config's layers ({want})")
+                         max_sidecar_bytes=MAX_CONFIG_BYTES, before_read=_declared_fits)
+    p, data, config = ck.weights_path, ck.data, check_config(ck.config)
     try:
         with warnings.catch_warnings():  # e.g. a pickle protocol note: the refusal below says all there is to say
             warnings.simplefilter("ignore")
