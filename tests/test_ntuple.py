@@ -17,8 +17,8 @@ from ntuple_reference import reference_output, reference_remaining
 from agents import RandomAgent, make_agent
 from agents import ntuple as N
 from agents.base import private_copy
+from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
-from agents.mlp import CheckpointError
 from experiments.train_ntuple import play_vs_greedy
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
@@ -284,7 +284,7 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
 
 def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
     resume = ["--resume"] if (run / "config.json").exists() else []
-    cmd = [sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--run", str(run),
+    cmd = [sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--run", str(run),
            "--seed", "5", "--no-progress", *resume, *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -338,16 +338,16 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         f"train.init={tmp_path / 'none.npz'}", "--run", str(tmp_path / "run")], cwd=ROOT,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         "train.layout=3", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
