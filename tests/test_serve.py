@@ -209,8 +209,8 @@ def test_serve_help_lists_the_learned_agents(capsys):
         cli.main(["serve", "--help"])
     assert e.value.code == 0
     out = "".join(capsys.readouterr().out.split())  # argparse wraps lines, also after hyphens
-    for words in ("learned[:PATH]", "learned-search[:SECONDS|:Nit]", "mlp[:PATH]",
-                  "mlp-search[:SECONDS|:Nit]", "'learned','learned-search','mlp'", "--max-games",
+    for words in ("learned[:PATH]", "learned-search[:SECONDS]orlearned-search:Nit", "mlp[:PATH]",
+                  "mlp-search[:SECONDS]ormlp-search:Nit", "'learned','learned-search','mlp'", "--max-games",
                   "--idle-minutes"):
         assert words in out, words
 
