@@ -254,7 +254,7 @@ def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, c
     assert train.cli(["mlp", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
                       "--workers", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ['python -m experiments.train: learned: selfplay.workers needs ray, from the "distributed" extra: '
+    assert err == ['python -m experiments.train: mlp: selfplay.workers needs ray, from the "distributed" extra: '
                    'pip install -e ".[distributed]"']
 
 
