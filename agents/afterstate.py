@@ -241,7 +241,7 @@ def symmetry_index(sides: np.ndarray, ks: np.ndarray) -> np.ndarray:
 
 
 #: MIRRORS[side, k] -> `symmetry_index` with symmetry k applied to every seat's board: int64 (2, NUM_SYMMETRIES,
-#: NUM_FEATURES), computed once because the agents mirror every decision's candidates (`learned.mirrored_outputs`).
+#: NUM_FEATURES), computed once because the agents mirror every decision's candidates (`agents.mlp.mirrored_outputs`).
 MIRRORS = symmetry_index(np.repeat(np.arange(2), NUM_SYMMETRIES),
                          np.repeat(np.tile(np.arange(NUM_SYMMETRIES), 2)[:, None], S.MAX_PLAYERS, axis=1)
                          ).reshape(2, NUM_SYMMETRIES, NUM_FEATURES)

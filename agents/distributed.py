@@ -7,11 +7,11 @@ machine's cores, or the one this process already started; else a cluster's addre
 reporting each task as it finishes and returning the results in task order, not arrival order, so the match is the
 same as with local processes (a game depends only on its index).
 
-Agents reach the workers by value: a spec naming checkpoint files (`learned:PATH` / `ntuple:PATH`, `learned-mlp:PATH`,
+Agents reach the workers by value: a spec naming checkpoint files (`learned:PATH`, `mlp:PATH`,
 `ppo:PATH`) is read on the driver (`ship_specs`: the files' bytes and SHA-256s, put once in Ray's object store); each
 worker process writes them into a temporary folder of its own, checks the SHA-256s and plays the spec pointing there
 (`local_spec`), so no worker needs the head node's filesystem. The shipped checkpoints (`learned`, `learned-search`,
-`learned-mlp`, `learned-mlp-search`, `ntuple-win`) are inside the package on every worker. A task whose worker
+`learned-win`, `mlp`, `mlp-search`) are inside the package on every worker. A task whose worker
 process dies is retried (`MAX_RETRIES`): it plays the same games again, so nothing of the match is lost.
 """
 from __future__ import annotations
@@ -23,9 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-#: Spec kinds whose argument is a path to checkpoint files (without one, `learned`, `ntuple` and `learned-mlp` play the
-#: shipped network) -> the suffix of the weights file, beside its NAME.json (ppo: a .pt export or a MaskablePPO .zip).
-PATH_KINDS = {"learned": ".npz", "ntuple": ".npz", "learned-mlp": ".pt", "ppo": ""}
+from .registry import lookup
+
 #: How many times a task is run again when its worker process dies (a task's games are a function of its indices).
 MAX_RETRIES = 3
 #: Environment variables that the driver's agents depend on and a worker must see too.
@@ -34,17 +33,18 @@ _ADDRESS = re.compile(r"(ray://)?[A-Za-z0-9.\-_\[\]:]+:\d{1,5}")
 
 
 def checkpoint_files(spec: str) -> list[Path]:
-    """The files a spec's agent loads from disk (none for specs without a path): `learned:NAME.npz` (or `ntuple:`) is
-    NAME.npz and NAME.json, `learned-mlp:NAME.pt` NAME.pt and NAME.json; `ppo:PATH` is a weights-only export (NAME.pt +
-    NAME.json) or a MaskablePPO .zip, found as `agents.ppo.load_policy` finds it. FileNotFoundError names a missing
-    one."""
+    """The files a spec's agent loads from disk (none for specs without a path): `learned:NAME.npz` is NAME.npz and
+    NAME.json, `mlp:NAME.pt` NAME.pt and NAME.json (the registry's `weights` suffix); `ppo:PATH` is a weights-only
+    export (NAME.pt + NAME.json) or a MaskablePPO .zip, found as `agents.ppo.load_policy` finds it.
+    FileNotFoundError names a missing one."""
     kind, _, arg = spec.partition(":")
-    kind, arg = kind.strip().lower(), arg.strip()
-    if kind not in PATH_KINDS or not arg:
+    found, arg = lookup(kind), arg.strip()
+    suffix = None if found is None else found.weights  # the registry's: None when the argument is not a path
+    if suffix is None or not arg:
         return []
     p = Path(arg)
-    if PATH_KINDS[kind]:
-        p = p if p.suffix == PATH_KINDS[kind] else p.with_suffix(PATH_KINDS[kind])
+    if suffix:
+        p = p if p.suffix == suffix else p.with_suffix(suffix)
         files = [p, p.with_suffix(".json")]
     else:
         if p.suffix == ".json" and p.with_suffix(".pt").is_file():

@@ -1,7 +1,7 @@
 """The match engine: seeded games between batch policies, seats rotated, results by the game's one winner rule.
 
 Every way this project plays bots against each other goes through `play_match`: the tournament and strength
-benchmarks (`harmonies_apps.tournament.run_games`), the MLP's evaluation (`experiments.eval_learned`
+benchmarks (`harmonies_apps.tournament.run_games`), the MLP's evaluation (`experiments.eval_mlp`
 and the trainers' periodic evaluations), the greedy planner's tuning (`experiments.tune_greedy`) and a user's own
 policy (docs/agents.md). All games advance together: each round, every policy is asked once for the games that wait
 on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
@@ -69,7 +69,7 @@ def unique_names(names: Sequence[str]) -> list[str]:
 
 def policy_of(spec: str, trust: bool | None = None) -> Any:
     """A batch policy from an agent spec (`agents.make_agent`'s): the agent itself where it decides a batch in one go
-    (random, greedy, learned / ntuple, learned-mlp, ppo), else one agent per game seeded with its game's seed
+    (random, greedy, learned, mlp, ppo), else one agent per game seeded with its game's seed
     (`AgentPolicy`)."""
     from . import make_agent
 

@@ -53,6 +53,10 @@ MAX_DATA_BYTES = 64 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
 #: policy_kwargs entries the weights-only loader understands (plain JSON values only).
 _SAFE_POLICY_KWARGS = ("net_arch", "ortho_init", "share_features_extractor", "normalize_images")
+#: Caps on a declared architecture (`net_arch`), checked before any tensor is allocated: hidden layers per head and
+#: units per layer. A checkpoint declaring more is refused in one line.
+MAX_LAYERS = 16
+MAX_WIDTH = 1 << 14
 #: The `format` tag of a weights-only policy export's JSON (`save_policy`); bumped if the layout changes.
 POLICY_FORMAT = "harmonies-ppo-policy"
 POLICY_VERSION = 1
@@ -103,27 +107,74 @@ def _shape(v: Any, what: str) -> tuple[int, ...]:
     return tuple(_int(k, what) for k in v)
 
 
-def read_checkpoint_zip(path: str | Path) -> tuple[dict, bytes]:
-    """(the `data` JSON, the raw `policy.pth` bytes) of an SB3 checkpoint zip, read without unpickling anything."""
+def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, bytes]:
+    """(the `data` JSON, the raw `policy.pth` bytes) of an SB3 checkpoint zip, read without unpickling anything.
+
+    Members' declared (uncompressed) sizes are checked before they are read, `data` is depth-limited JSON
+    (`validate.parse_json`), and `check(data, policy_size)`, if given, judges `policy.pth`'s declared size before it
+    is decompressed. A damaged zip (bad CRC, truncated, not a zip) is one ValueError line, never a traceback."""
+    import zlib
+
+    from harmonies_env.validate import parse_json
+
     p = Path(path)
     try:
-        zf = zipfile.ZipFile(p)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (not a zip file)") from None
-    with zf:
-        names = set(zf.namelist())
-        for member in ("data", "policy.pth"):
-            if member not in names:
-                raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
-        if zf.getinfo("data").file_size > MAX_DATA_BYTES or zf.getinfo("policy.pth").file_size > MAX_WEIGHTS_BYTES:
-            raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
-        try:
-            data = json.loads(zf.read("data"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ValueError(f"{p}: the checkpoint's 'data' is not JSON ({e})") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{p}: the checkpoint's 'data' is not a JSON object")
-        return data, zf.read("policy.pth")
+        with zipfile.ZipFile(p) as zf:
+            names = set(zf.namelist())
+            for member in ("data", "policy.pth"):
+                if member not in names:
+                    raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
+            size = zf.getinfo("policy.pth").file_size
+            if zf.getinfo("data").file_size > MAX_DATA_BYTES or size > MAX_WEIGHTS_BYTES:
+                raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
+            try:
+                data = parse_json(zf.read("data"), f"{p}: the checkpoint's 'data'")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{p}: the checkpoint's 'data' is not JSON ({e})") from None
+            if not isinstance(data, dict):
+                raise ValueError(f"{p}: the checkpoint's 'data' is not a JSON object")
+            if check is not None:
+                check(data, size)
+            return data, zf.read("policy.pth")
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OverflowError) as e:
+        raise ValueError(f"{p}: not a readable Stable-Baselines3 checkpoint (a damaged zip: "
+                         f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'ends early'})") from None
+
+
+def _net_arch(kwargs: dict, where: Any) -> tuple[list[int], list[int]]:
+    """The (policy, value) hidden widths a checkpoint's `net_arch` declares, each within MAX_LAYERS x MAX_WIDTH;
+    else ValueError naming the file."""
+    arch = kwargs.get("net_arch", [64, 64])
+    heads = (arch.get("pi", []), arch.get("vf", [])) if isinstance(arch, dict) else (arch, arch)
+    for h in heads:
+        if not (isinstance(h, list) and len(h) <= MAX_LAYERS and all(
+                isinstance(w, int) and not isinstance(w, bool) and 1 <= w <= MAX_WIDTH for w in h)):
+            raise ValueError(f"{where}: net_arch {str(arch)[:80]} is not at most {MAX_LAYERS} layers of 1..{MAX_WIDTH} "
+                             f"units per head")
+    return list(heads[0]), list(heads[1])
+
+
+def declared_bytes(kwargs: dict, n_obs: int, n_act: int, where: Any) -> int:
+    """Bytes of float32 parameters the declared architecture holds (the policy and value MLPs and their heads):
+    what its weights file must at least hold. Checked caps first (`_net_arch`)."""
+    total = 0
+    for head, out in zip(_net_arch(kwargs, where), (n_act, 1)):
+        width = n_obs
+        for w in [*head, out]:
+            total += width * w + w
+            width = w
+    return 4 * total
+
+
+def check_architecture(kwargs: dict, n_obs: int, n_act: int, size: int, where: Any, risk: str = "") -> None:
+    """ValueError (one line) unless the declared architecture fits the caps and a weights file of `size` bytes: it
+    cannot hold fewer bytes than its parameters, nor (a zip bomb, a crafted size) far more. With `risk` (an SB3
+    zip, which `--trust-checkpoint` may still load through SB3) the error is an UntrustedCheckpointError saying so."""
+    need = declared_bytes(kwargs, n_obs, n_act, where)
+    if size < need or size > 2 * need + (1 << 20):
+        error = UntrustedCheckpointError if risk else ValueError
+        raise error(f"{where}: the declared architecture holds {need:,} bytes of weights, the weights file "
+                    f"{size:,}: not this network's weights{risk}")
 
 
 def _policy_config(data: dict, p: Path) -> tuple[Any, Any, dict]:
@@ -210,8 +261,7 @@ def policy_config(policy: Any) -> dict[str, Any]:
     net_arch = {k: [int(x) for x in v] for k, v in net_arch.items()} if isinstance(net_arch, dict) \
         else [int(x) for x in net_arch]
     n_obs, n_act = int(obs.shape[0]), int(act.n)
-    return {"format": POLICY_FORMAT, "version": POLICY_VERSION,
-            "policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
+    return {"policy_class": "sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy",
             "kind": policy_kind(n_obs, n_act), "observation_size": n_obs,
             "observation_version": OBS_VERSION if policy_kind(n_obs, n_act) == "action" else None, "actions": n_act,
             "activation": names[policy.activation_fn],
@@ -222,27 +272,38 @@ def policy_config(policy: Any) -> dict[str, Any]:
 
 def save_policy(policy: Any, path: str | Path) -> Path:
     """Write `policy` (a MaskableActorCriticPolicy, e.g. `model.policy`) as a weights-only export: `NAME.pt` (its
-    state dict: tensors only) and `NAME.json` (`policy_config` plus the weights' size and SHA-256, which tells a
-    torn pair from a complete one). Both writes are atomic (`harmonies_env.io`), the weights first; the folder is
-    made if needed. `path` is `NAME.pt` (or `NAME`); returns the `.pt` path. Read back by `load_policy`."""
-    import hashlib
-
+    state dict: tensors only) and `NAME.json` (`agents.checkpoint`'s sidecar: format `POLICY_FORMAT`, `policy_config`
+    as its config, the tensors' shapes and the weights' size and SHA-256, which tells a torn pair from a complete
+    one). Both writes are atomic, the weights first; the folder is made if needed. `path` is `NAME.pt` (or `NAME`);
+    returns the `.pt` path. Read back by `load_policy`."""
     import torch
 
-    from harmonies_env.io import atomic_write_bytes, atomic_write_text
+    from .checkpoint import write_checkpoint
 
     p = Path(path)
     if p.suffix != ".pt":
         p = p.with_name(p.name + ".pt")
     config = policy_config(policy)
+    tensors = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
     buf = io.BytesIO()
-    torch.save({k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}, buf)
-    weights = buf.getvalue()
-    config.update(weights=p.name, weights_bytes=len(weights), weights_sha256=hashlib.sha256(weights).hexdigest())
-    p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(p, weights)
-    atomic_write_text(p.with_suffix(".json"), json.dumps(config, indent=1) + "\n")
-    return p
+    torch.save(tensors, buf)
+    return write_checkpoint(p, buf.getvalue(), POLICY_FORMAT, config, {k: list(v.shape) for k, v in tensors.items()})
+
+
+def _legacy_export(c: dict[str, Any], cpath: Path) -> dict[str, Any]:
+    """An export written before `agents.checkpoint`'s schema (the policy config flat, with `weights_bytes` and
+    `weights_sha256`) as that schema's fields."""
+    from .checkpoint import CheckpointError
+
+    if c.get("format") != POLICY_FORMAT:
+        raise CheckpointError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume "
+                              f"checkpoint's step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
+    if c.get("version") != POLICY_VERSION:
+        raise CheckpointError(f"{cpath}: policy export version {str(c.get('version'))[:20]!r} is not "
+                              f"{POLICY_VERSION} (written by another version of harmonies-env)")
+    config = {k: v for k, v in c.items() if k not in ("format", "version", "weights", "weights_bytes",
+                                                      "weights_sha256")}
+    return {"format": POLICY_FORMAT, "version": 1, "config": config, "sha256": c.get("weights_sha256")}
 
 
 def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs: dict, p: Path, what: str,
@@ -271,26 +332,19 @@ def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs:
 
 def _read_export(p: Path, device: str) -> Any:
     """The policy of a weights-only export `p` (`NAME.pt` + `NAME.json`, written by `save_policy`)."""
-    import hashlib
-
     import torch
+
+    from .checkpoint import read_checkpoint
 
     cpath = p.with_suffix(".json")
     if not cpath.is_file():
         raise ValueError(f"{p}: no {cpath.name} beside it (a weights-only policy is NAME.pt + NAME.json, as the "
                          f"training commands write them)")
-    if cpath.stat().st_size > MAX_CONFIG_BYTES or p.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise ValueError(f"{p}: the policy files are implausibly large; refusing to read them")
-    try:
-        c = json.loads(cpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{cpath}: not JSON ({e})") from None
-    if not isinstance(c, dict) or c.get("format") != POLICY_FORMAT:
-        raise ValueError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume checkpoint's "
-                         f"step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
-    if c.get("version") != POLICY_VERSION:
-        raise ValueError(f"{cpath}: policy export version {c.get('version')!r} is not {POLICY_VERSION} (written by "
-                         f"another version of harmonies-env)")
+    ck = read_checkpoint(p, ".pt", POLICY_FORMAT, "a PPO policy export", MAX_WEIGHTS_BYTES, legacy=_legacy_export,
+                         max_sidecar_bytes=MAX_CONFIG_BYTES)
+    c, weights = ck.config, ck.data
+    if not isinstance(c, dict):
+        raise ValueError(f"{cpath}: the policy config must be an object")
     try:
         n_obs, n_act = _int(c.get("observation_size"), "observation_size"), _int(c.get("actions"), "actions")
         if n_obs < 1 or n_act < 1:
@@ -306,10 +360,7 @@ def _read_export(p: Path, device: str) -> Any:
     except ValueError as e:
         raise ValueError(f"{cpath}: field {e} is missing or invalid") from None
     check_observation_version(c.get("observation_version"), cpath)
-    weights = p.read_bytes()
-    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
-        raise ValueError(f"{p}: the weights do not match the size / SHA-256 that {cpath.name} records (a torn or "
-                         f"mixed-up pair of files)")
+    check_architecture(kwargs, n_obs, n_act, len(weights), p)
     from gymnasium import spaces
 
     return _policy_from_weights(weights, spaces.Box(-np.inf, np.inf, (n_obs,), np.float32), spaces.Discrete(n_act),
@@ -346,9 +397,18 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
         trust = trust_from_env()
     if trust:
         from sb3_contrib import MaskablePPO
-        policy = MaskablePPO.load(str(p), device=device).policy
+        read_checkpoint_zip(p, lambda data, size: None)  # a damaged zip or deep JSON: one line, before SB3 reads it
+        try:
+            policy = MaskablePPO.load(str(p), device=device).policy
+        except Exception as e:  # what the file holds decides; say it in one line
+            raise ValueError(f"{p}: MaskablePPO.load could not load it ({type(e).__name__}: "
+                             f"{(str(e).strip().splitlines() or [''])[0][:160]})") from None
     else:
-        data, weights = read_checkpoint_zip(p)
+        def fits(data: dict, size: int) -> None:
+            obs_space, act_space, kwargs = _policy_config(data, p)
+            check_architecture(kwargs, obs_space.shape[0], act_space.n, size, f"{p}: policy.pth", f"; {_RISK}")
+
+        data, weights = read_checkpoint_zip(p, fits)
         obs_space, act_space, kwargs = _policy_config(data, p)
         policy = _policy_from_weights(weights, obs_space, act_space, kwargs, p, "policy.pth", device, f"; {_RISK}")
     policy.set_training_mode(False)

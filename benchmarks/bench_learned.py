@@ -1,23 +1,21 @@
-"""Throughput of the learned agents' trainer and agents: one JSON line per case (results in benchmarks/RESULTS.md).
+"""Throughput of the MLP's trainer and of the learned agents' decisions: one JSON line per case (results in
+benchmarks/RESULTS.md).
 
     python -m benchmarks.bench_learned                      # the shipped training config, 2 threads
     python -m benchmarks.bench_learned --threads 1 --seconds 20
 
 Cases (each warmed up first, then timed for about --seconds):
-* `selfplay`: `Trainer.selfplay_step` alone: self-play decisions/s (planning + features in one numba call, one
-  batched forward, playing the chosen plans), with the config's games, beam and candidates;
+* `selfplay`: the MLP trainer's `Trainer.selfplay_step` alone: self-play decisions/s (planning + features in one
+  numba call, one batched forward, playing the chosen plans), with the config's games, beam and candidates;
 * `train`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
 * `iteration`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
-* `learned_decision`: `LearnedAgent` (`learned-mlp`: the shipped MLP with its checkpoint's play settings: 64
-  candidates from a beam of 96 per central space, outputs averaged over 4 mirror images) deciding a turn: ms per
-  decision;
-* `search_decision`: `LearnedSearchAgent` with 300 leaves per decision (`learned-mlp-search:300it`, the budget
-  STRENGTH.md measures against `mcts:200it`): ms per decision;
-* `ntuple_decision`, `ntuple_win_decision`, `ntuple_search_decision`: its successor, now `learned`: `ntuple` (the
-  shipped n-tuple network with its checkpoint's play settings), `ntuple-win` and `ntuple-search:8it`: ms per
-  decision.
+* `SPEC_decision` (a case per agent spec, named after it: `learned_decision` times `learned`): the agent deciding a
+  turn with its checkpoint's play settings, ms per decision: `learned` (the shipped n-tuple network), `learned-win`,
+  `learned-search:8it`, `mlp` (the MLP baseline: 64 candidates from a beam of 96 per central space, outputs averaged
+  over 4 mirror images) and `mlp-search:300it` (300 leaves per decision, the budget STRENGTH.md measures against
+  `mcts:200it`). The line names the spec it timed (`agent`).
 
-    python -m benchmarks.bench_learned --cases ntuple_decision ntuple_win_decision ntuple_search_decision
+    python -m benchmarks.bench_learned --cases learned_decision learned_win_decision learned_search_decision
 """
 from __future__ import annotations
 
@@ -30,15 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.train_learned import Trainer, load_config
+from experiments.train_mlp import Trainer, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
-DECISIONS = {"learned_decision": ("learned-mlp", 4), "search_decision": ("learned-mlp-search:300it", 2),
-             "ntuple_decision": ("ntuple", 4), "ntuple_win_decision": ("ntuple-win", 4),
-             "ntuple_search_decision": ("ntuple-search:8it", 2)}
+DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learned-win", 4),
+             "learned_search_decision": ("learned-search:8it", 2), "mlp_decision": ("mlp", 4),
+             "mlp_search_decision": ("mlp-search:300it", 2)}
 
 
 def _timed(fn, seconds: float) -> tuple[int, float]:
@@ -55,7 +53,7 @@ def _timed(fn, seconds: float) -> tuple[int, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"))
+    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"))
     ap.add_argument("--threads", type=int, default=None, help="override run.threads")
     ap.add_argument("--seconds", type=float, default=15.0, help="timing per case")
     ap.add_argument("--cases", nargs="*", default=["selfplay", "train", "iteration", *DECISIONS])
@@ -116,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 for a in plan:
                     g.step(a)
         t = np.array(times[2:])  # the first decisions include compilation
-        print(json.dumps({"case": case, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
+        print(json.dumps({"case": case, "agent": spec, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
                           "median_ms": round(1000 * float(np.median(t)), 1),
                           "p95_ms": round(1000 * np.percentile(t, 95), 1), "max_ms": round(1000 * t.max(), 1),
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)

@@ -1,12 +1,12 @@
 """Self-play throughput: the flagship learner's (`learned`, the n-tuple network) decisions per CPU-second on one
-thread, and the MLP's trainer (`learned-mlp`) with 1 and 2 workers, local processes vs Ray actors. One JSON line per
+thread, and the MLP's trainer (`mlp`) with 1 and 2 workers, local processes vs Ray actors. One JSON line per
 case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). At most 2 minutes with no arguments.
 
     python -m benchmarks.bench_selfplay                    # every case, the shipped configs
     python -m benchmarks.bench_selfplay --cases selfplay_ntuple --cpu-seconds 30
     python -m benchmarks.bench_selfplay --workers 2 --seconds 20 --cases selfplay_ray
 
-`selfplay_ntuple`: the n-tuple learner's self-play decision at its shipped setting (experiments/configs/ntuple.toml:
+`selfplay_ntuple`: the n-tuple learner's self-play decision at its shipped setting (experiments/configs/learned.toml:
 `selfplay.candidates` plans at beam `selfplay.beam`, the shipped network's weights), one thread: `selfplay.games`
 2-player Side A games, each turn `ntuple.candidate_values` (plan, value every candidate) then the best candidate
 played (`play_plan`), finished games replaced, for --cpu-seconds of this process's CPU time (`time.process_time`, so
@@ -14,7 +14,7 @@ other jobs on the machine count less; after one warm-up turn). Prints decisions 
 CPU-second. The games are a function of --seed. `selfplay_ntuple_trainer` (only when named): the n-tuple trainer's
 own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
 
-The MLP's cases (each worker a `train_learned.Trainer`'s self-play with its own `selfplay.games` games, warmed up
+The MLP's cases (each worker a `train_mlp.Trainer`'s self-play with its own `selfplay.games` games, warmed up
 first):
 * `selfplay_processes`: N spawned processes, each timing its own `selfplay_step` loop for --seconds: the decisions/s
   summed;
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(path: str, threads: int) -> dict:
-    from experiments.train_learned import load_config
+    from experiments.train_mlp import load_config
 
     cfg = load_config(path, [f"run.threads={threads}"])
     cfg["train"]["buffer"] = 2 * int(cfg["selfplay"]["games"]) * int(cfg["selfplay"]["max_decisions"])
@@ -47,7 +47,7 @@ def _config(path: str, threads: int) -> dict:
 def _process_rate(job: tuple) -> float:
     """One worker process: decisions/s of its own self-play loop."""
     path, threads, seed, seconds = job
-    from experiments.train_learned import Trainer
+    from experiments.train_mlp import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(_config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)
@@ -132,9 +132,9 @@ def ntuple_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
+    ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"),
                     help="the MLP trainer's config")
-    ap.add_argument("--ntuple-config", default=str(ROOT / "experiments" / "configs" / "ntuple.toml"),
+    ap.add_argument("--ntuple-config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
                     help="the n-tuple learner's config (selfplay_ntuple: its games, beam and candidates)")
     ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_ntuple case")
     ap.add_argument("--threads", type=int, default=1, help="threads of each worker")
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         import ray
 
         from experiments.selfplay_workers import SelfPlayWorkers
-        from experiments.train_learned import Trainer
+        from experiments.train_mlp import Trainer
 
         with tempfile.TemporaryDirectory() as tmp:
             weights = Trainer(cfg, seed=0, run=Path(tmp), progress=False, init=False).net.state_dict()

@@ -2,7 +2,7 @@
 
 Why: the reference pages show current figures only, each with the command that printed it, and a figure cannot drift
 from its data. The data are the JSON lines the benchmark scripts print (`benchmarks.strength`, `bench_*`,
-`experiments.eval_learned`), stored in `benchmarks/results/*.jsonl` with a few keys of our own: `table` (which table
+`experiments.eval_mlp`), stored in `benchmarks/results/*.jsonl` with a few keys of our own: `table` (which table
 shows the line), `command` (what printed it), `machine`, `date`, and where known `commit`, `label` (the row's
 wording), `transcribed` (copied from an older table, so fields that table did not record are absent) and `note`.
 Lines of retired or superseded measurements live in `benchmarks/results/history.jsonl` (docs/history.md).
@@ -97,7 +97,7 @@ def _weights(v: dict[str, float]) -> str:
 
 
 def eval_table(rows: list[dict[str, Any]]) -> str:
-    """`experiments.eval_learned` lines."""
+    """`experiments.eval_mlp` lines."""
     out = [_machine_line(rows), "| what | candidates | ranked by | mirror images | wins [95% CI] | network's mean | "
            "greedy's mean | measured | command |\n", "|---|---|---|---|---|---|---|---|---|\n"]
     for r in rows:
@@ -168,17 +168,6 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                         f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
     "iteration": lambda r: ("trainer's loop (self-play step + 2 Adam steps)",
                             f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
-    "learned_decision": lambda r: ("`learned-mlp` (the MLP) deciding a turn (the checkpoint's play settings)",
-                                   f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
-                                   f"({r['decisions']} decisions)"),
-    "search_decision": lambda r: ("`learned-mlp-search:300it` deciding a turn",
-                                  f"mean {r['mean_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms "
-                                  f"({r['decisions']} decisions)"),
-    **{case: (lambda r, who=who: (f"{who} deciding a turn (the checkpoint's play settings)",
-                                  f"mean {r['mean_ms']} ms, median {r['median_ms']} ms, p95 {r['p95_ms']} ms, "
-                                  f"max {r['max_ms']} ms ({r['decisions']} decisions)"))
-       for case, who in (("ntuple_decision", "`learned` (`ntuple`)"), ("ntuple_win_decision", "`ntuple-win`"),
-                         ("ntuple_search_decision", "`learned-search` (`ntuple-search:8it`)"))},
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -208,27 +197,37 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
 }
 
 
+def _decision(r: dict[str, Any]) -> tuple[str, str]:
+    """A `SPEC_decision` line of bench_learned: the spec it timed is the line's `agent`."""
+    median = f", median {r['median_ms']} ms" if "median_ms" in r else ""
+    return (f"`{r['agent']}` deciding a turn (the checkpoint's play settings)",
+            f"mean {r['mean_ms']} ms{median}, p95 {r['p95_ms']} ms, max {r['max_ms']} ms ({r['decisions']} decisions)")
+
+
 def speed_table(rows: list[dict[str, Any]]) -> str:
     """Lines of the bench_* scripts (a `machine` line only feeds the machine sentence)."""
     out = [_machine_line(rows), "| case | configuration | result | measured | command |\n", "|---|---|---|---|---|\n"]
     for r in rows:
         if r["case"] == "machine":
             continue
-        if r["case"] not in SPEED:
+        if r["case"].endswith("_decision") and "agent" in r:
+            config, result = _decision(r)
+        elif r["case"] in SPEED:
+            config, result = SPEED[r["case"]](r)
+        else:
             raise ValueError(f"no speed table format for case {r['case']!r}")
-        config, result = SPEED[r["case"]](r)
         out.append(f"| `{r['case']}` | {config} | {result} | {_measured(r)} | `{r['command']}` |\n")
     return "".join(out)
 
 
 #: table name -> (data file, formatter)
 TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
+    "mlp_2p": ("strength", match_table),
+    "mlp_other": ("strength", match_table),
+    "eval_mlp": ("strength", eval_table),
+    "baselines": ("strength", match_table),
     "learned_2p": ("strength", match_table),
     "learned_other": ("strength", match_table),
-    "eval_learned": ("strength", eval_table),
-    "baselines": ("strength", match_table),
-    "ntuple_2p": ("strength", match_table),
-    "ntuple_other": ("strength", match_table),
     "engine": ("speed", speed_table),
     "envs": ("speed", speed_table),
     "batch": ("speed", speed_table),

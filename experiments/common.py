@@ -12,7 +12,6 @@ torn.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -22,6 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
+from agents.checkpoint import sidecar, weights_match
 from harmonies_env import io as _io
 
 #: Checkpoints are `checkpoints/step_<timesteps, 12 digits>.pt` (weights only) + `.json` (its record).
@@ -81,7 +81,7 @@ def read_csv(path: str | os.PathLike) -> list[dict[str, str]]:
 def save_checkpoint(folder: str | os.PathLike, timesteps: int, model: bytes, state: Mapping[str, Any],
                     keep: int = 2, suffix: str = ".pt") -> Path:
     """Write checkpoint `step_<timesteps>`: the model bytes (`step_<timesteps><suffix>`), then its JSON record
-    with `state`.
+    (`agents.checkpoint`'s sidecar, format "trainer", with `timesteps` and `state`).
 
     The record names the model file's size and SHA-256, so `latest_checkpoint` can tell a complete pair from a torn
     one. Keeps the newest `keep` complete checkpoints (older ones are removed record first). Returns the model file.
@@ -91,8 +91,7 @@ def save_checkpoint(folder: str | os.PathLike, timesteps: int, model: bytes, sta
     folder = Path(folder)
     stem = f"step_{int(timesteps):012d}"
     zpath = atomic_write_bytes(folder / f"{stem}{suffix}", model)
-    record = {"timesteps": int(timesteps), "model": zpath.name, "bytes": len(model),
-              "sha256": hashlib.sha256(model).hexdigest(), "state": dict(state)}
+    record = sidecar("trainer", zpath.name, model, {}, timesteps=int(timesteps), state=dict(state))
     atomic_write_json(folder / f"{stem}.json", record)
     for old in _records(folder)[keep:]:
         old.unlink(missing_ok=True)
@@ -131,11 +130,11 @@ def latest_checkpoint(folder: str | os.PathLike) -> tuple[Path, dict[str, Any]] 
     for rec_path in _records(Path(folder)):
         try:
             rec = json.loads(rec_path.read_text())
-            zpath = rec_path.with_name(rec["model"])
+            zpath = rec_path.with_name(rec.get("weights") or rec["model"])  # "model": records before the schema
             data = zpath.read_bytes()
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if len(data) == rec.get("bytes") and hashlib.sha256(data).hexdigest() == rec.get("sha256"):
+        if weights_match(data, rec):
             return zpath, rec
     return None
 
@@ -289,7 +288,7 @@ def section(config: Mapping[str, Any], name: str, defaults: Mapping[str, Any]) -
 def iterate(trainer: Any, iterations: int, max_minutes: float | None, step: Callable[[], None],
             evaluate: Callable[[Any], None], postfix: Callable[[], dict[str, Any]], eval_every: int,
             checkpoint_every: int, desc: str, progress: bool = True) -> None:
-    """The iteration loop of our own trainers (`learned`, `ntuple`): one place for when they evaluate, checkpoint and
+    """The iteration loop of our own trainers (`learned`, `mlp`): one place for when they evaluate, checkpoint and
     stop, so a run means the same schedule for both and their resumes stay exact.
 
     trainer: has `iteration` (int, advanced here), `evals` (the rows so far), `save()` (a complete checkpoint, then

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     from pathlib import Path
 
     from .common import atomic_write_json, check_config
-    from .train import COMMANDS, schema
+    from .train import COMMANDS, saved_run, schema
 
     ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -119,10 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", type=Path, default=None, help="also write the result here (JSON)")
     a = ap.parse_args(argv)
-    saved = json.loads((a.run / "config.json").read_text())
+    saved = saved_run(a.run)  # runs saved under the commands' old names read as today's
+    if saved is None:
+        raise SystemExit(f"{a.run} holds no run (no config.json)")
     module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__)
-    if saved["algo"] == "learned":  # its own evaluation command, on the same match engine
-        raise SystemExit(f"a learned run: python -m experiments.eval_learned --checkpoint {a.run / 'model.pt'}")
+    if saved["algo"] == "mlp":  # its own evaluation command, on the same match engine
+        raise SystemExit(f"an mlp run: python -m experiments.eval_mlp --checkpoint {a.run / 'model.pt'}")
     if not hasattr(module, "evaluation"):
         raise SystemExit(f"{saved['algo']} runs have no evaluation match")
     config = check_config(saved["config"], schema(saved["algo"]), str(a.run / "config.json"))

@@ -3,10 +3,10 @@
     python -m experiments.plot runs/solo_ppo --metric mean_score --out benchmarks/img/ppo_solo.png
     python -m experiments.plot runs/vs_random runs/vs_greedy --metric win_rate --metric mean_score \\
         --label "vs random" --label "vs greedy" --ref "mean_score:greedy=89" --out benchmarks/img/ppo_versus.png
-    python -m experiments.plot benchmarks/learned_progress.csv --out docs/img/learned_curve.png
-    python -m experiments.plot benchmarks/ntuple_progress.csv benchmarks/ntuple_expert_progress.csv \
+    python -m experiments.plot benchmarks/mlp_progress.csv --out docs/img/mlp_curve.png
+    python -m experiments.plot benchmarks/learned_progress.csv benchmarks/learned_expert_progress.csv \
         --label "plain TD(lambda) (shipped)" --label "expert iteration, from 44 min" \
-        --title "N-tuple network from scratch (2p, Side A), ..." --out docs/img/ntuple_curve.png
+        --title "N-tuple network from scratch (2p, Side A), ..." --out docs/img/learned_curve.png
 
 A RUN is a run folder of `python -m experiments.train` or its table: `eval.csv` (the PPO commands: evaluation
 figures against training steps, the run's wall minutes in the legend; default metric mean_score) or `progress.csv`
@@ -30,10 +30,10 @@ TABLES = {"eval.csv": ("ppo", "timesteps", "training steps (learner actions)"),
           "progress.csv": ("learned", "games", "self-play games")}
 #: The columns that tell the tables apart.
 _COLUMNS = {"eval.csv": {"timesteps", "minutes"}, "progress.csv": {"iteration", "games", "hours"}}
-#: An n-tuple run's eval.csv (`experiments.train ntuple`) or its copy: drawn as a learned run (against self-play
+#: An n-tuple run's eval.csv (`experiments.train learned`) or its copy: drawn as a learned run (against self-play
 #: games, hours from its minutes).
 _NTUPLE_COLUMNS = {"iteration", "games", "minutes", "win_rate", "mean_score"}
-#: The default title of a learned run's plot (the shipped MLP's curve, `learned-mlp`, docs/img/learned_curve.png).
+#: The default title of a learned run's plot (the shipped MLP's curve, `mlp`, docs/img/mlp_curve.png).
 LEARNED_TITLE = "Afterstate value network, trained from scratch by self-play (2p, Side A)"
 
 
@@ -54,7 +54,7 @@ def read_run(path: str | Path) -> tuple[str, list[dict[str, float]]]:
         raise SystemExit(f"{p}: not a CSV table ({e})") from None
     if not raw:
         raise SystemExit(f"{p}: no evaluation rows yet")
-    # which table it is, by its columns (a copy may be named otherwise, e.g. benchmarks/learned_progress.csv)
+    # which table it is, by its columns (a copy may be named otherwise, e.g. benchmarks/mlp_progress.csv)
     name = next((n for n, cols in _COLUMNS.items() if cols <= set(raw[0])), None)
     if name is None and _NTUPLE_COLUMNS <= set(raw[0]):
         rows = [{k: _number(v) for k, v in r.items()} for r in raw]

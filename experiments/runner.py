@@ -188,6 +188,8 @@ def _check_observation_version(obj: dict[str, Any], path: Path) -> None:
             c = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             c = None
+        if isinstance(c, dict) and isinstance(c.get("config"), dict):  # agents.checkpoint's sidecar
+            c = c["config"]
         recorded = c.get("observation_version") if isinstance(c, dict) else None
     try:
         check_observation_version(recorded, path)

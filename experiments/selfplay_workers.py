@@ -1,10 +1,10 @@
-"""Self-play for the MLP's trainer (`learned-mlp`) on Ray actors: N workers, each with its own batch of games.
+"""Self-play for the MLP's trainer (`mlp`) on Ray actors: N workers, each with its own batch of games.
 
 Why: the trainer spends its time planning self-play decisions, not in the network's update (benchmarks/RESULTS.md),
 and self-play games share nothing but the weights, so more cores mean more decisions. `SelfPlayWorkers(cfg, seed,
 workers, address)` starts `workers` Ray actors (`address`: "local" for this machine's cores, "auto" or HOST:PORT for
 a cluster: a trainer's `--workers N` and `--ray ADDRESS` would be the same code path). Each actor is a
-`train_learned.Trainer` used for its self-play only (its own `selfplay.games` games, its own generator seeded from
+`train_mlp.Trainer` used for its self-play only (its own `selfplay.games` games, its own generator seeded from
 (seed, worker index); `worker_seed`), so a decision is made exactly as the single-process trainer makes it.
 
 - `publish(state_dict)`: the learner's newest weights, put once in Ray's object store (by value: no shared files);
@@ -20,7 +20,7 @@ a cluster: a trainer's `--workers N` and `--ray ADDRESS` would be the same code 
   failed call again. So a dead worker costs the replay of its share since the last snapshot, and the run's samples
   are those of a run where no worker died.
 
-How the trainer uses it (`experiments.train_learned` with `selfplay.workers` > 0): `collect(1)` in place of its
+How the trainer uses it (`experiments.train_mlp` with `selfplay.workers` > 0): `collect(1)` in place of its
 own `selfplay_step()`, the samples pushed into the replay buffer (`feed`); the weights published every
 `selfplay.publish_every` Adam steps; `snapshot()` in the trainer's checkpoint, `restore` on `--resume`.
 """
@@ -49,7 +49,7 @@ class SelfPlayActor:
     """One worker: a Trainer's self-play (its games, planner, generator), the network's weights as published."""
 
     def __init__(self, cfg: dict, seed: int, index: int):
-        from .train_learned import Trainer
+        from .train_mlp import Trainer
 
         cfg = {k: dict(v) for k, v in cfg.items()}
         games, most = int(cfg["selfplay"]["games"]), int(cfg["selfplay"]["max_decisions"])

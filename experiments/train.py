@@ -7,7 +7,7 @@ settings and `--set section.key=value` overrides of config keys:
     python -m experiments.train versus-ppo --config experiments/configs/versus_greedy_ppo.toml --seed 1
     python -m experiments.train selfplay-ppo --run runs/sp --set run.timesteps=2000000
     python -m experiments.train selfplay-ppo --run runs/sp --resume          # after a kill, or to extend it
-    python -m experiments.train learned --run runs/learned --set run.iterations=17500
+    python -m experiments.train learned --run runs/learned --max-minutes 150   # the n-tuple network (`learned`)
     tensorboard --logdir runs
 
 Without --config the command's default config in `experiments/configs/` is used (`ALGO --help` names it). The
@@ -15,12 +15,12 @@ config is validated once, here, against the command's schema (`SCHEMAS` in its m
 with its default and kind; `experiments.common.check_config`): an unknown setting or a value of the wrong kind is
 refused by name. Every run writes into --run (default `runs/<algo>-s<seed>`): config.json (the command, its
 resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv;
-learned: progress.csv), tb/, summary.json and the model, weights-only, with its JSON (recording the command line):
-model.pt + model.json for the PPO commands and learned, model.npz + model.json for ntuple (rllib-ppo: its
+learned, mlp: progress.csv), tb/, summary.json and the model, weights-only, with its JSON (recording the command
+line): model.pt + model.json for the PPO commands and mlp, model.npz + model.json for learned (rllib-ppo: its
 iter_NNNNN/ checkpoints; tune-greedy: summary.json only). `--resume` continues from the newest complete checkpoint
 with the run's saved config (plus any --set), and exports the model again. The same seed gives the same run (up to
 torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in one line (exit status 130 / 143):
-learned and ntuple finish the iteration and checkpoint it, the others keep their last checkpoint; either way
+learned and mlp finish the iteration and checkpoint it, the others keep their last checkpoint; either way
 `--resume` goes on. `harmonies train ALGO ...` forwards here.
 
 Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help), and its schema in
@@ -68,11 +68,13 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                     "compare / hill-climb the greedy planner's weights in numba"),
     "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": (".train_learned", "run", "learned.toml",
-                "the afterstate value network (agents/learned.py) from scratch by batched self-play"),
-    "ntuple": (".train_ntuple", "run", "ntuple.toml",
-               "the n-tuple afterstate value function (agents/ntuple.py) by TD(lambda) from self-play"),
+    "learned": (".train_ntuple", "run", "learned.toml",
+                "the n-tuple network `learned` (agents/ntuple/) by TD(lambda) from self-play"),
+    "mlp": (".train_mlp", "run", "mlp.toml",
+            "the MLP baseline `mlp` (agents/mlp/) from scratch by batched self-play"),
 }
+#: Old command names, kept for one release: old name -> command (a one-line note on stderr when used).
+ALIASES: dict[str, str] = {"ntuple": "learned"}
 
 
 def schema(algo: str) -> Schema | None:
@@ -81,14 +83,19 @@ def schema(algo: str) -> Schema | None:
     return getattr(module, "SCHEMAS", {}).get(algo)
 
 
-def saved_run(run: Path, algo: str) -> dict | None:
-    """The run's config.json record (command, seed, config), or what the command's module reads from a run folder
-    of an older layout (`legacy_run_record(run)`, e.g. learned's ckpt-NNNNNNNN folders), or None: no run there."""
+def saved_run(run: Path) -> dict | None:
+    """The run's config.json record (command, seed, config), or None: no run there. Runs saved before the commands
+    were renamed read under today's names: `ntuple` is `learned`, and an MLP run saved as `learned` is `mlp`."""
     path = run / "config.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    legacy = getattr(importlib.import_module(COMMANDS[algo][0], __package__), "legacy_run_record", None)
-    return legacy(run) if legacy is not None else None
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    old = saved.get("algo")
+    if old == "learned" and isinstance(saved.get("config"), dict) and "selfplay" in saved["config"] \
+            and "network" in saved["config"]:  # the MLP's trainer was `learned` until the rename
+        saved["algo"] = "mlp"
+    saved["algo"] = ALIASES.get(saved["algo"], saved["algo"])
+    return saved
 
 
 def prog() -> str:
@@ -128,11 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "complete checkpoint")
         p.add_argument("--max-minutes", type=float, default=0.0,
                        help="stop after this much training wall time, checkpointed there (the PPO commands also "
-                       "evaluate and export the model; learned and ntuple keep the schedule's evaluations); "
+                       "evaluate and export the model; learned and mlp keep the schedule's evaluations); "
                        "0: no limit")
         p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
-        if name == "learned":  # self-play on Ray actors (experiments.selfplay_workers): one code path for both
+        if name == "mlp":  # self-play on Ray actors (experiments.selfplay_workers): one code path for both
             p.add_argument("--workers", type=int, default=None, metavar="N",
                            help="self-play workers (--set selfplay.workers=N): Ray actors on this machine, or on "
                            "--ray's cluster")
@@ -149,7 +156,7 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
     run = run.expanduser().resolve()  # absolute: resumes work from any working directory
     spec = schema(ns.algo)
     if ns.resume:
-        saved = saved_run(run, ns.algo)
+        saved = saved_run(run)
         if saved is None:
             raise SystemExit(f"--resume: {run} holds no run (no config.json)")
         if saved["algo"] != ns.algo:
@@ -162,8 +169,7 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             config = check_config(saved["config"], spec, str(run / "config.json")) if spec else saved["config"]
         seed = int(saved["seed"])
     else:
-        older = not (run / "config.json").exists() and saved_run(run, ns.algo) is not None  # an older layout's run
-        if older or latest_checkpoint(run / "checkpoints") is not None:
+        if latest_checkpoint(run / "checkpoints") is not None:
             raise SystemExit(f"{run} already holds a run: pass --resume to continue it, or another --run")
         config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2], spec)
         seed = 0 if ns.seed is None else ns.seed
@@ -197,6 +203,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
+    if argv[0] in ALIASES:
+        print(f"note: `train {argv[0]}` is now `train {ALIASES[argv[0]]}`; the old name works until the next release",
+              file=sys.stderr)
+        argv[0] = ALIASES[argv[0]]
     if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)

@@ -1,6 +1,6 @@
 """Train the n-tuple afterstate value function (`agents.ntuple`) by TD(lambda) from batched self-play.
 
-    python -m experiments.train ntuple --config experiments/configs/ntuple.toml --run runs/ntuple --max-minutes 45
+    python -m experiments.train learned --config experiments/configs/learned.toml --run runs/learned --max-minutes 45
     python -m experiments.train ntuple --run runs/ntuple --resume                # after a kill, or to extend it
 
 Each iteration every game of the batch plays one whole turn in ONE numba call (`ntuple.decide_rows`): the mover's
@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from agents import ntuple as N
+from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
-from agents.learned import CheckpointError
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan, run_rows
@@ -76,7 +76,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "run": {"checkpoint_every": 100, "keep": 2},
 }
 #: The one config loader's schema (experiments.common: kinds and unknown keys checked at load; `settings` adds ranges).
-SCHEMAS = {"ntuple": DEFAULTS}
+SCHEMAS = {"learned": DEFAULTS}
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
 TRAIN_SEED_LOW = 2**40
 

@@ -70,18 +70,11 @@ EXTRA_OF: dict[str, str] = {
     "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
-AGENTS_HELP = """agent specs: random, greedy[:BEAM] or greedy:BEAM:spaces (a beam per central space), mcts[:SECONDS]
-or mcts:Nit (N iterations), ppo:PATH (a training run's model.pt, or a MaskablePPO .zip; the path is required),
-learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz), learned-search[:SECONDS] or learned-search:Nit
-(it with a one-turn search, N sampled worlds per candidate; default 8it), learned-mlp[:PATH] (the earlier MLP, a
-baseline; PATH its .pt), learned-mlp-search[:SECONDS] or learned-mlp-search:Nit (1 second if not given), ntuple[:PATH],
-ntuple-search[:SECONDS|:Nit] (the same as learned and learned-search), ntuple-win[:C] (with the win head: C points per
-unit of win probability, 20 if not given).
-Reproducible from --seed, for any --jobs: random, greedy, mcts:Nit, ppo:PATH, learned, learned-search (=
-learned-search:8it) and learned-search:Nit (their worlds are drawn from the seed), learned-mlp, learned-mlp-search:Nit,
-ntuple, ntuple-win, ntuple-search and ntuple-search:Nit.
-Not reproducible: time budgets (mcts = mcts:1.0, mcts:0.5, learned-search:1.0, learned-mlp-search =
-learned-mlp-search:1.0, ntuple-search:1.0), whose search depends on machine speed and load."""
+def agents_help() -> str:
+    """The agent-spec help shown under every command that takes specs: from the registry (`agents.registry`)."""
+    from agents.registry import agents_help as registry_help
+
+    return registry_help()
 
 
 class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
@@ -308,21 +301,22 @@ def _fail(command: str, e: BaseException) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+    helptext = agents_help()
+    ap = argparse.ArgumentParser(prog="harmonies", formatter_class=HelpFormatter, epilog=helptext,
                                  description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n")[1]
                                  + "\n\n`harmonies COMMAND --help` lists a command's options with their defaults.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("demo", help="a seeded game of bots printed turn by turn", formatter_class=HelpFormatter,
                        description="A seeded game of bots printed turn by turn, then the score breakdowns.",
-                       epilog=AGENTS_HELP)
+                       epilog=helptext)
     p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help="one spec per seat (see below)")
     add_config(p)
     p.set_defaults(func=cmd_demo)
 
     for name, fn, hlp in (("tournament", cmd_tournament, "seeded matches with rotated seats and statistics"),
                           ("solo", cmd_solo, "seeded solo games per agent: mean score and suns")):
-        p = sub.add_parser(name, help=hlp, description=hlp + ".", epilog=AGENTS_HELP, formatter_class=HelpFormatter)
+        p = sub.add_parser(name, help=hlp, description=hlp + ".", epilog=helptext, formatter_class=HelpFormatter)
         p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
         p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
         p.add_argument("--jobs", type=int, default=1,

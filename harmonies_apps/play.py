@@ -387,10 +387,10 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, o
 
 def add_parser(sub) -> None:
     """Add the `play` subcommand to the `harmonies` parser (see cli.APP_MODULES)."""
-    from .cli import AGENTS_HELP, HelpFormatter, add_config
+    from .cli import HelpFormatter, add_config, agents_help
 
     p = sub.add_parser("play", help="play against bots in the terminal", formatter_class=HelpFormatter,
-                       description=__doc__.split("\n\n")[0] + "\n\n" + HELP.split("A turn:")[0], epilog=AGENTS_HELP)
+                       description=__doc__.split("\n\n")[0] + "\n\n" + HELP.split("A turn:")[0], epilog=agents_help())
     p.add_argument("--opponents", nargs="*", default=["greedy"], help="bot specs, one per opponent (none = solo)")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
     add_config(p, players=False)

@@ -1,7 +1,7 @@
 """`harmonies serve`: play Harmonies against the bots in a browser (a local Starlette app run by uvicorn).
 
     harmonies serve                              # http://127.0.0.1:8000
-    harmonies serve --port 8080 --opponents greedy learned learned-mlp mcts:1.0 random
+    harmonies serve --port 8080 --opponents greedy learned mlp mcts:1.0 random
 
 Needs the `web` extra: `pip install -e ".[web]"` (starlette, uvicorn).
 
@@ -55,8 +55,8 @@ from harmonies_env.view import PlayerView
 from .table import static_data, static_text, table_state
 
 #: The opponents offered when --opponents is not given: the shipped learned agents included (`learned`: the n-tuple
-#: network, alone and with its one-turn search; `learned-mlp`: the earlier MLP, a baseline).
-DEFAULT_OPPONENTS = ("greedy", "learned", "learned-search", "learned-mlp", "mcts:1.0", "random")
+#: network, alone and with its one-turn search; `mlp`: the earlier MLP, a baseline).
+DEFAULT_OPPONENTS = ("greedy", "learned", "learned-search", "mlp", "mcts:1.0", "random")
 #: Games the server keeps at once (see Manager for what is forgotten, and when, to make room).
 MAX_GAMES = 64
 #: A game nobody has touched (no request, no bot move) for this long may be forgotten to make room for a new one.
@@ -869,18 +869,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `harmonies serve` on the CLI's subparsers."""
-    from .cli import AGENTS_HELP, HelpFormatter
+    from agents.registry import KINDS
+
+    from .cli import HelpFormatter, agents_help
 
     p = sub.add_parser("serve", help="play against the bots in a browser (local web app)",
-                       formatter_class=HelpFormatter, epilog=AGENTS_HELP,
+                       formatter_class=HelpFormatter, epilog=agents_help(),
                        description="Play Harmonies against the bots in a browser: a local web server (docs/web.md).")
     p.add_argument("--port", type=int, default=8000, help="port to listen on, 0..65535 (0: any free port, printed)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
     p.add_argument("--opponents", nargs="+", default=list(DEFAULT_OPPONENTS), metavar="SPEC",
-                   help="agent specs offered as opponents (the first is preselected): random, greedy[:BEAM[:spaces]], "
-                        "mcts[:SECONDS|:Nit], learned[:PATH] (the n-tuple network), learned-search[:SECONDS|:Nit], "
-                        "learned-mlp[:PATH] (the earlier MLP), learned-mlp-search[:SECONDS|:Nit], ntuple[:PATH], "
-                        "ntuple-search[:SECONDS|:Nit], ntuple-win[:C], ppo:PATH")
+                   help="agent specs offered as opponents (the first is preselected): "
+                        + ", ".join(k.help.split(" (")[0] for k in KINDS.values()) + " (see below)")
     p.add_argument("--bot-delay", type=float, default=0.5, help="pause in seconds after each bot turn, to follow it")
     p.add_argument("--max-games", type=int, default=MAX_GAMES,
                    help="games held at once; a new game beyond takes the place of a finished or idle one, else is "

@@ -6,7 +6,7 @@ game i uses game seed `seed + i`, seat rotation `i % n`, and agent seeds derived
 any number of worker processes (`jobs`: each plays a share of the game indices). Agents with a wall-clock budget
 (`mcts`, `mcts:0.5`) are the exception: how much they search depends on the machine's speed and load
 (`time_budget_specs` names them); `mcts:Nit`, greedy, random, ppo, the learned agents (`learned`, `learned-search`,
-`learned-search:Nit`, `learned-mlp`, `learned-mlp-search:Nit`) and the ntuple ones are reproducible.
+`learned-search:Nit`, `learned-win`) and the MLP (`mlp`, `mlp-search:Nit`) are reproducible.
 
 OpenSkill ratings need the `openskill` package and the PNG needs `matplotlib` (the "train" extra); without
 them the summary and outputs leave those parts out and say so in `summary["notes"]`.
@@ -31,21 +31,13 @@ from harmonies_env.scoring import CATEGORIES
 from .annotate import annotations, watch
 from .table import write_bytes_atomic, write_text_atomic
 
-#: Spec kinds that search for a wall-clock time unless given Nit: with no argument too (`mcts`, `learned-mlp-search`:
-#: one second), or only with SECONDS (`learned-search`, `ntuple-search`: 8 worlds by default).
-TIMED_KINDS = {"mcts": True, "learned-mlp-search": True, "learned-search": False, "ntuple-search": False}
-
 
 def time_budget_specs(specs: Sequence[str]) -> list[str]:
-    """The specs whose agents search for a wall-clock time (`mcts`, `mcts:SECONDS`, `learned-mlp-search`,
-    `learned-mlp-search:SECONDS`, `learned-search:SECONDS`, `ntuple-search:SECONDS`): not reproducible."""
-    out = []
-    for s in specs:
-        kind, _, arg = s.partition(":")
-        kind, arg = kind.strip().lower(), arg.strip()
-        if kind in TIMED_KINDS and not arg.lower().endswith("it") and (arg or TIMED_KINDS[kind]):
-            out.append(s)
-    return list(dict.fromkeys(out))
+    """The specs whose agents search for a wall-clock time (`agents.registry.is_timed`: e.g. `mcts`, `mcts:SECONDS`,
+    `mlp-search`, `learned-search:SECONDS`): not reproducible."""
+    from agents.registry import is_timed
+
+    return list(dict.fromkeys(s for s in specs if is_timed(s)))
 
 
 def _watched(spec: str, logs: dict[int, Any]) -> Any:

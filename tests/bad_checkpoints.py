@@ -12,7 +12,7 @@ import pickle
 from pathlib import Path
 from typing import Any, Callable
 
-from agents.learned import DEFAULT_CHECKPOINT
+from agents.mlp import DEFAULT_CHECKPOINT
 
 #: The refusals every command must report in one line (docs/safety.md): name -> what the message says.
 CASES = ("truncated", "empty", "pickle", "network-list", "deep-json", "extra-key", "extra-top-key", "not-json",
@@ -50,11 +50,12 @@ def bad_checkpoint(case: str, folder: Path) -> tuple[Path, str]:
     raw = DEFAULT_CHECKPOINT.read_bytes()
     d = folder / case
     if case == "truncated":
-        return copy_shipped(d, raw[: len(raw) // 2], fix_sha=True), r"m\.pt: not a weights-only .*RuntimeError"
+        return (copy_shipped(d, raw[: len(raw) // 2], fix_sha=True),
+                r"m\.json: the network config holds [0-9,]+ bytes of weights, the weights file [0-9,]+")
     if case == "empty":
-        return copy_shipped(d, b"", fix_sha=True), r"m\.pt: not a weights-only .*EOFError"
+        return copy_shipped(d, b"", fix_sha=True), r"m\.json: the network config holds [0-9,]+ bytes .* file 0:"
     if case == "pickle":  # a pickle naming a function: the weights-only unpickler refuses it, nothing runs
-        return (copy_shipped(d, pickle.dumps({"0.weight": print}), fix_sha=True),
+        return (copy_shipped(d, pickle.dumps({"0.weight": print, "pad": bytes(len(raw))}), fix_sha=True),
                 r"m\.pt: not a weights-only .*refused it")
     if case == "network-list":
         return copy_shipped(d, edit=lambda doc: {**doc, "network": [1]}), r"m\.json: the network config must be an"

@@ -84,7 +84,7 @@ def candidates(pos: np.ndarray, w: np.ndarray, K: int, beam: int) -> tuple[np.nd
 def tiny_run() -> tuple[np.ndarray, np.ndarray]:
     """The tiny config's first TRAIN_STEPS iterations (seed 3): SHA-256 of the points and win heads' weights, and
     (games, decisions, searched)."""
-    cfg = settings(read_toml(ROOT / "experiments" / "configs" / "ntuple_tiny.toml"))
+    cfg = settings(read_toml(ROOT / "experiments" / "configs" / "learned_tiny.toml"))
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, seed=3, run=Path(tmp), progress=False)
         for _ in range(TRAIN_STEPS):

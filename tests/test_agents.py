@@ -316,9 +316,9 @@ def test_make_agent_specs_and_errors():
         make_agent("ppo:no/such/model.zip")
 
 
-def test_learned_is_the_ntuple_agent_and_the_mlp_is_learned_mlp(tmp_path):
-    """`learned` / `learned-search` are the n-tuple agents (the same as `ntuple` / `ntuple-search`), the MLP plays on
-    as `learned-mlp` / `learned-mlp-search`, and `learned:` with an MLP's .pt is one line pointing to learned-mlp."""
+def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
+    """`learned` / `learned-search` are the n-tuple agents (the same as `ntuple` / `learned-search`), the MLP plays on
+    as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
     from agents.ntuple import NTupleAgent, NTupleSearchAgent, NTupleWinAgent
 
     learned, ntuple = make_agent("learned"), make_agent("ntuple")
@@ -326,37 +326,37 @@ def test_learned_is_the_ntuple_agent_and_the_mlp_is_learned_mlp(tmp_path):
     assert np.array_equal(learned.weights, ntuple.weights)
     assert (learned.beam, learned.candidates) == (ntuple.beam, ntuple.candidates)
     search = make_agent("learned-search")
-    assert type(search) is NTupleSearchAgent and search.worlds == make_agent("ntuple-search").worlds == 8
+    assert type(search) is NTupleSearchAgent and search.worlds == make_agent("learned-search").worlds == 8
     assert make_agent("learned-search:3it").worlds == 3 and make_agent("learned-search:0.5").seconds == 0.5
-    assert type(make_agent("ntuple-win")) is NTupleWinAgent
+    assert type(make_agent("learned-win")) is NTupleWinAgent
     with pytest.raises(ValueError, match="learned-search takes"):
         make_agent("learned-search:0it")
-    for spec in ("learned:x.pt", f"learned:{tmp_path / 'net.pt'}", " learned : runs/learned/model.PT"):
+    for spec in ("learned:x.pt", f"learned:{tmp_path / 'net.pt'}", " learned : runs/mlp/model.PT"):
         with pytest.raises(ValueError) as err:
             make_agent(spec)
         msg = str(err.value)
         path = spec.partition(":")[2].strip()
-        assert "\n" not in msg and msg.startswith(f"bad agent spec {spec!r}: ") and f"'learned-mlp:{path}'" in msg, msg
+        assert "\n" not in msg and msg.startswith(f"bad agent spec {spec!r}: ") and f"'mlp:{path}'" in msg, msg
     (tmp_path / "run.pt").write_bytes(b"")  # a stem whose only weights are an MLP's: the same pointer
-    with pytest.raises(ValueError, match="learned-mlp:"):
+    with pytest.raises(ValueError, match="mlp:"):
         make_agent(f"learned:{tmp_path / 'run'}")
     with pytest.raises(FileNotFoundError, match="ntuple checkpoint"):  # an .npz that is not there: not the MLP's
         make_agent(f"learned:{tmp_path / 'absent.npz'}")
 
     pytest.importorskip("torch", reason="the MLP reads its weights with torch")
-    from agents.learned import LearnedAgent, LearnedSearchAgent
+    from agents.mlp import MLPAgent, MLPSearchAgent
 
-    mlp = make_agent("learned-mlp")
-    assert type(mlp) is LearnedAgent and mlp.name == "learned-mlp"
-    assert type(make_agent("learned-mlp-search")) is LearnedSearchAgent
-    assert make_agent("learned-mlp-search").seconds == 1.0 and make_agent("learned-mlp-search:5it").iterations == 5
-    with pytest.raises(ValueError, match="learned-mlp-search takes"):
-        make_agent("learned-mlp-search:abc")
+    mlp = make_agent("mlp")
+    assert type(mlp) is MLPAgent and mlp.name == "mlp"
+    assert type(make_agent("mlp-search")) is MLPSearchAgent
+    assert make_agent("mlp-search").seconds == 1.0 and make_agent("mlp-search:5it").iterations == 5
+    with pytest.raises(ValueError, match="mlp-search takes"):
+        make_agent("mlp-search:abc")
 
 
 def test_checkpoint_files_follow_each_kind_of_path_spec(tmp_path):
     """What a Ray tournament ships for a spec with a path (`agents.distributed.checkpoint_files`, no Ray needed):
-    `learned:` / `ntuple:` an n-tuple pair (.npz + .json), `learned-mlp:` the MLP's (.pt + .json)."""
+    `learned:` / `ntuple:` an n-tuple pair (.npz + .json), `mlp:` the MLP's (.pt + .json)."""
     from agents.distributed import checkpoint_files, local_spec, ship_specs
     from agents.ntuple import DEFAULT_CHECKPOINT
 
@@ -367,8 +367,8 @@ def test_checkpoint_files_follow_each_kind_of_path_spec(tmp_path):
     for kind in ("learned", "ntuple"):
         for arg in ("net", "net.npz", "net.json"):
             assert checkpoint_files(f"{kind}:{tmp_path / arg}") == [tmp_path / "net.npz", tmp_path / "net.json"]
-    assert checkpoint_files(f"learned-mlp:{tmp_path / 'mlp'}") == [tmp_path / "mlp.pt", tmp_path / "mlp.json"]
-    assert all(checkpoint_files(s) == [] for s in ("learned", "learned-search:8it", "learned-mlp", "ntuple-win"))
+    assert checkpoint_files(f"mlp:{tmp_path / 'mlp'}") == [tmp_path / "mlp.pt", tmp_path / "mlp.json"]
+    assert all(checkpoint_files(s) == [] for s in ("learned", "learned-search:8it", "mlp", "learned-win"))
     with pytest.raises(FileNotFoundError, match="mlp.npz"):
         checkpoint_files(f"learned:{tmp_path / 'mlp'}")
     spec = f"learned:{tmp_path / 'net.npz'}"

@@ -50,10 +50,10 @@ def test_the_pages_are_generated_from_the_lines_and_short():
 
 def test_a_changed_line_changes_its_page(monkeypatch):
     rows = lines("strength")
-    first = next(r for r in rows if r["table"] == "learned_2p")
+    first = next(r for r in rows if r["table"] == "mlp_2p")
     text = tables.PAGES[0].read_text()
     assert "| 100.3 (11.0) |" in text
-    first["learned-mlp"]["mean"] = 77.7
+    first["mlp"]["mean"] = 77.7
     monkeypatch.setattr(tables, "load", lambda name: rows if name == "strength" else lines(name))
     assert "| 77.7 (11.0) |" in tables.regenerate(text) and tables.regenerate(text) != text
     assert tables.fixed(99.25, 1) == "99.3" and tables.fixed(0.86, 3) == "0.860"
@@ -96,7 +96,7 @@ def test_strength_commands_would_print_their_lines():
     cases = strength_cases()
     for r in lines("strength"):
         argv = shlex.split(r["command"])
-        if r["table"] == "eval_learned":
+        if r["table"] == "eval_mlp":
             continue
         assert argv[:3] == ["python", "-m", "benchmarks.strength"], r["command"]
         a = _strength_args(argv[3:])
@@ -113,13 +113,13 @@ def test_strength_commands_would_print_their_lines():
                 assert lo <= e["win_rate"] <= hi, (r["case"], name)
 
 
-def test_eval_learned_commands_would_print_their_lines():
-    play = json.loads((ROOT / "agents" / "checkpoints" / "learned.json").read_text())["network"]["play"]
-    rows = [r for r in lines("strength") if r["table"] == "eval_learned"]
+def test_eval_mlp_commands_would_print_their_lines():
+    play = json.loads((ROOT / "agents" / "checkpoints" / "mlp.json").read_text())["network"]["play"]
+    rows = [r for r in lines("strength") if r["table"] == "eval_mlp"]
     assert rows
     for r in rows:
         argv = shlex.split(r["command"])
-        assert argv[:3] == ["python", "-m", "experiments.eval_learned"], r["command"]
+        assert argv[:3] == ["python", "-m", "experiments.eval_mlp"], r["command"]
         want = {"beam": play["beam"], "candidates": play["candidates"], "diverse": play["diverse"],
                 "symmetries": play["symmetries"], "value": play["value"], "games": 1024, "seed": 3_000_000,
                 "players": 2, "side": "A", "spirits": False, "opponent_beam": 24}

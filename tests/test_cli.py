@@ -122,10 +122,10 @@ def test_bad_arguments_give_clear_errors(capsys):
 def test_time_budgets_are_named_as_not_reproducible(capsys):
     assert time_budget_specs(["mcts", "mcts:0.5", "mcts:200it", "greedy", "random", "ppo", "mcts:0.5"]) == [
         "mcts", "mcts:0.5"]
-    assert time_budget_specs(["learned-mlp-search", "learned-mlp-search:0.5", "learned-mlp-search:64it", "learned-mlp",
-                              "learned", "learned-search", "learned-search:8it", "learned-search:0.5", "ntuple-search",
-                              "ntuple-search:2", "ntuple-search:2it", "ntuple-win"]) == [
-        "learned-mlp-search", "learned-mlp-search:0.5", "learned-search:0.5", "ntuple-search:2"]
+    assert time_budget_specs(["mlp-search", "mlp-search:0.5", "mlp-search:64it", "mlp",
+                              "learned", "learned-search", "learned-search:8it", "learned-search:0.5", "learned-search",
+                              "learned-search:2", "learned-search:2it", "learned-win"]) == [
+        "mlp-search", "mlp-search:0.5", "learned-search:0.5", "learned-search:2"]
     assert cli.main(["tournament", "--agents", "mcts:0.001", "random", "--games", "1", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "mcts:0.001" in err and "not reproducible" in err and "mcts:Nit" in err
@@ -435,8 +435,15 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
         train.main(["learned", "--help"])
     out = capsys.readouterr().out
     assert out.startswith("usage: harmonies train learned") and "experiments/configs/learned.toml" in out
-    assert "python -m experiments.train_learned" not in out
+    assert "python -m experiments.train_mlp" not in out
     assert_each_default_said_once(out, options=8)
+    with pytest.raises(SystemExit):  # the MLP baseline trains as `mlp`; `ntuple` is the flagship's old name
+        train.main(["mlp", "--help"])
+    assert "experiments/configs/mlp.toml" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        train.main(["ntuple", "--help"])
+    said = capsys.readouterr()
+    assert said.out.startswith("usage: harmonies train learned") and "`train ntuple` is now `train learned`" in said.err
 
 
 def assert_each_default_said_once(help_text: str, options: int) -> None:
@@ -502,8 +509,8 @@ def test_bench_refuses_counts_below_1(capsys):
 
 BAD_SPECS = {"greedy:abc": "greedy takes", "greedy:0": "greedy takes", "greedy:2:x": "greedy takes",
              "mcts:xyz": "mcts takes", "mcts:-1": "mcts takes", "mcts:abcit": "mcts takes", "mcts:0it": "mcts takes",
-             "learned-search:abc": "learned-search takes", "learned-mlp-search:abc": "learned-mlp-search takes",
-             "learned:x.pt": "'learned-mlp:x.pt'", "random:3": "random takes", "ppo": "ppo:PATH",
+             "learned-search:abc": "learned-search takes", "mlp-search:abc": "mlp-search takes",
+             "learned:x.pt": "'mlp:x.pt'", "random:3": "random takes", "ppo": "ppo:PATH",
              "nonsense": "agents are random, greedy, mcts"}
 
 
@@ -605,19 +612,26 @@ def test_docs_examples_of_refusals_are_the_real_messages():
 
 def test_help_and_docs_list_every_agent_spec_kind():
     """The CLI's agent-spec help, `harmonies serve --opponents`' help and docs/agents.md's spec table name every kind
-    `make_agent` builds (a new kind cannot be left out of them), and the help says whether it is reproducible."""
+    of the registry (a new kind cannot be left out of them), the old names with their new ones, and the help says
+    which budgets are not reproducible."""
     import argparse
 
-    from agents import AGENT_KINDS
+    from agents.registry import ALIASES, KINDS
     from harmonies_apps import serve
 
     sub = argparse.ArgumentParser().add_subparsers()
     opponents = next(a.help for a in serve.add_parser(sub)._actions if "--opponents" in a.option_strings)
-    table = [ln for ln in (ROOT / "docs" / "agents.md").read_text().splitlines() if ln.startswith("| `")]
-    reproducible = " ".join(cli.AGENTS_HELP.split("Reproducible from --seed")[1].split("Not reproducible")[0].split())
-    for kind in AGENT_KINDS:
-        assert re.search(rf"(^|[ ,(]){re.escape(kind)}(\[|:|,|\.| |$)", " ".join(cli.AGENTS_HELP.split())), kind
+    docs = (ROOT / "docs" / "agents.md").read_text()
+    table = [ln for ln in docs.splitlines() if ln.startswith("| `")]
+    helptext = " ".join(cli.agents_help().split())
+    for kind in KINDS:
+        assert re.search(rf"(^|[ ,(]){re.escape(kind)}(\[|:|,|\.| |$)", helptext), kind
         assert kind in opponents, kind
         assert any(re.match(rf"\| `{re.escape(kind)}(\[|:|`)", ln) for ln in table), kind
-    for spec in ("learned", "learned-search", "learned-mlp", "ntuple", "ntuple-search"):
-        assert re.search(rf"(^|[ ,]){spec}([ ,.(]|$)", reproducible), spec
+    rows = {re.match(r"\| `([a-z-]+)", ln).group(1) for ln in table}
+    assert rows == set(KINDS)  # no row for a kind that is not registered
+    for old, new in ALIASES.items():
+        assert f"{old} = {new}" in helptext and f"`{old}` = `{new}`" in " ".join(docs.split()), old
+    timed = helptext.split("Not reproducible")[1]
+    for spec in ("mcts:SECONDS", "learned-search:SECONDS", "mlp-search:SECONDS"):
+        assert spec in timed, spec

@@ -87,7 +87,7 @@ def test_readme_is_a_short_front_page_with_the_two_commands():
     assert 'pip install -e ".[train,test,distributed,web]" && python -m pytest\n' in text
     for heading in ("## Architecture", "## Trust and safety", "## Documentation"):
         assert heading in text
-    assert "## Learned agent" in (ROOT / "docs" / "training.md").read_text()
+    assert "## N-tuple agent" in (ROOT / "docs" / "training.md").read_text()
 
 
 def test_local_links_resolve():

@@ -127,7 +127,7 @@ def test_one_typed_config_loader_for_every_command(tmp_path):
     values of the wrong kind are refused by name, once, at load (the same words for every command); left-out settings
     read as their defaults, optional ones ([ppo]'s) stay out; `--set` reaches into a table setting."""
     from experiments.flat_ppo import SCHEMAS
-    from experiments.train_learned import DEFAULTS
+    from experiments.train_mlp import DEFAULTS
 
     solo = SCHEMAS["solo-ppo"]
     f = tmp_path / "c.toml"
@@ -358,7 +358,7 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
             assert p.suffix == ".csv" or p.name.startswith("events.out.tfevents"), p
     export = torch.load(run / "model.pt", weights_only=True)
     assert all(torch.equal(export[k], ck2["policy"][k]) for k in ck2["policy"]) and set(export) == set(ck2["policy"])
-    assert json.loads((run / "model.json").read_text())["kind"] == "action"
+    assert json.loads((run / "model.json").read_text())["config"]["kind"] == "action"
     # ppo:<run>/model.pt plays a game, SB3's loaders still refusing (also with trust: a .pt never goes through SB3)
     from agents import make_agent
     from harmonies_apps.tournament import play_game

@@ -135,16 +135,16 @@ LEARNED_CLI_CASES = ("truncated", "empty", "pickle", "network-list", "deep-json"
 
 @pytest.mark.parametrize("case", LEARNED_CLI_CASES)
 def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(case, tmp_path):
-    """`harmonies tournament --agents learned-mlp:PATH` and `python -m experiments.eval_learned --checkpoint PATH` print
+    """`harmonies tournament --agents mlp:PATH` and `python -m experiments.eval_mlp --checkpoint PATH` print
     one line naming the file and what is wrong, exit 2, no traceback (docs/safety.md), for each way a learned
     checkpoint is refused: damaged, a pickle, a bad config, a wrong hash, weights that are not tensors."""
     pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
     from bad_checkpoints import bad_checkpoint
 
     path, match = bad_checkpoint(case, tmp_path)
-    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"learned-mlp:{path}",
+    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"mlp:{path}",
                                            "greedy", "--games", "1", "--quiet"],
-                "eval_learned: ": ["experiments.eval_learned", "--checkpoint", str(path), "--games", "2",
+                "eval_mlp: ": ["experiments.eval_mlp", "--checkpoint", str(path), "--games", "2",
                                    "--no-progress"]}
     for prefix, argv in commands.items():
         p = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=_env(), cwd=tmp_path,
@@ -152,6 +152,54 @@ def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(
         lines = p.stderr.strip().splitlines()
         assert p.returncode == 2 and "Traceback" not in p.stderr and len(lines) == 1, (argv, p.stderr)
         assert lines[0].startswith(prefix) and str(path.parent) in lines[0] and re.search(match, lines[0]), lines[0]
+
+
+def test_damaged_or_crafted_ppo_files_are_one_line_refusals(tiny_zip, tmp_path):
+    """Issue 38: a flipped byte in an SB3 zip (BadZipFile before), its `data` nested 100,000 deep (RecursionError
+    before), a policy.pth far larger than the architecture it declares (a zip bomb) and an export declaring
+    net_arch [10000000] with a matching SHA-256 (112 GB before) are each one ValueError line naming the file, refused
+    before anything large is allocated."""
+    import torch
+
+    from agents.checkpoint import sidecar
+    from agents.ppo import load_policy, save_policy
+
+    raw = bytearray(tiny_zip.read_bytes())
+    start = raw.find(b"policy.pth") + 200  # inside the weights member: its CRC no longer matches
+    raw[start] ^= 0xFF
+    (tmp_path / "flipped.zip").write_bytes(bytes(raw))
+    deep = _craft(tiny_zip, tmp_path / "deep.zip", members={"data": b"[" * 100_000 + b"]" * 100_000})
+    bomb = _craft(tiny_zip, tmp_path / "bomb.zip", members={"policy.pth": bytes(50 << 20)})
+    cases = {tmp_path / "flipped.zip": "damaged zip", deep: "nested deeper than", bomb: "declared architecture holds"}
+    for path, words in cases.items():
+        with pytest.raises(ValueError) as e:
+            load_policy(path)
+        assert words in str(e.value) and str(path) in str(e.value) and "\n" not in str(e.value), str(e.value)
+    export = save_policy(load_policy(tiny_zip), tmp_path / "export.pt")
+    side = json.loads(export.with_suffix(".json").read_text())
+    side["config"]["policy_kwargs"]["net_arch"] = [10_000_000]
+    export.with_suffix(".json").write_text(json.dumps(sidecar(side["format"], export.name, export.read_bytes(),
+                                                              side["config"])))
+    with pytest.raises(ValueError, match=r"export\.pt: net_arch \[10000000\] is not at most 16 layers"):
+        load_policy(export)
+    side["config"]["policy_kwargs"]["net_arch"] = [4096, 4096]  # within the caps, but not what the file holds
+    export.with_suffix(".json").write_text(json.dumps(sidecar(side["format"], export.name, export.read_bytes(),
+                                                              side["config"])))
+    with pytest.raises(ValueError, match="declared architecture holds .* bytes of weights"):
+        load_policy(export)
+    assert torch.load(export, weights_only=True)  # the file itself was fine
+
+
+def test_trusted_zip_that_sb3_cannot_load_is_one_line_and_exit_2(tiny_zip, tmp_path, capsys, monkeypatch):
+    """`--trust-checkpoint` on a zip whose policy.pth is a pickle of something else: one line, exit 2 (a traceback
+    before)."""
+    from harmonies_apps import cli
+
+    monkeypatch.setenv("HARMONIES_TRUST_CHECKPOINT", "")  # the CLI sets it for its workers: undone after the test
+    path = _craft(tiny_zip, tmp_path / "other.zip", members={"policy.pth": pickle.dumps({"not": "weights"})})
+    code = cli.main(["solo", "--agents", f"ppo:{path}", "--games", "1", "--quiet", "--trust-checkpoint"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "Traceback" not in err[0] and str(path) in err[0], err
 
 
 def test_cli_trust_checkpoint_is_the_only_way_a_file_runs_code(tiny_zip, tmp_path):
@@ -211,8 +259,9 @@ def test_a_weights_only_export_plays_exactly_like_the_zip_and_refuses_tampering(
     zpol = load_policy(tiny_zip)
     path = save_policy(zpol, tmp_path / "export")
     assert path == tmp_path / "export.pt" and (tmp_path / "export.json").is_file()
-    config = json.loads((tmp_path / "export.json").read_text())
-    assert config["format"] == "harmonies-ppo-policy" and config["policy_kwargs"]["net_arch"] == [8]
+    saved = json.loads((tmp_path / "export.json").read_text())  # agents.checkpoint's sidecar
+    assert saved["format"] == "harmonies-ppo-policy" and saved["config"]["policy_kwargs"]["net_arch"] == [8]
+    config = {"format": saved["format"], "version": 1, **saved["config"]}  # an export written before that schema
     rng = np.random.default_rng(0)
     obs = rng.random((64, zpol.observation_space.shape[0]), dtype=np.float32)
     masks = rng.random((64, NUM_ACTIONS)) < 0.3
@@ -235,23 +284,26 @@ def test_a_weights_only_export_plays_exactly_like_the_zip_and_refuses_tampering(
     good = path.read_bytes()
     torn = pair(good)
     torn.write_bytes(good[:-10])
-    with pytest.raises(ValueError, match="do not match"):
+    with pytest.raises(ValueError, match="SHA-256 .* is not the"):
         load_policy(torn)
+    assert load_policy(pair(good)).state_dict().keys() == zpol.state_dict().keys()  # the older sidecar still loads
     with pytest.raises(ValueError, match="format"):
         load_policy(pair(good, lambda c: c.__setitem__("format", "something-else")))
     with pytest.raises(ValueError, match="version"):
         load_policy(pair(good, lambda c: c.__setitem__("version", 99)))
     with pytest.raises(ValueError, match="policy_kwargs"):
         load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("activation_fn", "os.system")))
-    with pytest.raises(ValueError, match="do not fit"):
-        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", [16])))
+    with pytest.raises(ValueError, match="declared architecture holds .* not this network's weights"):
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", [16])))  # before it is built
+    with pytest.raises(ValueError, match="do not fit"):  # as many weights, other shapes: the strict load refuses
+        load_policy(pair(good, lambda c: c["policy_kwargs"].__setitem__("net_arch", {"pi": [8], "vf": [7]})))
     lone = tmp_path / "lone.pt"
     lone.write_bytes(good)
     with pytest.raises(ValueError, match="no lone.json beside it"):
         load_policy(lone)
     marker = tmp_path / "pwned"
     buf = io.BytesIO()
-    torch.save({"action_net.weight": _CreatesFile(marker)}, buf)  # a torch.save that would run code if unpickled
+    torch.save({"action_net.weight": _CreatesFile(marker), "pad": torch.zeros(len(good) // 4)}, buf)  # runs code
     evil = pair(buf.getvalue())  # and its JSON even matches it
     with pytest.raises(UntrustedCheckpointError, match="more than tensors"):
         load_policy(evil, trust=True)  # a .pt is read weights-only whatever trust says

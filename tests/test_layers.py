@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PACKAGES = ["harmonies_env", "agents", "experiments", "benchmarks", "harmonies_apps"]
-#: The names the wheel installs `experiments` and `benchmarks` under (pyproject.toml): the same layers.
-ALIASES = {"harmonies_experiments": "experiments", "harmonies_benchmarks": "benchmarks"}
+#: The names the wheel installs `agents`, `experiments` and `benchmarks` under (setup.py): the same layers.
+ALIASES = {"harmonies_agents": "agents", "harmonies_experiments": "experiments", "harmonies_benchmarks": "benchmarks"}
 
 #: harmonies_env modules that hold the jitted kernels and the data they read: pure functions over arrays, no classes
 #: that wrap them. Every other harmonies_env module is the game-and-envs layer.
@@ -81,7 +81,8 @@ def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
             continue
         for target in sorted(imports(module, source, is_package)):
             theirs = layer(target)
-            if target.split(".")[0] in ALIASES and own != "harmonies_apps":
+            if target.split(".")[0] in ALIASES and own != "harmonies_apps" and \
+                    not (is_package and target == "harmonies_agents"):  # the wheel's bootstrap of `import agents`
                 bad.append(f"{module} -> {target} (the installed alias is for the CLI only)")
             elif RANK[theirs] > RANK[own]:
                 bad.append(f"{module} -> {target} ({own} may not import {theirs})")
@@ -112,6 +113,45 @@ def test_kernel_modules_exist_and_hold_no_classes():
         assert classes == [], f"{name}.py defines {classes}"
 
 
+#: agents/ modules allowed, for now, to mix jitted kernels with classes or file I/O.
+AGENT_EXEMPT: set[str] = set()
+#: Calls that read or write files.
+IO_CALLS = {"open", "read_bytes", "write_bytes", "read_text", "write_text", "load", "save", "savez", "savez_compressed",
+            "atomic_write_bytes", "atomic_write_json", "atomic_write_text"}
+
+
+def mixing(source: str) -> list[str]:
+    """What a module with jitted kernels also holds that belongs to the classes wrapping them: class definitions and
+    file I/O calls ([] for a module without @njit / @jit functions, or a kernels-only one)."""
+    tree = ast.parse(source)
+    if not any(isinstance(n, ast.FunctionDef) and any(_called(d) in ("njit", "jit") for d in n.decorator_list)
+               for n in ast.walk(tree)):
+        return []
+    found = [f"class {n.name}" for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    return found + [f"{_called(n)}() at line {n.lineno}" for n in ast.walk(tree)
+                    if isinstance(n, ast.Call) and _called(n) in IO_CALLS]
+
+
+def _called(node: ast.expr) -> str:
+    """The name a decorator or call uses: `njit` for @njit, @njit(...), @numba.njit; `load` for np.load(...)."""
+    f = node.func if isinstance(node, ast.Call) else node
+    return f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+
+
+def test_agent_kernels_are_apart_from_classes_and_io():
+    """In agents/ as in harmonies_env/: a module with jitted kernels holds pure functions over arrays, no class that
+    wraps them and no file I/O (the class and its checkpoint I/O live in a module of their own, e.g. agents/mlp/)."""
+    paths = sorted((ROOT / "agents").rglob("*.py"))
+    kernels = [p for p in paths if mixing(p.read_text(encoding="utf-8")) == [] and "@njit" in p.read_text()]
+    assert len(kernels) >= 6  # the walk found the kernel modules (greedy, mcts, policy, batched planner, mlp, ...)
+    bad = {p.relative_to(ROOT).as_posix(): mixing(p.read_text(encoding="utf-8")) for p in paths}
+    assert {k: v for k, v in bad.items() if v and k not in AGENT_EXEMPT} == {}
+    assert all((ROOT / k).exists() for k in AGENT_EXEMPT), "remove the exemption of a module that is gone"
+    text = (ROOT / "agents" / "mlp" / "kernels.py").read_text()
+    assert mixing(text + "\n\nclass Wrapper:\n    pass\n") == ["class Wrapper"]  # the rule can fail
+    assert mixing(text + "\n\ndef f(p):\n    return p.read_bytes()\n")[0].startswith("read_bytes()")
+
+
 def test_an_upward_import_is_caught():
     """The contract fails when an upward import is added, in any of the forms it reads."""
     sources = project_sources()
@@ -121,7 +161,7 @@ def test_an_upward_import_is_caught():
         "harmonies_env.scoring": "from .game import Game\n",                      # kernels -> game layer, relative
         "harmonies_env.game": "def f():\n    from harmonies_apps import cli\n",   # deferred import
         "agents.greedy": "import importlib\nM = importlib.import_module('experiments.train')\n",  # a module string
-        "experiments.eval_learned": "from harmonies_apps.tournament import run_games\n",
+        "experiments.eval_mlp": "from harmonies_apps.tournament import run_games\n",
         "benchmarks.bench_engine": "from harmonies_apps import cli\n",
     }
     for module, added in cases.items():

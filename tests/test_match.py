@@ -54,11 +54,11 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_64_against_the
     again = play_match([Policy(), "greedy"], 2, [5, 700], seed=0)  # any subset of the games: the same games
     assert again == [res[5], res[700]]
     # 64 games against the shipped MLP as it plays (its checkpoint's play settings; it wins all of them by ~70
-    # points, so the bounds hold with margin): the MLP, `learned-mlp`, not `learned` (the n-tuple network at its
+    # points, so the bounds hold with margin): the MLP, `mlp`, not `learned` (the n-tuple network at its
     # shipped play settings is slower), and 64 rather than 1,024 games, for the suite's 10 minutes
-    res = play_match([Policy(), "learned-mlp"], 2, 64, seed=1, threads=2)
-    assert len(res) == 64 and win_shares(res, "learned-mlp").mean() > 0.95
-    assert totals_of(res, "learned-mlp").mean() > totals_of(res, "mine").mean() + 30
+    res = play_match([Policy(), "mlp"], 2, 64, seed=1, threads=2)
+    assert len(res) == 64 and win_shares(res, "mlp").mean() > 0.95
+    assert totals_of(res, "mlp").mean() > totals_of(res, "mine").mean() + 30
 
 
 @pytest.mark.parametrize("num_players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True)])
@@ -128,7 +128,7 @@ def test_act_is_the_batch_of_one():
     game = Game(2, "A", True, seed=8)
     for _ in range(9):
         game.step(GreedyAgent(beam=4).act(PlayerView(game, game.current_player)))
-    learned = make_agent("learned-mlp")
+    learned = make_agent("mlp")
     for make in (lambda: GreedyAgent(beam=8), lambda: GreedyAgent(beam=3, diverse=True), lambda: RandomAgent(seed=4),
                  lambda: type(learned)(net=learned.net, beam=8, candidates=6, diverse=False)):
         view = PlayerView(game, game.current_player)

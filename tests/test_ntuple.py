@@ -17,8 +17,8 @@ from ntuple_reference import reference_output, reference_remaining
 from agents import RandomAgent, make_agent
 from agents import ntuple as N
 from agents.base import private_copy
+from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
-from agents.learned import CheckpointError
 from experiments.train_ntuple import play_vs_greedy
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
@@ -28,7 +28,7 @@ from harmonies_env.geometry import SYMMETRIES, permute_mask
 from harmonies_env.view import PlayerView
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "experiments" / "configs" / "ntuple_tiny.toml"
+TINY = ROOT / "experiments" / "configs" / "learned_tiny.toml"
 
 
 def _positions(count: int, seed: int) -> list[tuple[np.ndarray, int]]:
@@ -192,22 +192,22 @@ def test_the_choice_is_the_same_on_determinized_copies():
     chosen.append(search.choose_plan(view, determinize(g, g.current_player, 99)))
     assert all(pl == chosen[0] for pl in chosen) and chosen[0]
     with pytest.raises(ValueError, match="worlds"):
-        make_agent("ntuple-search:0it")
+        make_agent("learned-search:0it")
     with pytest.raises(ValueError, match="seconds"):
-        make_agent("ntuple-search:0")
-    assert make_agent("ntuple-search").worlds == 8 and make_agent("ntuple-search:3it").worlds == 3
+        make_agent("learned-search:0")
+    assert make_agent("learned-search").worlds == 8 and make_agent("learned-search:3it").worlds == 3
     # A time budget adds worlds until the next would not fit: a tiny one stops after the first.
     timed = N.NTupleSearchAgent(weights=_random_weights(6), beam=4, candidates=32, seconds=1e-6, root=3,
                                 reply_beam=2, reply_candidates=8)
     assert timed.choose_plan(view, private_copy(view, 1)) and timed.last_worlds == 1
-    assert make_agent("ntuple-search:0.5").seconds == 0.5
+    assert make_agent("learned-search:0.5").seconds == 0.5
     win = N.NTupleWinAgent(weights=_random_weights(6), win_weights=_random_weights(7) * np.float32(0.01), beam=4,
                            candidates=32)
     chosen = [win.choose_plan(view, private_copy(view, seed)) for seed in (1, 2)]
     chosen.append(win.choose_plan(view, determinize(g, g.current_player, 99)))
     assert all(pl == chosen[0] for pl in chosen) and chosen[0]
     with pytest.raises(ValueError, match="win_weight"):
-        make_agent("ntuple-win:-1")
+        make_agent("learned-win:-1")
 
 
 def test_checkpoints_are_weights_only_and_checked(tmp_path):
@@ -269,7 +269,7 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
     with pytest.raises(CheckpointError, match="x.npz"):
         make_agent(f"ntuple:{tmp_path / 'x.npz'}")
     win_config, _ = N.load_checkpoint(N.DEFAULT_WIN_CHECKPOINT)  # the shipped win head: checked the same way
-    assert win_config["head"] == "win" and make_agent("ntuple-win").win_weight == 20.0
+    assert win_config["head"] == "win" and make_agent("learned-win").win_weight == 20.0
     with pytest.raises(CheckpointError, match="win head"):
         make_agent(f"ntuple:{N.DEFAULT_WIN_CHECKPOINT}")
     agent = make_agent("ntuple")
@@ -284,7 +284,7 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
 
 def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
     resume = ["--resume"] if (run / "config.json").exists() else []
-    cmd = [sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--run", str(run),
+    cmd = [sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--run", str(run),
            "--seed", "5", "--no-progress", *resume, *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -334,16 +334,16 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         f"train.init={tmp_path / 'none.npz'}", "--run", str(tmp_path / "run")], cwd=ROOT,
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "ntuple", "--config", str(TINY), "--set",
+    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
                         "train.layout=3", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

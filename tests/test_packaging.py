@@ -1,6 +1,6 @@
 """The wheel as a user installs it: the project's own top-level names only, and the CLI's forwarded commands work
-from it outside the checkout (pyproject.toml maps experiments/ and benchmarks/ to harmonies_experiments and
-harmonies_benchmarks)."""
+from it outside the checkout (setup.py maps agents/, experiments/ and benchmarks/ to harmonies_agents,
+harmonies_experiments and harmonies_benchmarks, subpackages included)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OWN_NAMES = {"harmonies_env", "harmonies_apps", "agents", "harmonies_experiments", "harmonies_benchmarks"}
+OWN_NAMES = {"harmonies_env", "harmonies_apps", "harmonies_agents", "harmonies_experiments", "harmonies_benchmarks"}
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def wheel(tmp_path_factory) -> Path:
     # built from a copy of what the wheel is made of, so setuptools' build/ folder never lands in (or is reused
     # from) the checkout, where files of since-deleted modules would linger
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     for name in ("harmonies_env", "harmonies_apps", "agents", "experiments", "benchmarks"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
@@ -46,10 +46,14 @@ def installed(wheel, tmp_path_factory) -> Path:
 def test_the_wheel_installs_only_the_projects_own_names(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert tops == OWN_NAMES  # no generic `experiments` or `benchmarks` package lands in site-packages
+    assert tops == OWN_NAMES  # no generic `agents`, `experiments` or `benchmarks` package lands in site-packages
+    assert all(n.startswith("harmonies") for n in tops)
+    for init in (ROOT / "agents").rglob("__init__.py"):  # every subpackage, found by setup.py (no list to edit)
+        assert "harmonies_agents/" + init.relative_to(ROOT / "agents").as_posix() in names, init
     assert "harmonies_experiments/train.py" in names and "harmonies_benchmarks/bench_engine.py" in names
     assert "harmonies_experiments/configs/solo_ppo.toml" in names
-    assert "agents/checkpoints/learned.pt" in names and "agents/checkpoints/learned.json" in names
+    assert "harmonies_agents/checkpoints/mlp.pt" in names and "harmonies_agents/checkpoints/learned.npz" in names
+    assert "harmonies_agents/__init__.py" in names and "harmonies_agents/mlp/kernels.py" in names
     (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     text = zipfile.ZipFile(wheel).read(license_file).decode()
     assert text.startswith("MIT License") and text == (ROOT / "LICENSE").read_text()
@@ -65,7 +69,11 @@ def _run_installed(installed: Path, cwd: Path, *args: str) -> subprocess.Complet
 
 def test_train_and_bench_run_from_the_installed_wheel(installed, tmp_path):
     probe = subprocess.run([sys.executable, "-c", "import harmonies_apps, harmonies_experiments; "
-                            "print(harmonies_apps.__file__); print(harmonies_experiments.__file__)"],
+                            "import agents.registry, harmonies_agents.registry, agents.mlp.kernels; "
+                            "assert agents.registry is harmonies_agents.registry; "
+                            "assert agents.mlp.kernels is harmonies_agents.mlp.kernels; "
+                            "print(harmonies_apps.__file__); print(harmonies_experiments.__file__); "
+                            "print(agents.__file__)"],
                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(installed)},
                            capture_output=True, text=True, timeout=120)
     assert probe.returncode == 0, probe.stderr

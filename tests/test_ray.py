@@ -82,17 +82,17 @@ def test_ray_tournament_equals_jobs_game_for_game(cluster, tmp_path, capsys):
 def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
     """A learned checkpoint is read on the driver and played from the workers' own copies: deleting the driver's
     files after shipping changes nothing, and a copy that does not match its SHA-256 is refused."""
-    from agents.learned import DEFAULT_CHECKPOINT
     from agents.match import run_match
+    from agents.mlp import DEFAULT_CHECKPOINT
 
     for suffix in (".pt", ".json"):
         (tmp_path / f"net{suffix}").write_bytes(DEFAULT_CHECKPOINT.with_suffix(suffix).read_bytes())
-    spec = f"learned-mlp:{tmp_path / 'net.pt'}"
+    spec = f"mlp:{tmp_path / 'net.pt'}"
     shipped = distributed.ship_specs([spec, "random", spec])
     assert list(shipped) == [spec] and sorted(shipped[spec]["files"]) == ["net.json", "net.pt"]
     local = distributed.local_spec(spec, shipped)
     where = Path(local.partition(":")[2])
-    assert local.startswith("learned-mlp:") and where.name == "net.pt" and where.parent != tmp_path
+    assert local.startswith("mlp:") and where.name == "net.pt" and where.parent != tmp_path
     assert distributed.local_spec("random", shipped) == "random"
 
     on_ray = run_match([spec, "random"], 2, 2, seed=3, progress=False, ray_address="local")
@@ -103,7 +103,7 @@ def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
     with pytest.raises(ValueError, match="does not match its SHA-256"):
         distributed.local_spec(spec, bad)
     with pytest.raises(FileNotFoundError, match="not found"):
-        distributed.ship_specs([f"learned-mlp:{tmp_path / 'absent.pt'}"])
+        distributed.ship_specs([f"mlp:{tmp_path / 'absent.pt'}"])
 
 
 def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tmp_path):
@@ -112,9 +112,9 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
     import numpy as np
 
     from experiments.selfplay_workers import SelfPlayWorkers, feed
-    from experiments.train_learned import Trainer, load_config
+    from experiments.train_mlp import Trainer, load_config
 
-    cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"), [])
+    cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "mlp_tiny.toml"), [])
     learner = Trainer(cfg, seed=0, run=tmp_path, progress=False)
 
     def same(a: list[dict], b: list[dict]) -> bool:
@@ -144,9 +144,9 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
         assert np.isfinite(learner.train_step())
 
 
-TINY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"
+TINY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "mlp_tiny.toml"
 #: The tiny learner with 2 self-play workers: 40 iterations (its games end and it trains), no evaluations.
-WORKER_RUN = ["learned", "--config", str(TINY), "--seed", "5", "--no-progress", "--workers", "2",
+WORKER_RUN = ["mlp", "--config", str(TINY), "--seed", "5", "--no-progress", "--workers", "2",
               "--set", "eval.every=0", "--set", "run.iterations=40"]
 
 
@@ -235,7 +235,7 @@ def test_learner_with_workers_resumes_after_sigkill_of_the_driver(worker_run, tm
 def test_worker_flags_are_checked_in_one_line(tmp_path, capsys):
     from experiments import train
 
-    base = ["learned", "--config", str(TINY), "--no-progress"]
+    base = ["mlp", "--config", str(TINY), "--no-progress"]
     assert train.cli([*base, "--run", str(tmp_path / "a"), "--ray", "not an address"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--ray takes local, auto or a cluster address" in err[0]
@@ -251,10 +251,10 @@ def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, c
     from experiments import train
 
     monkeypatch.setitem(sys.modules, "ray", None)
-    assert train.cli(["learned", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
+    assert train.cli(["mlp", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
                       "--workers", "2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ['python -m experiments.train: learned: selfplay.workers needs ray, from the "distributed" extra: '
+    assert err == ['python -m experiments.train: mlp: selfplay.workers needs ray, from the "distributed" extra: '
                    'pip install -e ".[distributed]"']
 
 

@@ -198,7 +198,7 @@ def test_cli_parses_serve_and_rejects_unknown_opponents():
         Manager(["chess-engine"])
 
     args = build_parser().parse_args(["serve"])
-    assert {"learned", "learned-search", "learned-mlp", "greedy", "mcts:1.0", "random"} <= set(args.opponents)
+    assert {"learned", "learned-search", "mlp", "greedy", "mcts:1.0", "random"} <= set(args.opponents)
     assert args.opponents[0] == "greedy"  # preselected on the page: quick to answer
 
 
@@ -209,22 +209,22 @@ def test_serve_help_lists_the_learned_agents(capsys):
         cli.main(["serve", "--help"])
     assert e.value.code == 0
     out = "".join(capsys.readouterr().out.split())  # argparse wraps lines, also after hyphens
-    for words in ("learned[:PATH]", "learned-search[:SECONDS|:Nit]", "learned-mlp[:PATH]",
-                  "learned-mlp-search[:SECONDS|:Nit]", "'learned','learned-search','learned-mlp'", "--max-games",
+    for words in ("learned[:PATH]", "learned-search[:SECONDS]orlearned-search:Nit", "mlp[:PATH]",
+                  "mlp-search[:SECONDS]ormlp-search:Nit", "'learned','learned-search','mlp'", "--max-games",
                   "--idle-minutes"):
         assert words in out, words
 
 
 def test_the_learned_agents_are_offered_and_accepted():
-    """The n-tuple network (`learned`, `learned-search`) and the MLP baseline (`learned-mlp`), as served by default."""
+    """The n-tuple network (`learned`, `learned-search`) and the MLP baseline (`mlp`), as served by default."""
     pytest.importorskip("torch", reason="the MLP reads its weights with torch")
-    offered = ["learned", "learned-search", "learned-mlp"]
+    offered = ["learned", "learned-search", "mlp"]
     app = create_app(offered, bot_delay=0)
     with TestClient(app) as c:
         assert c.get("/api/config").json()["opponents"] == offered
-        r = c.post("/api/games", json={"opponents": ["learned-search", "learned-mlp", "learned"], "seat": 0})
+        r = c.post("/api/games", json={"opponents": ["learned-search", "mlp", "learned"], "seat": 0})
         assert r.status_code == 200, r.text
-        assert r.json()["names"] == ["You", "learned-search (bot)", "learned-mlp (bot)", "learned (bot)"]
+        assert r.json()["names"] == ["You", "learned-search (bot)", "mlp (bot)", "learned (bot)"]
 
 
 # ---- limits: request bodies, JSON, game tokens, the table of games ------------------------------------

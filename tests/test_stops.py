@@ -20,8 +20,8 @@ from agents import ntuple as N
 from experiments import train
 
 ROOT = Path(__file__).resolve().parents[1]
-NTUPLE_TINY = ROOT / "experiments" / "configs" / "ntuple_tiny.toml"
-LEARNED_TINY = ROOT / "experiments" / "configs" / "learned_tiny.toml"
+NTUPLE_TINY = ROOT / "experiments" / "configs" / "learned_tiny.toml"
+MLP_TINY = ROOT / "experiments" / "configs" / "mlp_tiny.toml"
 
 
 class Killed(BaseException):
@@ -50,7 +50,7 @@ def _newest_checkpoint(run: Path) -> Path:
 
 def test_an_ntuple_run_killed_between_checkpoint_and_export_exports_again_on_resume(tmp_path, monkeypatch):
     run = tmp_path / "run"
-    argv = ["ntuple", "--config", str(NTUPLE_TINY), "--run", str(run), "--seed", "3", "--no-progress", "--set",
+    argv = ["learned", "--config", str(NTUPLE_TINY), "--run", str(run), "--seed", "3", "--no-progress", "--set",
             "train.iterations=80", "--set", "run.checkpoint_every=40", "--set", "eval.games=0"]  # games end: it learns
     with monkeypatch.context() as m:
         _die_at_second_export(m, N, "save_checkpoint")
@@ -68,13 +68,13 @@ def test_an_ntuple_run_killed_between_checkpoint_and_export_exports_again_on_res
 
 def test_an_mlp_run_killed_between_checkpoint_and_export_exports_again_on_resume(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch", reason="the MLP trainer needs the train extra")
-    from experiments import train_learned
+    from experiments import train_mlp
 
     run = tmp_path / "run"
-    argv = ["learned", "--config", str(LEARNED_TINY), "--run", str(run), "--seed", "3", "--no-progress", "--set",
+    argv = ["mlp", "--config", str(MLP_TINY), "--run", str(run), "--seed", "3", "--no-progress", "--set",
             "train.iterations=60", "--set", "run.checkpoint_every=30", "--set", "eval.every=0"]  # games end: it learns
     with monkeypatch.context() as m:
-        _die_at_second_export(m, train_learned, "save_agent_checkpoint")
+        _die_at_second_export(m, train_mlp, "save_agent_checkpoint")
         with pytest.raises(Killed):
             train.main(argv)
     ck = _newest_checkpoint(run)
@@ -92,7 +92,7 @@ def test_an_mlp_run_killed_between_checkpoint_and_export_exports_again_on_resume
 
 def test_a_run_removes_the_temporary_files_killed_writes_left(tmp_path, capsys):
     run = tmp_path / "run"
-    argv = ["ntuple", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set",
+    argv = ["learned", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set",
             "train.iterations=2", "--set", "run.checkpoint_every=1", "--set", "eval.games=0"]
     assert train.main(argv) == 0
     stale = [run / ".model.npz.x1y2.tmp", run / "checkpoints" / ".step_000000000002.npz.abcd.tmp"]
@@ -209,7 +209,7 @@ def test_sigterm_before_any_game_ends_removes_the_empty_out_folder(tmp_path):
 def test_a_training_run_stops_on_sigterm_at_a_checkpoint_that_resume_continues(tmp_path):
     run = tmp_path / "run"
     # (the module, not `harmonies train`, which runs the installed copy of it: another checkout's, in a test run)
-    p = _start("ntuple", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set", "eval.games=0",
+    p = _start("learned", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set", "eval.games=0",
                module="experiments.train")
     _wait_for(p, lambda: any((run / "checkpoints").glob("step_*.json")))
     code, _, err = _stop(p, signal.SIGTERM)
@@ -318,7 +318,7 @@ def test_extra_hints_fit_a_checkout_or_a_wheel(monkeypatch):
 
 def test_a_runs_model_records_its_command_with_the_arguments(tmp_path):
     run = tmp_path / "run"
-    argv = ["ntuple", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set",
+    argv = ["learned", "--config", str(NTUPLE_TINY), "--run", str(run), "--no-progress", "--set",
             "train.iterations=1", "--set", "eval.games=0"]
     assert train.main(argv) == 0
     command = json.loads((run / "model.json").read_text())["training"]["command"]

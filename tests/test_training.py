@@ -536,11 +536,12 @@ def test_export_records_the_observation_version_and_loading_refuses_another(tmp_
     model = MaskablePPO("MlpPolicy", VersusEnv(), seed=0, device="cpu", policy_kwargs={"net_arch": [8]})
     path = save_policy(model.policy, tmp_path / "p.pt")
     cpath = path.with_suffix(".json")
-    config = json.loads(cpath.read_text())
+    saved = json.loads(cpath.read_text())  # agents.checkpoint's sidecar: the policy config in "config"
+    config = saved["config"]
     assert config["observation_version"] == OBS_VERSION and isinstance(OBS_VERSION, int)
     assert PPOAgent(path).kind == "action"
     other = OBS_VERSION + 1
-    cpath.write_text(json.dumps({**config, "observation_version": other}))
+    cpath.write_text(json.dumps({**saved, "config": {**config, "observation_version": other}}))
     msg = f"observation version {other}, this code encodes observation version {OBS_VERSION}"
     with pytest.raises(ValueError, match=msg):
         PPOAgent(path)
@@ -554,7 +555,7 @@ def test_export_records_the_observation_version_and_loading_refuses_another(tmp_
     with pytest.raises(ConfigError, match=msg):
         init_from(model, checkpoint)
     old = {k: v for k, v in config.items() if k != "observation_version"}  # written before the field existed
-    cpath.write_text(json.dumps(old))
+    cpath.write_text(json.dumps({**saved, "config": old}))
     agent = PPOAgent(path)
     view = PlayerView(Game(2, seed=1), 0)
     assert view.action_mask[agent.act(view)]
@@ -563,7 +564,7 @@ def test_export_records_the_observation_version_and_loading_refuses_another(tmp_
     small = MaskableActorCriticPolicy(spaces.Box(-1, 1, (5,), np.float32), spaces.Discrete(NUM_ACTIONS),
                                       lambda _: 0.0, net_arch=[4])
     spath = save_policy(small, tmp_path / "small.pt")
-    assert json.loads(spath.with_suffix(".json").read_text())["observation_version"] is None
+    assert json.loads(spath.with_suffix(".json").read_text())["config"]["observation_version"] is None
     assert load_policy(spath).observation_space.shape == (5,)
     with pytest.raises(ValueError, match=r"observation shape \(5,\)"):
         PPOAgent(spath)

@@ -18,8 +18,8 @@ from harmonies_env.validate import parse_json
 
 from ..afterstate import FEATURE_VERSION
 from ..base import PlanAgent
+from ..checkpoint import CheckpointError, checkpoint_pair, weights_sha256
 from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN, NUM_TERMS
-from ..learned import CheckpointError, checkpoint_pair, weights_sha256
 from ..policy import PlanRows
 from .kernels import (
     _TERMS_AT,
@@ -48,10 +48,10 @@ def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
 
 #: The play settings a checkpoint records and the agent uses unless told otherwise.
 DEFAULT_PLAY = {"beam": 24, "candidates": 128}
-#: The shipped checkpoint (if any): agents/checkpoints/ntuple.npz + .json.
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "ntuple.npz"
+#: The shipped checkpoint (if any): agents/checkpoints/learned.npz + .json.
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "learned.npz"
 #: The shipped win head (if any) that `ntuple-win` adds to the shipped points head.
-DEFAULT_WIN_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("ntuple-win.npz")
+DEFAULT_WIN_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("learned-win.npz")
 #: What a checkpoint's weights predict: "points" (still to come; `remaining`) or "win" (`win_logit`).
 HEADS = ("points", "win")
 MAX_CANDIDATES = 1024

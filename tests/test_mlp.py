@@ -1,4 +1,4 @@
-"""The learned agents: afterstate features, the value network, checkpoints, the self-play trainer and the specs."""
+"""The MLP baseline `mlp`: afterstate features, the value network, checkpoints, the self-play trainer, the specs."""
 from __future__ import annotations
 
 import csv
@@ -34,12 +34,12 @@ from agents.afterstate import (  # noqa: E402
 )
 from agents.base import private_copy  # noqa: E402
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, NUM_TERMS, plan_group, potential_terms  # noqa: E402
-from agents.learned import (  # noqa: E402
+from agents.mlp import (  # noqa: E402
     DEFAULT_CHECKPOINT,
     DEFAULT_CONFIG,
     CheckpointError,
-    LearnedAgent,
-    LearnedSearchAgent,
+    MLPAgent,
+    MLPSearchAgent,
     ValueNet,
     decision_values,
     load_checkpoint,
@@ -47,9 +47,9 @@ from agents.learned import (  # noqa: E402
     search_leaves,
     torch_net,
 )
-from experiments.eval_learned import main as eval_main  # noqa: E402
-from experiments.eval_learned import play_vs_greedy  # noqa: E402
-from experiments.train_learned import Trainer, load_config, save_agent_checkpoint  # noqa: E402
+from experiments.eval_mlp import main as eval_main  # noqa: E402
+from experiments.eval_mlp import play_vs_greedy  # noqa: E402
+from experiments.train_mlp import Trainer, load_config, save_agent_checkpoint  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
@@ -58,7 +58,7 @@ from harmonies_env.scoring import CATEGORIES  # noqa: E402
 from harmonies_env.view import PlayerView  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = ROOT / "experiments" / "configs" / "learned_tiny.toml"
+TINY = ROOT / "experiments" / "configs" / "mlp_tiny.toml"
 
 
 def _midgame(seed: int, turns: int, players: int = 2, side: str = "A", spirits: bool = False) -> Game:
@@ -126,7 +126,7 @@ def test_features_hide_what_the_mover_cannot_see():
     for plans, feats in out[1:]:
         assert np.array_equal(plans, out[0][0]) and np.array_equal(feats, out[0][1])
     net = _random_net()
-    agent = LearnedAgent(net=net, beam=16, candidates=K)
+    agent = MLPAgent(net=net, beam=16, candidates=K)
     choices = {tuple(agent.choose_plan(view, private_copy(view, seed))) for seed in (5, 6, 7)}
     assert len(choices) == 1
 
@@ -229,7 +229,7 @@ def test_checkpoint_round_trip_and_refusals(tmp_path):
     with pytest.raises(FileNotFoundError, match="two files"):
         load_checkpoint(tmp_path / "missing.pt")
     bad = json.loads((tmp_path / "m.json").read_text())
-    bad["network"]["feature_version"] = 999
+    bad["config"]["feature_version"] = 999
     (tmp_path / "m.json").write_text(json.dumps(bad))
     with pytest.raises(ValueError, match="version 999"):
         ValueNet.load(tmp_path / "m.pt")
@@ -241,42 +241,42 @@ def test_play_settings_come_from_the_checkpoint(tmp_path):
     cfg = {**DEFAULT_CONFIG, "hidden": [8], "play": {"beam": 7, "candidates": 5, "diverse": True},
            "value": {"win": 0.0, "margin": 0.0, "score": 1.0}}
     save_agent_checkpoint(tmp_path / "m", torch_net(cfg).state_dict(), cfg, {})
-    agent = LearnedAgent(tmp_path / "m.pt")
+    agent = MLPAgent(tmp_path / "m.pt")
     assert (agent.beam, agent.candidates, agent.diverse) == (7, 5, True)
     assert agent.value == {"win": 0.0, "margin": 0.0, "score": 1.0}  # no play.value: the network's value
     g = _midgame(seed=2, turns=4)
     plans, values, _ = agent.rank(g)
     assert len(plans) == 5 and len({plan_group(np.array(p), len(p)) for p in plans}) == 5  # diverse: 5 choices
-    other = LearnedAgent(tmp_path / "m.pt", beam=9, candidates=3, diverse=False, value={"win": 1, "margin": 0,
+    other = MLPAgent(tmp_path / "m.pt", beam=9, candidates=3, diverse=False, value={"win": 1, "margin": 0,
                                                                                         "score": 0})
     assert (other.beam, other.candidates, other.diverse, other.value["win"]) == (9, 3, False, 1)
     cfg["play"]["value"] = {"win": 0.0, "margin": 0.0, "score": 1.0}
     cfg["value"] = {"win": 1.0, "margin": 0.5, "score": 0.25}
     save_agent_checkpoint(tmp_path / "m", torch_net(cfg).state_dict(), cfg, {})
-    assert LearnedAgent(tmp_path / "m.pt").value == cfg["play"]["value"]  # learned plays for points
-    search = LearnedSearchAgent(tmp_path / "m.pt", iterations=4)
+    assert MLPAgent(tmp_path / "m.pt").value == cfg["play"]["value"]  # learned plays for points
+    search = MLPSearchAgent(tmp_path / "m.pt", iterations=4)
     assert search.value == cfg["value"] and search.diverse  # the search plays for the win, on the same candidates
-    assert LearnedSearchAgent(tmp_path / "m.pt", iterations=4, value=cfg["play"]["value"]).value["score"] == 1.0
+    assert MLPSearchAgent(tmp_path / "m.pt", iterations=4, value=cfg["play"]["value"]).value["score"] == 1.0
     old = json.loads((tmp_path / "m.json").read_text())
-    del old["network"]["play"]
+    del old["config"]["play"]
     (tmp_path / "m.json").write_text(json.dumps(old))
-    assert (LearnedAgent(tmp_path / "m.pt").beam, LearnedAgent(tmp_path / "m.pt").diverse) == (800, False)
+    assert (MLPAgent(tmp_path / "m.pt").beam, MLPAgent(tmp_path / "m.pt").diverse) == (800, False)
     for bad, named in (({"beam": 0, "candidates": 5, "diverse": True}, "beam"),
                        ({"beam": 7, "candidates": 5, "diverse": 1}, "diverse"),
                        ({"beam": 7, "candidates": 5, "nope": 1}, "settings"), ({"symmetries": 2}, "symmetries"),
                        ({"symmetries": True}, "symmetries"), ({"symmetries": 4.0}, "symmetries"),
                        ({"beam": 7.0}, "beam"), ({"beam": 10**9}, "beam"), ({"candidates": 10**6}, "candidates"),
                        ({"value": {"win": 1}}, "value"), (["beam", 7], "settings")):
-        old["network"]["play"] = bad
+        old["config"]["play"] = bad
         (tmp_path / "m.json").write_text(json.dumps(old))
         with pytest.raises(ValueError, match=f"play must be .*\\({named} must be"):
-            LearnedAgent(tmp_path / "m.pt")
+            MLPAgent(tmp_path / "m.pt")
     # arguments are checked by the same rules as the checkpoint's entry, and name what was wrong
     for kwargs, named in (({"candidates": 0}, "candidates"), ({"candidates": 64.0}, "candidates"),
                           ({"symmetries": True}, "symmetries"), ({"diverse": 1}, "diverse"), ({"beam": 0}, "beam")):
         with pytest.raises(ValueError, match=f"^{named} must be"):
-            LearnedAgent(net=_random_net(), **kwargs)
-    agent = LearnedAgent(net=_random_net(), beam=np.int64(5), candidates=np.int64(3), diverse=np.bool_(True))
+            MLPAgent(net=_random_net(), **kwargs)
+    agent = MLPAgent(net=_random_net(), beam=np.int64(5), candidates=np.int64(3), diverse=np.bool_(True))
     assert (agent.beam, agent.candidates, agent.diverse) == (5, 3, True)
 
 
@@ -307,9 +307,10 @@ def test_checkpoint_with_code_is_refused(tmp_path):
     true SHA-256 (whoever crafted one file can write the other); the code never runs."""
     _Evil.target = str(tmp_path / "pwned")
     with open(tmp_path / "evil.pt", "wb") as f:
-        torch.save({"0.weight": _Evil()}, f, pickle_module=pickle)
+        # padded to the size its config's weights take, so the size check before reading lets it through
+        torch.save({"0.weight": _Evil(), "pad": torch.zeros(NUM_FEATURES + 64)}, f, pickle_module=pickle)
     sha = hashlib.sha256((tmp_path / "evil.pt").read_bytes()).hexdigest()
-    (tmp_path / "evil.json").write_text(json.dumps({"network": DEFAULT_CONFIG, "sha256": sha}))
+    (tmp_path / "evil.json").write_text(json.dumps({"network": {**DEFAULT_CONFIG, "hidden": [1]}, "sha256": sha}))
     with pytest.raises(CheckpointError, match=r"evil\.pt: not a weights-only .*refused it: .*GLOBAL .*system"):
         ValueNet.load(tmp_path / "evil.pt")
     assert not (tmp_path / "pwned").exists()
@@ -349,9 +350,9 @@ def test_learned_checkpoints_are_checked_by_sha256_and_hold_float32_tensors_only
             ("shape", {**state, "4.bias": torch.zeros(9)}, "'4.bias' must have shape \\(8,\\) for this config, got "
                                                            "\\(9,\\)"),
             ("nan", {**state, "4.bias": torch.full((8,), float("nan"))}, "'4.bias' must hold finite"),
-            ("notdict", [state["0.weight"]], "must be a state dict")):
+            ("notdict", list(state.values()), "must be a state dict")):
         with pytest.raises(CheckpointError, match=rf"{name}/m\.pt: .*{match}"):
-            LearnedAgent(copy_shipped(tmp_path / name, torch_bytes(weights), fix_sha=True))
+            MLPAgent(copy_shipped(tmp_path / name, torch_bytes(weights), fix_sha=True))
 
 
 @pytest.mark.skipif(not DEFAULT_CHECKPOINT.exists(), reason="no shipped checkpoint in this checkout")
@@ -373,7 +374,7 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
     config, checked = load_checkpoint(DEFAULT_CHECKPOINT)  # its SHA-256, names, shapes and dtypes pass
     assert config["hidden"] == [256, 256] and checked.keys() == state.keys()
     for seed in range(3):
-        agent = make_agent("learned-mlp")
+        agent = make_agent("mlp")
         g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)
         sc = g.scores()
         assert sc[0]["total"] > sc[1]["total"] + 20
@@ -383,26 +384,26 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
 
 def test_specs_and_budgets(tmp_path):
     net = _random_net()
-    assert isinstance(make_agent("learned-mlp-search:3it") if DEFAULT_CHECKPOINT.exists() else
-                      LearnedSearchAgent(net=net, iterations=3), LearnedSearchAgent)
-    for bad in ("learned-mlp-search:nan", "learned-mlp-search:inf", "learned-mlp-search:-1", "learned-mlp-search:0it",
-                "learned-mlp-search:xit"):
+    assert isinstance(make_agent("mlp-search:3it") if DEFAULT_CHECKPOINT.exists() else
+                      MLPSearchAgent(net=net, iterations=3), MLPSearchAgent)
+    for bad in ("mlp-search:nan", "mlp-search:inf", "mlp-search:-1", "mlp-search:0it",
+                "mlp-search:xit"):
         with pytest.raises(ValueError):
             make_agent(bad)
     with pytest.raises((ValueError, FileNotFoundError)):
-        make_agent(f"learned-mlp:{tmp_path / 'nothing.pt'}")
+        make_agent(f"mlp:{tmp_path / 'nothing.pt'}")
     (tmp_path / "empty.pt").write_bytes(b"")
     (tmp_path / "empty.json").write_text("{}")
-    with pytest.raises(CheckpointError, match=r"^bad agent spec 'learned-mlp:.*empty"):  # the spec named, the type kept
-        make_agent(f"learned-mlp:{tmp_path / 'empty.pt'}")
-    with pytest.raises(ValueError, match=r"^bad agent spec 'learned:.*empty\.pt'.*'learned-mlp:.*empty\.pt'"):
-        make_agent(f"learned:{tmp_path / 'empty.pt'}")  # `learned` is the n-tuple network now: pointed to learned-mlp
+    with pytest.raises(CheckpointError, match=r"^bad agent spec 'mlp:.*empty"):  # the spec named, the type kept
+        make_agent(f"mlp:{tmp_path / 'empty.pt'}")
+    with pytest.raises(ValueError, match=r"^bad agent spec 'learned:.*empty\.pt'.*'mlp:.*empty\.pt'"):
+        make_agent(f"learned:{tmp_path / 'empty.pt'}")  # `learned` is the n-tuple network now: pointed to mlp
 
 
 @pytest.mark.parametrize("players,spirits", [(2, False), (3, True), (1, False)])
 def test_search_agent_plays_whole_games(players, spirits):
     net = _random_net()
-    agents = [LearnedSearchAgent(net=net, iterations=6, beam=8, candidates=6, reply_beam=2, seed=k)
+    agents = [MLPSearchAgent(net=net, iterations=6, beam=8, candidates=6, reply_beam=2, seed=k)
               for k in range(players)]
     g = play_game(agents, players, "A", spirits, seed=2)
     assert g.is_over
@@ -416,14 +417,14 @@ def test_search_leaf_depth():
     g = _midgame(seed=4, turns=8)
     view = PlayerView(g, g.current_player)
     for turns in (0, 1, 3, 40):
-        agent = LearnedSearchAgent(net=net, iterations=8, beam=8, candidates=4, root=4, reply_beam=2, turns=turns)
+        agent = MLPSearchAgent(net=net, iterations=8, beam=8, candidates=4, root=4, reply_beam=2, turns=turns)
         plan = agent.choose_plan(view, private_copy(view, 0))
         assert plan and plan[-1] == 267 and agent.last_iterations == 8
     state = private_copy(view, 1).state
     for turns, ended in ((1, False), (200, True)):
         roots = np.stack([state.copy()])
         cp = np.zeros((1, MAX_PLAN), dtype=np.int64)
-        plans = LearnedAgent(net=net, beam=8, candidates=2).rank(private_copy(view, 1))[0]
+        plans = MLPAgent(net=net, beam=8, candidates=2).rank(private_copy(view, 1))[0]
         cp[0, : len(plans[0])] = plans[0]
         cl = np.array([len(plans[0])], dtype=np.int64)
         feats = np.zeros((1, NUM_FEATURES), dtype=np.float32)
@@ -438,18 +439,18 @@ def test_search_leaf_depth():
         if not ended:
             assert seat[0] == 1  # judged by the opponent, whose afterstate it is
     with pytest.raises(ValueError, match="turns"):
-        LearnedSearchAgent(net=net, iterations=8, turns=-1)
+        MLPSearchAgent(net=net, iterations=8, turns=-1)
 
 
 def test_search_agent_uses_its_budget():
     net = _random_net()
     g = _midgame(seed=4, turns=2)
     view = PlayerView(g, g.current_player)
-    agent = LearnedSearchAgent(net=net, iterations=40, beam=16, candidates=16, root=8, reply_beam=2)
+    agent = MLPSearchAgent(net=net, iterations=40, beam=16, candidates=16, root=8, reply_beam=2)
     plan = agent.choose_plan(view, private_copy(view, 0))
     assert plan and plan[-1] == 267
     assert 32 <= agent.last_iterations <= 40
-    agent = LearnedSearchAgent(net=net, seconds=0.3, beam=16, candidates=16, root=4, reply_beam=2)
+    agent = MLPSearchAgent(net=net, seconds=0.3, beam=16, candidates=16, root=4, reply_beam=2)
     t = time.perf_counter()
     agent.choose_plan(view, private_copy(view, 0))
     assert agent.last_iterations >= 4 and time.perf_counter() - t < 5.0
@@ -460,7 +461,7 @@ def test_search_agent_uses_its_budget():
 @pytest.mark.parametrize("players, side, spirits, games, diverse, symmetries",
                          [(2, "A", False, 4, False, 1), (3, "B", True, 3, True, 4), (2, "B", False, 2, True, 1)])
 def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, spirits, games, diverse, symmetries):
-    """`play_vs_greedy` (all games at once) gives, game for game, the totals of LearnedAgent vs GreedyAgent played
+    """`play_vs_greedy` (all games at once) gives, game for game, the totals of MLPAgent vs GreedyAgent played
     one at a time through `Game`: same seeds, same seats, same choices."""
     net = _random_net(seed=4)
     value = net.config["value"]
@@ -470,7 +471,7 @@ def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, sp
     for i in range(games):
         me = (-i) % players  # the match engine rotates the seats: seat k holds policy (k + i) % players
         agents = [GreedyAgent(beam=4) for _ in range(players)]
-        agents[me] = LearnedAgent(net=net, beam=3 if diverse else 8, candidates=4, diverse=diverse,
+        agents[me] = MLPAgent(net=net, beam=3 if diverse else 8, candidates=4, diverse=diverse,
                                   symmetries=symmetries)
         g = play_game(agents, players, side, spirits, seed=7 + i // players)
         assert res["totals"][i].tolist() == [sc["total"] for sc in g.scores()], i
@@ -496,7 +497,7 @@ def test_eval_command(tmp_path, capsys):
     assert row["mean_score"] > 0
     assert eval_main(args[:2] + ["--games", "0"]) == 2
     assert "--games must be >= 1" in capsys.readouterr().err
-    assert eval_main(args + ["--candidates", "0"]) == 2  # the same checks as LearnedAgent's, naming the setting
+    assert eval_main(args + ["--candidates", "0"]) == 2  # the same checks as MLPAgent's, naming the setting
     assert "candidates must be a whole number 1..1024" in capsys.readouterr().err
     assert eval_main(args + ["--beam", "0"]) == 2
     assert "beam must be a whole number" in capsys.readouterr().err
@@ -568,10 +569,10 @@ def test_config_errors():
 
 
 def _train(run: Path, iterations: int, extra: list[str] | None = None, alias: bool = False) -> subprocess.Popen:
-    """`python -m experiments.train learned` on the tiny config, seed 5, up to `iterations`; with --resume when the
-    run folder holds a run (config.json). alias: through `python -m experiments.train_learned --iterations N`."""
+    """`python -m experiments.train mlp` on the tiny config, seed 5, up to `iterations`; with --resume when the
+    run folder holds a run (config.json). alias: through `python -m experiments.train_mlp --iterations N`."""
     until = ["--iterations", str(iterations)] if alias else ["--set", f"run.iterations={iterations}"]
-    cmd = [sys.executable, "-m", *(["experiments.train_learned"] if alias else ["experiments.train", "learned"]),
+    cmd = [sys.executable, "-m", *(["experiments.train_mlp"] if alias else ["experiments.train", "mlp"]),
            "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -607,10 +608,7 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     for k in want:
         assert np.array_equal(got[k], want[k]), k
     assert (run / "progress.csv").read_text().splitlines()[0].startswith("iteration,")
-    # what a kill mid-write leaves (atomic writes' temp files, the earlier layout's half-written checkpoint folder)
-    # goes on resume
-    (tmp_path / "ref" / ".ckpt-00000050.tmp99999").mkdir()
-    (tmp_path / "ref" / ".ckpt-00000050.tmp99999" / "trainer.pt").write_bytes(b"torn")
+    # what a kill mid-write leaves (atomic writes' temp files) goes on resume
     (tmp_path / "ref" / ".model.pt.x1y2.tmp").write_bytes(b"torn")
     (tmp_path / "ref" / "checkpoints" / ".step_000000000050.pt.x1y2.tmp").write_bytes(b"torn")
     again = _train(tmp_path / "ref", 40)
@@ -672,35 +670,9 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     p = _train(tmp_path, 30, [*plain, "--set", "network.play={beam = 8, candidates = 4, symmetries = 4}"])
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 0 and "resumed from" in out, out
-    play = json.loads((tmp_path / "model.json").read_text())["network"]["play"]
+    play = json.loads((tmp_path / "model.json").read_text())["config"]["play"]
     assert (play["beam"], play["candidates"], play["symmetries"], play["diverse"]) == (8, 4, 4, False)
     for change, named in ((["--set", "train.lr=0.5"], b"train.lr"), (["--set", "selfplay.diverse=true"], b"diverse")):
         other = _train(tmp_path, 40, [*plain, *change])
         out = other.stdout.read()
         assert other.wait(timeout=300) == 2 and b"another config" in out and named in out, out
-
-
-def test_a_run_folder_of_the_earlier_layout_resumes(tmp_path, capsys):
-    """A run folder of the earlier layout (ckpt-NNNNNNNN/trainer.pt + trainer.json, no config.json) resumes under
-    `experiments.train learned --resume` (its config and seed read from the checkpoint) and ends as the run never
-    stopped; without --resume it is refused as a run already there."""
-    from experiments import train
-
-    cmd = ["learned", "--config", str(TINY), "--seed", "3", "--no-progress", "--set", "eval.every=0"]
-    train.main([*cmd, "--run", str(tmp_path / "a"), "--set", "run.iterations=10"])
-    train.main([*cmd, "--run", str(tmp_path / "a"), "--set", "run.iterations=20", "--resume"])
-    record = json.loads((tmp_path / "a" / "checkpoints" / "step_000000000010.json").read_text())
-    old = tmp_path / "old" / "ckpt-00000010"
-    old.mkdir(parents=True)
-    (old / "trainer.pt").write_bytes((tmp_path / "a" / "checkpoints" / "step_000000000010.pt").read_bytes())
-    (old / "trainer.json").write_text(json.dumps(record["state"]))
-    with pytest.raises(SystemExit, match="already holds a run"):
-        train.main([*cmd, "--run", str(tmp_path / "old")])
-    assert train.main(["learned", "--run", str(tmp_path / "old"), "--resume", "--no-progress",
-                       "--set", "run.iterations=20"]) == 0
-    assert "resumed from" in capsys.readouterr().err
-    assert json.loads((tmp_path / "old" / "config.json").read_text())["seed"] == 3  # converted: a run like any
-    want = torch.load(tmp_path / "a" / "model.pt", weights_only=True)
-    got = torch.load(tmp_path / "old" / "model.pt", weights_only=True)
-    for k in want:
-        assert torch.equal(got[k], want[k]), k

@@ -1,6 +1,6 @@
-"""The MLP agents: an afterstate value network over whole-turn plans, alone (`learned-mlp`) or inside a search
-(`learned-mlp-search`). The first learned agent, kept as a baseline: the spec `learned` now plays the n-tuple network
-(agents/ntuple.py), which beats it face to face (benchmarks/STRENGTH.md).
+"""The MLP agents: an afterstate value network over whole-turn plans, alone (`mlp`) or inside a search
+(`mlp-search`). The first learned agent, kept as a baseline: the spec `learned` now plays the n-tuple network
+(agents/ntuple/), which beats it face to face (benchmarks/STRENGTH.md).
 
 Why this design (TD-Gammon's, for a game whose turns hold no chance): the greedy planner proposes whole-turn plans
 by its hand-written heuristic; each plan leads to an exact afterstate (`agents.afterstate`), and a small network that
@@ -14,7 +14,7 @@ outputs: the predicted final totals of the 4 relative seats / 100 (seat 0 = the 
 logits of who wins. A candidate's value for its mover (`decision_values`) = `win` x P(win) + `margin` x (own - best
 other) / 100 + `score` x own / 100 (solo: own / 100 only), the outputs optionally averaged over the boards' mirror
 images (`mirrored_outputs`). The weights are in the checkpoint's config: `value` (what self-play trained with, and
-what the search plays for) and `play.value` (what `learned-mlp` plays for).
+what the search plays for) and `play.value` (what `mlp` plays for).
 
 Checkpoints are a weights-only file (`NAME.pt`: `torch.save` of a state dict of tensors, loaded with
 `torch.load(..., weights_only=True)`, which never unpickles code) plus `NAME.json` (architecture, feature
@@ -26,41 +26,30 @@ needed to load the file.
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import pickle  # noqa: S403 (only to recognise torch.load's refusal; nothing is unpickled)
-import re
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-from numba import njit
 
-from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plan, run_rows
+from harmonies_env.batch import run_rows
 from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
-from harmonies_env.scoring import NUM_CATEGORIES
-from harmonies_env.validate import parse_json
 
-from .afterstate import (
-    FEATURE_VERSION,
-    MIRRORS,
-    NUM_FEATURES,
-    afterstate_features,
-    candidate_rows,
-    spirit_choice,
-)
-from .base import PlanAgent, private_copy
-from .greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, evaluate, plan_turn, planner_settings
-from .policy import PlanRows
+from ..afterstate import FEATURE_VERSION, MIRRORS, NUM_FEATURES, candidate_rows, spirit_choice
+from ..base import PlanAgent, private_copy
+from ..checkpoint import CheckpointError, read_checkpoint, weights_sha256, write_checkpoint
+from ..greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, planner_settings
+from ..policy import PlanRows
+from .kernels import search_leaves
 
 #: The checkpoint shipped with the package (2 players, Side A, no Spirits, trained from scratch by self-play).
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "learned.pt"
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "mlp.pt"
 #: Outputs of the network: 4 predicted final totals / 100 (relative seats), then 4 win logits.
 NUM_OUTPUTS = 8
 #: Most candidates an agent may rank per decision (each holds a NUM_FEATURES float32 row).
@@ -82,15 +71,13 @@ DEFAULT_CONFIG: dict[str, Any] = {
 #: Top-level entries of a checkpoint's NAME.json: `network` (the config above), `sha256` (of NAME.pt, required),
 #: `training` and `decision` (how it was trained and chosen: free-form, not read).
 CHECKPOINT_KEYS = ("network", "sha256", "training", "decision")
+#: The MLP's format name in `agents.checkpoint`'s sidecar.
+FORMAT = "mlp"
 #: Largest NAME.json / NAME.pt read (bytes): anything bigger is not a checkpoint of this network.
 MAX_CONFIG_BYTES = 1 << 20
 MAX_WEIGHTS_BYTES = 1 << 30
-
-
-class CheckpointError(ValueError):
-    """A learned checkpoint that is refused: missing or wrong SHA-256, not a weights-only state dict of float32
-    tensors, weights that do not fit its config, a config that is not JSON or not a network this code runs. The
-    message is one line naming the file and what is wrong."""
+#: Most hidden layers a network config may declare (checked before its weights are read).
+MAX_LAYERS = 16
 
 
 def torch_net(config: dict[str, Any]):
@@ -119,7 +106,7 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg = {**DEFAULT_CONFIG, **config}
     if cfg["feature_version"] != FEATURE_VERSION:
         raise ValueError(f"checkpoint features are version {cfg['feature_version']}, this code computes version "
-                         f"{FEATURE_VERSION}: retrain (python -m experiments.train_learned)")
+                         f"{FEATURE_VERSION}: retrain (python -m experiments.train_mlp)")
     if cfg["num_features"] != NUM_FEATURES:
         raise ValueError(f"checkpoint expects {cfg['num_features']} features, this code computes {NUM_FEATURES}")
     hidden = cfg["hidden"]
@@ -159,7 +146,7 @@ def _play_problem(play: Any) -> str | None:
 
 def play_settings(play: dict[str, Any], **given: Any) -> dict[str, Any]:
     """A checkpoint's validated `play` settings with the given overrides (None keeps the checkpoint's): what
-    `LearnedAgent` and `experiments.eval_learned` play with (ValueError naming the setting that is wrong)."""
+    `MLPAgent` and `experiments.eval_mlp` play with (ValueError naming the setting that is wrong)."""
     out = {**play, **{k: v for k, v in given.items() if v is not None}}
     problem = _play_problem(out)
     if problem:
@@ -168,8 +155,8 @@ def play_settings(play: dict[str, Any], **given: Any) -> dict[str, Any]:
 
 
 def play_value(config: dict[str, Any]) -> dict[str, float]:
-    """The decision weights `learned-mlp` plays a checkpoint with (its validated config): `play.value`, else the `value`
-    its self-play trained with. One rule for `LearnedAgent` and `experiments.eval_learned`."""
+    """The decision weights `mlp` plays a checkpoint with (its validated config): `play.value`, else the `value`
+    its self-play trained with. One rule for `MLPAgent` and `experiments.eval_mlp`."""
     play = config["play"]
     return play["value"] if play["value"] is not None else config["value"]
 
@@ -263,69 +250,70 @@ def _numpy(t: Any) -> np.ndarray:
     return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
-def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Path]:
-    """(NAME.suffix, NAME.json) of a weights-plus-JSON checkpoint given as either file or its stem, both present, else
-    FileNotFoundError naming `what` and the two files. The agents' checkpoint loaders (learned, ntuple) start here."""
-    p = Path(path)
-    if p.suffix != suffix:
-        p = p.with_suffix(suffix)
-    meta = p.with_suffix(".json")
-    if not p.is_file() or not meta.is_file():
-        raise FileNotFoundError(f"{what} is two files, {p.name} and {meta.name}; not found in {p.parent}")
-    return p, meta
+def _declared_fits(config: Any, shapes: dict[str, list[int]], size: int) -> None:
+    """Before the weights are read: the config is valid (`check_config`: widths 1..4096), has at most MAX_LAYERS
+    hidden layers, its declared shapes (if any) are its layers, and a weights file of `size` bytes can hold them and
+    not far more (ValueError naming what does not fit)."""
+    cfg = check_config(config)
+    if len(cfg["hidden"]) > MAX_LAYERS:
+        raise ValueError(f"hidden has {len(cfg['hidden'])} layers, at most {MAX_LAYERS}")
+    want = {k: list(v) for k, v in state_shapes(cfg).items()}
+    if shapes and shapes != want:
+        raise ValueError(f"the declared shapes are not the network config's layers ({want})")
+    need = 4 * sum(math.prod(v) for v in want.values())
+    if not need <= size <= 2 * need + (1 << 20):
+        raise ValueError(f"the network config holds {need:,} bytes of weights, the weights file {size:,}: not this "
+                         f"network's weights")
 
 
-def weights_sha256(data: bytes) -> str:
-    """The SHA-256 (hex) of a checkpoint's weights file, as its NAME.json records it (`sha256`)."""
-    return hashlib.sha256(data).hexdigest()
+def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
+    """A sidecar written before `agents.checkpoint`'s schema (`{network, sha256, training, decision}`, e.g. the
+    shipped mlp.json) as that schema's fields; unknown entries or no `network` are refused by name."""
+    if "network" not in doc:
+        raise CheckpointError(f"{meta}: not an MLP checkpoint config (no 'network' entry)")
+    unknown = [str(k) for k in doc if k not in CHECKPOINT_KEYS]
+    if unknown:
+        raise CheckpointError(f"{meta}: unknown entries {sorted(unknown)[:5]} (an MLP checkpoint's are "
+                              f"{', '.join(CHECKPOINT_KEYS)})")
+    training = doc.get("training")
+    return {"format": FORMAT, "version": 1, "config": doc["network"], "sha256": doc.get("sha256"),
+            "training": {**(training if isinstance(training, dict) else {"training": training}),
+                         **({"decision": doc["decision"]} if "decision" in doc else {})}}
+
+
+def save_checkpoint(path: str | Path, state_dict: dict[str, Any], config: dict[str, Any],
+                    training: dict[str, Any] | None = None) -> Path:
+    """NAME.pt (`torch.save` of the state dict's tensors, weights only) + NAME.json (`agents.checkpoint`'s sidecar:
+    format "mlp", the network config, the tensors' shapes, the SHA-256, `training`), atomically, the weights first.
+    Read back by `load_checkpoint`."""
+    import torch
+
+    tensors = {k: v.detach().cpu().clone() for k, v in state_dict.items()}
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    shapes = {k: list(v.shape) for k, v in tensors.items()}
+    return write_checkpoint(Path(path).with_suffix(".pt"), buf.getvalue(), FORMAT, config, shapes, training)
 
 
 def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(validated network config, state dict of float32 tensors) from NAME.pt + NAME.json.
 
     Checked before anything plays with them, in this order; any failure is a `CheckpointError` (a ValueError) with
-    a one-line message naming the file: NAME.json is JSON (`validate.parse_json`: depth-limited, at most
-    MAX_CONFIG_BYTES) holding only CHECKPOINT_KEYS, with a `network` config `check_config` accepts and a `sha256`
-    of NAME.pt; NAME.pt has that SHA-256 (a damaged, edited or mixed-up pair is refused); it loads with
+    a one-line message naming the file: NAME.json is `agents.checkpoint`'s sidecar of format "mlp" (or the older
+    `{network, sha256, training, decision}`; JSON, depth-limited, at most MAX_CONFIG_BYTES) whose config
+    `check_config` accepts; NAME.pt is at most MAX_WEIGHTS_BYTES and has the recorded SHA-256 (a damaged, edited or
+    mixed-up pair is refused); the shapes the sidecar declares are the config's; it loads with
     `torch.load(weights_only=True)`, which refuses code (pickled objects); it is a state dict of exactly the
     config's layers (`state_shapes`), each a finite float32 tensor of the right shape. FileNotFoundError if either
     file is missing; ImportError if torch is not installed.
     """
-    p, meta = checkpoint_pair(path, ".pt", "a learned checkpoint")
     try:
         import torch
     except ImportError:
-        raise ImportError(f"the learned agents load their weights with torch: {install_hint('train')}") from None
-    if meta.stat().st_size > MAX_CONFIG_BYTES:
-        raise CheckpointError(f"{meta}: larger than a checkpoint config ({MAX_CONFIG_BYTES} bytes at most)")
-    try:
-        doc = parse_json(meta.read_bytes(), str(meta))
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
-    if not isinstance(doc, dict) or "network" not in doc:
-        raise CheckpointError(f"{meta}: not a learned-agent config (no 'network' entry)")
-    unknown = [str(k) for k in doc if k not in CHECKPOINT_KEYS]
-    if unknown:
-        raise CheckpointError(f"{meta}: unknown entries {sorted(unknown)[:5]} (a learned checkpoint's are "
-                              f"{', '.join(CHECKPOINT_KEYS)})")
-    try:
-        config = check_config(doc["network"])
-    except ValueError as e:
-        raise CheckpointError(f"{meta}: {e}") from None
-    if p.stat().st_size > MAX_WEIGHTS_BYTES:
-        raise CheckpointError(f"{p}: larger than this network's weights could be ({MAX_WEIGHTS_BYTES} bytes at most)")
-    data = p.read_bytes()
-    actual = weights_sha256(data)
-    want = doc.get("sha256")
-    if want is None:
-        raise CheckpointError(f"{meta}: no 'sha256' of {p.name}, so the pair cannot be checked (checkpoints saved "
-                              f"before it was recorded); if you trust both files, add \"sha256\": \"{actual}\" "
-                              f"to {meta.name}")
-    if not (isinstance(want, str) and re.fullmatch(r"[0-9a-f]{64}", want)):
-        raise CheckpointError(f"{meta}: 'sha256' must be 64 lowercase hex digits, got {str(want)[:80]!r}")
-    if actual != want:
-        raise CheckpointError(f"{p}: SHA-256 {actual} is not the {want} that {meta.name} records (a damaged, "
-                              f"edited or mixed-up pair of files)")
+        raise ImportError(f"the MLP agents load their weights with torch: {install_hint('train')}") from None
+    ck = read_checkpoint(path, ".pt", FORMAT, "an MLP checkpoint", MAX_WEIGHTS_BYTES, legacy=_legacy_sidecar,
+                         max_sidecar_bytes=MAX_CONFIG_BYTES, before_read=_declared_fits)
+    p, data, config = ck.weights_path, ck.data, check_config(ck.config)
     try:
         with warnings.catch_warnings():  # e.g. a pickle protocol note: the refusal below says all there is to say
             warnings.simplefilter("ignore")
@@ -397,8 +385,8 @@ class Candidates:
     plans int64 (N, K, MAX_PLAN), lens int64 (N, K), values float64 (N, K) (the planner's own values, best first),
     feats float32 (N, K, NUM_FEATURES), counts int64 (N,). `propose` fills them for every active game in one
     threaded numba call (`afterstate.candidate_rows`; the buffers may hold more rows than the states given: rows past
-    them are left as they were). The one proposer of the learned agents (`LearnedAgent.rank`
-    and `act_batch`) and of the trainer's self-play (`experiments.train_learned`).
+    them are left as they were). The one proposer of the MLP agents (`MLPAgent.rank`
+    and `act_batch`) and of the trainer's self-play (`experiments.train_mlp`).
     """
 
     def __init__(self, num_games: int, candidates: int):
@@ -436,7 +424,7 @@ def candidate_outputs(forward: Any, feats: np.ndarray, counts: np.ndarray,
     return {int(r): out[ofs[i]: ofs[i + 1]] for i, r in enumerate(rows)}
 
 
-class LearnedAgent(PlanAgent):
+class MLPAgent(PlanAgent):
     """Plays the candidate whole-turn plan whose afterstate the value network rates best (network only).
 
     beam / candidates / diverse: the planner that proposes the plans (heuristic order): `greedy.plan_candidates`
@@ -462,7 +450,7 @@ class LearnedAgent(PlanAgent):
         _check_value(value, "value")
         self.value = dict(value)
         self.seed = int(seed)
-        self.name = name or "learned-mlp"
+        self.name = name or "mlp"
         self._one = Candidates(1, self.candidates)
         self._batch: PlanRows | None = None
         self._cands: Candidates | None = None
@@ -543,65 +531,7 @@ class LearnedAgent(PlanAgent):
         return plans[int(np.argmax(values))] if plans else []
 
 
-@njit(cache=True)
-def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, leaf_seat, exact, exact_totals,
-                  exact_won, heuristic) -> None:
-    """Leaves of the search: for each leaf i, play candidate which[i] on its own determinized root, then play the next
-    `turns` whole turns (every player's, the searcher's own included) with the greedy planner (beam `beam`) and stop
-    just before the END of the last of them, where the network judges that turn's afterstate.
-
-    roots int64 (L, STATE_SIZE) (modified); plans int64 (C, MAX_PLAN), lens int64 (C,); which int64 (L,).
-    Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
-    leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
-    (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written);
-    heuristic float64 (L, 4): every seat's `greedy.evaluate` (score + potential) at the leaf, by absolute seat
-    (pass a (0, 4) array to skip it: the value is then the network's alone).
-    """
-    tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
-    tl = np.zeros(1, dtype=np.int64)
-    tv = np.zeros(1, dtype=np.float64)
-    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    for i in range(roots.shape[0]):
-        s = roots[i]
-        me = s[S.CURRENT]
-        n = s[S.NUM_PLAYERS]
-        c = which[i]
-        play_plan(s, plans[c], lens[c])
-        exact[i] = False
-        played = 0
-        while True:
-            if s[S.GAME_OVER]:
-                exact[i] = True
-                outcome(s, exact_totals[i], tmp, exact_won[i])
-                break
-            mover = s[S.CURRENT]
-            if turns == 0:  # value the searcher's own position as it stands
-                afterstate_features(s, me, feats[i])
-                leaf_seat[i] = 0
-                if heuristic.shape[0] > 0:
-                    for o in range(n):
-                        heuristic[i, o] = evaluate(s, o, w, tmp)
-                break
-            k = plan_turn(s, w, beam, tp, tl, tv)
-            last = played == turns - 1
-            if k == 0:
-                exact[i] = True
-                outcome(s, exact_totals[i], tmp, exact_won[i])
-                break
-            if last and tp[0, tl[0] - 1] == A.END_TURN:
-                play_plan(s, tp[0], tl[0] - 1)
-                afterstate_features(s, mover, feats[i])
-                leaf_seat[i] = (me - mover) % n
-                if heuristic.shape[0] > 0:
-                    for o in range(n):
-                        heuristic[i, o] = evaluate(s, o, w, tmp)
-                break
-            play_plan(s, tp[0], tl[0])
-            if tp[0, tl[0] - 1] == A.END_TURN:
-                played += 1
-
-
-class LearnedSearchAgent(LearnedAgent):
+class MLPSearchAgent(MLPAgent):
     """Sequential-halving search over the network's best candidate plans, with the network's value at the leaves.
 
     Why: the network alone judges an afterstate before the refill and the opponents' replies; the search samples
@@ -642,7 +572,7 @@ class LearnedSearchAgent(LearnedAgent):
         self.root = int(root)
         self.reply_beam = int(reply_beam)
         self.prior = float(prior)
-        self.name = name or ("learned-mlp-search" + (f":{self.seconds:g}" if self.iterations is None
+        self.name = name or ("mlp-search" + (f":{self.seconds:g}" if self.iterations is None
                                                      else f":{self.iterations}it"))
         self.last_iterations = 0
 
@@ -754,7 +684,7 @@ def exact_value(totals: np.ndarray, won: np.ndarray, me: int, n: int, value: dic
     return float(blend(pw, np.asarray(totals, dtype=np.float64)[None, :] / 100.0, me, n, value)[0])
 
 
-__all__ = ["Candidates", "CheckpointError", "LearnedAgent", "LearnedSearchAgent", "ValueNet", "candidate_outputs",
+__all__ = ["Candidates", "CheckpointError", "MLPAgent", "MLPSearchAgent", "ValueNet", "candidate_outputs",
            "decision_values", "load_checkpoint", "mirrored_outputs", "play_settings", "play_value", "state_shapes",
            "torch_net", "weights_sha256", "CHECKPOINT_KEYS", "DEFAULT_CHECKPOINT", "DEFAULT_CONFIG", "MAX_CANDIDATES",
-           "NUM_OUTPUTS"]
+           "NUM_OUTPUTS", "FORMAT", "save_checkpoint", "check_config", "heuristic_values", "exact_value", "blend"]

@@ -1,4 +1,5 @@
-"""Greedy turn planner: choose the whole turn that maximises score-after-turn plus a potential heuristic.
+"""Greedy turn planner: choose the whole turn that maximises score-after-turn plus a potential heuristic. These are its
+kernels, pure functions over arrays; the agent that wraps them is `agents.greedy.agent.GreedyAgent`.
 
 A turn is a sequence of micro-actions (take a central space, place its 3 tokens, maybe take a card, place
 cubes, end). Within a turn nothing is left to chance (the refill happens at END), so a turn can be planned
@@ -49,8 +50,6 @@ from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
 from harmonies_env.stacks import STACK_AFTER
-
-from .base import PlanAgent
 
 #: Potential weights (see the module docstring for each index). float64 (NUM_TERMS,)
 DEFAULT_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.78, 0.42, 1.03, 0.26, 0.17, -0.87, 0.92, 0.34, 0.10],
@@ -772,43 +771,3 @@ def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
     if not np.isfinite(w).all():
         raise ValueError("weights must be finite numbers")
     return int(beam), w
-
-
-class GreedyAgent(PlanAgent):
-    """Plans its whole turn with `plan_turn` and plays it one micro-action per call.
-
-    The plan is computed on a private determinized copy (a turn involves no chance, so any copy gives the
-    same plan) and cached by `PlanAgent`, which plans again when the view is not the position it expects.
-    """
-
-    def __init__(self, beam: int = 24, weights: np.ndarray | None = None, seed: int = 0, name: str = "greedy",
-                 diverse: bool = False):
-        """diverse: plan with a beam of `beam` per central space (`plan_candidates`' first plan: the heuristic's own
-        choice among the candidates the learned agent ranks) instead of one beam over all spaces."""
-        self.beam, self.weights = planner_settings(beam, weights)
-        self.diverse = bool(diverse)
-        self.seed = int(seed)
-        self.name = name
-        self._plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
-        self._lens = np.zeros(1, dtype=np.int64)
-        self._values = np.zeros(1, dtype=np.float64)
-        self.reset()
-
-    def reset_batch(self, seeds: Any) -> None:
-        """Plan buffers for a batched match of len(seeds) games (the planner draws nothing: seeds are unused)."""
-        from .batched_greedy import GreedyPlans
-
-        self.reset()
-        self._batch = GreedyPlans(len(seeds), self.beam, self.weights, self.diverse)
-
-    def act_batch(self, batch: Any) -> np.ndarray:
-        """Every game's move: the games whose turn starts are planned in one numba call (`batched_greedy`), the
-        others continue their plan. The same moves as `act` (a turn holds no chance)."""
-        if getattr(self, "_batch", None) is None:
-            raise ValueError(f"{self.name}: reset_batch(seeds) must come before act_batch")
-        return self._batch.decide(batch.states, np.asarray(batch.rows), batch.threads)
-
-    def choose_plan(self, view: Any, game: Any) -> list[int]:
-        plan = plan_candidates if self.diverse else plan_turn
-        n = plan(game.state.copy(), self.weights, self.beam, self._plans, self._lens, self._values)
-        return self._plans[0, : self._lens[0]].tolist() if n else []

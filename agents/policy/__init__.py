@@ -8,7 +8,7 @@ The interface (`BatchPolicy`): `act_batch(batch: BatchView) -> int array (len(ba
 seat to move in every game of the batch; optional `reset_batch(seeds)` before a match, one seed per game (row) for
 whatever the policy draws at random, so that a game's result depends on its own seeds only; and a `name`.
 `act(view)` stays the batch of one: every `Agent` has `act_batch` (the base class loops over `act`), and the
-random, greedy, n-tuple (`learned`), MLP (`learned-mlp`) and flat-action PPO agents implement it natively (one call
+random, greedy, n-tuple (`learned`), MLP (`mlp`) and flat-action PPO agents implement it natively (one call
 for every game). A search agent that needs one instance per game (its own seed) goes in through `AgentPolicy(make)`.
 docs/agents.md shows a user's own policy in a dozen lines; `agents.match.play_match` plays any of them against each
 other.
@@ -23,32 +23,14 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
-from numba import njit
 
 from harmonies_env import actions as A
-from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.game import Game
-from harmonies_env.observation import OBS_SIZE, encode_observation
+from harmonies_env.observation import OBS_SIZE
 from harmonies_env.view import PlayerView
 
-
-@njit(cache=True)
-def public_rows(states, rows, out) -> None:
-    """out[j] = the public copy of states[rows[j]] for its player to move (`state.hide_private`, the rule of
-    `view.public_copy`).
-
-    states int64 (N, STATE_SIZE) (read only); rows int64 (M,); out int64 (M, STATE_SIZE)."""
-    for j in range(rows.shape[0]):
-        out[j] = states[rows[j]]
-        S.hide_private(out[j], out[j, S.CURRENT])
-
-
-@njit(cache=True)
-def _observe_rows(states, players, obs, masks, buf) -> None:
-    for j in range(states.shape[0]):
-        encode_observation(states[j], players[j], obs[j])
-        rules.legal_mask(states[j], masks[j], buf)
+from .kernels import _observe_rows, public_rows
 
 
 class BatchView:
@@ -165,7 +147,7 @@ class AgentPolicy:
 
 def is_native(policy: Any) -> bool:
     """Whether `policy` decides a batch in one go (its own `act_batch`), not by the base class's loop over `act`."""
-    from .base import Agent
+    from ..base import Agent
 
     fn = getattr(type(policy), "act_batch", None)
     return fn is not None and fn is not Agent.act_batch
