@@ -34,7 +34,7 @@ from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CA
 from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, popcount
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from .greedy import (
+from .greedy.kernels import (
     MAX_PLAN,
     NUM_TERMS,
     TERMS_SCRATCH,
