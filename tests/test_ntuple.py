@@ -237,7 +237,7 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
     (tmp_path / "obj.json").write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="obj.npz"):
         N.load_checkpoint(tmp_path / "obj.npz")
-    doc["ntuple"]["num_weights"] = 5
+    doc["config"]["num_weights"] = 5
     (tmp_path / "obj.json").write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="layout"):
         N.load_checkpoint(tmp_path / "obj.npz")
