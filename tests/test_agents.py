@@ -321,7 +321,9 @@ def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
     as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
     from agents.ntuple import NTupleAgent, NTupleSearchAgent, NTupleWinAgent
 
-    learned, ntuple = make_agent("learned"), make_agent("ntuple")
+    learned = make_agent("learned")
+    with pytest.warns(FutureWarning, match="'ntuple' is now 'learned'"):
+        ntuple = make_agent("ntuple")
     assert type(learned) is NTupleAgent and learned.name == "learned"
     assert np.array_equal(learned.weights, ntuple.weights)
     assert (learned.beam, learned.candidates) == (ntuple.beam, ntuple.candidates)
@@ -340,7 +342,7 @@ def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
     (tmp_path / "run.pt").write_bytes(b"")  # a stem whose only weights are an MLP's: the same pointer
     with pytest.raises(ValueError, match="mlp:"):
         make_agent(f"learned:{tmp_path / 'run'}")
-    with pytest.raises(FileNotFoundError, match="ntuple checkpoint"):  # an .npz that is not there: not the MLP's
+    with pytest.raises(FileNotFoundError, match="n-tuple checkpoint"):  # an .npz that is not there: not the MLP's
         make_agent(f"learned:{tmp_path / 'absent.npz'}")
 
     pytest.importorskip("torch", reason="the MLP reads its weights with torch")

@@ -55,6 +55,36 @@ def test_the_sidecar_schema_round_trips_and_refuses_a_flipped_byte_a_foreign_for
         read_checkpoint(path, ".npz", "ntuple", "an n-tuple checkpoint", 1 << 20)
 
 
+def test_an_ntuple_checkpoint_round_trips_and_refuses_a_flipped_byte_and_a_zip_bomb(tmp_path):
+    """The n-tuple network's own save/load go through the module: the one schema, a flipped byte refused, an .npz
+    whose member declares more bytes than the layout's weights refused before it is inflated (its SHA-256 true),
+    and the shipped file (a sidecar of the older layout) still loads by path."""
+    from agents import ntuple as N
+
+    w = N.heuristic_weights(1)
+    path = N.save_checkpoint(tmp_path / "n", w, {"beam": 4, "candidates": 8}, {"note": "test"})
+    side = json.loads(path.with_suffix(".json").read_text())
+    assert side["format"] == "ntuple" and side["shapes"] == {"weights": [len(w)]} and side["config"]["version"] == 1
+    config, got = N.load_checkpoint(path)
+    assert np.array_equal(got, w) and config["play"] == {"beam": 4, "candidates": 8} and config["training"]
+    _flip(path)
+    with pytest.raises(CheckpointError, match=r"n\.npz: SHA-256"):
+        N.load_checkpoint(path)
+    # a bomb: one zero array 8x the layout's size compresses to a few KB; the sidecar records its true hash
+    bomb = io.BytesIO()
+    np.savez_compressed(bomb, weights=np.zeros(8 * len(w), dtype=np.float32))
+    assert len(bomb.getvalue()) < 4 * len(w)
+    (tmp_path / "bomb.npz").write_bytes(bomb.getvalue())
+    side["sha256"], side["bytes"], side["weights"] = weights_sha256(bomb.getvalue()), len(bomb.getvalue()), "bomb.npz"
+    (tmp_path / "bomb.json").write_text(json.dumps(side))
+    with pytest.raises(CheckpointError, match=r"bomb\.npz: its arrays would take"):
+        N.load_checkpoint(tmp_path / "bomb.npz")
+    for suffix in (".npz", ".json"):
+        shutil.copy(N.DEFAULT_CHECKPOINT.with_suffix(suffix), tmp_path / f"shipped{suffix}")
+    assert "ntuple" in json.loads((tmp_path / "shipped.json").read_text())  # written before the one schema
+    assert N.load_checkpoint(tmp_path / "shipped.npz")[1].shape == (N.LAYOUT_WEIGHTS[2],)
+
+
 def test_an_mlp_checkpoint_round_trips_and_refuses_a_flipped_byte(tmp_path):
     pytest.importorskip("torch", reason="the MLP reads its weights with torch")
     from agents.mlp import DEFAULT_CHECKPOINT, DEFAULT_CONFIG, load_checkpoint, save_checkpoint, torch_net

@@ -215,8 +215,8 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
     path = N.save_checkpoint(tmp_path / "net", w, {"beam": 3, "candidates": 16}, {"note": "test"})
     config, got = N.load_checkpoint(path)
     assert np.array_equal(got, w) and config["play"] == {"beam": 3, "candidates": 16}
-    agent = make_agent(f"ntuple:{path}")
-    assert agent.beam == 3 and agent.candidates == 16 and agent.name == f"ntuple:{path}"
+    agent = make_agent(f"learned:{path}")
+    assert agent.beam == 3 and agent.candidates == 16 and agent.name == f"learned:{path}"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01  # one flipped bit
     bad = tmp_path / "bad.npz"
@@ -225,7 +225,7 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
     with pytest.raises(CheckpointError, match=r"bad\.npz: SHA-256"):
         N.load_checkpoint(bad)
     with pytest.raises(CheckpointError, match=r"bad\.npz: SHA-256"):
-        make_agent(f"ntuple:{bad}")
+        make_agent(f"learned:{bad}")
     # an object array (which only unpickling could read) with a matching hash is refused too
     import io
 
@@ -237,7 +237,7 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
     (tmp_path / "obj.json").write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="obj.npz"):
         N.load_checkpoint(tmp_path / "obj.npz")
-    doc["ntuple"]["num_weights"] = 5
+    doc["config"]["num_weights"] = 5
     (tmp_path / "obj.json").write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="layout"):
         N.load_checkpoint(tmp_path / "obj.npz")
@@ -267,12 +267,12 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
     (tmp_path / "x.npz").write_bytes(bytes(data))
     (tmp_path / "x.json").write_bytes(N.DEFAULT_CHECKPOINT.with_suffix(".json").read_bytes())
     with pytest.raises(CheckpointError, match="x.npz"):
-        make_agent(f"ntuple:{tmp_path / 'x.npz'}")
+        make_agent(f"learned:{tmp_path / 'x.npz'}")
     win_config, _ = N.load_checkpoint(N.DEFAULT_WIN_CHECKPOINT)  # the shipped win head: checked the same way
     assert win_config["head"] == "win" and make_agent("learned-win").win_weight == 20.0
     with pytest.raises(CheckpointError, match="win head"):
-        make_agent(f"ntuple:{N.DEFAULT_WIN_CHECKPOINT}")
-    agent = make_agent("ntuple")
+        make_agent(f"learned:{N.DEFAULT_WIN_CHECKPOINT}")
+    agent = make_agent("learned")
     for seed in (1, 2):
         seats = [agent, RandomAgent(seed=seed)] if seed == 1 else [RandomAgent(seed=seed), agent]
         g = play_game(seats, 2, seed=seed)
@@ -378,24 +378,24 @@ def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():
 
 
 def test_play_match_with_ntuple_is_the_games_act_plays():
-    """`play_match(["ntuple", "greedy"], ...)` (ntuple natively batched) plays the games the same agents play one view
+    """`play_match(["learned", "greedy"], ...)` (ntuple natively batched) plays the games the same agents play one view
     at a time through `Game`, and the same games as through the per-view loop (`AgentPolicy`)."""
     from agents.match import agent_seed, play_match, policy_of
     from agents.policy import AgentPolicy
 
-    assert isinstance(policy_of("ntuple"), N.NTupleAgent)
-    res = play_match(["ntuple", "greedy"], 2, 8, seed=0, record=True)
+    assert isinstance(policy_of("learned"), N.NTupleAgent)
+    res = play_match(["learned", "greedy"], 2, 8, seed=0, record=True)
     for r in res:
         i = r["game"]
         slots = [(k + i) % 2 for k in range(2)]
-        agents = [make_agent(["ntuple", "greedy"][j], seed=agent_seed(0, i, j)) for j in slots]
+        agents = [make_agent(["learned", "greedy"][j], seed=agent_seed(0, i, j)) for j in slots]
         g = Game(2, "A", False, seed=r["seed"])
         for a in agents:
             a.reset()
         while not g.is_over:
             g.step(agents[g.current_player].act(PlayerView(g, g.current_player)))
         assert g.history == r["actions"] and r["winners"] == g.winners() and r["scores"] == g.scores(), i
-    looped = play_match([AgentPolicy(lambda s: make_agent("ntuple", seed=s), name="ntuple"), "greedy"], 2, 8, seed=0,
+    looped = play_match([AgentPolicy(lambda s: make_agent("learned", seed=s), name="learned"), "greedy"], 2, 8, seed=0,
                         record=True)
     assert looped == res
 

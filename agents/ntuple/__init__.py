@@ -48,6 +48,7 @@ plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 The package: kernels.py (the jitted kernels over arrays), agent.py (`NTupleAgent`, `NTupleWinAgent`, weight
 vectors and checkpoint files), search.py (`NTupleSearchAgent`).
 """
+from ..checkpoint import weights_sha256
 from .agent import (
     DEFAULT_CHECKPOINT,
     DEFAULT_PLAY,
@@ -64,7 +65,6 @@ from .agent import (
     network_config,
     save_checkpoint,
     weights_bytes,
-    weights_sha256,
 )
 from .kernels import (
     CARD_FROM,

@@ -3,8 +3,6 @@ checkpoints (NAME.npz + NAME.json with its SHA-256). The kernels they call are i
 from __future__ import annotations
 
 import io
-import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +11,15 @@ import numpy as np
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import run_rows
-from harmonies_env.io import atomic_write_bytes
-from harmonies_env.validate import parse_json
 
 from ..afterstate import FEATURE_VERSION
 from ..base import PlanAgent
-from ..checkpoint import CheckpointError, checkpoint_pair, weights_sha256
+from ..checkpoint import (
+    CheckpointError,
+    check_npz_members,
+    read_checkpoint,
+    write_checkpoint,
+)
 from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN, NUM_TERMS
 from ..policy import PlanRows
 from .kernels import (
@@ -105,54 +106,61 @@ def weights_bytes(w: np.ndarray) -> bytes:
     return buf.getvalue()
 
 
+FORMAT = "ntuple"
+#: Largest sidecar an n-tuple checkpoint has (its config is a few hundred bytes).
+MAX_SIDECAR_BYTES = 1 << 16
+
+
 def save_checkpoint(path: str | Path, w: np.ndarray, play: dict[str, Any] | None = None,
                     training: dict[str, Any] | None = None, head: str = "points") -> Path:
-    """NAME.npz (the weights) then NAME.json (config, SHA-256 of NAME.npz, how it was trained), each atomically."""
-    p = Path(path).with_suffix(".npz")
-    data = weights_bytes(w)
-    atomic_write_bytes(p, data)
-    doc = {"ntuple": network_config(play, head, layout_of(np.asarray(w))), "sha256": weights_sha256(data),
-           "training": training or {}}
-    atomic_write_bytes(p.with_suffix(".json"), (json.dumps(doc, indent=1) + "\n").encode())
-    return p
+    """NAME.npz (the weights) then NAME.json (the one sidecar schema of `agents.checkpoint`: config, shapes,
+    SHA-256 of NAME.npz, how it was trained), each atomically."""
+    w = np.asarray(w)
+    return write_checkpoint(Path(path).with_suffix(".npz"), weights_bytes(w), FORMAT,
+                            network_config(play, head, layout_of(w)), {"weights": [int(w.shape[0])]}, training)
 
 
-def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
-    """(config, float32 weights) from NAME.npz + NAME.json, checked before use: the JSON's layout matches this code,
-    NAME.npz has the SHA-256 the JSON records, it is an npz of exactly one finite float32 array `weights` of
-    its layout's length, read with allow_pickle=False. Anything else: `CheckpointError` naming the file."""
-    p, meta = checkpoint_pair(path, ".npz", "an ntuple checkpoint")
-    if meta.stat().st_size > (1 << 20) or p.stat().st_size > _MAX_BYTES:
-        raise CheckpointError(f"{p}: larger than an ntuple checkpoint can be")
-    try:
-        doc = parse_json(meta.read_bytes(), str(meta))
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
-    if not isinstance(doc, dict) or set(doc) - {"ntuple", "sha256", "training"} or "ntuple" not in doc:
-        raise CheckpointError(f"{meta}: not an ntuple checkpoint config (entries must be ntuple, sha256, training)")
-    cfg = doc["ntuple"]
+def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
+    """A sidecar written before the one schema ({ntuple, sha256, training}: the shipped learned.json) as the
+    schema's fields."""
+    if set(doc) - {"ntuple", "sha256", "training"} or "ntuple" not in doc:
+        raise CheckpointError(f"{meta}: not an n-tuple checkpoint config (entries must be ntuple, sha256, training)")
+    return {"format": FORMAT, "version": 1, "config": doc["ntuple"], "sha256": doc.get("sha256"),
+            "training": doc.get("training", {}), "shapes": {}}
+
+
+def _declared_fits(cfg: Any, shapes: dict[str, list[int]], size: int) -> None:
+    """Before the weights are read: the config is a layout this code has, and any declared shape is its length."""
     version = cfg.get("version") if isinstance(cfg, dict) else None
     want_layout = {k: v for k, v in network_config(layout=version if version in LAYOUT_WEIGHTS else NTUPLE_VERSION)
                    .items() if k != "play"}
     if not isinstance(cfg, dict) or {k: cfg.get(k) for k in want_layout} != want_layout:
         got = {k: cfg.get(k) for k in want_layout} if isinstance(cfg, dict) else cfg
-        raise CheckpointError(f"{meta}: its layout {got!r} is not this code's {want_layout!r}: retrain "
-                              f"(python -m experiments.train ntuple)")
+        raise ValueError(f"its layout {got!r} is not this code's {want_layout!r}: retrain "
+                         f"(python -m experiments.train learned)")
+    if shapes and shapes != {"weights": [LAYOUT_WEIGHTS[version]]}:
+        raise ValueError(f"shapes {str(shapes)[:80]} are not this layout's {{'weights': [{LAYOUT_WEIGHTS[version]}]}}")
+
+
+def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
+    """(config, float32 weights) from NAME.npz + NAME.json, checked before use (`agents.checkpoint.read_checkpoint`):
+    the JSON's layout matches this code, NAME.npz has the SHA-256 the JSON records, its members declare no more
+    bytes than the layout's weights (no zip bomb is inflated), and it is an npz of exactly one finite float32 array
+    `weights` of its layout's length, read with allow_pickle=False. Anything else: `CheckpointError` naming the file.
+    """
+    ck = read_checkpoint(path, ".npz", FORMAT, "an n-tuple checkpoint", _MAX_BYTES, legacy=_legacy_sidecar,
+                         max_sidecar_bytes=MAX_SIDECAR_BYTES, before_read=_declared_fits)
+    p, data, cfg = ck.weights_path, ck.data, ck.config
+    version = cfg["version"]
     try:
         play = check_play(cfg.get("play"))
     except ValueError as e:
-        raise CheckpointError(f"{meta}: {e}") from None
+        raise CheckpointError(f"{ck.sidecar_path}: {e}") from None
     head = cfg.get("head", "points")
     if head not in HEADS:
-        raise CheckpointError(f"{meta}: head must be one of {HEADS}, got {str(head)[:40]!r}")
-    data = p.read_bytes()
-    want = doc.get("sha256")
-    if not (isinstance(want, str) and re.fullmatch(r"[0-9a-f]{64}", want)):
-        raise CheckpointError(f"{meta}: 'sha256' of {p.name} must be 64 lowercase hex digits, got {str(want)[:80]!r}")
-    actual = weights_sha256(data)
-    if actual != want:
-        raise CheckpointError(f"{p}: SHA-256 {actual} is not the {want} that {meta.name} records (a damaged, "
-                              f"edited or mixed-up pair of files)")
+        raise CheckpointError(f"{ck.sidecar_path}: head must be one of {HEADS}, got {str(head)[:40]!r}")
+    n = LAYOUT_WEIGHTS[version]
+    check_npz_members(data, 4 * n + 4096, p)  # the one array's bytes and its .npy header
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
             names = sorted(z.files)
@@ -161,11 +169,10 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
         raise CheckpointError(f"{p}: not an npz of plain arrays ({type(e).__name__}: {str(e)[:120]})") from None
     if w is None:
         raise CheckpointError(f"{p}: must hold exactly one array 'weights', got {names[:5]}")
-    n = LAYOUT_WEIGHTS[version]
     if w.dtype != np.float32 or w.shape != (n,) or not np.isfinite(w).all():
         raise CheckpointError(f"{p}: 'weights' must be {n} finite float32 numbers, got {w.dtype} "
                               f"{w.shape}")
-    return ({**network_config(play, head, version), "head": head, "training": doc.get("training", {})},
+    return ({**network_config(play, head, version), "head": head, "training": ck.training},
             np.ascontiguousarray(w))
 
 
