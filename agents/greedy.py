@@ -47,7 +47,17 @@ from harmonies_env import stacks as ST
 from harmonies_env import state as S
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
-from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+from harmonies_env.scoring import (
+    NUM_CATEGORIES,
+    building_points,
+    field_points,
+    mountain_points,
+    score_into,
+    spirit_points,
+    spirit_score,
+    tree_points,
+    water_points,
+)
 from harmonies_env.stacks import STACK_AFTER
 
 from .base import PlanAgent
@@ -235,7 +245,24 @@ def _terms(s, p: int, scratch):
 def _terms_board(s, p: int, bb, scratch):
     """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False)
+    return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
+                     t7, t8, t10, t11, t12, t13)
+
+
+@njit(cache=True, inline="always")
+def _assemble(side: int, bb, t2: float, t3: float, t5: float, t7: float, t8: float, t10: float, t11: float,
+              t12: float, t13: float):
+    """The terms tuple (by index) from the computed ones and the popcount ones."""
+    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
+    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
+            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def _mountain_term(side: int, bb) -> float:
+    """Term 2: isolated mountains, each x its points (reads the mountain bitboards only)."""
+    t2 = 0.0
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
     while m:
@@ -244,6 +271,13 @@ def _terms_board(s, p: int, bb, scratch):
         if NEIGHBOUR_MASK[side, i] & mountains == 0:
             bit = 1 << i
             t2 += 1.0 if bb[ST.S_MOUNTAIN1] & bit else (3.0 if bb[ST.S_MOUNTAIN2] & bit else 7.0)
+    return t2
+
+
+@njit(cache=True)
+def _yellow_term(side: int, bb) -> float:
+    """Term 3: yellow cells without a yellow neighbour (reads the yellow bitboard only)."""
+    t3 = 0.0
     y = bb[ST.S_YELLOW]
     m = y
     while m:
@@ -251,6 +285,13 @@ def _terms_board(s, p: int, bb, scratch):
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & y == 0:
             t3 += 1.0
+    return t3
+
+
+@njit(cache=True)
+def _building_term(side: int, bb) -> float:
+    """Term 5: buildings whose neighbours show fewer than 3 colours."""
+    t5 = 0.0
     buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
     if buildings:
         c0, c1, c2 = _colour_cells(bb, 0), _colour_cells(bb, 1), _colour_cells(bb, 2)
@@ -264,11 +305,21 @@ def _terms_board(s, p: int, bb, scratch):
                        + ((c4 & around) != 0) + ((c5 & around) != 0))
             if colours < 3:
                 t5 += 1.0
+    return t5
+
+
+@njit(cache=True)
+def _card_terms(s, p: int, bb, scratch, ready: bool):
+    """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
+    grids then the class grids, computed here only when a held card asks, or (ready) already holding bb's (as
+    `need_grids` and `cards.class_grids` write them)."""
+    side = s[S.SIDE]
+    t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
     need = scratch[:36].reshape((9, 4))
     grids = scratch[36:]
-    have_need = False
-    have_grids = False
+    have_need = ready
+    have_grids = ready
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
@@ -300,9 +351,7 @@ def _terms_board(s, p: int, bb, scratch):
             t12 += gain
         elif d == 2:
             t13 += gain
-    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
-    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
-            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+    return t7, t8, t10, t11, t12, t13
 
 
 @njit(cache=True)
@@ -376,6 +425,87 @@ def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
     if no_turn_left_board(s, p, bb[0]):
         return v
     x = _terms_board(s, p, bb, scratch)
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+#: CODE_IN_CLASS[stack code, habitat class]: whether a cell with that stack is of that class (`cards.class_mask`).
+CODE_IN_CLASS = np.array([[C.CLASS_STACK[cls] == code if cls != C.BUILDING_CLASS else code in ST.BUILDING_STACKS
+                           for cls in range(C.NUM_CLASSES)] for code in range(15)], dtype=np.bool_)
+_MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
+#: Layout of a parent's cache (`parent_cache`), int64: the terms' scratch (need grids, class grids), the score by
+#: category, then terms 2 and 3 (whole numbers) and whether p holds a card.
+_PC_SCORE = TERMS_SCRATCH
+_PC_T2 = _PC_SCORE + NUM_CATEGORIES
+PARENT_CACHE = _PC_T2 + 3
+
+
+@njit(cache=True)
+def parent_cache(s, p: int, pc) -> None:
+    """What `evaluate_child` reuses of p's board in s, into pc int64 (PARENT_CACHE,): the need and class grids (when
+    p holds a card), the score by category and terms 2 and 3."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(side, bb, s[cp: cp + _NC], pc[_PC_SCORE: _PC_SCORE + NUM_CATEGORIES], s[S.RIVER_LOOPS])
+    pc[_PC_T2] = int(_mountain_term(side, bb))
+    pc[_PC_T2 + 1] = int(_yellow_term(side, bb))
+    holds = 0
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
+            holds = 1
+    pc[_PC_T2 + 2] = holds
+    if holds:
+        need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
+        C.class_grids(side, bb, pc[36:TERMS_SCRATCH])
+
+
+@njit(cache=True)
+def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc) -> float:
+    """`evaluate_board(s, p, bb, ...)` where bb is p's board in s with cell i's stack changed from code old to new (a
+    token placed), computed from s's `parent_cache` pc: only the score categories and terms that read a changed
+    bitboard are recomputed, and the grids change in one bit. Exact: every part is the same whole number."""
+    side = s[S.SIDE]
+    touched = (1 << old) | (1 << new)
+    for k in range(NUM_CATEGORIES):
+        sc[k] = pc[_PC_SCORE + k]
+    cp = S.CUBES_PLACED + _NC * p
+    sc[0] = tree_points(bb)
+    if touched & _MOUNTAIN_CODES:
+        sc[1] = mountain_points(side, bb)
+    if touched & (1 << ST.S_YELLOW):
+        sc[2] = field_points(side, bb)
+    sc[3] = building_points(side, bb)
+    if touched & (1 << ST.S_BLUE):
+        sc[4] = water_points(side, bb, s[S.RIVER_LOOPS])
+    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
+    v = float(sc[NUM_CATEGORIES - 1])
+    if no_turn_left_board(s, p, bb[0]):
+        return v
+    t2 = _mountain_term(side, bb) if touched & _MOUNTAIN_CODES else float(pc[_PC_T2])
+    t3 = _yellow_term(side, bb) if touched & (1 << ST.S_YELLOW) else float(pc[_PC_T2 + 1])
+    t5 = _building_term(side, bb)
+    if pc[_PC_T2 + 2]:
+        for q in range(TERMS_SCRATCH):
+            scratch[q] = pc[q]
+        g = C._to_grid(side, 1 << i)
+        free = (s[S.CUBES + p] >> i) & 1 == 0
+        for cls in range(9):
+            ko = NEED_K[old, cls]
+            if ko >= 0 and (ko == 0 or free):
+                scratch[4 * cls + ko] &= ~g
+            kn = NEED_K[new, cls]
+            if kn >= 0 and (kn == 0 or free):
+                scratch[4 * cls + kn] |= g
+        for cls in range(C.NUM_CLASSES):
+            if CODE_IN_CLASS[old, cls]:
+                scratch[36 + cls] &= ~g
+            if CODE_IN_CLASS[new, cls]:
+                scratch[36 + cls] |= g
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True)
+    x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
     return v
@@ -542,6 +672,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
+    pc = np.empty(PARENT_CACHE, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
     states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)  # scratch: every row read was written
@@ -579,6 +710,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
         for b in range(nb):
             sb = states[b]
             placeable = False
+            cached = False
             k0, k1 = board_key(sb, stack0)
             for c in range(6):
                 if sb[S.HAND + c] <= 0:
@@ -607,7 +739,10 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                         bit = 1 << i
                         bbc[sb[stack0 + i]] &= ~bit
                         bbc[new] |= bit
-                        v = evaluate_board(sb, p, bbc, w, sc, scratch)
+                        if not cached:
+                            parent_cache(sb, p, pc)
+                            cached = True
+                        v = evaluate_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
