@@ -230,8 +230,18 @@ def _colour_cells(bb, c: int) -> int:
     return cells
 
 
-#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4) then the class grids (NUM_CLASSES).
-TERMS_SCRATCH = 36 + C.NUM_CLASSES
+#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4), the class grids (NUM_CLASSES), then per held
+#: slot whether its card's habitat stands and its `habitat_near` (what `evaluate_child` reuses of a parent's).
+_SLOT_AT = 36 + C.NUM_CLASSES
+TERMS_SCRATCH = _SLOT_AT + 2 * S.MAX_SLOTS
+#: CARD_CLASSES[side, card]: mask over the habitat classes the card's pattern reads.
+CARD_CLASSES = np.array([[sum(1 << cls for cls in {int(C.GRID_ROT_CLASS[side, r, j])
+                                                    for r in range(C.GRID_ROT_START[side, card],
+                                                                   C.GRID_ROT_START[side, card + 1])
+                                                    for j in range(4)} if cls >= 0)
+                          for card in range(_NC)] for side in range(2)], dtype=np.int64)
+#: Every class changed (the full evaluation: nothing of a parent is reused).
+_ALL = -1
 
 
 @njit(cache=True)
@@ -245,7 +255,7 @@ def _terms(s, p: int, scratch):
 def _terms_board(s, p: int, bb, scratch):
     """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False)
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, _ALL, _ALL)
     return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
                      t7, t8, t10, t11, t12, t13)
 
@@ -309,15 +319,17 @@ def _building_term(side: int, bb) -> float:
 
 
 @njit(cache=True)
-def _card_terms(s, p: int, bb, scratch, ready: bool):
+def _card_terms(s, p: int, bb, scratch, ready: bool, changed_cls: int, changed_need: int):
     """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
     grids then the class grids, computed here only when a held card asks, or (ready) already holding bb's (as
-    `need_grids` and `cards.class_grids` write them)."""
+    `need_grids` and `cards.class_grids` write them); its slot part is written (whether each card's habitat stands,
+    its distance). changed_cls / changed_need: masks over the classes whose grid / need grids may differ from the
+    board whose slot part scratch holds; a card reading none of them keeps that board's answer (_ALL: none kept)."""
     side = s[S.SIDE]
     t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
     need = scratch[:36].reshape((9, 4))
-    grids = scratch[36:]
+    grids = scratch[36:_SLOT_AT]
     have_need = ready
     have_grids = ready
     for h in range(S.MAX_SLOTS):
@@ -325,28 +337,38 @@ def _card_terms(s, p: int, bb, scratch, ready: bool):
         if card < 0:
             continue
         t10 += 1.0
-        if not have_grids:
-            C.class_grids(side, bb, grids)
-            have_grids = True
+        reads = CARD_CLASSES[side, card]
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
-            if C.habitat_cells_grid(side, grids, cubes, card):
-                t7 += gain
-            else:
-                t11 += gain
-            continue
-        k = s[S.CUBES_PLACED + _NC * p + card]
-        if k >= C.CUBES_ON_CARD[card]:
-            continue
-        gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        if C.habitat_cells_grid(side, grids, cubes, card):
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        was = scratch[_SLOT_AT + 2 * h]
+        if changed_cls == _ALL or reads & changed_cls:
+            if not have_grids:
+                C.class_grids(side, bb, grids)
+                have_grids = True
+            stands = C.habitat_cells_grid(side, grids, cubes, card) != 0
+        else:
+            stands = was != 0
+        scratch[_SLOT_AT + 2 * h] = stands
+        if stands:
             t7 += gain
             continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
         t8 += gain
-        if not have_need:
-            need_grids(side, bb, cubes, need)
-            have_need = True
-        d = habitat_near(side, cubes, card, need)
+        if was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
+            d = scratch[_SLOT_AT + 2 * h + 1]
+        else:
+            if not have_need:
+                need_grids(side, bb, cubes, need)
+                have_need = True
+            d = habitat_near(side, cubes, card, need)
+            scratch[_SLOT_AT + 2 * h + 1] = d
         if d == 1:
             t12 += gain
         elif d == 2:
@@ -433,12 +455,19 @@ def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
 #: CODE_IN_CLASS[stack code, habitat class]: whether a cell with that stack is of that class (`cards.class_mask`).
 CODE_IN_CLASS = np.array([[C.CLASS_STACK[cls] == code if cls != C.BUILDING_CLASS else code in ST.BUILDING_STACKS
                            for cls in range(C.NUM_CLASSES)] for code in range(15)], dtype=np.bool_)
+#: CHANGED_CLASSES[old, new] / CHANGED_NEED[old, new]: mask over the habitat classes whose cells / need grids a cell
+#: going from stack code old to new changes (what `_card_terms` may not reuse of the parent).
+CHANGED_CLASSES = np.array([[sum(1 << c for c in range(C.NUM_CLASSES) if CODE_IN_CLASS[o, c] != CODE_IN_CLASS[n, c])
+                             for n in range(15)] for o in range(15)], dtype=np.int64)
+CHANGED_NEED = np.array([[sum(1 << c for c in range(9) if NEED_K[o, c] != NEED_K[n, c]) for n in range(15)]
+                         for o in range(15)], dtype=np.int64)
 _MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
 #: Layout of a parent's cache (`parent_cache`), int64: the terms' scratch (need grids, class grids), the score by
-#: category, then terms 2 and 3 (whole numbers) and whether p holds a card.
+#: category, then terms 2 and 3 (whole numbers), whether p holds a card and term 5.
 _PC_SCORE = TERMS_SCRATCH
 _PC_T2 = _PC_SCORE + NUM_CATEGORIES
-PARENT_CACHE = _PC_T2 + 3
+PARENT_CACHE = _PC_T2 + 4
+_BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
 
 
 @njit(cache=True)
@@ -456,9 +485,11 @@ def parent_cache(s, p: int, pc) -> None:
         if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
             holds = 1
     pc[_PC_T2 + 2] = holds
+    pc[_PC_T2 + 3] = int(_building_term(side, bb))
     if holds:
         need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
-        C.class_grids(side, bb, pc[36:TERMS_SCRATCH])
+        C.class_grids(side, bb, pc[36:_SLOT_AT])
+        _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, _ALL, _ALL)
 
 
 @njit(cache=True)
@@ -476,7 +507,10 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
         sc[1] = mountain_points(side, bb)
     if touched & (1 << ST.S_YELLOW):
         sc[2] = field_points(side, bb)
-    sc[3] = building_points(side, bb)
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
+    near = touched & _BUILDING_CODES or buildings & NEIGHBOUR_MASK[side, i]  # else no building sees the change
+    if near:
+        sc[3] = building_points(side, bb)
     if touched & (1 << ST.S_BLUE):
         sc[4] = water_points(side, bb, s[S.RIVER_LOOPS])
     sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
@@ -486,12 +520,12 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
         return v
     t2 = _mountain_term(side, bb) if touched & _MOUNTAIN_CODES else float(pc[_PC_T2])
     t3 = _yellow_term(side, bb) if touched & (1 << ST.S_YELLOW) else float(pc[_PC_T2 + 1])
-    t5 = _building_term(side, bb)
+    t5 = _building_term(side, bb) if near else float(pc[_PC_T2 + 3])
     if pc[_PC_T2 + 2]:
         for q in range(TERMS_SCRATCH):
             scratch[q] = pc[q]
         g = C._to_grid(side, 1 << i)
-        free = (s[S.CUBES + p] >> i) & 1 == 0
+        free = ((s[S.CUBES + p] >> i) & 1) == 0
         for cls in range(9):
             ko = NEED_K[old, cls]
             if ko >= 0 and (ko == 0 or free):
@@ -504,7 +538,7 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
                 scratch[36 + cls] &= ~g
             if CODE_IN_CLASS[new, cls]:
                 scratch[36 + cls] |= g
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True)
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, CHANGED_CLASSES[old, new], CHANGED_NEED[old, new])
     x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
