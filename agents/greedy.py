@@ -49,6 +49,7 @@ from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
 from harmonies_env.scoring import (
     NUM_CATEGORIES,
+    animal_points,
     building_points,
     field_points,
     mountain_points,
@@ -255,7 +256,7 @@ def _terms(s, p: int, scratch):
 def _terms_board(s, p: int, bb, scratch):
     """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, _ALL, _ALL)
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, False, _ALL, _ALL)
     return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
                      t7, t8, t10, t11, t12, t13)
 
@@ -319,19 +320,20 @@ def _building_term(side: int, bb) -> float:
 
 
 @njit(cache=True)
-def _card_terms(s, p: int, bb, scratch, ready: bool, changed_cls: int, changed_need: int):
+def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int):
     """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
-    grids then the class grids, computed here only when a held card asks, or (ready) already holding bb's (as
-    `need_grids` and `cards.class_grids` write them); its slot part is written (whether each card's habitat stands,
-    its distance). changed_cls / changed_need: masks over the classes whose grid / need grids may differ from the
-    board whose slot part scratch holds; a card reading none of them keeps that board's answer (_ALL: none kept)."""
+    grids then the class grids, computed here only when a held card asks, or (need_ready, grids_ready) already
+    holding bb's (as `need_grids` and `cards.class_grids` write them); its slot part is written (whether each
+    card's habitat stands, its distance). changed_cls / changed_need: masks over the classes whose grid / need grids
+    may differ from the board whose slot part scratch holds; a card reading none of them keeps that board's answer
+    (_ALL: none kept)."""
     side = s[S.SIDE]
     t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
     need = scratch[:36].reshape((9, 4))
     grids = scratch[36:_SLOT_AT]
-    have_need = ready
-    have_grids = ready
+    have_need = need_ready
+    have_grids = grids_ready
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
@@ -472,8 +474,8 @@ _BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
 
 @njit(cache=True)
 def parent_cache(s, p: int, pc) -> None:
-    """What `evaluate_child` reuses of p's board in s, into pc int64 (PARENT_CACHE,): the need and class grids (when
-    p holds a card), the score by category and terms 2 and 3."""
+    """What `evaluate_child` and `evaluate_after` reuse of p's board in s, into pc int64 (PARENT_CACHE,): the need
+    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -486,10 +488,10 @@ def parent_cache(s, p: int, pc) -> None:
             holds = 1
     pc[_PC_T2 + 2] = holds
     pc[_PC_T2 + 3] = int(_building_term(side, bb))
+    need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
+    C.class_grids(side, bb, pc[36:_SLOT_AT])
     if holds:
-        need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
-        C.class_grids(side, bb, pc[36:_SLOT_AT])
-        _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, _ALL, _ALL)
+        _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, True, _ALL, _ALL)
 
 
 @njit(cache=True)
@@ -538,8 +540,35 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
                 scratch[36 + cls] &= ~g
             if CODE_IN_CLASS[new, cls]:
                 scratch[36 + cls] |= g
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, CHANGED_CLASSES[old, new], CHANGED_NEED[old, new])
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, CHANGED_CLASSES[old, new],
+                                             CHANGED_NEED[old, new])
     x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+@njit(cache=True)
+def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
+    """`evaluate_with(s, p, ...)` where p's board in s is the board of the state whose `parent_cache` pc holds and
+    only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final stage). The
+    board's score categories and terms and the class grids are reused; the cards' terms are computed. Exact."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    cp = S.CUBES_PLACED + _NC * p
+    for k in range(5):
+        sc[k] = pc[_PC_SCORE + k]
+    sc[5] = animal_points(s[cp: cp + _NC])
+    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
+    v = float(sc[NUM_CATEGORIES - 1])
+    if no_turn_left_board(s, p, bb[0]):
+        return v
+    for q in range(36, _SLOT_AT):
+        scratch[q] = pc[q]
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
+    x = _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8, t10, t11, t12,
+                  t13)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
     return v
@@ -556,6 +585,16 @@ def copy_state(dst, src) -> None:
 def place_cubes_greedily(s, plan, n: int) -> int:
     """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
     p = s[S.CURRENT]
+    grids = np.empty(C.NUM_CLASSES, dtype=np.int64)
+    C.class_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], grids)
+    return place_cubes_on(s, plan, n, grids)
+
+
+@njit(cache=True)
+def place_cubes_on(s, plan, n: int, grids) -> int:
+    """`place_cubes_greedily` with the mover's class grids (`cards.class_grids`, int64 (NUM_CLASSES,)) given: cubes
+    do not change the board, so the matcher's grids hold for every cube."""
+    p = s[S.CURRENT]
     side = s[S.SIDE]
     placed = True
     while placed:
@@ -564,7 +603,7 @@ def place_cubes_greedily(s, plan, n: int) -> int:
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card < 0:
                 continue
-            m = C.habitat_cells(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], card)
+            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
             if m:
                 a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
                 if step(s, a) == 0:
@@ -824,6 +863,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     flen = np.zeros(nb * 6, dtype=np.int64)
     for b in range(nb):
         n = legal_actions(states[b], buf)
+        parent_cache(states[b], p, pc)
         for k in range(-1, n):
             a = -1
             if k >= 0:
@@ -838,8 +878,8 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                 step(tmp, a)
                 fplan[nf, ln] = a
                 ln += 1
-            ln = place_cubes_greedily(tmp, fplan[nf], ln)
-            fval[nf] = evaluate_with(tmp, p, w, sc, scratch)
+            ln = place_cubes_on(tmp, fplan[nf], ln, pc[36:_SLOT_AT])
+            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1

@@ -204,6 +204,17 @@ def water_points(side: int, bb, river_loops: int) -> int:
 
 
 @njit(cache=True)
+def animal_points(cubes_placed) -> int:
+    """Animals category: the points under the last cube placed on each animal card."""
+    animals = 0
+    for card in range(1, FIRST_SPIRIT):
+        k = cubes_placed[card]
+        if k > 0:
+            animals += CARD_POINTS[card, k - 1]
+    return animals
+
+
+@njit(cache=True)
 def spirit_points(side: int, bb, cubes_placed) -> int:
     """Spirit category: the rules of the Spirits whose cube was placed."""
     spirit = 0
@@ -226,11 +237,7 @@ def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
     out[2] = field_points(side, bb)
     out[3] = building_points(side, bb)
     out[4] = water_points(side, bb, river_loops)
-    animals = 0
-    for card in range(1, FIRST_SPIRIT):
-        k = cubes_placed[card]
-        if k > 0:
-            animals += CARD_POINTS[card, k - 1]
+    animals = animal_points(cubes_placed)
     spirit = spirit_points(side, bb, cubes_placed)
     out[5] = animals
     out[6] = spirit

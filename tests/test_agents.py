@@ -13,12 +13,15 @@ from agents.greedy import (
     PARENT_CACHE,
     TERMS_SCRATCH,
     evaluate,
+    evaluate_after,
     evaluate_board,
     evaluate_child,
+    evaluate_with,
     habitat_distance,
     need_masks,
     no_turn_left,
     parent_cache,
+    place_cubes_greedily,
     plan_candidates,
     plan_group,
     plan_turn,
@@ -184,7 +187,8 @@ def test_evaluate_drops_the_potential_on_a_players_last_turn():
 def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     """The beam's `evaluate_child` (a token placement valued from its parent's cached score, terms and grids) is
     `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
-    1-4 players, both sides, Spirits, both river readings."""
+    1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
+    cubes placed, the board's parts reused) is `evaluate_with`."""
     from harmonies_env.batch import play_plan
     from harmonies_env.rules import legal_actions, step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -195,7 +199,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     sc = np.zeros(8, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     pc = np.empty(PARENT_CACHE, dtype=np.int64)
-    checked = 0
+    checked = finals = 0
     for g in range(40):
         s = np.zeros(S.STATE_SIZE, dtype=np.int64)
         S.init_state(s, int(rng.integers(1, 5)), g % 2, int(g % 4 >= 2), int(rng.integers(1, 2**40)), int(g % 3 == 0))
@@ -229,7 +233,15 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
             if not moves:
                 break
             step(s, moves[int(rng.integers(len(moves)))])
-    assert checked > 1000
+        parent_cache(s, p, pc)  # the final stage: a card taken or none, then cubes, on the same board
+        for a in [-1] + [a for a in buf[: legal_actions(s, buf)] if A.TAKE_CARD <= a < A.PLACE_CUBE]:
+            t = s.copy()
+            if a >= 0:
+                step(t, a)
+            place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
+            assert evaluate_after(t, p, w, sc, scratch, pc) == evaluate_with(t, p, w, sc, scratch), (g, a)
+            finals += 1
+    assert checked > 1000 and finals > 40
 
 
 @pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (1, "B", False), (3, "B", True), (4, "A", False)])
