@@ -352,7 +352,7 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             if not have_grids:
                 C.class_grids(side, bb, grids)
                 have_grids = True
-            stands = C.habitat_cells_grid(side, grids, cubes, card) != 0
+            stands = C.habitat_stands_grid(side, grids, cubes, card)
         else:
             stands = was != 0
         scratch[_SLOT_AT + 2 * h] = stands
