@@ -255,6 +255,25 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
 
 
 @njit(cache=True)
+def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
+    """Whether `habitat_cells_grid` is not empty, stopping at the first rotation that stands on a free cube cell (the
+    planner's evaluation asks only this)."""
+    free = ~_to_grid(side, cubes)
+    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
+        x = GRID_ROT_VALID[side, r] & free
+        for j in range(4):
+            cls = GRID_ROT_CLASS[side, r, j]
+            if cls < 0 or x == 0:
+                break
+            o = GRID_ROT_OFF[side, r, j]
+            m = grids[cls]
+            x &= (m >> o) if o >= 0 else (m << -o)
+        if x:
+            return True
+    return False
+
+
+@njit(cache=True)
 def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
     """Mask of cells that can take a cube from `card` now: a placement stands and its cube cell is free.
 

@@ -163,14 +163,14 @@ def spirit_score(side: int, bb, card: int) -> int:
 
 
 @njit(cache=True)
-def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
-    """Write the score breakdown (CATEGORIES order) of one board into out (int64 (8,)).
+def tree_points(bb) -> int:
+    """Trees category (reads the tree bitboards only)."""
+    return popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
 
-    bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
-    player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
-    river_loops: the state's `river_loops` field (0 = rulebook, 1 = Board Game Arena's loops; Side A only).
-    """
-    out[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
+
+@njit(cache=True)
+def mountain_points(side: int, bb) -> int:
+    """Mountains category: mountains with a mountain neighbour (reads the mountain bitboards only)."""
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = 0
     cells = mountains
@@ -180,22 +180,65 @@ def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
         if NEIGHBOUR_MASK[side, i] & mountains:
             bit = 1 << i
             m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
-    out[1] = m
-    out[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
-    out[3] = 5 * building_count(side, bb)
+    return m
+
+
+@njit(cache=True)
+def field_points(side: int, bb) -> int:
+    """Fields category: groups of 2+ yellow cells (reads the yellow bitboard only)."""
+    return 5 * count_groups(side, bb[ST.S_YELLOW], 2)
+
+
+@njit(cache=True)
+def building_points(side: int, bb) -> int:
+    """Buildings category (reads every bitboard: a building's neighbours' colours)."""
+    return 5 * building_count(side, bb)
+
+
+@njit(cache=True)
+def water_points(side: int, bb, river_loops: int) -> int:
+    """Water category: the river (Side A) or the islands (Side B) (reads the blue bitboard only)."""
     if side == 0:
-        out[4] = river_points(river_length(side, bb[ST.S_BLUE], river_loops))
-    else:
-        out[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
+        return river_points(river_length(side, bb[ST.S_BLUE], river_loops))
+    return ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
+
+
+@njit(cache=True)
+def animal_points(cubes_placed) -> int:
+    """Animals category: the points under the last cube placed on each animal card."""
     animals = 0
-    spirit = 0
     for card in range(1, FIRST_SPIRIT):
         k = cubes_placed[card]
         if k > 0:
             animals += CARD_POINTS[card, k - 1]
+    return animals
+
+
+@njit(cache=True)
+def spirit_points(side: int, bb, cubes_placed) -> int:
+    """Spirit category: the rules of the Spirits whose cube was placed."""
+    spirit = 0
     for card in range(FIRST_SPIRIT, len(cubes_placed)):
         if cubes_placed[card] == CUBES_ON_CARD[card]:
             spirit += spirit_score(side, bb, card)
+    return spirit
+
+
+@njit(cache=True)
+def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
+    """Write the score breakdown (CATEGORIES order) of one board into out (int64 (8,)).
+
+    bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
+    player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
+    river_loops: the state's `river_loops` field (0 = rulebook, 1 = Board Game Arena's loops; Side A only).
+    """
+    out[0] = tree_points(bb)
+    out[1] = mountain_points(side, bb)
+    out[2] = field_points(side, bb)
+    out[3] = building_points(side, bb)
+    out[4] = water_points(side, bb, river_loops)
+    animals = animal_points(cubes_placed)
+    spirit = spirit_points(side, bb, cubes_placed)
     out[5] = animals
     out[6] = spirit
     out[7] = out[0] + out[1] + out[2] + out[3] + out[4] + animals + spirit

@@ -10,12 +10,21 @@ from agents import GreedyAgent, MCTSAgent, RandomAgent, make_agent
 from agents.greedy import (
     DEFAULT_WEIGHTS,
     MAX_PLAN,
+    PARENT_CACHE,
+    TERMS_SCRATCH,
     evaluate,
+    evaluate_after,
+    evaluate_board,
+    evaluate_child,
+    evaluate_with,
     habitat_distance,
     need_masks,
     no_turn_left,
+    parent_cache,
+    place_cubes_greedily,
     plan_candidates,
     plan_group,
+    plan_turn,
     potential_terms,
 )
 from harmonies_apps.tournament import play_game
@@ -173,6 +182,66 @@ def test_evaluate_drops_the_potential_on_a_players_last_turn():
     assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == pytest.approx(sc[7] + DEFAULT_WEIGHTS @ terms)
     s[S.END_TRIGGER] = 2
     assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == sc[7] == game.scores()[p]["total"]
+
+
+def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
+    """The beam's `evaluate_child` (a token placement valued from its parent's cached score, terms and grids) is
+    `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
+    1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
+    cubes placed, the board's parts reused) is `evaluate_with`."""
+    from harmonies_env.batch import play_plan
+    from harmonies_env.rules import legal_actions, step, token_cells
+    from harmonies_env.stacks import STACK_AFTER
+
+    rng = np.random.default_rng(7)
+    plans, lens, vals = np.zeros((1, MAX_PLAN), dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1)
+    buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    sc = np.zeros(8, dtype=np.int64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
+    pc = np.empty(PARENT_CACHE, dtype=np.int64)
+    checked = finals = 0
+    for g in range(40):
+        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        S.init_state(s, int(rng.integers(1, 5)), g % 2, int(g % 4 >= 2), int(rng.integers(1, 2**40)), int(g % 3 == 0))
+        for _ in range(int(rng.integers(0, 25))):
+            if s[S.GAME_OVER] or not plan_turn(s, DEFAULT_WEIGHTS, 2, plans, lens, vals):
+                break
+            play_plan(s, plans[0], lens[0])
+        takes = [a for a in buf[: legal_actions(s, buf)] if a < A.PLACE_TOKEN] if not s[S.GAME_OVER] else []
+        if not takes:
+            continue
+        step(s, takes[int(rng.integers(len(takes)))])
+        p = int(s[S.CURRENT])
+        w = rng.normal(size=DEFAULT_WEIGHTS.shape)
+        for _depth in range(3):
+            parent_cache(s, p, pc)
+            moves = []
+            for c in range(6):
+                m = int(token_cells(s, p, c)) if s[S.HAND + c] > 0 else 0
+                while m:
+                    i = (m & -m).bit_length() - 1
+                    m &= m - 1
+                    old = int(s[S.STACK + S.MAX_CELLS * p + i])
+                    new = int(STACK_AFTER[old, c])
+                    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()
+                    bb[old] &= ~(1 << i)
+                    bb[new] |= 1 << i
+                    want = evaluate_board(s, p, bb, w, sc, scratch)
+                    assert evaluate_child(s, p, bb, i, old, new, w, sc, scratch, pc) == want, (g, c, i)
+                    checked += 1
+                    moves.append(A.PLACE_TOKEN + 25 * c + i)
+            if not moves:
+                break
+            step(s, moves[int(rng.integers(len(moves)))])
+        parent_cache(s, p, pc)  # the final stage: a card taken or none, then cubes, on the same board
+        for a in [-1] + [a for a in buf[: legal_actions(s, buf)] if A.TAKE_CARD <= a < A.PLACE_CUBE]:
+            t = s.copy()
+            if a >= 0:
+                step(t, a)
+            place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
+            assert evaluate_after(t, p, w, sc, scratch, pc) == evaluate_with(t, p, w, sc, scratch), (g, a)
+            finals += 1
+    assert checked > 1000 and finals > 40
 
 
 @pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (1, "B", False), (3, "B", True), (4, "A", False)])

@@ -48,7 +48,18 @@ from harmonies_env import stacks as ST
 from harmonies_env import state as S
 from harmonies_env.geometry import NEIGHBOUR_MASK, lowest_cell, popcount
 from harmonies_env.rules import legal_actions, step, token_cells
-from harmonies_env.scoring import NUM_CATEGORIES, score_into, spirit_score
+from harmonies_env.scoring import (
+    NUM_CATEGORIES,
+    animal_points,
+    building_points,
+    field_points,
+    mountain_points,
+    score_into,
+    spirit_points,
+    spirit_score,
+    tree_points,
+    water_points,
+)
 from harmonies_env.stacks import STACK_AFTER
 
 #: Potential weights (see the module docstring for each index). float64 (NUM_TERMS,)
@@ -219,8 +230,18 @@ def _colour_cells(bb, c: int) -> int:
     return cells
 
 
-#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4) then the class grids (NUM_CLASSES).
-TERMS_SCRATCH = 36 + C.NUM_CLASSES
+#: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4), the class grids (NUM_CLASSES), then per held
+#: slot whether its card's habitat stands and its `habitat_near` (what `evaluate_child` reuses of a parent's).
+_SLOT_AT = 36 + C.NUM_CLASSES
+TERMS_SCRATCH = _SLOT_AT + 2 * S.MAX_SLOTS
+#: CARD_CLASSES[side, card]: mask over the habitat classes the card's pattern reads.
+CARD_CLASSES = np.array([[sum(1 << cls for cls in {int(C.GRID_ROT_CLASS[side, r, j])
+                                                    for r in range(C.GRID_ROT_START[side, card],
+                                                                   C.GRID_ROT_START[side, card + 1])
+                                                    for j in range(4)} if cls >= 0)
+                          for card in range(_NC)] for side in range(2)], dtype=np.int64)
+#: Every class changed (the full evaluation: nothing of a parent is reused).
+_ALL = -1
 
 
 @njit(cache=True)
@@ -234,7 +255,24 @@ def _terms(s, p: int, scratch):
 def _terms_board(s, p: int, bb, scratch):
     """`_terms` of p with its board's bitboards bb (int64 (15,)) instead of s's (the rest of p's fields from s)."""
     side = s[S.SIDE]
-    t2 = t3 = t5 = t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, False, _ALL, _ALL)
+    return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
+                     t7, t8, t10, t11, t12, t13)
+
+
+@njit(cache=True, inline="always")
+def _assemble(side: int, bb, t2: float, t3: float, t5: float, t7: float, t8: float, t10: float, t11: float,
+              t12: float, t13: float):
+    """The terms tuple (by index) from the computed ones and the popcount ones."""
+    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
+    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
+            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def _mountain_term(side: int, bb) -> float:
+    """Term 2: isolated mountains, each x its points (reads the mountain bitboards only)."""
+    t2 = 0.0
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains
     while m:
@@ -243,6 +281,13 @@ def _terms_board(s, p: int, bb, scratch):
         if NEIGHBOUR_MASK[side, i] & mountains == 0:
             bit = 1 << i
             t2 += 1.0 if bb[ST.S_MOUNTAIN1] & bit else (3.0 if bb[ST.S_MOUNTAIN2] & bit else 7.0)
+    return t2
+
+
+@njit(cache=True)
+def _yellow_term(side: int, bb) -> float:
+    """Term 3: yellow cells without a yellow neighbour (reads the yellow bitboard only)."""
+    t3 = 0.0
     y = bb[ST.S_YELLOW]
     m = y
     while m:
@@ -250,6 +295,13 @@ def _terms_board(s, p: int, bb, scratch):
         m &= m - 1
         if NEIGHBOUR_MASK[side, i] & y == 0:
             t3 += 1.0
+    return t3
+
+
+@njit(cache=True)
+def _building_term(side: int, bb) -> float:
+    """Term 5: buildings whose neighbours show fewer than 3 colours."""
+    t5 = 0.0
     buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
     if buildings:
         c0, c1, c2 = _colour_cells(bb, 0), _colour_cells(bb, 1), _colour_cells(bb, 2)
@@ -263,45 +315,66 @@ def _terms_board(s, p: int, bb, scratch):
                        + ((c4 & around) != 0) + ((c5 & around) != 0))
             if colours < 3:
                 t5 += 1.0
+    return t5
+
+
+@njit(cache=True)
+def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int):
+    """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
+    grids then the class grids, computed here only when a held card asks, or (need_ready, grids_ready) already
+    holding bb's (as `need_grids` and `cards.class_grids` write them); its slot part is written (whether each
+    card's habitat stands, its distance). changed_cls / changed_need: masks over the classes whose grid / need grids
+    may differ from the board whose slot part scratch holds; a card reading none of them keeps that board's answer
+    (_ALL: none kept)."""
+    side = s[S.SIDE]
+    t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
     need = scratch[:36].reshape((9, 4))
-    grids = scratch[36:]
-    have_need = False
-    have_grids = False
+    grids = scratch[36:_SLOT_AT]
+    have_need = need_ready
+    have_grids = grids_ready
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
         t10 += 1.0
-        if not have_grids:
-            C.class_grids(side, bb, grids)
-            have_grids = True
+        reads = CARD_CLASSES[side, card]
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
-            if C.habitat_cells_grid(side, grids, cubes, card):
-                t7 += gain
-            else:
-                t11 += gain
-            continue
-        k = s[S.CUBES_PLACED + _NC * p + card]
-        if k >= C.CUBES_ON_CARD[card]:
-            continue
-        gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        if C.habitat_cells_grid(side, grids, cubes, card):
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        was = scratch[_SLOT_AT + 2 * h]
+        if changed_cls == _ALL or reads & changed_cls:
+            if not have_grids:
+                C.class_grids(side, bb, grids)
+                have_grids = True
+            stands = C.habitat_stands_grid(side, grids, cubes, card)
+        else:
+            stands = was != 0
+        scratch[_SLOT_AT + 2 * h] = stands
+        if stands:
             t7 += gain
             continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
         t8 += gain
-        if not have_need:
-            need_grids(side, bb, cubes, need)
-            have_need = True
-        d = habitat_near(side, cubes, card, need)
+        if was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
+            d = scratch[_SLOT_AT + 2 * h + 1]
+        else:
+            if not have_need:
+                need_grids(side, bb, cubes, need)
+                have_need = True
+            d = habitat_near(side, cubes, card, need)
+            scratch[_SLOT_AT + 2 * h + 1] = d
         if d == 1:
             t12 += gain
         elif d == 2:
             t13 += gain
-    t6 = float(popcount(bb[ST.S_BLUE])) if side == 0 else 0.0
-    return (float(popcount(bb[ST.S_BROWN1])), float(popcount(bb[ST.S_BROWN2])), t2, t3,
-            float(popcount(bb[ST.S_RED1])), t5, t6, t7, t8, float(popcount(bb[0])), t10, t11, t12, t13)
+    return t7, t8, t10, t11, t12, t13
 
 
 @njit(cache=True)
@@ -380,6 +453,127 @@ def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
     return v
 
 
+#: CODE_IN_CLASS[stack code, habitat class]: whether a cell with that stack is of that class (`cards.class_mask`).
+CODE_IN_CLASS = np.array([[C.CLASS_STACK[cls] == code if cls != C.BUILDING_CLASS else code in ST.BUILDING_STACKS
+                           for cls in range(C.NUM_CLASSES)] for code in range(15)], dtype=np.bool_)
+#: CHANGED_CLASSES[old, new] / CHANGED_NEED[old, new]: mask over the habitat classes whose cells / need grids a cell
+#: going from stack code old to new changes (what `_card_terms` may not reuse of the parent). `habitat_near` reads
+#: the need grids 0-2 only, so a cell 3 tokens short of a class or unable to become it changes nothing there.
+CHANGED_CLASSES = np.array([[sum(1 << c for c in range(C.NUM_CLASSES) if CODE_IN_CLASS[o, c] != CODE_IN_CLASS[n, c])
+                             for n in range(15)] for o in range(15)], dtype=np.int64)
+CHANGED_NEED = np.array([[sum(1 << c for c in range(9) if min(NEED_K[o, c], 3) % 4 != min(NEED_K[n, c], 3) % 4)
+                          for n in range(15)] for o in range(15)], dtype=np.int64)
+_MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
+#: Layout of a parent's cache (`parent_cache`), int64: the terms' scratch (need grids, class grids), the score by
+#: category, then terms 2 and 3 (whole numbers), whether p holds a card and term 5.
+_PC_SCORE = TERMS_SCRATCH
+_PC_T2 = _PC_SCORE + NUM_CATEGORIES
+PARENT_CACHE = _PC_T2 + 4
+_BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
+
+
+@njit(cache=True)
+def parent_cache(s, p: int, pc) -> None:
+    """What `evaluate_child` and `evaluate_after` reuse of p's board in s, into pc int64 (PARENT_CACHE,): the need
+    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(side, bb, s[cp: cp + _NC], pc[_PC_SCORE: _PC_SCORE + NUM_CATEGORIES], s[S.RIVER_LOOPS])
+    pc[_PC_T2] = int(_mountain_term(side, bb))
+    pc[_PC_T2 + 1] = int(_yellow_term(side, bb))
+    holds = 0
+    for h in range(S.MAX_SLOTS):
+        if s[S.SLOT + S.MAX_SLOTS * p + h] >= 0:
+            holds = 1
+    pc[_PC_T2 + 2] = holds
+    pc[_PC_T2 + 3] = int(_building_term(side, bb))
+    need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
+    C.class_grids(side, bb, pc[36:_SLOT_AT])
+    if holds:
+        _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, True, _ALL, _ALL)
+
+
+@njit(cache=True)
+def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc) -> float:
+    """`evaluate_board(s, p, bb, ...)` where bb is p's board in s with cell i's stack changed from code old to new (a
+    token placed), computed from s's `parent_cache` pc: only the score categories and terms that read a changed
+    bitboard are recomputed, and the grids change in one bit. Exact: every part is the same whole number."""
+    side = s[S.SIDE]
+    touched = (1 << old) | (1 << new)
+    for k in range(NUM_CATEGORIES):
+        sc[k] = pc[_PC_SCORE + k]
+    cp = S.CUBES_PLACED + _NC * p
+    sc[0] = tree_points(bb)
+    if touched & _MOUNTAIN_CODES:
+        sc[1] = mountain_points(side, bb)
+    if touched & (1 << ST.S_YELLOW):
+        sc[2] = field_points(side, bb)
+    buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]
+    near = touched & _BUILDING_CODES or buildings & NEIGHBOUR_MASK[side, i]  # else no building sees the change
+    if near:
+        sc[3] = building_points(side, bb)
+    if touched & (1 << ST.S_BLUE):
+        sc[4] = water_points(side, bb, s[S.RIVER_LOOPS])
+    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
+    v = float(sc[NUM_CATEGORIES - 1])
+    if no_turn_left_board(s, p, bb[0]):
+        return v
+    t2 = _mountain_term(side, bb) if touched & _MOUNTAIN_CODES else float(pc[_PC_T2])
+    t3 = _yellow_term(side, bb) if touched & (1 << ST.S_YELLOW) else float(pc[_PC_T2 + 1])
+    t5 = _building_term(side, bb) if near else float(pc[_PC_T2 + 3])
+    if pc[_PC_T2 + 2]:
+        for q in range(TERMS_SCRATCH):
+            scratch[q] = pc[q]
+        g = C._to_grid(side, 1 << i)
+        free = ((s[S.CUBES + p] >> i) & 1) == 0
+        for cls in range(9):
+            ko = NEED_K[old, cls]
+            if ko >= 0 and (ko == 0 or free):
+                scratch[4 * cls + ko] &= ~g
+            kn = NEED_K[new, cls]
+            if kn >= 0 and (kn == 0 or free):
+                scratch[4 * cls + kn] |= g
+        for cls in range(C.NUM_CLASSES):
+            if CODE_IN_CLASS[old, cls]:
+                scratch[36 + cls] &= ~g
+            if CODE_IN_CLASS[new, cls]:
+                scratch[36 + cls] |= g
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, CHANGED_CLASSES[old, new],
+                                             CHANGED_NEED[old, new])
+    x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+@njit(cache=True)
+def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
+    """`evaluate_with(s, p, ...)` where p's board in s is the board of the state whose `parent_cache` pc holds and
+    only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final stage). The
+    board's score categories and terms and the class grids are reused; the cards' terms are computed. Exact."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    cp = S.CUBES_PLACED + _NC * p
+    for k in range(5):
+        sc[k] = pc[_PC_SCORE + k]
+    sc[5] = animal_points(s[cp: cp + _NC])
+    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
+    v = float(sc[NUM_CATEGORIES - 1])
+    if no_turn_left_board(s, p, bb[0]):
+        return v
+    for q in range(36, _SLOT_AT):
+        scratch[q] = pc[q]
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
+    x = _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8, t10, t11, t12,
+                  t13)
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
 @njit(cache=True, inline="always")
 def copy_state(dst, src) -> None:
     """dst[:] = src by an explicit loop (numba's slice copy of a small array is ~4x slower)."""
@@ -391,6 +585,16 @@ def copy_state(dst, src) -> None:
 def place_cubes_greedily(s, plan, n: int) -> int:
     """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
     p = s[S.CURRENT]
+    grids = np.empty(C.NUM_CLASSES, dtype=np.int64)
+    C.class_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], grids)
+    return place_cubes_on(s, plan, n, grids)
+
+
+@njit(cache=True)
+def place_cubes_on(s, plan, n: int, grids) -> int:
+    """`place_cubes_greedily` with the mover's class grids (`cards.class_grids`, int64 (NUM_CLASSES,)) given: cubes
+    do not change the board, so the matcher's grids hold for every cube."""
+    p = s[S.CURRENT]
     side = s[S.SIDE]
     placed = True
     while placed:
@@ -399,7 +603,7 @@ def place_cubes_greedily(s, plan, n: int) -> int:
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card < 0:
                 continue
-            m = C.habitat_cells(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], card)
+            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
             if m:
                 a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
                 if step(s, a) == 0:
@@ -541,6 +745,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
+    pc = np.empty(PARENT_CACHE, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
     states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)  # scratch: every row read was written
@@ -578,6 +783,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
         for b in range(nb):
             sb = states[b]
             placeable = False
+            cached = False
             k0, k1 = board_key(sb, stack0)
             for c in range(6):
                 if sb[S.HAND + c] <= 0:
@@ -606,7 +812,10 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                         bit = 1 << i
                         bbc[sb[stack0 + i]] &= ~bit
                         bbc[new] |= bit
-                        v = evaluate_board(sb, p, bbc, w, sc, scratch)
+                        if not cached:
+                            parent_cache(sb, p, pc)
+                            cached = True
+                        v = evaluate_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
@@ -654,6 +863,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     flen = np.zeros(nb * 6, dtype=np.int64)
     for b in range(nb):
         n = legal_actions(states[b], buf)
+        parent_cache(states[b], p, pc)
         for k in range(-1, n):
             a = -1
             if k >= 0:
@@ -668,8 +878,8 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                 step(tmp, a)
                 fplan[nf, ln] = a
                 ln += 1
-            ln = place_cubes_greedily(tmp, fplan[nf], ln)
-            fval[nf] = evaluate_with(tmp, p, w, sc, scratch)
+            ln = place_cubes_on(tmp, fplan[nf], ln, pc[36:_SLOT_AT])
+            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
