@@ -3,15 +3,15 @@ thread, and the MLP's trainer (`mlp`) with 1 and 2 workers, local processes vs R
 case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). At most 2 minutes with no arguments.
 
     python -m benchmarks.bench_selfplay                    # every case, the shipped configs
-    python -m benchmarks.bench_selfplay --cases selfplay_ntuple --cpu-seconds 30
+    python -m benchmarks.bench_selfplay --cases selfplay_learned --cpu-seconds 30
     python -m benchmarks.bench_selfplay --workers 2 --seconds 20 --cases selfplay_ray
 
-`selfplay_ntuple`: the n-tuple learner's self-play decision at its shipped setting (experiments/configs/learned.toml:
+`selfplay_learned`: the n-tuple learner's self-play decision at its shipped setting (experiments/configs/learned.toml:
 `selfplay.candidates` plans at beam `selfplay.beam`, the shipped network's weights), one thread: `selfplay.games`
 2-player Side A games, each turn `ntuple.candidate_values` (plan, value every candidate) then the best candidate
 played (`play_plan`), finished games replaced, for --cpu-seconds of this process's CPU time (`time.process_time`, so
 other jobs on the machine count less; after one warm-up turn). Prints decisions and ranked candidates per
-CPU-second. The games are a function of --seed. `selfplay_ntuple_trainer` (only when named): the n-tuple trainer's
+CPU-second. The games are a function of --seed. `selfplay_learned_trainer` (only when named): the n-tuple trainer's
 own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
 
 The MLP's cases (each worker a `train_mlp.Trainer`'s self-play with its own `selfplay.games` games, warmed up
@@ -58,8 +58,8 @@ def _process_rate(job: tuple) -> float:
         return (tr.decisions - d0) / (time.perf_counter() - t0)
 
 
-def ntuple_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
-    """The `selfplay_ntuple` case: decisions and ranked candidates per CPU-second of the n-tuple learner's self-play."""
+def learned_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
+    """The `selfplay_learned` case: decisions and ranked candidates per CPU-second of the n-tuple learner."""
     import numpy as np
 
     from agents import ntuple as N
@@ -107,8 +107,8 @@ def ntuple_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
             "threads": 1}
 
 
-def ntuple_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
-    """The `selfplay_ntuple_trainer` case: the n-tuple trainer's iterations (`train_ntuple.Trainer.step`: the shipped
+def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
+    """The `selfplay_learned_trainer` case: the n-tuple trainer's iterations (`train_ntuple.Trainer.step`: the shipped
     config's self-play on one thread, its greedy seats, TD updates at each game's end; no evaluation) per CPU-second,
     from the greedy start (`train.init`)."""
     from experiments.common import read_toml
@@ -134,25 +134,25 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"),
                     help="the MLP trainer's config")
-    ap.add_argument("--ntuple-config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
-                    help="the n-tuple learner's config (selfplay_ntuple: its games, beam and candidates)")
-    ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_ntuple case")
+    ap.add_argument("--learned-config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
+                    help="the n-tuple learner's config (selfplay_learned: its games, beam and candidates)")
+    ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_learned case")
     ap.add_argument("--threads", type=int, default=1, help="threads of each worker")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seconds", type=float, default=3.0, help="wall time of each MLP case and worker count")
     ap.add_argument("--steps", type=int, default=4, help="self-play steps of each actor per collect round (Ray)")
-    cases = ["selfplay_ntuple", "selfplay_processes", "selfplay_ray"]
-    ap.add_argument("--cases", nargs="+", default=cases, choices=[*cases, "selfplay_ntuple_trainer"],
-                    help="selfplay_ntuple_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds")
+    cases = ["selfplay_learned", "selfplay_processes", "selfplay_ray"]
+    ap.add_argument("--cases", nargs="+", default=cases, choices=[*cases, "selfplay_learned_trainer"],
+                    help="selfplay_learned_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds")
     args = ap.parse_args(argv)
     command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
-    if "selfplay_ntuple_trainer" in args.cases:
-        res = ntuple_trainer_rate(args.ntuple_config, args.cpu_seconds)
-        print(json.dumps({"table": "learned", "case": "selfplay_ntuple_trainer", **res, "command": command,
+    if "selfplay_learned_trainer" in args.cases:
+        res = learned_trainer_rate(args.learned_config, args.cpu_seconds)
+        print(json.dumps({"table": "learned", "case": "selfplay_learned_trainer", **res, "command": command,
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
-    if "selfplay_ntuple" in args.cases:
-        res = ntuple_rate(args.ntuple_config, args.cpu_seconds)
-        print(json.dumps({"table": "learned", "case": "selfplay_ntuple", **res, "command": command,
+    if "selfplay_learned" in args.cases:
+        res = learned_rate(args.learned_config, args.cpu_seconds)
+        print(json.dumps({"table": "learned", "case": "selfplay_learned", **res, "command": command,
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
     cfg = _config(args.config, args.threads)
     games = int(cfg["selfplay"]["games"])

@@ -173,12 +173,12 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
                                  f"({r['cpus']} CPUs), {'warm workers' if r['warm'] else 'first match'}",
                                  f"{r['games_per_s']} games/s ({r['seconds']} s; Ray start {r['start_s']} s)"),
-    "selfplay_ntuple": lambda r: (f"{r.get('label', '`learned` (n-tuple) self-play')}: {r['games']} games, "
+    "selfplay_learned": lambda r: (f"{r.get('label', '`learned` (n-tuple) self-play')}: {r['games']} games, "
                                   f"{r['candidates']} candidates, beam {r['beam']}, {_threads(r)}, "
                                   f"{r['cpu_s']} CPU-s",
                                   f"{r['decisions_per_cpu_s']:,} decisions/CPU-s, "
                                   f"{r['candidates_per_cpu_s']:,.0f} candidates/CPU-s"),
-    "selfplay_ntuple_trainer": lambda r: (f"{r.get('label', '`learned` (n-tuple) trainer')}: `Trainer.step`, "
+    "selfplay_learned_trainer": lambda r: (f"{r.get('label', '`learned` (n-tuple) trainer')}: `Trainer.step`, "
                                           f"{r['games']} games, {r['candidates']} candidates, beam {r['beam']}, "
                                           f"{_threads(r)}, {r['cpu_s']} CPU-s",
                                           f"{r['decisions_per_cpu_s']:,} decisions/CPU-s"),
