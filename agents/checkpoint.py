@@ -87,16 +87,22 @@ def weights_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _sidecar_json(meta: Path, max_bytes: int, what: str) -> Any:
+    """A sidecar's JSON, read only if at most `max_bytes` and parsed depth-limited (`validate.parse_json`); else
+    CheckpointError naming the file."""
+    if meta.stat().st_size > max_bytes:
+        raise CheckpointError(f"{meta}: larger than {what}'s config can be ({max_bytes} bytes at most)")
+    try:
+        return parse_json(meta.read_bytes(), str(meta))
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+
+
 def read_sidecar(meta: Path, keys: tuple[str, ...], required: str, what: str,
                  max_bytes: int = MAX_SIDECAR_BYTES) -> dict[str, Any]:
     """A sidecar's JSON object, checked: at most `max_bytes`, JSON (depth-limited `validate.parse_json`), an object
     holding `required` and no entry outside `keys`; else CheckpointError naming the file."""
-    if meta.stat().st_size > max_bytes:
-        raise CheckpointError(f"{meta}: larger than {what}'s config can be ({max_bytes} bytes at most)")
-    try:
-        doc = parse_json(meta.read_bytes(), str(meta))
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
+    doc = _sidecar_json(meta, max_bytes, what)
     if not isinstance(doc, dict) or required not in doc:
         raise CheckpointError(f"{meta}: not {what}'s config (no {required!r} entry)")
     unknown = [str(k) for k in doc if k not in keys]
@@ -186,12 +192,7 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
     the weights file is at most `max_weights_bytes` (checked before reading) and has the recorded SHA-256. Parsing
     the weights is the caller's."""
     p, meta = checkpoint_pair(path, suffix, what)
-    if meta.stat().st_size > max_sidecar_bytes:
-        raise CheckpointError(f"{meta}: larger than {what}'s config can be ({max_sidecar_bytes} bytes at most)")
-    try:
-        doc = parse_json(meta.read_bytes(), str(meta))
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
+    doc = _sidecar_json(meta, max_sidecar_bytes, what)
     if not isinstance(doc, dict):
         raise CheckpointError(f"{meta}: not {what}'s config (not a JSON object)")
     if "format" not in doc or "config" not in doc:

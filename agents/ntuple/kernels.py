@@ -411,6 +411,22 @@ def selected_norm(idx, k: int) -> float:
 
 
 @njit(cache=True)
+def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: float) -> None:
+    """One normalised gradient step of error `err` on the k selected tuple weights idx[:k] (a step of alpha_tuple
+    shared by them) and the linear part's weights (alpha_linear, along lin): the update both heads learn by."""
+    step = alpha_tuple * err / selected_norm(idx, k)
+    for t in range(k):
+        w[idx[t]] += np.float32(step)
+    lnorm = 0.0
+    for t in range(lin.shape[0]):
+        lnorm += lin[t] * lin[t]
+    step = alpha_linear * err / lnorm
+    for t in range(lin.shape[0]):
+        if lin[t] != 0.0:
+            w[t] += np.float32(step * lin[t])
+
+
+@njit(cache=True)
 def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
                targets, mix: float) -> float:
     """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
@@ -455,16 +471,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         linear_features(s, p, feats, lin)
         err = ret[j] - value_of(w, idx, k, lin)
         sse += err * err
-        step = alpha_tuple * err / selected_norm(idx, k)
-        for t in range(k):
-            w[idx[t]] += np.float32(step)
-        lnorm = 0.0
-        for t in range(lin.shape[0]):
-            lnorm += lin[t] * lin[t]
-        step = alpha_linear * err / lnorm
-        for t in range(lin.shape[0]):
-            if lin[t] != 0.0:
-                w[t] += np.float32(step * lin[t])
+        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear)
     return sse
 
 
@@ -526,16 +533,7 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
         pc = min(max(pr, 1e-7), 1.0 - 1e-7)
         loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
         err = ret[j] - pr
-        step = alpha_tuple * err / selected_norm(idx, k)
-        for t in range(k):
-            w[idx[t]] += np.float32(step)
-        lnorm = 0.0
-        for t in range(lin.shape[0]):
-            lnorm += lin[t] * lin[t]
-        step = alpha_linear * err / lnorm
-        for t in range(lin.shape[0]):
-            if lin[t] != 0.0:
-                w[t] += np.float32(step * lin[t])
+        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear)
     return loss
 
 
