@@ -16,9 +16,11 @@ from ntuple_reference import reference_output, reference_remaining
 
 from agents import RandomAgent, make_agent
 from agents import ntuple as N
+from agents.afterstate import NUM_FEATURES
 from agents.base import private_copy
 from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
+from agents.ntuple.kernels import td_step
 from experiments.train_ntuple import play_vs_greedy
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
@@ -134,6 +136,54 @@ def test_expert_targets_replace_the_lambda_returns():
     N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5)
     N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5)
     assert not np.array_equal(w0, w1)
+
+
+def test_temporal_coherence_slows_the_weights_that_only_oscillate():
+    """With temporal-coherence step sizes (`td_step`'s coherence), a first step is the plain one; a weight whose
+    corrections keep one sign keeps its full rate, one pushed back and forth slows towards 0 (|E| / A), and the
+    accumulators are the sums of the plain steps and of their sizes."""
+    s, p = _positions(4, 12)[0]
+    idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
+    lin = np.empty(N.NUM_LINEAR, dtype=np.float64)
+    feats = np.empty(NUM_FEATURES, dtype=np.float32)
+    k = N.tuple_indices(s, p, idx, True)
+    N.linear_features(s, p, feats, lin)
+    sel = np.unique(idx[:k])
+    plain = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
+    coh = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
+    tc = plain.copy()
+    td_step(plain, idx, k, lin, 2.0, 0.1, 0.0)
+    td_step(tc, idx, k, lin, 2.0, 0.1, 0.0, coh)
+    assert np.array_equal(plain, tc) and np.abs(tc[sel]).min() > 0  # a first step: rate 1
+    assert np.allclose(coh[1, sel], np.abs(coh[0, sel])) and coh[1, sel].min() > 0
+    td_step(plain, idx, k, lin, 2.0, 0.1, 0.0)
+    td_step(tc, idx, k, lin, 2.0, 0.1, 0.0, coh)
+    assert np.allclose(plain, tc)  # one sign: still the full rate
+    for _ in range(20):  # pushed back and forth: |E| stays small while A grows
+        for err in (-2.0, 2.0):
+            td_step(tc, idx, k, lin, err, 0.1, 0.0, coh)
+    rate = np.abs(coh[0, sel]) / coh[1, sel]
+    assert rate.max() < 0.1
+    before = tc.copy()
+    plain2 = tc.copy()
+    td_step(tc, idx, k, lin, 2.0, 0.1, 0.0, coh)
+    td_step(plain2, idx, k, lin, 2.0, 0.1, 0.0)
+    assert (np.abs(tc - before)[sel] / np.abs(plain2 - before)[sel]).max() < 0.15  # each weight's own rate
+    w0 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)  # learn_game and learn_win pass it on
+    w1 = w0.copy()
+    pos = _positions(8, 13)
+    afters = np.stack([a for a, _ in pos])
+    seats = np.array([q % 2 for q in range(len(pos))], dtype=np.int64)
+    final = np.array([100, 90, 0, 0], dtype=np.int64)
+    none = np.full(len(pos), np.nan)
+    c = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
+    for _ in range(3):
+        N.learn_game(w0, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0)
+        N.learn_game(w1, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0, c)
+    assert not np.array_equal(w0, w1) and c[1].sum() > 0
+    cw = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
+    N.learn_win(w1, afters, seats, len(pos), np.array([1.0, 0, 0, 0]), 0.5, 0.1, 0.01, cw)
+    assert cw[1].sum() > 0
 
 
 def test_heuristic_weights_are_the_greedy_evaluation():

@@ -411,12 +411,27 @@ def selected_norm(idx, k: int) -> float:
 
 
 @njit(cache=True)
-def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: float) -> None:
+def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: float, coherence=None) -> None:
     """One normalised gradient step of error `err` on the k selected tuple weights idx[:k] (a step of alpha_tuple
-    shared by them) and the linear part's weights (alpha_linear, along lin): the update both heads learn by."""
+    shared by them) and the linear part's weights (alpha_linear, along lin): the update both heads learn by.
+
+    coherence (float32 (2, len(w)), optional): temporal-coherence step sizes (Beal & Smith 1999, as Jaskowski 2018
+    used them for 2048's n-tuple networks): each tuple weight's step is scaled by |E| / A, the size of the sum of its
+    past steps over the sum of their sizes (1 before its first step), so a weight whose corrections keep one sign
+    moves at full rate and one that only oscillates slows down: a step size per weight that anneals itself.
+    coherence[0] holds E, coherence[1] A; both are updated here. Without it, every weight moves at full rate."""
     step = alpha_tuple * err / selected_norm(idx, k)
-    for t in range(k):
-        w[idx[t]] += np.float32(step)
+    if coherence is None:
+        for t in range(k):
+            w[idx[t]] += np.float32(step)
+    else:
+        for t in range(k):
+            i = idx[t]
+            a = coherence[1, i]
+            rate = 1.0 if a == 0.0 else abs(coherence[0, i]) / a
+            w[i] += np.float32(rate * step)
+            coherence[0, i] += np.float32(step)
+            coherence[1, i] += np.float32(abs(step))
     lnorm = 0.0
     for t in range(lin.shape[0]):
         lnorm += lin[t] * lin[t]
@@ -428,7 +443,7 @@ def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: f
 
 @njit(cache=True)
 def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
-               targets, mix: float) -> float:
+               targets, mix: float, coherence=None) -> float:
     """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
     movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
 
@@ -439,8 +454,8 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
     returns then bootstrap from it). Each afterstate where the seat still has a turn then moves the network towards
     its return by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by
     alpha_tuple x error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2).
-    w float32 (a layout's length) is updated in place, afterstates in game order. Returns the sum of squared errors
-    (before each update).
+    w float32 (a layout's length) is updated in place, afterstates in game order; coherence (optional): the tuple
+    part's temporal-coherence step sizes (`td_step`). Returns the sum of squared errors (before each update).
     """
     ret = np.zeros(m, dtype=np.float64)
     tot = np.zeros(m, dtype=np.float64)
@@ -471,7 +486,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         linear_features(s, p, feats, lin)
         err = ret[j] - value_of(w, idx, k, lin)
         sse += err * err
-        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear)
+        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear, coherence)
     return sse
 
 
@@ -500,7 +515,8 @@ def candidate_wins(s, plans, lens, n: int, w, out) -> None:
 
 
 @njit(cache=True)
-def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, alpha_linear: float) -> float:
+def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, alpha_linear: float,
+              coherence=None) -> float:
     """TD(lambda) of the win head (issue 30's win target) from one finished game's afterstates afters[:m] (int64
     (>= m, STATE_SIZE)) and movers seats[:m]; share float64 (4,) each seat's final share of the victory (1/k for
     a k-way shared win, else 0).
@@ -509,7 +525,8 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
     (1 - lam) sigma(z_k+1) + lam G_k+1 (the last one's: share), with every prediction taken before any update.
     Each afterstate then moves z by normalized least mean squares with the cross-entropy's gradient, error = G -
     sigma(z) (the tuple part by alpha_tuple, the linear part by alpha_linear, as `learn_game`). w float32
-    (a layout's length) in place. Returns the summed cross-entropy (before each update)."""
+    (a layout's length) in place; coherence as `learn_game`'s (the win head's own). Returns the summed cross-entropy
+    (before each update)."""
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
@@ -533,7 +550,7 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
         pc = min(max(pr, 1e-7), 1.0 - 1e-7)
         loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
         err = ret[j] - pr
-        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear)
+        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear, coherence)
     return loss
 
 
