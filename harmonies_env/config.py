@@ -188,10 +188,11 @@ def add_game_options(parser: argparse.ArgumentParser, players: Sequence[int] | N
     default_players: --players's default; None = the caller's (e.g. as many as agents given, `game_config_from`'s
     num_players). A bad value is argparse's one-line error naming the option."""
     if players is not None:
-        default = "as many as agents given" if default_players is None else str(default_players)
+        notes = (["1: solo"] if 1 in players else []) + \
+            (["default: as many as agents given"] if default_players is None else [])  # else the formatter's
         parser.add_argument("--players", type=_players_option(players), default=default_players, metavar="N",
-                            help=f"players, one of {', '.join(map(str, sorted(players)))} (1: solo; default: "
-                                 f"{default})")
+                            help=f"players, one of {', '.join(map(str, sorted(players)))}"
+                                 + (f" ({'; '.join(notes)})" if notes else ""))
     parser.add_argument("--side", choices=list(SIDES), default="A", help="board side (A river, B islands)")
     parser.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
     parser.add_argument("--river-loops", choices=list(RIVER_LOOPS), default="rulebook",
