@@ -375,7 +375,7 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
     assert config["hidden"] == [256, 256] and checked.keys() == state.keys()
     for seed in range(3):
         agent = make_agent("mlp")
-        g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)
+        g = play_game([agent, RandomAgent(seed=seed)], seed=seed)
         sc = g.scores()
         assert sc[0]["total"] > sc[1]["total"] + 20
 
@@ -405,7 +405,7 @@ def test_search_agent_plays_whole_games(players, spirits):
     net = _random_net()
     agents = [MLPSearchAgent(net=net, iterations=6, beam=8, candidates=6, reply_beam=2, seed=k)
               for k in range(players)]
-    g = play_game(agents, players, "A", spirits, seed=2)
+    g = play_game(agents, seed=2, config=GameConfig(players, "A", spirits))
     assert g.is_over
     assert all(a.last_iterations <= 6 for a in agents)
 
