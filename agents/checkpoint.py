@@ -8,7 +8,7 @@ them.
 
 The sidecar (`NAME.json` beside `NAME.<suffix>`), one schema for every kind:
 
-    {"format": "mlp" | "ntuple" | "harmonies-ppo-policy" | "trainer", "version": 1, "weights": "NAME.pt",
+    {"format": "mlp" | "ntuple" | "harmonies-ppo-policy" | "trainer" | "rllib", "version": 1, "weights": "NAME.pt",
      "bytes": 123, "sha256": "<hex of the weights file>", "shapes": {"name": [dims], ...},
      "config": {... what the kind needs to rebuild its model ...}, "training": {... provenance, free-form ...}}
 

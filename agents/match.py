@@ -7,9 +7,9 @@ policy (docs/agents.md). All games advance together: each round, every policy is
 on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
 
 Configuration: one `harmonies_env.GameConfig` (players, side, Spirits, river_loops) says the rules of every game of
-a match: `play_match(policies, games=8, config=GameConfig(2, "B", river_loops="bga"))`. The loose arguments
-(`play_match(policies, 2, 8, "B", True)`, `river_loops="bga"`) still work and make the same config
-(`harmonies_env.config.make_config`: a loose argument that contradicts `config` is a ValueError naming both).
+a match: `play_match(policies, games=8, config=GameConfig(2, "B", river_loops="bga"))`; without one, the default
+rules with one seat per policy. The old loose arguments (`play_match(policies, 2, 8, "B", True)`,
+`river_loops="bga"`) work for one more release: a FutureWarning, and they make the same config.
 
 Seeding (one rule): game i of a match with base seed `seed` and n seats is the game `Game(seed=seed + i)`, or
 `seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the MLP's
@@ -36,7 +36,7 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
-from harmonies_env.config import GameConfig, make_config
+from harmonies_env.config import GameConfig, make_config, old_arguments
 from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
@@ -117,25 +117,21 @@ def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, thr
             on_action(int(index[r]), a)
 
 
-def match_config(config: GameConfig | None, num_players: Any = None, side: Any = None, spirits: Any = None,
-                 river_loops: Any = None, seats: int | None = None) -> GameConfig:
-    """The `GameConfig` a match runs with: `config`, or the loose arguments (`make_config`; num_players defaults to
-    `seats`, the number of policies or agents given, when neither says it)."""
-    return make_config(config, None if seats is None else {"num_players": seats}, num_players=num_players,
-                       side=side, spirits=spirits, river_loops=river_loops)
+def match_config(config: GameConfig | None, seats: int, loose: dict[str, Any] | None = None) -> GameConfig:
+    """The `GameConfig` a match runs with: `config`, else the default rules with `seats` players (one per policy or
+    agent given); `loose`: the old loose arguments' fields (`old_arguments`), checked against `config`."""
+    return make_config(config, {"num_players": seats}, **(loose or {}))
 
 
-def play_match(policies: Sequence[Any], num_players: int | None = None, games: int | Sequence[int] | None = None,
-               side: str | None = None, spirits: bool | None = None, seed: int = 0, *,
-               config: GameConfig | None = None, river_loops: str | None = None, paired: bool = False,
-               names: Sequence[str] | None = None, record: bool = False, threads: int = 1,
-               progress: Callable[[int], None] | None = None,
-               on_action: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
+def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | None = None, seed: int = 0,
+               config: GameConfig | None = None, paired: bool = False, names: Sequence[str] | None = None,
+               record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
+               on_action: Callable[[int, int], None] | None = None, **loose: Any) -> list[dict[str, Any]]:
     """Play seeded games between batch policies, all at once; one result dict per game, in game order.
 
-    config: the games' `GameConfig` (players, side, Spirits, river_loops); or the loose arguments num_players
-    (default: one seat per policy), side, spirits, river_loops (defaults "A", no Spirits, "rulebook"). games is
-    required.
+    config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
+    policy). games is required. `old`/`loose`: the old form (num_players, games, side, spirits, seed positionally,
+    river_loops=...) for one more release, with a FutureWarning.
     policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
     every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
     memory for the seat it plays. games: how many (indices 0..games-1) or which game indices to play (see the module
@@ -147,7 +143,9 @@ def play_match(policies: Sequence[Any], num_players: int | None = None, games: i
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
     """
-    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(policies))
+    fields, given = old_arguments("play_match", old, ("num_players", "games", "side", "spirits", "seed"), loose)
+    games, seed = given.get("games", games), given.get("seed", seed)
+    cfg = match_config(config, len(policies), fields)
     n_players = cfg.num_players
     if games is None:
         raise ValueError("games is required: how many games to play, or which game indices")
@@ -250,16 +248,16 @@ def jobs_note(jobs: int) -> str | None:
             f"than --jobs {n})")
 
 
-def run_match(specs: Sequence[str], num_players: int | None = None, games: int | None = None, side: str | None = None,
-              spirits: bool | None = None, seed: int = 0, jobs: int = 1, progress: bool = True,
-              worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None, *,
-              config: GameConfig | None = None, river_loops: str | None = None,
-              ray_address: str | None = None, collect: list[dict] | None = None) -> list[dict]:
+def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
+              progress: bool = True, worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None,
+              config: GameConfig | None = None, ray_address: str | None = None, collect: list[dict] | None = None,
+              **loose: Any) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
 
-    config: the games' `GameConfig`, or the loose num_players (default: one seat per spec), side, spirits,
-    river_loops, as `play_match` takes them.
+    config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it;
+    `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, worker, extra positionally,
+    river_loops=...) for one more release, with a FutureWarning.
 
     The games are split into tasks of consecutive indices (a few per process, at most MAX_SHARE games each), and a
     game depends only on its index, so the results are the same for any `jobs` with reproducible agents. Solo
@@ -272,7 +270,11 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
     SIGTERM (a KeyboardInterrupt; the worker processes are ended) keeps the games played so far."""
     from tqdm import tqdm
 
-    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(specs))
+    fields, given = old_arguments("run_match", old, ("num_players", "games", "side", "spirits", "seed", "jobs",
+                                                     "progress", "worker", "extra"), loose)
+    games, seed, jobs = given.get("games", games), given.get("seed", seed), given.get("jobs", jobs)
+    progress, worker, extra = given.get("progress", progress), given.get("worker", worker), given.get("extra", extra)
+    cfg = match_config(config, len(specs), fields)
     num_players = cfg.num_players
 
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
@@ -323,17 +325,20 @@ def run_match(specs: Sequence[str], num_players: int | None = None, games: int |
     return out
 
 
-def play_game(agents: Sequence[Any], num_players: int | None = None, side: str | None = None,
-              spirits: bool | None = None, seed: int = 0,
-              on_turn: Callable[[Game, int, list[str]], None] | None = None, *, config: GameConfig | None = None,
-              river_loops: str | None = None) -> Game:
+def play_game(agents: Sequence[Any], *old: Any, seed: int = 0,
+              on_turn: Callable[[Game, int, list[str]], None] | None = None, config: GameConfig | None = None,
+              **loose: Any) -> Game:
     """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no
     rotation), each asked one `PlayerView` at a time (`AgentPolicy`). Returns the finished `Game`, with its history.
 
-    config: the game's `GameConfig`, or the loose num_players (default: one seat per agent), side, spirits,
-    river_loops. on_turn(game, player, descriptions) is called after each whole turn with the actions in words.
+    config: the game's `GameConfig` (default: the default rules, one seat per agent). on_turn(game, player,
+    descriptions) is called after each whole turn with the actions in words. `old`/`loose`: the old form
+    (num_players, side, spirits, seed, on_turn positionally, river_loops=...) for one more release, with a
+    FutureWarning.
     """
-    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(agents))
+    fields, given = old_arguments("play_game", old, ("num_players", "side", "spirits", "seed", "on_turn"), loose)
+    seed, on_turn = given.get("seed", seed), given.get("on_turn", on_turn)
+    cfg = match_config(config, len(agents), fields)
     if len(agents) != cfg.num_players:
         raise ValueError(f"{cfg.num_players} players need {cfg.num_players} agents, got {len(agents)}")
     game = Game(seed=seed, config=cfg)
@@ -352,14 +357,14 @@ def play_game(agents: Sequence[Any], num_players: int | None = None, side: str |
     return game
 
 
-def replay_result(result: dict[str, Any], num_players: int | None = None, side: str | None = None,
-                  spirits: bool | None = None, *, config: GameConfig | None = None,
-                  river_loops: str | None = None) -> Game:
+def replay_result(result: dict[str, Any], *old: Any, config: GameConfig | None = None, **loose: Any) -> Game:
     """The finished `Game` of a result played with record=True (its seed and actions), with its history; config
-    (or the loose arguments, num_players defaulting to the result's seats) must be the match's."""
+    (default: the default rules, one seat per seat of the result) must be the match's. `old`/`loose`: the old form
+    (num_players, side, spirits positionally, river_loops=...) for one more release, with a FutureWarning."""
     if "actions" not in result:
         raise ValueError("this result has no actions: play the match with record=True")
-    cfg = match_config(config, num_players, side, spirits, river_loops, seats=len(result["seats"]))
+    fields, _ = old_arguments("replay_result", old, ("num_players", "side", "spirits"), loose)
+    cfg = match_config(config, len(result["seats"]), fields)
     return Game.replay(make_record(cfg, result["seed"], result["actions"]))
 
 

@@ -30,6 +30,7 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import SelfPlayBatch, episode_seed
+from harmonies_env.config import GameConfig, make_config, old_arguments
 from harmonies_env.env_gym import VersusEnv
 from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -63,16 +64,16 @@ def member_kind(member: str) -> int:
     return SNAPSHOT
 
 
-def draw_episode(game_seed: int, num_players: int, pool_size: int,
+def draw_episode(game_seed: int, seats: int, pool_size: int,
                  seat: int | None = None) -> tuple[int, np.ndarray, int]:
     """Who plays the game with this seed: the learner's seat (drawn unless `seat` is given), each seat's pool
     index (int64 (4,), -1 at the learner's seat and at absent seats) and the seed of the random players'
     generator. A function of its arguments alone, so a run's opponents follow from its seed."""
     rng = np.random.default_rng([int(game_seed) % 2**64, POOL_SALT])
-    learner = int(rng.integers(num_players)) if seat is None else int(seat)
+    learner = int(rng.integers(seats)) if seat is None else int(seat)
     members = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
-    for k in range(1, num_players):
-        members[(learner + k) % num_players] = rng.integers(pool_size)
+    for k in range(1, seats):
+        members[(learner + k) % seats] = rng.integers(pool_size)
     return learner, members, int(rng.integers(2**62))
 
 
@@ -94,14 +95,17 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     next episode starts.
 
     `reset()` seeds row r's games from base seed b + r (`seed(b)` first, SB3 style), as `SelfPlayBatch`.
+    config: the games' `GameConfig` (default: 2 players, Side A); the old loose num_players, side, spirits work one
+    more release, with a FutureWarning.
     """
 
-    def __init__(self, num_envs: int = 32, num_players: int = 2, side: str = "A", spirits: bool = False,
-                 reward: str = "score", pool: Sequence[str] = ("random", "greedy"), greedy_beam: int = 8,
-                 opponent_sample: bool = False, seat: int | None = None, illegal_reward: float = -0.01,
-                 max_steps: int = 5000, seed: int | None = None, device: str = "cpu"):
-        self.batch = SelfPlayBatch(num_envs, num_players=num_players, side=side, spirits=spirits, seed=0,
-                                   reward=reward, illegal_reward=0.0, max_steps=0)
+    def __init__(self, num_envs: int = 32, config: GameConfig | None = None, reward: str = "score",
+                 pool: Sequence[str] = ("random", "greedy"), greedy_beam: int = 8, opponent_sample: bool = False,
+                 seat: int | None = None, illegal_reward: float = -0.01, max_steps: int = 5000,
+                 seed: int | None = None, device: str = "cpu", **loose: Any):
+        fields, _ = old_arguments("PoolVecEnv", (), (), loose)
+        config = make_config(config, **fields)
+        self.batch = SelfPlayBatch(num_envs, config=config, seed=0, reward=reward, illegal_reward=0.0, max_steps=0)
         n = self.batch.num_games
         self.num_players = self.batch.num_players
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))

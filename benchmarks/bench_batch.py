@@ -34,6 +34,7 @@ from numba import njit
 
 from harmonies_env import state as S
 from harmonies_env.batch import BatchedGames, init_batch, rollout_batch
+from harmonies_env.config import GameConfig
 from harmonies_env.env_gym import SoloEnv
 
 
@@ -62,8 +63,9 @@ def best_of(fn, repeat: int, key: str, *args, **kwargs) -> dict:
     return best
 
 
-def bench_step(batch: int, num_players: int, seconds: float, threads: int = 1) -> dict:
-    b = BatchedGames(batch, num_players=num_players, seed=1, num_threads=threads)
+def bench_step(batch: int, config: GameConfig, seconds: float, threads: int = 1) -> dict:
+    b = BatchedGames(batch, config=config, seed=1, num_threads=threads)
+    num_players = config.num_players
     rng = np.array([12345], dtype=np.int64)
     acts = np.zeros(batch, dtype=np.int64)
     for _ in range(20):  # warm up (compiles on first use)
@@ -120,23 +122,23 @@ def bench_gym_single(seconds: float, make: bool = False) -> dict:
             "us_per_step": round(1e6 * timed / steps, 3)}
 
 
-def bench_rollout(batch: int, seconds: float, threads: int = 1, num_players: int = 2) -> dict:
+def bench_rollout(batch: int, seconds: float, threads: int = 1, config: GameConfig = GameConfig()) -> dict:
     states = np.zeros((batch, S.STATE_SIZE), dtype=np.int64)
     seeds = np.arange(batch, dtype=np.int64)
-    init_batch(states, num_players, 0, 0, seeds)
+    init_batch(states, seeds=seeds, config=config)
     rollout_batch(states[:2], seeds[:2], num_threads=threads)  # warm up
     games = actions = 0
     timed = 0.0
     k = 0
     while timed < seconds:
-        init_batch(states, num_players, 0, 0, seeds + k * batch)
+        init_batch(states, seeds=seeds + k * batch, config=config)
         t = time.perf_counter()
         res = rollout_batch(states, seeds + 7 * k, inplace=True, num_threads=threads)
         timed += time.perf_counter() - t
         games += batch
         actions += int(res.steps.sum())
         k += 1
-    return {"case": "rollout", "mode": f"{num_players}p", "batch": batch, "threads": threads, "games": games,
+    return {"case": "rollout", "mode": f"{config.num_players}p", "batch": batch, "threads": threads, "games": games,
             "seconds": round(timed, 3), "games_per_s": round(games / timed), "actions_per_s": round(actions / timed),
             "games_per_s_per_thread": round(games / timed / threads)}
 
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     if "step" in only:
         for num_players in (1, 2):
             for batch in (1, 64, 1024):
-                r = best_of(bench_step, rep, "steps_per_s", batch, num_players, sec)
+                r = best_of(bench_step, rep, "steps_per_s", batch, GameConfig(num_players), sec)
                 if num_players == 1:
                     r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
                     r["speedup_vs_gym_make"] = round(r["steps_per_s"] / gym_make["steps_per_s"], 1)
@@ -176,7 +178,8 @@ def main(argv: list[str] | None = None) -> None:
     if "threads" in only:
         for batch in (1024, 4096):  # a thread hand-off costs ~0.1 ms per step call here: bigger batches scale better
             for threads in (1, 2):
-                r = dict(best_of(bench_step, rep, "steps_per_s", batch, 1, sec, threads), case="threads_step")
+                r = dict(best_of(bench_step, rep, "steps_per_s", batch, GameConfig(1), sec, threads),
+                         case="threads_step")
                 r["speedup_vs_gym"] = round(r["steps_per_s"] / gym["steps_per_s"], 1)
                 print(json.dumps(r), flush=True)
         for threads in (1, 2):

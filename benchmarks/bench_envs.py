@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 import harmonies_env.env_gym  # noqa: F401  (registers the Gymnasium envs)
-from harmonies_env import Game
+from harmonies_env import Game, GameConfig
 from harmonies_env.env_aec import env as aec_env
 from harmonies_env.env_aec import raw_env
 from harmonies_env.observation import OBS_SIZE, encode_batch, encode_observation
@@ -27,8 +27,8 @@ def emit(case: str, **fields) -> None:
     print(json.dumps({"case": case, **fields, "python": platform.python_version()}), flush=True)
 
 
-def mid_game(num_players: int, side: str, spirits: bool, steps: int) -> Game:
-    g = Game(num_players, side, spirits, seed=1)
+def mid_game(config: GameConfig, steps: int) -> Game:
+    g = Game(seed=1, config=config)
     rng = np.random.default_rng(0)
     for _ in range(steps):
         if g.is_over:
@@ -39,7 +39,7 @@ def mid_game(num_players: int, side: str, spirits: bool, steps: int) -> Game:
 
 def bench_observation(seconds: float) -> None:
     for n, side, spirits in ((2, "A", False), (4, "B", True)):
-        g = mid_game(n, side, spirits, 40 * n)
+        g = mid_game(GameConfig(n, side, spirits), 40 * n)
         out = np.empty(OBS_SIZE, dtype=np.float32)
         for _ in range(1000):
             encode_observation(g.state, 0, out)

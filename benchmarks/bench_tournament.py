@@ -18,6 +18,7 @@ import os
 import time
 
 from agents.match import run_match
+from harmonies_env.config import GameConfig
 
 COMMAND = "python -m benchmarks.bench_tournament"
 
@@ -39,12 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", nargs="+", default=["tournament_jobs", "tournament_ray"],
                     choices=["tournament_jobs", "tournament_ray"])
     args = ap.parse_args(argv)
-    run_match(list(args.agents), 2, 2, seed=args.seed, progress=False)  # compile the kernels once, untimed
+    config = GameConfig(2)
+    run_match(list(args.agents), games=2, seed=args.seed, config=config, progress=False)  # compile once, untimed
     reference = None
     if "tournament_jobs" in args.cases:
         for jobs in args.jobs:
             t0 = time.perf_counter()
-            out = run_match(list(args.agents), 2, args.games, seed=args.seed, jobs=jobs, progress=False)
+            out = run_match(list(args.agents), games=args.games, seed=args.seed, config=config, jobs=jobs,
+                            progress=False)
             print(json.dumps(_line("tournament_jobs", args, time.perf_counter() - t0, jobs=jobs)), flush=True)
             reference = reference or out
             assert out == reference, "the games differ between backends"
@@ -57,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for warm in (False, True):
                 t0 = time.perf_counter()
-                out = run_match(list(args.agents), 2, args.games, seed=args.seed, progress=False, ray_address="local")
+                out = run_match(list(args.agents), games=args.games, seed=args.seed, config=config, progress=False,
+                                ray_address="local")
                 print(json.dumps(_line("tournament_ray", args, time.perf_counter() - t0, cpus=args.cpus,
                                        start_s=round(start, 2), warm=warm)), flush=True)
                 reference = reference or out

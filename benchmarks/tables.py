@@ -162,12 +162,12 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "threads_rollout": lambda r: (f"whole random {r['mode']} games, `rollout_batch`, batch {r['batch']}, "
                                   f"{_threads(r)}", f"{r['games_per_s']:,} games/s "
                                   f"({r['games_per_s_per_thread']:,} a thread)"),
-    "selfplay": lambda r: (f"trainer's self-play alone: {r['games']} games, beam {r['beam']}, {r['candidates']} "
-                           f"candidates, {_threads(r)}", f"{r['decisions_per_s']} decisions/s"),
-    "train": lambda r: (f"trainer's Adam steps alone: batch {r['batch']}, {_threads(r)}",
-                        f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
-    "iteration": lambda r: ("trainer's loop (self-play step + 2 Adam steps)",
-                            f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
+    "selfplay_mlp": lambda r: (f"`mlp` trainer's self-play alone: {r['games']} games, beam {r['beam']}, "
+                               f"{r['candidates']} candidates, {_threads(r)}", f"{r['decisions_per_s']} decisions/s"),
+    "train_mlp": lambda r: (f"`mlp` trainer's Adam steps alone: batch {r['batch']}, {_threads(r)}",
+                            f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
+    "iteration_mlp": lambda r: ("`mlp` trainer's loop (self-play step + 2 Adam steps)",
+                                f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -198,7 +198,7 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
 
 
 def _decision(r: dict[str, Any]) -> tuple[str, str]:
-    """A `SPEC_decision` line of bench_learned: the spec it timed is the line's `agent`."""
+    """A `SPEC_decision` line of bench_learned or bench_mlp: the spec it timed is the line's `agent`."""
     median = f", median {r['median_ms']} ms" if "median_ms" in r else ""
     return (f"`{r['agent']}` deciding a turn (the checkpoint's play settings)",
             f"mean {r['mean_ms']} ms{median}, p95 {r['p95_ms']} ms, max {r['max_ms']} ms ({r['decisions']} decisions)")

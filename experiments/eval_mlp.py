@@ -38,19 +38,19 @@ import numpy as np
 from agents.greedy import GreedyAgent, planner_settings
 from agents.match import play_match, totals_of, wilson_interval, win_shares
 from agents.mlp import DEFAULT_CHECKPOINT, MLPAgent, ValueNet, play_settings, play_value
-from harmonies_env.config import RIVER_LOOPS, GameConfig, make_config
+from harmonies_env.config import GameConfig, add_game_options, game_config_from
 
 #: Default base seed of the command (the trainer's evaluations use 1_000_000; these games are others).
 DEFAULT_SEED = 3_000_000
 
 
-def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float], *, players: int | None = None,
-                   side: int | str | None = None, spirits: bool | None = None, beam: int = 96, candidates: int = 24,
-                   diverse: bool = False, symmetries: int = 1, opponent_beam: int = 24, threads: int = 2,
-                   progress: Callable[[int], None] | None = None, config: GameConfig | None = None) -> dict[str, Any]:
+def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float], *, beam: int = 96,
+                   candidates: int = 24, diverse: bool = False, symmetries: int = 1, opponent_beam: int = 24,
+                   threads: int = 2, progress: Callable[[int], None] | None = None,
+                   config: GameConfig | None = None) -> dict[str, Any]:
     """Play `games` games, the network against the heuristic planner, all at once (`play_match`); their summary.
 
-    config: the games' `GameConfig`, or the loose players (default 2), side (0 / "A" or 1 / "B") and spirits.
+    config: the games' `GameConfig` (default: 2 players, Side A, no Spirits).
 
     The network plays as `MLPAgent(net=net, beam=beam, candidates=candidates, diverse=diverse,
     symmetries=symmetries, value=value)`, `GreedyAgent(beam=opponent_beam)` in the other seats. Game i: seed
@@ -58,9 +58,7 @@ def play_vs_greedy(net: ValueNet, games: int, seed: int, value: dict[str, float]
     network's mean total), greedy_score (the other seats' mean total), per game `totals` int (games, players) by
     seat and `net_seat` (games,), and the engine's `results`. progress(k) is called with the number of finished games.
     """
-    if isinstance(side, (int, np.integer)) and not isinstance(side, bool) and side in (0, 1):
-        side = "AB"[int(side)]
-    cfg = make_config(config, {"num_players": 2}, num_players=players, side=side, spirits=spirits)
+    cfg = config or GameConfig()
     n = cfg.num_players
     net_agent = MLPAgent(net=net, beam=beam, candidates=candidates, diverse=diverse, symmetries=symmetries,
                              value=value, name="mlp")
@@ -92,11 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="NAME.pt (+ NAME.json beside it)")
     ap.add_argument("--games", type=int, default=1024, help="games (a multiple of --players: every seat per seed)")
     ap.add_argument("--seed", type=int, default=DEFAULT_SEED, help="game i plays seed SEED + i // players")
-    ap.add_argument("--players", type=int, default=2, choices=[2, 3, 4])
-    ap.add_argument("--side", default="A", choices=["A", "B"])
-    ap.add_argument("--spirits", action="store_true", help="the Nature's Spirit variant")
-    ap.add_argument("--river-loops", default="rulebook", choices=list(RIVER_LOOPS),
-                    help="how a Side A river loop scores (docs/rules.md)")
+    add_game_options(ap, players=(2, 3, 4), default_players=2)
     ap.add_argument("--beam", type=int, default=None, help="planner beam proposing the network's candidates "
                     "(default: the checkpoint's play settings, as `mlp` plays; the trainer evaluates at 96)")
     ap.add_argument("--candidates", type=int, default=None, help="candidates the network ranks (1: the planner's "
@@ -140,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         bar.update(done - bar.n)
 
     start = time.perf_counter()
-    config = GameConfig(args.players, args.side, args.spirits, args.river_loops)
+    config = game_config_from(args)
     res = play_vs_greedy(net, args.games, args.seed, value, config=config, beam=args.beam, candidates=args.candidates,
                          diverse=args.diverse, symmetries=args.symmetries, opponent_beam=args.opponent_beam,
                          threads=args.threads, progress=progress)

@@ -23,6 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from harmonies_env.config import GameConfig
+
 #: Base seed of evaluation games: game i of an evaluation is the game of seed EVAL_SEED + i.
 EVAL_SEED = 10**9 + 7
 #: Base seed of `python -m experiments.evaluate` (final figures), away from EVAL_SEED's games.
@@ -36,12 +38,10 @@ def train_seed(seed: int) -> int:
 
 @dataclass(frozen=True)
 class EvalMatch:
-    """The match a command's policy is evaluated in: `games` games of `players` players (side, spirits), the policy
-    against `opponents` (one agent spec per other seat; none: solo), seats rotated game by game."""
+    """The match a command's policy is evaluated in: `games` games of `config`, the policy against `opponents` (one
+    agent spec per other seat; none: solo), seats rotated game by game."""
 
-    players: int
-    side: str
-    spirits: bool
+    config: GameConfig
     opponents: tuple[str, ...]
     games: int
     threads: int = 1
@@ -96,7 +96,7 @@ def evaluate(policy: Any, match: EvalMatch, seed: int = EVAL_SEED) -> dict[str, 
 
     pol = policy if callable(getattr(policy, "act_batch", None)) else ModelPolicy(policy)
     pol.name = "policy"
-    results = play_match([pol, *match.opponents], match.players, match.games, match.side, match.spirits, seed,
+    results = play_match([pol, *match.opponents], games=match.games, seed=seed, config=match.config,
                          threads=match.threads)
     return summarize(results)
 

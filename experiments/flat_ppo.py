@@ -20,6 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harmonies_env.config import GameConfig
+
 from .common import ConfigError
 from .evaluate import EvalMatch
 from .runner import PPO_SETTINGS, RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
@@ -54,6 +56,13 @@ def _gym_vec(make_one: Any, n: int, vec: str, seed: int) -> Any:
     return venv
 
 
+def env_config(env: dict[str, Any], num_players: int | None = None) -> GameConfig:
+    """The ONE `GameConfig` of a run's [env] settings (players, side, spirits; `num_players` for a solo run, whose
+    [env] has no players): what the envs and the evaluation match are built from."""
+    players = int(env["players"]) if num_players is None else int(num_players)
+    return GameConfig(players, env["side"], bool(env["spirits"]))
+
+
 class _SoloThunk:
     def __init__(self, env: dict[str, Any]):
         self.env = env
@@ -63,7 +72,7 @@ class _SoloThunk:
 
         from harmonies_env.env_gym import SoloEnv
 
-        return Monitor(SoloEnv(side=self.env["side"], spirits=self.env["spirits"], max_steps=self.env["max_steps"]))
+        return Monitor(SoloEnv(config=env_config(self.env, 1), max_steps=self.env["max_steps"]))
 
 
 class _VersusThunk(_SoloThunk):
@@ -74,16 +83,15 @@ class _VersusThunk(_SoloThunk):
 
         e = self.env
         seat = None if int(e["seat"]) < 0 else int(e["seat"])
-        return Monitor(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"], reward=e["reward"],
-                                 seat=seat, max_steps=e["max_steps"]))
+        return Monitor(VersusEnv(config=env_config(e), reward=e["reward"], seat=seat, max_steps=e["max_steps"]))
 
 
 def solo_env(env: dict[str, Any], n: int, seed: int, threads: int = 1) -> Any:
     """n solo games on the batched engine ([env] settings), row r from base seed `seed` + r."""
     from harmonies_env.vector import make_sb3_vec_env
 
-    return make_sb3_vec_env(n, num_players=1, side=env["side"], spirits=env["spirits"], reward=env["reward"],
-                            max_steps=env["max_steps"], num_threads=threads, seed=seed)
+    return make_sb3_vec_env(n, config=env_config(env, 1), reward=env["reward"], max_steps=env["max_steps"],
+                            num_threads=threads, seed=seed)
 
 
 def versus_env(env: dict[str, Any], n: int, seed: int, threads: int = 1, device: str = "cpu") -> Any:
@@ -92,14 +100,13 @@ def versus_env(env: dict[str, Any], n: int, seed: int, threads: int = 1, device:
     if env["opponent"] == "random":
         from harmonies_env.vector import make_sb3_vec_env
 
-        return make_sb3_vec_env(n, num_players=env["players"], side=env["side"], spirits=env["spirits"],
-                                reward=env["reward"], seat=seat, max_steps=env["max_steps"], num_threads=threads,
-                                seed=seed)
+        return make_sb3_vec_env(n, config=env_config(env), reward=env["reward"], seat=seat,
+                                max_steps=env["max_steps"], num_threads=threads, seed=seed)
     from agents.pool_env import PoolVecEnv
 
-    return PoolVecEnv(n, num_players=env["players"], side=env["side"], spirits=env["spirits"], reward=env["reward"],
-                      pool=["greedy"], greedy_beam=int(env["greedy_beam"]), seat=seat, max_steps=env["max_steps"],
-                      seed=seed, device=device)
+    return PoolVecEnv(n, config=env_config(env), reward=env["reward"], pool=["greedy"],
+                      greedy_beam=int(env["greedy_beam"]), seat=seat, max_steps=env["max_steps"], seed=seed,
+                      device=device)
 
 
 def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -120,15 +127,13 @@ def evaluation(algo: str, config: dict[str, Any], games: int) -> EvalMatch:
     threads = int(config["run"]["engine_threads"])
     env = config["env"]
     if algo == "solo-ppo":
-        return EvalMatch(1, env["side"], env["spirits"], (), games, threads)
+        return EvalMatch(env_config(env, 1), (), games, threads)
     if algo == "versus-ppo":
         env = _versus_settings(config)
         other = "random" if env["opponent"] == "random" else f"greedy:{int(env['greedy_beam'])}"
-        return EvalMatch(int(env["players"]), env["side"], env["spirits"], (other,) * (int(env["players"]) - 1),
-                         games, threads)
+        return EvalMatch(env_config(env), (other,) * (int(env["players"]) - 1), games, threads)
     beam = int(config["selfplay"]["eval_beam"])
-    return EvalMatch(int(env["players"]), env["side"], env["spirits"], (f"greedy:{beam}",) * (int(env["players"]) - 1),
-                     games, threads)
+    return EvalMatch(env_config(env), (f"greedy:{beam}",) * (int(env["players"]) - 1), games, threads)
 
 
 def solo(args: RunArgs) -> dict[str, Any]:
@@ -213,8 +218,7 @@ def selfplay(args: RunArgs) -> dict[str, Any]:
 
     def make_env(seed: int) -> Any:
         if env["vec"] == "batched":
-            venv = PoolVecEnv(int(env["n_envs"]), num_players=env["players"], side=env["side"],
-                              spirits=env["spirits"], reward=env["reward"], pool=pool.members,
+            venv = PoolVecEnv(int(env["n_envs"]), config=env_config(env), reward=env["reward"], pool=pool.members,
                               greedy_beam=int(env["greedy_beam"]), opponent_sample=env["opponent_sample"],
                               seed=seed, device=device)
         else:
@@ -237,5 +241,5 @@ class _PoolThunk:
         from harmonies_env.env_gym import VersusEnv
 
         e = self.env
-        return PoolOpponents(VersusEnv(num_players=e["players"], side=e["side"], spirits=e["spirits"],
-                                       reward=e["reward"]), self.members, greedy_beam=int(e["greedy_beam"]))
+        return PoolOpponents(VersusEnv(config=env_config(e), reward=e["reward"]), self.members,
+                             greedy_beam=int(e["greedy_beam"]))

@@ -13,9 +13,11 @@ Needs the optional extra: `pip install -e .[distributed]` (Ray RLlib; see docs/d
 
 Settings in experiments/configs/rllib_ppo.toml. Every `[rllib] checkpoint_every` iterations it writes a
 weights-only checkpoint `<run>/iter_NNNNN/`: `module.pt`, a `torch.save` of the shared policy's weights (tensors
-only, read with `torch.load(weights_only=True)`), and `checkpoint.json` (format tag and version, the iteration, the
-settings that rebuild the algorithm, the weights' size and SHA-256); `restore` rebuilds the algorithm from the JSON
-and loads the weights. Not RLlib's own `save_to_path` folders: those store pickles (`class_and_ctor_args.pkl`,
+only, read with `torch.load(weights_only=True)`), and `module.json`, `agents.checkpoint`'s one sidecar (format
+"rllib", the weights' size and SHA-256, their shapes, the settings that rebuild the algorithm as its config, the
+iteration as its training record); `restore` rebuilds the algorithm from the sidecar and loads the weights. Folders
+written before that schema (`checkpoint.json` beside `module.pt`) still restore. Not RLlib's own `save_to_path`
+folders: those store pickles (`class_and_ctor_args.pkl`,
 state pickles), which `Algorithm.from_checkpoint` unpickles, i.e. a crafted folder runs code. The checkpoint holds
 the policy, not the optimizer or the sampling state: it is for playing, evaluating and starting a new run, not
 an exact resume. Prints one JSON line per iteration (episode return mean, episode length mean, steps sampled,
@@ -46,18 +48,25 @@ try:
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(f"experiments.rllib_selfplay needs Ray RLlib: {install_hint('distributed')}") from e
 
+from agents.checkpoint import CheckpointError, read_checked_weights, read_checkpoint, read_sidecar, write_checkpoint
 from harmonies_env import env_aec
+from harmonies_env.config import GameConfig
 
-from .common import atomic_write_bytes, atomic_write_csv, atomic_write_json
+from .common import atomic_write_csv
 from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
 POLICY = "shared"
-#: What a weights-only RLlib checkpoint's `checkpoint.json` says it is (`save_checkpoint`, `restore`).
-CHECKPOINT_FORMAT = "harmonies-rllib-checkpoint"
-CHECKPOINT_VERSION = 1
+#: The `agents.checkpoint` format of a weights-only RLlib checkpoint (`save_checkpoint`, `restore`).
+CHECKPOINT_FORMAT = "rllib"
+#: The format tag and version of the folders' `checkpoint.json` before the one sidecar schema (still restored).
+LEGACY_FORMAT, LEGACY_VERSION = "harmonies-rllib-checkpoint", 1
+#: Largest module.pt restored (the shared policy of a few wide layers is a few MiB).
+MAX_WEIGHTS_BYTES = 256 << 20
+#: The game fields of a checkpoint's settings (`GameConfig`'s); legacy sidecars held num_players/side/spirits loose.
+_GAME = ("num_players", "side", "spirits", "river_loops")
 #: The `build_config` settings a checkpoint records (how many runners / learners is the restoring machine's choice).
-_SETTINGS = ("num_players", "side", "spirits", "reward", "train_batch_size", "minibatch_size", "num_epochs", "lr",
+_SETTINGS = ("config", "reward", "train_batch_size", "minibatch_size", "num_epochs", "lr",
              "hidden", "seed")
 _FLOAT_MIN = -3.4e38
 
@@ -111,18 +120,20 @@ class MaskedPPOModule(DefaultPPOTorchRLModule):
 
 
 def make_env(config: dict | None = None) -> PettingZooEnv:
-    """The AEC env (with PettingZoo's classic wrappers) as an RLlib MultiAgentEnv; config = env_aec.env kwargs."""
+    """The AEC env (with PettingZoo's classic wrappers) as an RLlib MultiAgentEnv; config = env_aec.env kwargs
+    (`build_config` passes {"config": GameConfig, "reward": ...})."""
     cfg = dict(config or {})
     return PettingZooEnv(env_aec.env(**cfg))
 
 
-def build_config(num_players: int = 2, side: str = "A", spirits: bool = False, reward: str = "win",
-                 num_env_runners: int = 0, envs_per_runner: int = 1, train_batch_size: int = 4000,
+def build_config(config: GameConfig | None = None, reward: str = "win", num_env_runners: int = 0,
+                 envs_per_runner: int = 1, train_batch_size: int = 4000,
                  minibatch_size: int = 512, num_epochs: int = 4, lr: float = 3e-4, hidden: tuple[int, ...] = (256, 256),
                  seed: int | None = 0, num_learners: int = 0, num_gpus_per_learner: float = 0.0) -> PPOConfig:
-    """PPOConfig for self-play: every seat -> the shared masked policy. num_env_runners=0 samples in-process."""
+    """PPOConfig for self-play on games of `config` (default: 2 players, Side A): every seat -> the shared masked
+    policy. num_env_runners=0 samples in-process."""
     register_env(ENV_NAME, make_env)
-    env_config = {"num_players": num_players, "side": side, "spirits": spirits, "reward": reward}
+    env_config = {"config": config or GameConfig(), "reward": reward}
     module = RLModuleSpec(module_class=MaskedPPOModule,
                           model_config={"fcnet_hiddens": list(hidden), "fcnet_activation": "relu",
                                         "vf_share_layers": False})
@@ -143,71 +154,104 @@ def build_config(num_players: int = 2, side: str = "A", spirits: bool = False, r
     return config
 
 
+def _settings_json(settings: dict[str, Any]) -> dict[str, Any]:
+    """`build_config` settings as the sidecar's JSON config: the GameConfig as its fields, tuples as lists."""
+    out = {}
+    for k, v in settings.items():
+        if isinstance(v, GameConfig):
+            v = {f: getattr(v, f) for f in _GAME}
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+def _settings_of(doc: Any, where: Path) -> dict[str, Any]:
+    """The `build_config` keyword arguments of a sidecar's settings (a legacy sidecar's loose num_players / side /
+    spirits become the GameConfig), or CheckpointError naming `where`."""
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{where}: its settings are missing")
+    kw = dict(doc)
+    game = kw.pop("config", None)
+    game = dict(game) if isinstance(game, dict) else {}
+    for k in _GAME:
+        if k in kw:
+            game[k] = kw.pop(k)
+    if set(kw) - set(_SETTINGS) or set(game) - set(_GAME):
+        raise CheckpointError(f"{where}: its settings hold unknown keys")
+    try:
+        kw["config"] = GameConfig(**game)
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{where}: {e}") from None
+    if "hidden" in kw:
+        kw["hidden"] = tuple(kw["hidden"])
+    return kw
+
+
 def save_checkpoint(algo: Any, folder: str | Path, settings: dict[str, Any], iteration: int) -> Path:
     """Write the shared policy of `algo` (built by `build_config(**settings, ...)`) as a weights-only checkpoint
-    `folder/`: `module.pt` (its learner's weights: a `torch.save` of tensors) then `checkpoint.json`, each atomically.
-    Returns the folder. Read back by `restore`."""
-    import hashlib
+    `folder/`: `module.pt` (its learner's weights: a `torch.save` of tensors) then `module.json`
+    (`agents.checkpoint.write_checkpoint`: format "rllib", the settings as config, the iteration as training), each
+    atomically. Returns the folder. Read back by `restore`."""
     import io
 
     folder = Path(folder)
     state = algo.learner_group.get_weights([POLICY])[POLICY]
     if not isinstance(state, dict) or not all(hasattr(v, "shape") for v in state.values()):
         raise TypeError("the RLModule's state is not a flat dict of arrays; cannot write it weights-only")
-    buf = io.BytesIO()
-    torch.save({k: torch.as_tensor(np.asarray(v)).clone() for k, v in state.items()}, buf)
-    weights = buf.getvalue()
-    atomic_write_bytes(folder / "module.pt", weights)
     unknown = set(settings) - set(_SETTINGS)
     if unknown:
         raise ValueError(f"unknown checkpoint settings {sorted(unknown)}")
-    atomic_write_json(folder / "checkpoint.json",
-                      {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "iteration": int(iteration),
-                       "module": POLICY, "settings": {k: (list(v) if isinstance(v, tuple) else v)
-                                                      for k, v in settings.items()},
-                       "weights": "module.pt", "weights_bytes": len(weights),
-                       "weights_sha256": hashlib.sha256(weights).hexdigest()})
+    buf = io.BytesIO()
+    torch.save({k: torch.as_tensor(np.asarray(v)).clone() for k, v in state.items()}, buf)
+    write_checkpoint(folder / "module.pt", buf.getvalue(), CHECKPOINT_FORMAT,
+                     {"module": POLICY, "settings": _settings_json(settings)},
+                     shapes={k: list(np.shape(v)) for k, v in state.items()},
+                     training={"iteration": int(iteration)})
     return folder
 
 
+def _legacy_weights(folder: Path) -> tuple[bytes, dict[str, Any]]:
+    """(weights, settings) of a folder written before the one sidecar schema: `checkpoint.json` (format
+    LEGACY_FORMAT) beside `module.pt`, read and checked by `agents.checkpoint`'s readers."""
+    cpath = folder / "checkpoint.json"
+    c = read_sidecar(cpath, ("format", "version", "iteration", "module", "settings", "weights", "weights_bytes",
+                             "weights_sha256"), "format", "an RLlib checkpoint")
+    if c.get("format") != LEGACY_FORMAT or c.get("version") != LEGACY_VERSION:
+        raise CheckpointError(f"{cpath}: not a {LEGACY_FORMAT!r} version {LEGACY_VERSION} checkpoint")
+    path = folder / "module.pt"
+    if path.is_file() and path.stat().st_size != c.get("weights_bytes"):
+        raise CheckpointError(f"{path}: does not match the size recorded in {cpath.name}")
+    return read_checked_weights(path, cpath, c.get("weights_sha256"), MAX_WEIGHTS_BYTES, "an RLlib checkpoint"), \
+        _settings_of(c.get("settings"), cpath)
+
+
 def restore(path: str | Path, num_env_runners: int = 0) -> Any:
-    """An Algorithm rebuilt from a checkpoint folder written by `save_checkpoint` (or its `checkpoint.json`):
+    """An Algorithm rebuilt from a checkpoint folder written by `save_checkpoint` (or its `module.pt` / sidecar):
     `build_config` from the recorded settings, then the weights loaded with `torch.load(weights_only=True)` into
-    its learner and synced to its env runners. Nothing from the folder is unpickled. ValueError for a folder that
-    is not such a checkpoint, or whose weights do not match their record (a torn write)."""
-    import hashlib
+    its learner and synced to its env runners. Nothing from the folder is unpickled. `agents.checkpoint.
+    CheckpointError` (a ValueError, one line naming the file) for a folder that is not such a checkpoint, or whose
+    weights do not match their record (a torn write); a folder of the older `checkpoint.json` still restores."""
     import io
 
     folder = Path(path)
-    if folder.name == "checkpoint.json":
+    if folder.suffix in (".json", ".pt"):
         folder = folder.parent
-    cpath = folder / "checkpoint.json"
-    if not cpath.is_file():
-        if (folder / "class_and_ctor_args.pkl").exists() or (folder / "rllib_checkpoint.json").exists():
-            raise ValueError(f"{folder}: an RLlib save_to_path checkpoint (it stores pickles, which load by running "
-                             "code from the folder); only weights-only checkpoints written by this script are read. "
-                             "If you trust it: ray.rllib.algorithms.algorithm.Algorithm.from_checkpoint")
-        raise FileNotFoundError(f"no checkpoint.json in {folder}")
-    try:
-        c = json.loads(cpath.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{cpath}: not JSON ({e})") from None
-    if not isinstance(c, dict) or c.get("format") != CHECKPOINT_FORMAT or c.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(f"{cpath}: not a {CHECKPOINT_FORMAT!r} version {CHECKPOINT_VERSION} checkpoint")
-    settings = c.get("settings")
-    if not isinstance(settings, dict) or set(settings) - set(_SETTINGS):
-        raise ValueError(f"{cpath}: its settings are missing or hold unknown keys")
-    weights = (folder / "module.pt").read_bytes()
-    if len(weights) != c.get("weights_bytes") or hashlib.sha256(weights).hexdigest() != c.get("weights_sha256"):
-        raise ValueError(f"{folder / 'module.pt'}: does not match the size / SHA-256 recorded in {cpath.name}")
+    if (folder / "module.json").is_file():
+        ck = read_checkpoint(folder / "module.pt", ".pt", CHECKPOINT_FORMAT, "an RLlib checkpoint", MAX_WEIGHTS_BYTES)
+        config = ck.config if isinstance(ck.config, dict) else {}
+        weights, settings = ck.data, _settings_of(config.get("settings"), ck.sidecar_path)
+    elif (folder / "checkpoint.json").is_file():
+        weights, settings = _legacy_weights(folder)
+    elif (folder / "class_and_ctor_args.pkl").exists() or (folder / "rllib_checkpoint.json").exists():
+        raise ValueError(f"{folder}: an RLlib save_to_path checkpoint (it stores pickles, which load by running "
+                         "code from the folder); only weights-only checkpoints written by this script are read. "
+                         "If you trust it: ray.rllib.algorithms.algorithm.Algorithm.from_checkpoint")
+    else:
+        raise FileNotFoundError(f"no module.json (or older checkpoint.json) in {folder}")
     try:
         state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - the restricted unpickler refuses anything but tensors and containers
-        raise ValueError(f"{folder / 'module.pt'}: holds more than tensors ({type(e).__name__})") from None
-    kw = dict(settings)
-    if "hidden" in kw:
-        kw["hidden"] = tuple(kw["hidden"])
-    algo = build_config(**kw, num_env_runners=num_env_runners).build_algo()
+        raise CheckpointError(f"{folder / 'module.pt'}: holds more than tensors ({type(e).__name__})") from None
+    algo = build_config(**settings, num_env_runners=num_env_runners).build_algo()
     try:
         algo.learner_group.set_weights({POLICY: {k: v.numpy() for k, v in state.items()}})
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
@@ -248,8 +292,8 @@ def run(args: RunArgs) -> dict[str, Any]:
     p = args.config["ppo"]
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     ray.init(address=r["address"] or None, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    settings = {"num_players": env["num_players"], "side": env["side"], "spirits": env["spirits"],
-                "reward": env["reward"], "train_batch_size": p["train_batch_size"],
+    settings = {"config": GameConfig(env["num_players"], env["side"], env["spirits"]), "reward": env["reward"],
+                "train_batch_size": p["train_batch_size"],
                 "minibatch_size": p["minibatch_size"], "num_epochs": p["num_epochs"], "lr": p["lr"],
                 "hidden": tuple(p["hidden"]), "seed": args.seed}
     config = build_config(**settings, num_env_runners=r["num_env_runners"], envs_per_runner=r["envs_per_runner"],
@@ -274,10 +318,11 @@ def run(args: RunArgs) -> dict[str, Any]:
     return rows[-1] if rows else {}
 
 
-def legal_action_rate(algo: Any, games: int = 2, seed: int = 0, **env_kwargs: Any) -> float:
-    """Play `games` games with the trained shared policy (greedy) and return the share of legal actions (1.0)."""
+def legal_action_rate(algo: Any, games: int = 2, seed: int = 0, config: GameConfig | None = None) -> float:
+    """Play `games` games of `config` (default: 2 players) with the trained shared policy (greedy) and return the
+    share of legal actions (1.0)."""
     module = algo.get_module(POLICY)
-    e = env_aec.raw_env(**env_kwargs)
+    e = env_aec.raw_env(config=config or GameConfig())
     legal = total = 0
     for g in range(games):
         e.reset(seed=seed + g)

@@ -28,6 +28,7 @@ import numpy as np
 
 from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, GreedyAgent, planner_settings
 from agents.match import play_match, totals_of, win_shares
+from harmonies_env.config import GameConfig
 
 from .common import ConfigError, atomic_write_json
 from .runner import RunArgs
@@ -42,15 +43,16 @@ NO_DISTANCE_WEIGHTS = np.array([1.36, 3.89, 0.39, 0.46, 1.14, 2.2, 0.42, 1.03, 0
 
 
 def compare(wa: np.ndarray, wb: np.ndarray, games: int, beam_a: int = 24, beam_b: int = 24, seed: int = 0,
-            side: int = 0, spirits: bool = False, threads: int = 2) -> dict:
-    """Planner A against planner B over `games` seeded games on the match engine (`agents.match.play_match`: game i
-    has seed `seed + i`, A in seat i % 2): a summary dict (see the module docstring)."""
+            config: GameConfig | None = None, threads: int = 2) -> dict:
+    """Planner A against planner B over `games` seeded games of `config` (default: 2 players, Side A) on the match
+    engine (`agents.match.play_match`: game i has seed `seed + i`, A in seat i % 2): a summary dict (see the module
+    docstring)."""
     beam_a, wa = planner_settings(beam_a, wa)
     beam_b, wb = planner_settings(beam_b, wb)
     if games < 1:
         raise ValueError(f"games must be >= 1, got {games}")
-    res = play_match([GreedyAgent(beam_a, wa, name="a"), GreedyAgent(beam_b, wb, name="b")], 2, games,
-                     "AB"[int(side)], bool(spirits), seed, threads=threads)
+    res = play_match([GreedyAgent(beam_a, wa, name="a"), GreedyAgent(beam_b, wb, name="b")], games=games, seed=seed,
+                     config=config or GameConfig(), threads=threads)
     a, b = totals_of(res, "a"), totals_of(res, "b")
     animals = np.array([r["scores"][r["seats"].index("a")]["animals"] for r in res], dtype=np.float64)
     d = a - b
@@ -96,8 +98,8 @@ def run(args: RunArgs) -> dict[str, Any]:
         minutes = min(minutes, args.max_minutes) if minutes else 0.0
     if minutes > 0:
         w = search(w, other, int(t["games"]), minutes, seed=10_000 + args.seed, rng_seed=args.seed)
-    r = compare(w, other, int(t["games"]), beam_a=int(t["beam"]), seed=args.seed, side="AB".index(t["side"]),
-                spirits=bool(t["spirits"]))
+    r = compare(w, other, int(t["games"]), beam_a=int(t["beam"]), seed=args.seed,
+                config=GameConfig(2, t["side"], bool(t["spirits"])))
     out = {"against": t["against"], "beam": int(t["beam"]), **r, "weights": [round(float(x), 3) for x in w]}
     atomic_write_json(args.run / "summary.json", out)
     print(json.dumps(out), flush=True)

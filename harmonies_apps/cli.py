@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
@@ -105,27 +106,9 @@ def extra_message(command: str, module: str, extra: str) -> str:
     return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
 
 
-def add_config(p: argparse.ArgumentParser, players: bool = True) -> None:
-    """The game configuration options shared by the game-playing subcommands (`game_config` makes them one
-    `GameConfig`)."""
-    from harmonies_env.config import RIVER_LOOPS
-
-    if players:
-        p.add_argument("--players", type=int, default=None, help="players (default: as many as agents given)")
-    p.add_argument("--side", choices=["A", "B"], default="A", help="board side (A river, B islands)")
-    p.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
-    p.add_argument("--river-loops", choices=list(RIVER_LOOPS), default="rulebook",
-                   help="how a Side A river that closes on itself scores: rulebook (its longest shortest path) or "
-                        "bga (Board Game Arena's: a loop counts its tokens; docs/rules.md)")
+def add_seed(p: argparse.ArgumentParser) -> None:
+    """--seed, beside the game options (`harmonies_env.config.add_game_options`) of the game-playing subcommands."""
     p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
-
-
-def game_config(args: argparse.Namespace, num_players: int) -> "GameConfig":
-    """The ONE `GameConfig` of a game-playing subcommand, from its `add_config` options and its number of players:
-    what flows down to the match engine, the games and their records."""
-    from harmonies_env.config import GameConfig
-
-    return GameConfig(num_players, args.side, args.spirits, args.river_loops)
 
 
 def print_scores(game, out: TextIO) -> None:
@@ -148,10 +131,10 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from .tournament import agent_seed, play_game
 
     out = out or sys.stdout
-    n = len(args.agents) if args.players is None else args.players
-    if not 1 <= n <= 4 or len(args.agents) > n:
-        raise ValueError(f"--players must be 1-4, got {n}" if not 1 <= n <= 4 else
-                         f"{len(args.agents)} agents for a {n}-player game (give at most one spec per seat)")
+    config = game_config_from(args, len(args.agents))
+    n = config.num_players
+    if len(args.agents) > n:
+        raise ValueError(f"{len(args.agents)} agents for a {n}-player game (give at most one spec per seat)")
     specs = list(args.agents) if len(args.agents) == n else [args.agents[k % len(args.agents)] for k in range(n)]
     agents = [make_agent(s, seed=agent_seed(args.seed, 0, k)) for k, s in enumerate(specs)]
 
@@ -162,7 +145,7 @@ def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
         for line in board_lines(game.side_code, game.field("stack")[p], int(game.field("cubes")[p])):
             print("    " + line, file=out)
 
-    game = play_game(agents, seed=args.seed, on_turn=on_turn, config=game_config(args, n))
+    game = play_game(agents, seed=args.seed, on_turn=on_turn, config=config)
     print("\n=== final position ===", file=out)
     print(game, file=out)
     print("\n=== final scores ===", file=out)
@@ -185,12 +168,11 @@ def _check_specs(specs: list[str]) -> None:
               "worlds)", file=sys.stderr)
 
 
-def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
+def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     from agents.match import jobs_note
 
     from .tournament import format_summary, run_games, write_outputs
 
-    config = game_config(args, num_players)
     if args.ray is not None:
         from agents.distributed import check_address
 
@@ -208,8 +190,8 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
         results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
                             save_games=args.save_games, config=config, ray_address=args.ray, collect=played)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: keep what finished, say it in the one line main prints
-        raise _stopped(e, args, played, num_players, stem) from None
-    summary = _summary(results, args, config, num_players)
+        raise _stopped(e, args, played, config, stem) from None
+    summary = _summary(results, args, config)
     print(format_summary(summary))
     if args.out:
         for p in write_outputs(results, summary, args.out, stem=stem):
@@ -219,26 +201,26 @@ def _run_match(args: argparse.Namespace, num_players: int, stem: str) -> int:
     return 0
 
 
-def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig, num_players: int) -> dict:
+def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig) -> dict:
     from .tournament import summarize
 
     summary = summarize(results)
-    summary["config"] = {"agents": list(args.agents), "players": num_players, "side": config.side,
+    summary["config"] = {"agents": list(args.agents), "players": config.num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
                          "games": args.games}
     return summary
 
 
-def _stopped(e: KeyboardInterrupt, args: argparse.Namespace, played: list[dict], num_players: int,
+def _stopped(e: KeyboardInterrupt, args: argparse.Namespace, played: list[dict], config: GameConfig,
              stem: str) -> Stopped:
     """A tournament or solo run stopped by a signal: the games played so far written to --out (the summary marked
     "partial"), or an --out this run made and left empty removed; the `Stopped` to raise says which."""
     from .tournament import write_outputs
 
-    total = args.games * (len(args.agents) if num_players == 1 else 1)
+    total = args.games * (len(args.agents) if config.num_players == 1 else 1)
     done = f"{len(played)} of {total} games played"
     if args.out and played:
-        summary = _summary(played, args, game_config(args, num_players), num_players)
+        summary = _summary(played, args, config)
         summary["partial"] = True
         write_outputs(played, summary, args.out, stem=stem)
         detail = f"{done}, written to {args.out} (marked partial)"
@@ -260,11 +242,11 @@ def cmd_tournament(args: argparse.Namespace) -> int:
         print(f"harmonies tournament: a tournament has 2-4 players, got {n} (use `harmonies solo` for 1)",
               file=sys.stderr)
         return 2
-    return _run_match(args, n, "tournament")
+    return _run_match(args, game_config_from(args, n), "tournament")
 
 
 def cmd_solo(args: argparse.Namespace) -> int:
-    return _run_match(args, 1, "solo")
+    return _run_match(args, game_config_from(args, 1), "solo")
 
 
 #: Subcommands that build agents from specs, so take --trust-checkpoint.
@@ -311,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="A seeded game of bots printed turn by turn, then the score breakdowns.",
                        epilog=helptext)
     p.add_argument("--agents", nargs="+", default=["greedy", "greedy"], help="one spec per seat (see below)")
-    add_config(p)
+    add_game_options(p)
+    add_seed(p)
     p.set_defaults(func=cmd_demo)
 
     for name, fn, hlp in (("tournament", cmd_tournament, "seeded matches with rotated seats and statistics"),
@@ -329,7 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
                        "(one JSON per game; view them with `harmonies replay DIR`)")
-        add_config(p, players=name == "tournament")
+        add_game_options(p, players=(2, 3, 4) if name == "tournament" else None)
+        add_seed(p)
         p.set_defaults(func=fn)
 
     for module in APP_MODULES:

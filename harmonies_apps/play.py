@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 from harmonies_env import actions as A
 from harmonies_env.cards import CARDS, CUBES_ON_CARD, card_name
-from harmonies_env.config import GameConfig, make_config
+from harmonies_env.config import GameConfig, add_game_options, game_config_from, make_config, old_arguments
 from harmonies_env.data import COLOURS
 from harmonies_env.game import Game
 from harmonies_env.geometry import MAX_CELLS
@@ -293,27 +293,33 @@ def result_line(game: Game, you: int, names: list[str]) -> str:
             f"you scored {scores[you]}" + "".join(f", player {p} ({names[p]}) {scores[p]}" for p in rest) + ".")
 
 
-def play(opponents: list[str], seat: int = 0, side: str | None = None, spirits: bool | None = None, seed: int = 0,
-         input_fn: Callable[[str], str] = input, out: TextIO | None = None, *, config: GameConfig | None = None,
-         river_loops: str | None = None) -> Game:
+def play(opponents: list[str], seat: int = 0, *old: Any, seed: int = 0, input_fn: Callable[[str], str] = input,
+         out: TextIO | None = None, config: GameConfig | None = None, **loose: Any) -> Game:
     """A person in seat `seat` against bots built from `opponents` specs; returns the game, finished unless the
     person quit (or their input ended), which ends it there with a one-line goodbye. config: the game's
-    `GameConfig` (its players: one more than the opponents), or the loose side, spirits, river_loops."""
+    `GameConfig` (its players: one more than the opponents; default: the default rules). `old`/`loose`: the old
+    form (side, spirits, seed, input_fn, out positionally, river_loops=...) for one more release, with a
+    FutureWarning."""
     from agents import make_agent
 
     from .cli import print_scores
     from .tournament import agent_seed
 
+    fields, given = old_arguments("play", old, ("side", "spirits", "seed", "input_fn", "out"), loose)
+    seed, input_fn, out = given.get("seed", seed), given.get("input_fn", input_fn), given.get("out", out)
     out = out or sys.stdout
     n = 1 + len(opponents)
+    config = make_config(config, {"num_players": n}, **fields)
+    if config.num_players != n:
+        raise ValueError(f"config.num_players={config.num_players} but you and {len(opponents)} opponents make {n} "
+                         "players")
     if not 0 <= seat < n:
         raise ValueError(f"--seat must be 0..{n - 1} with {len(opponents)} opponents, got {seat}")
     bots = [make_agent(s, seed=agent_seed(seed, 0, k)) for k, s in enumerate(opponents)]
     names = list(opponents[:seat]) + ["you"] + list(opponents[seat:])
     seats: list = bots[:seat] + [None] + bots[seat:]
     human = HumanPlayer(input_fn, out)
-    game = Game(seed=seed, config=make_config(config, num_players=n, side=side, spirits=spirits,
-                                              river_loops=river_loops))
+    game = Game(seed=seed, config=config)
     for b in bots:
         if hasattr(b, "reset"):
             b.reset()
@@ -374,11 +380,9 @@ def _loop(game: Game, seat: int, seats: list, names: list[str], human: HumanPlay
 
 def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, out: TextIO | None = None) -> int:
     """Exit 0 when the game ends or the person quits (or input ends); 130 on Ctrl-C, one line, no traceback."""
-    from .cli import game_config
-
     try:
         play(list(args.opponents), args.seat, seed=args.seed, input_fn=input_fn, out=out,
-             config=game_config(args, 1 + len(args.opponents)))
+             config=game_config_from(args, 1 + len(args.opponents)))
     except KeyboardInterrupt:
         print("\ninterrupted: game abandoned", file=sys.stderr)
         return 130
@@ -387,13 +391,14 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, o
 
 def add_parser(sub) -> None:
     """Add the `play` subcommand to the `harmonies` parser (see cli.APP_MODULES)."""
-    from .cli import HelpFormatter, add_config, agents_help
+    from .cli import HelpFormatter, add_seed, agents_help
 
     p = sub.add_parser("play", help="play against bots in the terminal", formatter_class=HelpFormatter,
                        description=__doc__.split("\n\n")[0] + "\n\n" + HELP.split("A turn:")[0], epilog=agents_help())
     p.add_argument("--opponents", nargs="*", default=["greedy"], help="bot specs, one per opponent (none = solo)")
     p.add_argument("--seat", type=int, default=0, help="your seat (0 plays first)")
-    add_config(p, players=False)
+    add_game_options(p, players=None)
+    add_seed(p)
     p.set_defaults(func=cmd_play)
 
 

@@ -118,7 +118,7 @@ def build_game(record: Mapping[str, Any], label: str = "game") -> dict[str, Any]
     names = record.get("names")
     if not (isinstance(names, list) and len(names) == game.num_players):
         names = [f"Player {p}" for p in range(game.num_players)]
-    return {"label": label, "names": [str(x) for x in names], "static": static_data(game.side),
+    return {"label": label, "names": [str(x) for x in names], "static": static_data(game.config),
             "frames": frames, "turn_starts": turn_starts, "annotations": notes,
             "config": {"num_players": game.num_players, "side": game.side, "spirits": game.spirits,
                        "seed": record["seed"], "actions": len(actions)}}

@@ -48,7 +48,7 @@ import uuid
 from typing import Any
 
 from harmonies_env import actions as A
-from harmonies_env.config import RIVER_LOOPS
+from harmonies_env.config import RIVER_LOOPS, GameConfig
 from harmonies_env.game import Game, IllegalActionError
 from harmonies_env.view import PlayerView
 
@@ -421,7 +421,7 @@ class Session:
                 "outcome": _outcome(g, self.seat) if g.is_over else None,
             }
         if include_static:
-            out["static"] = static_data(g.side)
+            out["static"] = static_data(g.config)
         return out
 
 
@@ -442,6 +442,20 @@ def _outcome(g: Game, seat: int) -> str:
         return "solo"
     w = g.winners()
     return ("tie" if len(w) > 1 else "win") if seat in w else "lose"
+
+
+def request_config(data: dict[str, Any], num_players: int) -> GameConfig:
+    """The `GameConfig` of a new-game request's JSON fields side, spirits, river_loops (the HTTP API's public
+    constructor: its loose fields become one config here), or a ValueError in the API's words naming the field."""
+    side, spirits = data.get("side", "A"), data.get("spirits", False)
+    river_loops = data.get("river_loops", "rulebook")
+    if not isinstance(spirits, bool):
+        raise ValueError(f"spirits must be true or false, got {_short(spirits)}")
+    if side not in ("A", "B"):
+        raise ValueError(f"side must be \"A\" or \"B\", got {_short(side)}")
+    if not isinstance(river_loops, str) or river_loops not in RIVER_LOOPS:
+        raise ValueError(f"river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got {_short(river_loops)}")
+    return GameConfig(num_players, side, spirits, river_loops)
 
 
 class Manager:
@@ -477,8 +491,9 @@ class Manager:
         self.bots = BotScheduler(workers)
         self.lock = threading.Lock()
 
-    def new_game(self, opponents: list[str], seat: int, side: str, spirits: bool, seed: int | None = None,
-                 river_loops: str = "rulebook", client: str = "local") -> Session:
+    def new_game(self, opponents: list[str], seat: int, config: GameConfig, seed: int | None = None,
+                 client: str = "local") -> Session:
+        """A new game of `config` (its players: you and the opponents) with the person in `seat`."""
         if not isinstance(opponents, list) or len(opponents) > 3:
             raise ValueError("opponents must be a list of 0 to 3 agent specs (0 = solo)")
         for spec in opponents:
@@ -487,20 +502,15 @@ class Manager:
         n = 1 + len(opponents)
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < n:
             raise ValueError(f"seat must be 0..{n - 1} for {n} player{'s' if n > 1 else ''}, got {_short(seat)}")
-        if not isinstance(spirits, bool):
-            raise ValueError(f"spirits must be true or false, got {_short(spirits)}")
-        if side not in ("A", "B"):
-            raise ValueError(f"side must be \"A\" or \"B\", got {_short(side)}")
-        if not isinstance(river_loops, str) or river_loops not in RIVER_LOOPS:
-            raise ValueError(f"river_loops must be one of {', '.join(map(repr, RIVER_LOOPS))}, got "
-                             f"{_short(river_loops)}")
+        if not isinstance(config, GameConfig) or config.num_players != n:
+            raise ValueError(f"config must be a GameConfig of {n} players (you and the opponents), got {config!r}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
             raise ValueError(f"seed must be an integer 0..2**63-1 (or left out for a secret random one), "
                              f"got {_short(seed)}")
         with self.lock:
             self._client_room(client)  # refuse early, before building anything
             self._room()
-        game = Game(n, side, spirits, seed=seed, river_loops=river_loops)
+        game = Game(seed=seed, config=config)
         specs: list[str | None] = list(opponents[:seat]) + [None] + list(opponents[seat:])
         agents = [None if s is None else self.make_agent(s, seed=secrets.randbits(32)) for s in specs]
         for a in agents:
@@ -675,9 +685,11 @@ def create_app(opponents: list[str] | tuple[str, ...] = DEFAULT_OPPONENTS, bot_d
                        "spirits, seed, river_loops")
         client = request.client.host if request.client else "local"
         try:
-            sess = await run_in_threadpool(mgr.new_game, data.get("opponents", mgr.opponents[:1]), data.get("seat", 0),
-                                           data.get("side", "A"), data.get("spirits", False), data.get("seed"),
-                                           data.get("river_loops", "rulebook"), client)
+            opponents = data.get("opponents", mgr.opponents[:1])
+            fits = isinstance(opponents, list) and len(opponents) <= 3  # else new_game refuses the opponents
+            config = request_config(data, 1 + len(opponents) if fits else 1)
+            sess = await run_in_threadpool(mgr.new_game, opponents, data.get("seat", 0), config, data.get("seed"),
+                                           client)
         except TableFull as e:
             return err(str(e), 503, headers={"Retry-After": "60"})
         except ClientFull as e:

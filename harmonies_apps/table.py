@@ -13,7 +13,8 @@ from typing import Any, Iterable
 
 from harmonies_env import state as S
 from harmonies_env.cards import CUBES_ON_CARD, FIRST_SPIRIT
-from harmonies_env.data import BOARD_CELLS, CARDS, COLOURS, SIDES
+from harmonies_env.config import GameConfig
+from harmonies_env.data import BOARD_CELLS, CARDS, COLOURS
 from harmonies_env.game import Game
 from harmonies_env.io import atomic_write_bytes
 from harmonies_env.render_image import EMPTY_RGB, TOKEN_RGB
@@ -45,10 +46,9 @@ def card_info(card: int) -> dict[str, Any]:
     return out
 
 
-def static_data(side: str) -> dict[str, Any]:
-    """Facts that never change during a game: cells of the side, colours, stacks, every card."""
-    if side not in SIDES:
-        raise ValueError(f"side must be 'A' or 'B', got {side!r}")
+def static_data(config: GameConfig) -> dict[str, Any]:
+    """Facts that never change during a game of `config`: cells of its side, colours, stacks, every card."""
+    side = config.side
     return {
         "side": side,
         "cells": [list(qr) for qr in BOARD_CELLS[side]],

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.match import MatchTask, agent_seed, play_game, summarize, wilson_interval
-from harmonies_env.config import GameConfig
+from harmonies_env.config import GameConfig, old_arguments
 from harmonies_env.firstrun import install_hint
 from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
@@ -102,39 +102,42 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-def run_games(specs: Sequence[str], num_players: int | None = None, games: int | None = None,
-              side: str | None = None, spirits: bool | None = None, seed: int = 0, jobs: int = 1,
-              progress: bool = True, save_games: str | Path | None = None, *, config: GameConfig | None = None,
-              river_loops: str | None = None, ray_address: str | None = None,
-              collect: list[dict] | None = None) -> list[dict]:
+def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
+              progress: bool = True, save_games: str | Path | None = None, config: GameConfig | None = None,
+              ray_address: str | None = None, collect: list[dict] | None = None, **loose: Any) -> list[dict]:
     """Play `games` seeded games (seats rotated) over `jobs` processes, or on a Ray cluster (`ray_address`: "local",
     "auto" or HOST:PORT, `agents.distributed`), and return per-game results in game order (`agents.match.run_match`,
     identical for any `jobs` or cluster with reproducible agents).
 
-    config: the games' `GameConfig` (players, side, Spirits, river_loops), or the loose arguments num_players
-    (default: one seat per spec), side, spirits, river_loops (`agents.match.play_match`'s).
+    config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
+    spec). `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, save_games
+    positionally, river_loops=...) for one more release, with a FutureWarning.
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
     `harmonies replay FOLDER` shows them. On Ray the records come back with the results and are written here, by
     the driver. collect: `run_match`'s (the games played so far, for a caller that is stopped).
     """
-    from agents.match import run_match
+    from agents.match import match_config, run_match
 
+    fields, given = old_arguments("run_games", old, ("num_players", "games", "side", "spirits", "seed", "jobs",
+                                                     "progress", "save_games"), loose)
+    games, seed, jobs = given.get("games", games), given.get("seed", seed), given.get("jobs", jobs)
+    progress, save_games = given.get("progress", progress), given.get("save_games", save_games)
+    config = match_config(config, len(specs), fields)
     save = None if save_games is None else str(save_games)
     if save is not None:
         Path(save).mkdir(parents=True, exist_ok=True)
     if save is not None and ray_address is not None:
-        results = run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
-                            worker=_play_share_shipped, extra=save, config=config, river_loops=river_loops,
-                            ray_address=ray_address, collect=collect)
+        results = run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, worker=_play_share_shipped,
+                            extra=save, config=config, ray_address=ray_address, collect=collect)
         for res in results:
             name, text = res.pop("_record")
             write_text_atomic(Path(save) / name, text)
         return results
-    return run_match(specs, num_players, games, side, spirits, seed, jobs, progress,
+    return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress,
                      worker=_play_share if save is not None else None, extra=save, config=config,
-                     river_loops=river_loops, ray_address=ray_address, collect=collect)
+                     ray_address=ray_address, collect=collect)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

@@ -5,14 +5,20 @@ PettingZoo envs, the vector envs and the batched engine); one validated, immutab
 kernels read them from the state's header (`harmonies_env.state`: num_players, side, spirits, river_loops), so a
 state carries its own rules.
 
-Every constructor that takes a config also keeps its loose keyword arguments (`Game(2, "B", spirits=True)`);
-giving both a config and a loose argument that says something else is an error naming both.
+Where configs travel: the public constructors (`Game`, the PettingZoo and Gymnasium envs, the vector envs users
+construct, `make_sb3_vec_env`) and the command lines take loose arguments and build ONE config; everything below them
+(the batched engine, the match engine, tournaments, the play server, agents, experiments, benchmarks) takes that one
+`config: GameConfig` and no loose game arguments (tests/test_layers.py checks it). A public constructor given both a
+config and a loose argument that says something else refuses, naming both. Every parser with game options gets them
+from `add_game_options` and builds the config with `game_config_from`.
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -126,4 +132,91 @@ def make_config(config: GameConfig | None = None, defaults: dict[str, Any] | Non
     return config
 
 
-__all__ = ["GameConfig", "RIVER_LOOPS", "make_config"]
+#: The loose game arguments the public constructors take (and the functions below them took until 0.1).
+LOOSE = tuple(_CHECKS)
+
+
+def old_arguments(where: str, args: tuple, names: Sequence[str], given: dict[str, Any]) -> tuple[dict, dict]:
+    """One release of the old call forms of a function that now takes `config=`: its extra positional `args` (named
+    `names`, the old signature's order) and its loose keyword arguments `given` -> (game fields, other old values).
+
+    Game fields given (not None) make one FutureWarning naming them, pointing at the caller (stacklevel 3: call
+    this from the function itself). Too many positional arguments or an unknown keyword is a TypeError, as Python
+    would say it."""
+    if len(args) > len(names):
+        raise TypeError(f"{where}() takes {len(names)} more positional arguments at most (the old form "
+                        f"{', '.join(names)}), got {len(args)}")
+    unknown = set(given) - set(LOOSE)
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+    named = dict(zip(names, args))
+    both = set(named) & set(given)
+    if both:
+        raise TypeError(f"{where}() got multiple values for argument {sorted(both)[0]!r}")
+    named.update(given)
+    fields = {k: named.pop(k) for k in LOOSE if k in named}
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if fields:
+        warnings.warn(f"{where}: loose {', '.join(fields)} arguments are deprecated and go in the next release; pass "
+                      f"config=GameConfig(...)", FutureWarning, stacklevel=3)
+    return fields, named
+
+
+def _players_option(counts: Sequence[int]) -> Any:
+    allowed = sorted(counts)
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = None
+        if n not in allowed:
+            span = f"{allowed[0]}-{allowed[-1]}" if allowed == list(range(allowed[0], allowed[-1] + 1)) else \
+                ", ".join(map(str, allowed))
+            raise argparse.ArgumentTypeError(f"must be {span}{' (1: solo)' if 1 in allowed else ''}, got {text!r}")
+        return n
+
+    parse.__name__ = "players"
+    return parse
+
+
+def add_game_options(parser: argparse.ArgumentParser, players: Sequence[int] | None = (1, 2, 3, 4),
+                     default_players: int | None = None) -> None:
+    """Add the game options, the same names and help in every command line: --players (unless `players` is None;
+    the counts allowed), --side, --spirits, --river-loops. `game_config_from(args)` makes them one `GameConfig`.
+
+    default_players: --players's default; None = the caller's (e.g. as many as agents given, `game_config_from`'s
+    num_players). A bad value is argparse's one-line error naming the option."""
+    if players is not None:
+        notes = (["1: solo"] if 1 in players else []) + \
+            (["default: as many as agents given"] if default_players is None else [])  # else the formatter's
+        parser.add_argument("--players", type=_players_option(players), default=default_players, metavar="N",
+                            help=f"players, one of {', '.join(map(str, sorted(players)))}"
+                                 + (f" ({'; '.join(notes)})" if notes else ""))
+    parser.add_argument("--side", choices=list(SIDES), default="A", help="board side (A river, B islands)")
+    parser.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
+    parser.add_argument("--river-loops", choices=list(RIVER_LOOPS), default="rulebook",
+                        help="how a Side A river that closes on itself scores: rulebook (its longest shortest path) "
+                             "or bga (Board Game Arena's: a loop counts its tokens; docs/rules.md)")
+
+
+def game_config_from(args: argparse.Namespace, num_players: int | None = None) -> GameConfig:
+    """The ONE `GameConfig` of a command line's `add_game_options` options: what flows down to the games.
+
+    num_players: the players when the parser has no --players or it was left unset (its default None); else
+    --players. A value the config refuses is a ValueError naming the option."""
+    n = getattr(args, "players", None)
+    n = num_players if n is None else n
+    if n is None:
+        n = GameConfig.num_players
+    options = {"num_players": "--players", "side": "--side", "spirits": "--spirits", "river_loops": "--river-loops"}
+    values = {"num_players": n, "side": args.side, "spirits": bool(args.spirits), "river_loops": args.river_loops}
+    for name, value in values.items():
+        try:
+            _CHECKS[name](value)
+        except ValueError as e:
+            raise ValueError(f"{options[name]}: {e}") from None
+    return GameConfig(**values)
+
+
+__all__ = ["GameConfig", "RIVER_LOOPS", "make_config", "add_game_options", "game_config_from"]

@@ -12,15 +12,16 @@ from typing import TextIO
 
 import numpy as np
 
+from .config import GameConfig, add_game_options, game_config_from
 from .firstrun import say_if_compiling
 from .game import Game
 from .render import board_lines
 
 
-def play_demo(seed: int = 1, num_players: int = 2, side: str = "A", spirits: bool = False,
-              out: TextIO = sys.stdout) -> Game:
-    """Play one seeded random game, printing each turn's actions and the mover's board; return the game."""
-    game = Game(num_players, side, spirits, seed=seed)
+def play_demo(seed: int = 1, config: GameConfig | None = None, out: TextIO = sys.stdout) -> Game:
+    """Play one seeded random game of `config` (default: 2 players, Side A), printing each turn's actions and the
+    mover's board; return the game."""
+    game = Game(seed=seed, config=config or GameConfig())
     rng = np.random.default_rng(seed)
     print(game, file=out)
     while not game.is_over:
@@ -40,7 +41,7 @@ def play_demo(seed: int = 1, num_players: int = 2, side: str = "A", spirits: boo
     for p, sc in enumerate(game.scores()):
         print(f"player {p}: " + ", ".join(f"{k} {v}" for k, v in sc.items()), file=out)
     print(winner_line(game), file=out)
-    if num_players == 1:
+    if game.num_players == 1:
         print(f"suns: {game.suns()}", file=out)
     return game
 
@@ -86,13 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harmonies_env.demo", description=__doc__.splitlines()[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--seed", type=int, default=1, help="seeds the game and the random agents (>= 0)")
-    ap.add_argument("--players", type=int, default=2, choices=[1, 2, 3, 4], help="players (1: solo)")
-    ap.add_argument("--side", default="A", choices=["A", "B"], help="board side (A river, B islands)")
-    ap.add_argument("--spirits", action="store_true", help="play with the Nature's Spirit variant")
+    add_game_options(ap, default_players=2)
     args = ap.parse_args(argv)
     say_if_compiling()  # a first run's 30 s compile, said on a terminal
     try:
-        play_demo(args.seed, args.players, args.side, args.spirits)
+        play_demo(args.seed, game_config_from(args))
     except ValueError as e:  # a setting the game refuses (a negative seed): say which, no traceback
         print(f"{ap.prog}: {e}", file=sys.stderr)
         return 2

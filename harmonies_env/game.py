@@ -23,7 +23,7 @@ from .batch_kernels import outcome
 from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, SPIRIT_SUN_BONUS, card_name
 from .config import RIVER_LOOPS, GameConfig, make_config
 from .data import COLOURS, SIDES
-from .geometry import MAX_CELLS, NUM_CELLS, cell_index, cell_qr, side_code
+from .geometry import MAX_CELLS, NUM_CELLS, cell_index, cell_qr
 from .scoring import CATEGORIES, NUM_CATEGORIES, score_into, solo_suns
 from .stacks import STACK_AFTER, stack_code, stack_kind
 
@@ -43,15 +43,6 @@ class IllegalActionError(ValueError):
         self.reason = reason
         what = f"action {action}" + (f" ({description})" if description else "")
         super().__init__(f"illegal {what}: {reason}")
-
-
-def check_config(num_players: Any, side: Any, spirits: Any) -> tuple[int, int, int]:
-    """Validate a game configuration: (num_players 1-4, side code 0/1, spirits 0/1), or a ValueError naming it."""
-    if isinstance(num_players, bool) or not isinstance(num_players, (int, np.integer)) or not 1 <= num_players <= 4:
-        raise ValueError(f"num_players must be an integer from 1 to 4 (1 = solo), got {num_players!r}")
-    if not isinstance(spirits, (bool, np.bool_)) and spirits not in (0, 1):
-        raise ValueError(f"spirits must be True or False, got {spirits!r}")
-    return int(num_players), side_code(side), int(bool(spirits))
 
 
 def check_action(action: Any) -> int:

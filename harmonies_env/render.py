@@ -33,17 +33,17 @@ def _hex_lines(cells: list[tuple[int, int, str]], width: int) -> list[str]:
     return ["".join(r).rstrip() for r in rows]
 
 
-def board_lines(side: int, stacks: np.ndarray, cubes: int, label_cells: bool = False) -> list[str]:
+def board_lines(side_code: int, stacks: np.ndarray, cubes: int, label_cells: bool = False) -> list[str]:
     """Lines drawing one board: flat-top hex columns, each cell a label (plus '*' if it holds a cube).
 
     label_cells=True puts each cell's number before its label ("12:T1*"), the numbers moves use."""
-    n = NUM_CELLS[side]
+    n = NUM_CELLS[side_code]
     cells = []
     for i in range(n):
         text = STACK_LABEL[stacks[i]] + ("*" if (cubes >> i) & 1 else " ")
         if label_cells:
             text = f"{i:>2}:" + text
-        cells.append((int(CELL_QR[side, i, 0]), int(CELL_QR[side, i, 1]), text))
+        cells.append((int(CELL_QR[side_code, i, 0]), int(CELL_QR[side_code, i, 1]), text))
     return _hex_lines(cells, 7 if label_cells else 4)
 
 

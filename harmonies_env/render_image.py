@@ -89,20 +89,20 @@ class Layout:
     header_height: int
 
 
-def _board_extent(side: int) -> tuple[float, float, float, float]:
+def _board_extent(side_code: int) -> tuple[float, float, float, float]:
     """(min x, min y, max x, max y) of a board's cell centres in hex radii."""
-    n = NUM_CELLS[side]
-    q = CELL_QR[side, :n, 0].astype(float)
-    r = CELL_QR[side, :n, 1].astype(float)
+    n = NUM_CELLS[side_code]
+    q = CELL_QR[side_code, :n, 0].astype(float)
+    r = CELL_QR[side_code, :n, 1].astype(float)
     x = 1.5 * q
     y = SQRT3 * (r + q / 2)
     return float(x.min()), float(y.min()), float(x.max()), float(y.max())
 
 
-def _natural(side: int, num_players: int, scale: float) -> tuple[float, float, float, float, int, int]:
+def _natural(side_code: int, players: int, scale: float) -> tuple[float, float, float, float, int, int]:
     """Panel width/height, header height, total width, grid columns, grid rows at a given scale."""
     R = _HEX * scale
-    x0, y0, x1, y1 = _board_extent(side)
+    x0, y0, x1, y1 = _board_extent(side_code)
     board_w = (x1 - x0) * R + 2 * R
     board_h = (y1 - y0) * R + SQRT3 * R
     pad = _PAD * scale
@@ -110,9 +110,9 @@ def _natural(side: int, num_players: int, scale: float) -> tuple[float, float, f
     panel_w = pad + board_w + pad * 1.5 + _TEXT_W * scale + pad
     panel_h = pad + 1.4 * line + max(board_h, 12.5 * line) + pad
     header_h = pad + 1.6 * line + (3.1 * line + 4 * scale) + 0.6 * line + (1.1 * line + _CARD_H * line) + pad
-    cols = 1 if num_players == 1 else 2
-    rows = (num_players + cols - 1) // cols
-    total_w = max(cols * panel_w + (cols + 1) * pad, 1000 * scale if num_players > 1 else 720 * scale)
+    cols = 1 if players == 1 else 2
+    rows = (players + cols - 1) // cols
+    total_w = max(cols * panel_w + (cols + 1) * pad, 1000 * scale if players > 1 else 720 * scale)
     return panel_w, panel_h, header_h, total_w, cols, rows
 
 

@@ -44,23 +44,21 @@ from .observation import OBS_HIGH, OBS_LOW
 class HarmoniesVectorEnv(VectorEnv):
     """N games with one learner each (Solo, or Versus against built-in random opponents), as one VectorEnv.
 
-    See `BatchedGames` for the arguments (the configuration as loose arguments, num_players default 1, or
-    `config=GameConfig(...)`). Observations come back as copies, as Gymnasium's vector envs do
+    See `BatchedGames` for the arguments; config: the games' one `GameConfig` (default: `GameConfig(num_players=1)`).
+    The public constructors are `SoloVectorEnv` and `VersusVectorEnv`, which take the loose game arguments and
+    build the config. Observations come back as copies, as Gymnasium's vector envs do
     (copy=True); `copy=False` returns the engine's own observation buffer instead (faster: a read-only view
     that the next `step` / `reset` updates in place, so copy what you keep). Rewards come back as float64 (N,).
     """
 
     metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(self, num_envs: int = 8, num_players: int | None = None, side: str | None = None,
-                 spirits: bool | None = None, reward: str | None = None, seat: int | None = 0,
-                 reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
-                 num_threads: int = 1, copy: bool = True, *, river_loops: str | None = None,
-                 config: GameConfig | None = None):
-        self.batch = BatchedGames(num_envs, num_players=num_players, side=side, spirits=spirits, seat=seat,
-                                  seed=0, reward=reward, reward_scale=reward_scale, illegal_reward=illegal_reward,
-                                  max_steps=max_steps, num_threads=num_threads, river_loops=river_loops,
-                                  config=config)
+    def __init__(self, num_envs: int = 8, config: GameConfig | None = None, reward: str | None = None,
+                 seat: int | None = 0, reward_scale: float | None = None, illegal_reward: float | None = None,
+                 max_steps: int = 5000, num_threads: int = 1, copy: bool = True):
+        self.batch = BatchedGames(num_envs, config=config or GameConfig(num_players=1), seat=seat, seed=0,
+                                  reward=reward, reward_scale=reward_scale, illegal_reward=illegal_reward,
+                                  max_steps=max_steps, num_threads=num_threads)
         self.config = self.batch.config
         self.num_envs = self.batch.num_games
         self.copy = bool(copy)
@@ -135,8 +133,7 @@ class SoloVectorEnv(HarmoniesVectorEnv):
         if cfg.num_players != 1:
             raise ValueError(f"SoloVectorEnv plays the solo rules: config.num_players must be 1, got "
                              f"{cfg.num_players}; use VersusVectorEnv for 2-4 players")
-        super().__init__(num_envs, None, None, None, "dense", 0, reward_scale, illegal_reward, max_steps, num_threads,
-                         copy, config=cfg)
+        super().__init__(num_envs, cfg, "dense", 0, reward_scale, illegal_reward, max_steps, num_threads, copy)
 
 
 class VersusVectorEnv(HarmoniesVectorEnv):
@@ -159,8 +156,7 @@ class VersusVectorEnv(HarmoniesVectorEnv):
         cfg = make_config(config, num_players=num_players, side=side, spirits=spirits, river_loops=river_loops)
         if cfg.num_players == 1:
             raise ValueError("Versus needs 2-4 players; use SoloVectorEnv for the solo rules")
-        super().__init__(num_envs, None, None, None, reward, seat, reward_scale, illegal_reward, max_steps,
-                         num_threads, copy, config=cfg)
+        super().__init__(num_envs, cfg, reward, seat, reward_scale, illegal_reward, max_steps, num_threads, copy)
 
 
 def _vector_infos(out: BatchStep, batch: BatchedGames, starts: np.ndarray) -> dict[str, Any]:
@@ -300,23 +296,20 @@ def _sb3_class() -> type:
     class SB3VecEnv(BatchVecEnvMethods, VecEnv):
         """N Harmonies games (Solo, or Versus against built-in random opponents) as an SB3 `VecEnv`.
 
-        Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0; `config=GameConfig(...)` or loose
-        arguments), plus `seed` for the first reset.
+        Arguments as `BatchedGames` (defaults as Solo-v0 / Versus-v0; config: the one `GameConfig`, which
+        `make_sb3_vec_env`, the public constructor, builds from loose arguments), plus `seed` for the first reset.
         sb3-contrib's MaskablePPO trains from it directly (no ActionMasker, no SubprocVecEnv: numba steps
         all games in one call; `num_threads` > 1 spreads them over cores). Observations, masks and terminal
         observations are handed out as fresh copies: SB3 keeps `_last_obs` across a step, while the engine
         updates its own buffer in place.
         """
 
-        def __init__(self, num_envs: int = 64, num_players: int | None = None, side: str | None = None,
-                     spirits: bool | None = None, reward: str | None = None, seat: int | None = 0,
-                     reward_scale: float | None = None, illegal_reward: float | None = None, max_steps: int = 5000,
-                     num_threads: int = 1, seed: int | None = None, *, river_loops: str | None = None,
-                     config: GameConfig | None = None):
-            self.batch = BatchedGames(num_envs, num_players=num_players, side=side, spirits=spirits, seat=seat,
-                                      seed=0, reward=reward, reward_scale=reward_scale,
-                                      illegal_reward=illegal_reward, max_steps=max_steps, num_threads=num_threads,
-                                      river_loops=river_loops, config=config)
+        def __init__(self, num_envs: int = 64, config: GameConfig | None = None, reward: str | None = None,
+                     seat: int | None = 0, reward_scale: float | None = None, illegal_reward: float | None = None,
+                     max_steps: int = 5000, num_threads: int = 1, seed: int | None = None):
+            self.batch = BatchedGames(num_envs, config=config or GameConfig(num_players=1), seat=seat, seed=0,
+                                      reward=reward, reward_scale=reward_scale, illegal_reward=illegal_reward,
+                                      max_steps=max_steps, num_threads=num_threads)
             self.config = self.batch.config
             self.render_mode = None
             super().__init__(self.batch.num_games, spaces.Box(OBS_LOW, OBS_HIGH, dtype=np.float32),
@@ -395,9 +388,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def make_sb3_vec_env(num_envs: int = 64, **kwargs: Any) -> Any:
-    """An `SB3VecEnv` (see its docstring); needs stable-baselines3 (`pip install -e .[train]`)."""
-    return _sb3_class()(num_envs, **kwargs)
+def make_sb3_vec_env(num_envs: int = 64, num_players: int | None = None, side: str | None = None,
+                     spirits: bool | None = None, *, river_loops: str | None = None, config: GameConfig | None = None,
+                     **kwargs: Any) -> Any:
+    """An `SB3VecEnv` (see its docstring; `kwargs` are its other arguments) of the games `config`, or the loose
+    num_players (default 1: Solo-v0's rules), side, spirits, river_loops (a public constructor: the config is built
+    here, once); needs stable-baselines3 (`pip install -e .[train]`)."""
+    cfg = make_config(config, {"num_players": 1}, num_players=num_players, side=side, spirits=spirits,
+                      river_loops=river_loops)
+    return _sb3_class()(num_envs, config=cfg, **kwargs)
 
 
 __all__ = ["HarmoniesVectorEnv", "SoloVectorEnv", "VersusVectorEnv", "make_sb3_vec_env", "batch_state",

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from harmonies_env import state as S
 from harmonies_env.batch import BatchedGames, SelfPlayBatch, rollout_batch
+from harmonies_env.config import GameConfig
 from harmonies_env.env_aec import raw_env
 from harmonies_env.env_gym import SoloEnv, VersusEnv
 from harmonies_env.game import Game
@@ -103,9 +104,9 @@ def play_batch(b, seed: int, steps: int = 60) -> None:
 def try_batches(s: np.ndarray, n: int, side: str, spirits: bool, seed: int, edits: list, valid: bool) -> None:
     """`set_states` refuses exactly what `Game.from_state` refuses (the batch unchanged) or plays on; in-place writes
     into the batch's public arrays are refused."""
-    batches = [BatchedGames(2, num_players=n, side=side, spirits=spirits, seat=None, seed=1, max_steps=0)]
+    batches = [BatchedGames(2, config=GameConfig(n, side, spirits), seat=None, seed=1, max_steps=0)]
     if n > 1:
-        batches.append(SelfPlayBatch(2, num_players=n, side=side, spirits=spirits, seed=1))
+        batches.append(SelfPlayBatch(2, config=GameConfig(n, side, spirits), seed=1))
     for b in batches:
         for arr in (b.states, b.book, b.cfg, b.game(1).state):
             for name, idx, value, _ in edits:

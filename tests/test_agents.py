@@ -32,6 +32,7 @@ from harmonies_env import Game
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.cards import FIRST_SPIRIT, habitat_cells, habitat_placements
+from harmonies_env.config import GameConfig
 from harmonies_env.data import LABELS
 from harmonies_env.stacks import STACKS
 from harmonies_env.view import PlayerView
@@ -61,7 +62,7 @@ def test_agents_play_legal_whole_games(num_players, side, spirits):
     kinds = [GreedyAgent(seed=1), RandomAgent(seed=2), MCTSAgent(iterations=4, seed=3, rollout_turns=2),
              GreedyAgent(beam=2, seed=4)]
     agents = [Checked(kinds[k]) for k in range(num_players)]
-    game = play_game(agents, num_players, side, spirits, seed=11 + num_players)
+    game = play_game(agents, seed=11 + num_players, config=GameConfig(num_players, side, spirits))
     assert game.is_over
     assert all(a.calls > 0 for a in agents)
     if spirits:  # every seat chose a Spirit
@@ -72,7 +73,7 @@ def test_greedy_beats_random_by_a_wide_margin():
     g_scores, r_scores = [], []
     for seed in range(4):
         agents = [GreedyAgent(), RandomAgent(seed)] if seed % 2 == 0 else [RandomAgent(seed), GreedyAgent()]
-        game = play_game(agents, 2, "A", False, seed=seed)
+        game = play_game(agents, seed=seed)
         gi = 0 if seed % 2 == 0 else 1
         totals = [s["total"] for s in game.scores()]
         g_scores.append(totals[gi])
@@ -460,7 +461,7 @@ def test_ppo_agent_plays_legal_actions_from_a_tiny_model(tmp_path):
     path = tmp_path / "tiny.zip"
     model.save(path)
     agent = Checked(PPOAgent(path))
-    game = play_game([agent, RandomAgent(1)], 2, "A", False, seed=2)
+    game = play_game([agent, RandomAgent(1)], seed=2)
     assert game.is_over and agent.calls > 10
     with pytest.raises(FileNotFoundError):
         PPOAgent(tmp_path / "missing.zip")

@@ -15,6 +15,7 @@ from harmonies_env import state as S
 from harmonies_env.actions import NUM_ACTIONS, PLACE_CUBE
 from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, episode_seed, init_batch, rollout_batch
 from harmonies_env.cards import NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
+from harmonies_env.config import GameConfig
 from harmonies_env.game import Game
 from harmonies_env.observation import OBS_SIZE, encode_observation, observe
 
@@ -43,7 +44,7 @@ def _new_game(num_players, side, spirits, seat, seed, versus):
                                                           (2, "A", False, 1), (3, "B", True, 0)])
 def test_batch_matches_sequential_games_across_resets(num_players, side, spirits, seat):
     n, base = 3, 1000
-    b = BatchedGames(n, num_players=num_players, side=side, spirits=spirits, seat=seat, seed=base, reward="dense",
+    b = BatchedGames(n, config=GameConfig(num_players, side, spirits), seat=seat, seed=base, reward="dense",
                      reward_scale=1.0)
     versus = num_players > 1
     games = [_new_game(num_players, side, spirits, seat, base + r, versus) for r in range(n)]
@@ -87,7 +88,7 @@ def test_batch_matches_sequential_games_across_resets(num_players, side, spirits
 
 def test_selfplay_matches_sequential_games():
     n, base = 2, 55
-    b = SelfPlayBatch(n, num_players=2, seed=base, reward="win")
+    b = SelfPlayBatch(n, config=GameConfig(2), seed=base, reward="win")
     games = [Game(2, seed=base + r) for r in range(n)]
     rng = np.random.default_rng(3)
     ended = 0
@@ -112,7 +113,7 @@ def test_selfplay_matches_sequential_games():
 
 
 def test_illegal_action_changes_nothing_and_is_flagged():
-    b = BatchedGames(2, num_players=2, seat=0, seed=5, illegal_reward=-0.5)
+    b = BatchedGames(2, config=GameConfig(2), seat=0, seed=5, illegal_reward=-0.5)
     states, obs = b.states.copy(), b.obs.copy()
     legal = int(np.flatnonzero(b.masks[1])[0])
     out = b.step([267, legal])  # ending the turn before taking tokens is illegal
@@ -127,7 +128,7 @@ def test_illegal_action_changes_nothing_and_is_flagged():
 
 def test_actions_of_any_other_shape_are_refused_and_change_nothing():
     """One action per game, shape (N,): a (4, 1) column, a (1, 4) row or a scalar is refused, naming the shape."""
-    b = BatchedGames(4, num_players=2, seat=0, seed=5)
+    b = BatchedGames(4, config=GameConfig(2), seat=0, seed=5)
     states = b.states.copy()
     legal = np.array([int(np.flatnonzero(m)[0]) for m in b.masks])
     for bad in (legal[:, None], legal[None, :], legal[:2], np.int64(legal[0])):
@@ -135,14 +136,14 @@ def test_actions_of_any_other_shape_are_refused_and_change_nothing():
             b.step(bad)
         np.testing.assert_array_equal(b.states, states)
     assert not b.step(legal).illegal.any()
-    one = SelfPlayBatch(1, num_players=2, seed=1)
+    one = SelfPlayBatch(1, config=GameConfig(2), seed=1)
     with pytest.raises(ValueError, match=r"got shape \(\)"):
         one.step(int(np.flatnonzero(one.masks[0])[0]))
 
 
 def test_determinism_for_any_thread_count():
     def run(threads, first=0, rows=16):
-        b = SelfPlayBatch(rows, num_players=3, side="B", spirits=True, seed=99 + first, reward="dense",
+        b = SelfPlayBatch(rows, config=GameConfig(3, "B", True), seed=99 + first, reward="dense",
                           num_threads=threads)
         acc = []
         for k in range(150):  # each row's action depends only on its own mask, the step and its global index
@@ -163,7 +164,7 @@ def test_determinism_for_any_thread_count():
 
 def test_rollouts_deterministic_and_match_single_game_playout():
     states = np.zeros((6, S.STATE_SIZE), dtype=np.int64)
-    init_batch(states, 2, 0, 0, np.arange(10, 16, dtype=np.int64))
+    init_batch(states, config=GameConfig(2, "A", False), seeds=np.arange(10, 16, dtype=np.int64))
     seeds = np.arange(100, 106)
     r1 = rollout_batch(states, seeds)
     r2 = rollout_batch(states, seeds, num_threads=2)
@@ -183,7 +184,7 @@ def test_rollouts_deterministic_and_match_single_game_playout():
 
 
 def test_truncation_and_episode_statistics():
-    b = BatchedGames(2, num_players=1, seed=3, max_steps=5)
+    b = BatchedGames(2, config=GameConfig(1), seed=3, max_steps=5)
     rng = np.random.default_rng(0)
     for k in range(5):
         out = b.step(_pick(b.masks, rng))
@@ -195,7 +196,7 @@ def test_truncation_and_episode_statistics():
 
 
 def test_reset_with_seed_sequence_and_validation():
-    b = BatchedGames(3, num_players=1, seed=[7, 70, 700])
+    b = BatchedGames(3, config=GameConfig(1), seed=[7, 70, 700])
     for r, s in enumerate([7, 70, 700]):
         np.testing.assert_array_equal(b.states[r], Game(1, seed=s).state)
     assert b.obs.shape == (3, OBS_SIZE) and b.masks.dtype == np.bool_
@@ -204,11 +205,11 @@ def test_reset_with_seed_sequence_and_validation():
     with pytest.raises(ValueError, match="integers"):
         b.step(np.array([0.5, 1, 2]))
     with pytest.raises(ValueError, match="seat"):
-        BatchedGames(2, num_players=2, seat=2)
+        BatchedGames(2, config=GameConfig(2), seat=2)
     with pytest.raises(ValueError, match="reward must be"):
-        BatchedGames(2, num_players=1, reward="final")
+        BatchedGames(2, config=GameConfig(1), reward="final")
     with pytest.raises(ValueError, match="self-play needs"):
-        SelfPlayBatch(2, num_players=1)
+        SelfPlayBatch(2, config=GameConfig(1))
     with pytest.raises(ValueError, match="num_games"):
         BatchedGames(0)
     with pytest.raises(ValueError, match="states must be"):
@@ -216,7 +217,7 @@ def test_reset_with_seed_sequence_and_validation():
 
 
 def test_versus_random_seat_per_episode_and_win_reward():
-    b = BatchedGames(8, num_players=3, seat=None, seed=21, max_steps=0)
+    b = BatchedGames(8, config=GameConfig(3), seat=None, seed=21, max_steps=0)
     assert set(b.seats.tolist()) == {0, 1, 2}  # drawn per row (and per episode)
     for r in range(8):
         g = b.game(r)
@@ -238,7 +239,7 @@ def test_versus_random_seat_per_episode_and_win_reward():
 
 
 def test_solo_win_reward_is_suns():
-    b = BatchedGames(4, num_players=1, seed=8, reward="win")
+    b = BatchedGames(4, config=GameConfig(1), seed=8, reward="win")
     rng = np.random.default_rng(4)
     games = [Game(1, seed=8 + r) for r in range(4)]
     done = np.zeros(4, bool)
@@ -298,7 +299,7 @@ def _drive(b, steps: int, seed: int, illegal_rate: float = 0.03) -> int:
     (4, "B", False, None, "win", 120), (4, "A", True, 3, "dense", 5000),
 ])
 def test_batched_games_buffers_equal_fresh_encoding_every_step(num_players, side, spirits, seat, reward, max_steps):
-    b = BatchedGames(12, num_players=num_players, side=side, spirits=spirits, seat=seat, seed=31 * num_players,
+    b = BatchedGames(12, config=GameConfig(num_players, side, spirits), seat=seat, seed=31 * num_players,
                      reward=reward, max_steps=max_steps)
     assert _drive(b, 260, seed=num_players) >= 1  # through auto-resets too
 
@@ -307,7 +308,7 @@ def test_batched_games_buffers_equal_fresh_encoding_every_step(num_players, side
     (2, "A", False, "win"), (2, "B", True, "dense"), (3, "B", False, "score"), (4, "A", True, "win"),
 ])
 def test_selfplay_buffers_equal_fresh_encoding_every_step(num_players, side, spirits, reward):
-    b = SelfPlayBatch(10, num_players=num_players, side=side, spirits=spirits, seed=7 * num_players, reward=reward)
+    b = SelfPlayBatch(10, config=GameConfig(num_players, side, spirits), seed=7 * num_players, reward=reward)
     assert _drive(b, 300, seed=num_players + 10) >= 1
 
 
@@ -318,16 +319,16 @@ def test_selfplay_buffers_equal_fresh_encoding_every_step(num_players, side, spi
 def test_property_buffers_equal_fresh_encoding(num_players, side, spirits, selfplay, seed, steps, illegal, threads):
     rows = 32  # 2 row ranges of 16 with 2 threads
     if selfplay and num_players > 1:
-        b = SelfPlayBatch(rows, num_players=num_players, side=side, spirits=spirits, seed=seed, reward="dense",
+        b = SelfPlayBatch(rows, config=GameConfig(num_players, side, spirits), seed=seed, reward="dense",
                           num_threads=threads)
     else:
-        b = BatchedGames(rows, num_players=num_players, side=side, spirits=spirits, seat=None, seed=seed,
+        b = BatchedGames(rows, config=GameConfig(num_players, side, spirits), seat=None, seed=seed,
                          reward="dense", max_steps=steps // 2 + 1, num_threads=threads)
     _drive(b, steps, seed=seed % 1000, illegal_rate=illegal)
 
 
 def test_buffers_are_read_only_views_and_set_states_follows_new_positions():
-    b = BatchedGames(3, num_players=2, seed=4)
+    b = BatchedGames(3, config=GameConfig(2), seed=4)
     out = b.step(_pick(b.masks, np.random.default_rng(0)))
     for arr in (b.obs, b.masks, out.obs, out.masks, b.action_masks()):
         assert not arr.flags.writeable

@@ -22,6 +22,7 @@ from agents import make_agent
 from harmonies_apps.browser import chromium_paths, headless_chromium, serve_in_thread
 from harmonies_apps.replay import build_game, write_replay
 from harmonies_apps.tournament import play_game
+from harmonies_env.config import GameConfig
 from harmonies_env.scoring import CATEGORIES
 
 ARTIFACTS = Path(__file__).with_name("artifacts")
@@ -77,7 +78,8 @@ def _expected(scores: list[dict[str, int]], spirits: bool) -> list[dict[str, int
 def test_replay_page_steps_through_a_recorded_game(browser, tmp_path):
     from selenium.webdriver.common.keys import Keys
 
-    game = play_game([make_agent("greedy:4", seed=1), make_agent("random", seed=2)], 2, "A", True, seed=21)
+    game = play_game([make_agent("greedy:4", seed=1), make_agent("random", seed=2)], seed=21,
+                     config=GameConfig(2, "A", True))
     rec = dict(game.record(), names=["greedy:4", "random"])
     built = build_game(rec)
     ts = built["turn_starts"]
@@ -119,7 +121,7 @@ def test_replay_page_steps_through_a_recorded_game(browser, tmp_path):
     folder = tmp_path / "games"
     folder.mkdir()
     (folder / "a.json").write_text(json.dumps(rec))
-    other = play_game([make_agent("random", seed=5)], 1, "B", False, seed=4)
+    other = play_game([make_agent("random", seed=5)], seed=4, config=GameConfig(1, "B"))
     (folder / "b.json").write_text(other.to_json())
     page, n = write_replay(folder, tmp_path / "folder.html")
     assert n == 2

@@ -17,6 +17,7 @@ import pytest
 
 from harmonies_apps import cli, play
 from harmonies_apps.tournament import time_budget_specs
+from harmonies_env import GameConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -307,7 +308,7 @@ def test_play_a_whole_game_through_scripted_input():
 
 def test_play_solo_with_spirits_shows_the_spirits_and_ends_with_suns():
     out = io.StringIO()
-    game = play.play([], side="B", spirits=True, seed=2, input_fn=Script(out, []), out=out)
+    game = play.play([], seed=2, input_fn=Script(out, []), out=out, config=GameConfig(1, "B", True))
     text = out.getvalue()
     assert text.strip().splitlines()[-1] == f"You scored {game.scores()[0]['total']} points: {game.suns()} suns."
     menu = text[text.index("   0  keep Spirit card 0"):]
@@ -535,8 +536,9 @@ def test_bad_agent_specs_through_the_shell():
 
 
 def test_demo_players_must_fit_the_agents(capsys):
-    assert cli.main(["demo", "--players", "0"]) == 2
-    assert "--players must be 1-4, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:  # argparse's error, naming the option (add_game_options)
+        cli.main(["demo", "--players", "0"])
+    assert e.value.code == 2 and "argument --players: must be 1-4 (1: solo), got '0'" in capsys.readouterr().err
     assert cli.main(["demo", "--agents", "random", "random", "random", "--players", "2"]) == 2
     assert "3 agents for a 2-player game" in capsys.readouterr().err
 

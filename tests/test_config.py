@@ -177,18 +177,20 @@ def test_self_play_batch_and_init_batch_carry_the_option():
     states = np.zeros((2, S.STATE_SIZE), dtype=np.int64)
     init_batch(states, seeds=[4, 5], config=GameConfig(river_loops="bga"))
     assert np.array_equal(states[1], Game(seed=5, river_loops="bga").state)
-    init_batch(states, 2, "A", False, [4, 5])
+    with pytest.warns(FutureWarning, match="init_batch: loose num_players, side, spirits arguments"):
+        init_batch(states, 2, "A", False, [4, 5])  # the old form, one more release
     assert (states[:, S.RIVER_LOOPS] == 0).all()
     with pytest.raises(ValueError, match="needs seeds"):
         init_batch(states, config=GameConfig())
-    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=1"):
+    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=1"), \
+            pytest.warns(FutureWarning):
         BatchedGames(1, num_players=2, config=BGA)
     with pytest.raises(ValueError, match="self-play needs 2-4 players"):
         SelfPlayBatch(1, config=BGA)
 
 
 def test_batches_refuse_states_of_the_other_reading():
-    b = BatchedGames(2, num_players=2, seed=0)
+    b = BatchedGames(2, config=GameConfig(2), seed=0)
     s = b.states.copy()
     s[:, S.RIVER_LOOPS] = 1
     with pytest.raises(ValueError, match="field 'river_loops': this batch plays river_loops = 0, got 1"):
@@ -201,7 +203,7 @@ def test_batches_refuse_states_of_the_other_reading():
 
 
 def test_batch_record_replays_with_the_option():
-    b = BatchedGames(1, num_players=2, seed=2, record=True, river_loops="bga")
+    b = BatchedGames(1, config=GameConfig(2, river_loops="bga"), seed=2, record=True)
     for _ in range(30):
         b.step(np.argmax(b.masks, axis=1))
     rec = b.game(0).record()
@@ -376,8 +378,10 @@ def test_match_engine_plays_and_replays_by_the_config():
     rec = make_record(GameConfig(2, "A", river_loops="bga"), res["seed"], res["actions"])
     assert rec["version"] == 2 and rec["river_loops"] == "bga"
     assert "river_loops" not in make_record(GameConfig(), 0, [])  # the rulebook's: version 1, as Game.record
-    assert replay_result(res, 2, "A", False, river_loops="bga").scores() == res["scores"]  # loose arguments too
-    with pytest.raises(ValueError, match="river_loops='rulebook' conflicts with config.river_loops='bga'"):
+    with pytest.warns(FutureWarning, match="replay_result"):  # the old loose arguments, one more release
+        assert replay_result(res, 2, "A", False, river_loops="bga").scores() == res["scores"]
+    with pytest.raises(ValueError, match="river_loops='rulebook' conflicts with config.river_loops='bga'"), \
+            pytest.warns(FutureWarning):
         play_match([RandomAgent(), RandomAgent()], games=1, river_loops="rulebook",
                    config=GameConfig(river_loops="bga"))
     with pytest.raises(ValueError, match="games is required"):
@@ -395,7 +399,8 @@ def test_tournament_records_carry_the_config(tmp_path):
         assert (rec["version"], rec["river_loops"], rec["side"], rec["spirits"]) == (2, "bga", "B", True)
         g = Game.replay(rec)
         assert g.config == cfg and g.scores() == r["scores"]
-    loose = run_games(["greedy:2", "random"], 2, 3, "B", True, seed=4, progress=False, river_loops="bga")
+    with pytest.warns(FutureWarning, match="run_games"):  # the old loose arguments, one more release
+        loose = run_games(["greedy:2", "random"], 2, 3, "B", True, seed=4, progress=False, river_loops="bga")
     assert [r["scores"] for r in loose] == [r["scores"] for r in results]
 
 
@@ -434,5 +439,38 @@ def test_demo_and_play_take_the_config(capsys):
     assert "=== final scores ===" in capsys.readouterr().out
     g = play(["random"], config=GameConfig(2, "B", river_loops="bga"), input_fn=lambda _: "quit", out=io.StringIO())
     assert (g.num_players, g.side, g.river_loops) == (2, "B", "bga")
-    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=3"):
+    with pytest.raises(ValueError, match="config.num_players=3 but you and 1 opponents make 2 players"):
         play(["random"], config=GameConfig(3), input_fn=lambda _: "quit", out=io.StringIO())
+
+
+def test_the_one_argparse_helper_builds_the_config_and_names_a_bad_option(capsys):
+    """`add_game_options` + `game_config_from`: the options every command line takes, one GameConfig from them; a bad
+    value is argparse's one-line error naming the option; a config the options cannot make names the option."""
+    import argparse
+
+    from harmonies_env.config import add_game_options, game_config_from
+
+    ap = argparse.ArgumentParser(prog="x")
+    add_game_options(ap)
+    assert game_config_from(ap.parse_args([]), 3) == GameConfig(3)  # --players unset: the caller's count
+    args = ap.parse_args(["--players", "4", "--side", "B", "--spirits", "--river-loops", "bga"])
+    assert game_config_from(args, 2) == GameConfig(4, "B", True, "bga")
+    for bad, words in ((["--players", "5"], "argument --players: must be 1-4 (1: solo), got '5'"),
+                       (["--players", "two"], "argument --players: must be 1-4"),
+                       (["--side", "C"], "argument --side: invalid choice: 'C'"),
+                       (["--river-loops", "house"], "argument --river-loops: invalid choice: 'house'")):
+        with pytest.raises(SystemExit):
+            ap.parse_args(bad)
+        assert words in capsys.readouterr().err
+    with pytest.raises(ValueError, match="^--players: num_players must be an integer from 1 to 4"):
+        game_config_from(ap.parse_args([]), 5)  # e.g. five agents given
+    versus = argparse.ArgumentParser(prog="y")
+    add_game_options(versus, players=(2, 3, 4), default_players=2)
+    assert game_config_from(versus.parse_args([])) == GameConfig(2)
+    with pytest.raises(SystemExit):
+        versus.parse_args(["--players", "1"])
+    assert "argument --players: must be 2-4, got '1'" in capsys.readouterr().err
+    solo = argparse.ArgumentParser(prog="z")
+    add_game_options(solo, players=None)
+    assert not any("--players" in a.option_strings for a in solo._actions)
+    assert game_config_from(solo.parse_args(["--side", "B"]), 1) == GameConfig(1, "B")

@@ -365,12 +365,12 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
 
     for trust in (False, True):
         agent = make_agent(f"ppo:{run / 'model.pt'}", trust=trust)
-        assert agent.kind == "action" and play_game([agent], 1, "A", False, seed=3).is_over
+        assert agent.kind == "action" and play_game([agent], seed=3).is_over
     # its batched decision (one forward pass for every game, `PPOAgent.act_batch`) plays the same games as `act`
     from agents.match import play_match
 
-    batched = play_match([agent], 1, 2, seed=3, record=True)
-    assert [r["actions"] for r in batched] == [play_game([agent], 1, "A", False, seed=s).history for s in (3, 4)]
+    batched = play_match([agent], games=2, seed=3, record=True)
+    assert [r["actions"] for r in batched] == [play_game([agent], seed=s).history for s in (3, 4)]
     # a policy started from the finished run's weights ([run] init: the policy only, no optimizer or counters)
     import gymnasium as gym
 

@@ -24,6 +24,7 @@ from harmonies_env import state as S
 from harmonies_env.actions import NUM_ACTIONS
 from harmonies_env.batch import BatchedGames, SelfPlayBatch, init_batch, rollout_batch
 from harmonies_env.cards import card_name
+from harmonies_env.config import GameConfig
 from harmonies_env.env_aec import raw_env
 from harmonies_env.env_gym import SoloEnv, VersusEnv
 from harmonies_env.game import Game, IllegalActionError, determinize, score_board
@@ -407,21 +408,23 @@ def test_all_zero_state_and_bad_batches_raise_clear_errors():
     with pytest.raises(ValueError, match="row 0, field 'num_players'"):
         rollout_batch(np.zeros((2, S.STATE_SIZE), dtype=np.int64), [1, 2])
     states = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
-    with pytest.raises(ValueError, match="num_players"):
+    with pytest.raises(ValueError, match="num_players"), pytest.warns(FutureWarning):  # the old loose form too
         init_batch(states, 9, 0, 0, np.arange(3))
-    with pytest.raises(ValueError, match="side"):
+    with pytest.raises(ValueError, match="side"), pytest.warns(FutureWarning):
         init_batch(states, 2, 5, 0, np.arange(3))
+    with pytest.raises(ValueError, match="config must be a harmonies_env.GameConfig"):
+        init_batch(states, seeds=np.arange(3), config={"num_players": 2})
     with pytest.raises(ValueError, match="seeds"):
-        init_batch(states, 2, 0, 0, np.arange(10))
+        init_batch(states, seeds=np.arange(10), config=GameConfig(2))
     with pytest.raises(ValueError, match="seeds"):
-        init_batch(states, 2, 0, 0, [-1, 0, 1])
-    init_batch(states, 2, "B", True, np.arange(3))
+        init_batch(states, seeds=[-1, 0, 1], config=GameConfig(2))
+    init_batch(states, seeds=np.arange(3), config=GameConfig(2, "B", True))
     assert np.array_equal(states[1], Game(2, "B", True, seed=1).state)
     s = Game(2, seed=1).state.copy()
     s[S.CURRENT] = -(10**9)
     with pytest.raises(ValueError, match="'current'"):
         rollout_batch(s[None, :], [0])
-    b = BatchedGames(2, num_players=2, seed=0)
+    b = BatchedGames(2, config=GameConfig(2), seed=0)
     before = b.states.copy()
     bad = before.copy()
     bad[1, S.STACK] = 99
@@ -445,7 +448,7 @@ def test_public_state_arrays_are_read_only_and_cannot_be_made_writable():
     import pickle as pkl
 
     g = Game(2, "A", False, seed=1)
-    b = BatchedGames(2, num_players=2, seed=0)
+    b = BatchedGames(2, config=GameConfig(2), seed=0)
     out = b.step(b.masks.argmax(axis=1))
     for arr in (g.state, S.field(g.state, "stack"), g.field("stack"), np.asarray(g.state), b.states, b.states[1],
                 b.book, b.cfg, b.obs, b.masks, b.game(0).state, b.players, b.seats, b.episodes, b.base_seeds,
@@ -642,7 +645,7 @@ def test_gym_envs_treat_non_integer_actions_as_illegal(bad):
 
 
 def test_batch_refuses_non_integer_action_arrays():
-    b = BatchedGames(2, num_players=2, seed=0)
+    b = BatchedGames(2, config=GameConfig(2), seed=0)
     before = b.states.copy()
     for bad in ([True, False], [0.5, 1.0], ["4", "5"], [None, 4], [2**64, 0]):
         with pytest.raises(ValueError, match="integers|shape"):
@@ -768,7 +771,7 @@ def test_cli_replay_refuses_a_deep_record_and_a_bad_annotation_in_one_line(tmp_p
 
 
 def test_batch_rows_and_copies_refuse_to_export_a_record_that_would_not_replay():
-    b = BatchedGames(2, num_players=2, seed=5)
+    b = BatchedGames(2, config=GameConfig(2), seed=5)
     b.step(np.argmax(b.masks, axis=1))
     g = b.game(1)
     assert np.array_equal(g.state, b.states[1])
@@ -786,11 +789,11 @@ def test_batch_rows_export_records_that_replay_to_the_row(players, seat, mode):
     and illegal actions (not recorded: they change nothing)."""
     rng = np.random.default_rng(players)
     if mode == "selfplay":
-        b = SelfPlayBatch(6, num_players=players, seed=40, record=True, num_threads=2)
+        b = SelfPlayBatch(6, config=GameConfig(players), seed=40, record=True, num_threads=2)
     else:
-        b = BatchedGames(6, num_players=players, seat=seat, seed=40, record=True, num_threads=2)
-    plain = (SelfPlayBatch(6, num_players=players, seed=40) if mode == "selfplay"
-             else BatchedGames(6, num_players=players, seat=seat, seed=40))
+        b = BatchedGames(6, config=GameConfig(players), seat=seat, seed=40, record=True, num_threads=2)
+    plain = (SelfPlayBatch(6, config=GameConfig(players), seed=40) if mode == "selfplay"
+             else BatchedGames(6, config=GameConfig(players), seat=seat, seed=40))
     ended = 0
     for t in range(400):
         legal = [rng.choice(np.flatnonzero(m)) for m in b.masks]

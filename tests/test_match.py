@@ -12,7 +12,7 @@ from agents import GreedyAgent, RandomAgent, make_agent
 from agents.match import agent_seed, play_match, policy_of, replay_result, summarize, totals_of, win_shares
 from agents.policy import AgentPolicy, BatchView, is_native
 from harmonies_apps.tournament import play_game
-from harmonies_env import Game
+from harmonies_env import Game, GameConfig
 from harmonies_env.game import IllegalActionError
 from harmonies_env.view import PlayerView, public_copy
 
@@ -45,18 +45,18 @@ def reference_game(agents, num_players, side, spirits, seed) -> Game:
 def test_the_docs_user_policy_plays_1024_games_against_greedy_and_64_against_the_mlp():
     pytest.importorskip("torch", reason="the docs' policy is a torch module")
     Policy = docs_policy_class()
-    res = play_match([Policy(), "greedy"], 2, 1024, seed=0, threads=2)
+    res = play_match([Policy(), "greedy"], games=1024, seed=0, threads=2)
     assert len(res) == 1024 and [r["game"] for r in res] == list(range(1024))
     assert [r["seats"] for r in res[:2]] == [["mine", "greedy"], ["greedy", "mine"]]
     s = summarize(res)
     assert s["agents"]["mine"]["games"] == s["agents"]["greedy"]["games"] == 1024
     assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
-    again = play_match([Policy(), "greedy"], 2, [5, 700], seed=0)  # any subset of the games: the same games
+    again = play_match([Policy(), "greedy"], games=[5, 700], seed=0)  # any subset of the games: the same games
     assert again == [res[5], res[700]]
     # 64 games against the shipped MLP as it plays (its checkpoint's play settings; it wins all of them by ~70
     # points, so the bounds hold with margin): the MLP, `mlp`, not `learned` (the n-tuple network at its
     # shipped play settings is slower), and 64 rather than 1,024 games, for the suite's 10 minutes
-    res = play_match([Policy(), "mlp"], 2, 64, seed=1, threads=2)
+    res = play_match([Policy(), "mlp"], games=64, seed=1, threads=2)
     assert len(res) == 64 and win_shares(res, "mlp").mean() > 0.95
     assert totals_of(res, "mlp").mean() > totals_of(res, "mine").mean() + 30
 
@@ -67,7 +67,8 @@ def test_games_are_the_agents_games_and_winners_are_the_games(num_players, side,
     `Game` (greedy natively, random natively, mcts by one agent per game); winners and scores are `Game`'s; `play_game`
     (one game on the engine, agents asked one view at a time) plays it too."""
     specs = ["greedy:4", "random", "mcts:2it", "greedy:3:spaces"][:num_players]
-    res = play_match(specs, num_players, 2 * num_players, side, spirits, seed=11, record=True, threads=2)
+    cfg = GameConfig(num_players, side, spirits)
+    res = play_match(specs, games=2 * num_players, seed=11, config=cfg, record=True, threads=2)
     for r in res:
         i = r["game"]
         slots = [(k + i) % num_players for k in range(num_players)]
@@ -75,31 +76,31 @@ def test_games_are_the_agents_games_and_winners_are_the_games(num_players, side,
         agents = [make_agent(specs[j], seed=agent_seed(11, i, j)) for j in slots]
         g = reference_game(agents, num_players, side, spirits, seed=11 + i)
         assert g.history == r["actions"], i
-        assert play_game(agents, num_players, side, spirits, seed=11 + i).history == g.history
+        assert play_game(agents, seed=11 + i, config=cfg).history == g.history
         assert r["winners"] == g.winners() and r["scores"] == g.scores() and r["animal_cubes"] == g.animal_cubes()
         assert r["turns"] == g.turn
-        assert replay_result(r, num_players, side, spirits).history == g.history
+        assert replay_result(r, config=cfg).history == g.history
 
 
 def test_seat_rotation_and_paired_seeds():
     names = ["a", "b", "c", "d"]
     pols = [GreedyAgent(beam=2, name=nm) for nm in names]
-    res = play_match(pols, 4, 8, seed=100, paired=True)
+    res = play_match(pols, games=8, seed=100, paired=True)
     for r in res:
         i = r["game"]
         assert r["seats"] == [names[(k + i) % 4] for k in range(4)]  # seat k holds policy (k + i) % 4
         assert r["seed"] == 100 + i // 4  # every seed from every seating
     assert all(summarize(res)["agents"][nm]["games"] == 8 for nm in names)
-    assert [r["seed"] for r in play_match([GreedyAgent(beam=2)], 1, 3, seed=9)] == [9, 10, 11]
+    assert [r["seed"] for r in play_match([GreedyAgent(beam=2)], games=3, seed=9)] == [9, 10, 11]
 
 
 def test_results_follow_from_the_seed():
     def run(seed, games=4):
-        return play_match([RandomAgent(), GreedyAgent(beam=2)], 2, games, seed=seed)
+        return play_match([RandomAgent(), GreedyAgent(beam=2)], games=games, seed=seed)
 
     one = run(3)
     assert one == run(3) and one != run(4)
-    assert play_match([RandomAgent(), GreedyAgent(beam=2)], 2, [2, 3], seed=3) == one[2:]
+    assert play_match([RandomAgent(), GreedyAgent(beam=2)], games=[2, 3], seed=3) == one[2:]
 
 
 def test_batch_view_shows_public_information_only():
@@ -147,8 +148,8 @@ def test_agents_act_batch_kinds():
         def act(self, view):
             return view.legal_actions()[0]
 
-    res = play_match([AgentPolicy(FirstLegal()), GreedyAgent(beam=2)], 2, 2, seed=1, record=True)
-    g = replay_result(res[0], 2)
+    res = play_match([AgentPolicy(FirstLegal()), GreedyAgent(beam=2)], games=2, seed=1, record=True)
+    g = replay_result(res[0])
     assert g.is_over and res[0]["winners"] == g.winners()
 
 
@@ -160,7 +161,7 @@ def test_bad_policies_are_refused_naming_what_is_wrong():
             return np.full(len(batch), 267)  # END_TURN before taking tokens
 
     with pytest.raises(IllegalActionError, match=r"policy 'bad' in game 0 \(seed 3, seat 0\): the turn cannot end"):
-        play_match([Illegal(), GreedyAgent()], 2, 2, seed=3)
+        play_match([Illegal(), GreedyAgent()], games=2, seed=3)
 
     class Column:
         name = "column"
@@ -169,15 +170,42 @@ def test_bad_policies_are_refused_naming_what_is_wrong():
             return np.zeros((len(batch), 1), dtype=np.int64)
 
     with pytest.raises(ValueError, match=r"one integer action per game \(2,\), got int64 \(2, 1\)"):
-        play_match([Column(), GreedyAgent()], 2, 4, seed=3)
+        play_match([Column(), GreedyAgent()], games=4, seed=3)
     g = GreedyAgent()
     with pytest.raises(ValueError, match="one policy object per seat"):
-        play_match([g, g], 2, 2)
+        play_match([g, g], games=2)
     with pytest.raises(ValueError, match="needs 3 policies"):
-        play_match([GreedyAgent(), GreedyAgent()], 3, 2)
+        play_match([GreedyAgent(), GreedyAgent()], games=2, config=GameConfig(3))
     with pytest.raises(ValueError, match="games must be >= 1"):
-        play_match([GreedyAgent(), GreedyAgent()], 2, 0)
+        play_match([GreedyAgent(), GreedyAgent()], games=0)
     with pytest.raises(ValueError, match="distinct non-negative game indices"):
-        play_match([GreedyAgent(), GreedyAgent()], 2, [3, 3])
+        play_match([GreedyAgent(), GreedyAgent()], games=[3, 3])
     with pytest.raises(ValueError, match="act_batch"):
-        play_match([object(), GreedyAgent()], 2, 1)
+        play_match([object(), GreedyAgent()], games=1)
+
+
+def test_the_old_loose_arguments_warn_once_and_play_the_same_games():
+    """One release of the old form: play_match / play_game / replay_result / run_games with loose num_players, side,
+    spirits (positional or keyword) say FutureWarning and play the games of the config they make."""
+    from agents.match import run_match
+    from harmonies_apps.tournament import run_games
+
+    cfg = GameConfig(2, "B", True, "bga")
+    new = play_match(["greedy:2", "random"], games=2, seed=5, config=cfg, record=True)
+    with pytest.warns(FutureWarning, match="play_match: loose num_players, side, spirits, river_loops arguments"):
+        old = play_match(["greedy:2", "random"], 2, 2, "B", True, 5, river_loops="bga", record=True)
+    assert old == new
+    with pytest.warns(FutureWarning, match="replay_result"):
+        assert replay_result(new[0], 2, "B", True, river_loops="bga").history == new[0]["actions"]
+    with pytest.warns(FutureWarning, match="play_game"):
+        g = play_game([RandomAgent(1), RandomAgent(2)], 2, "B", seed=3)
+    assert g.history == play_game([RandomAgent(1), RandomAgent(2)], seed=3, config=GameConfig(2, "B")).history
+    with pytest.warns(FutureWarning, match="run_games"):
+        loose = run_games(["greedy:2", "random"], 2, 2, "B", True, 5, progress=False, river_loops="bga")
+    assert [r["scores"] for r in loose] == [r["scores"] for r in new]
+    with pytest.warns(FutureWarning, match="run_match"):
+        run_match(["random", "random"], num_players=2, games=1, progress=False)
+    with pytest.raises(ValueError, match="side='A' conflicts with config.side='B'"), pytest.warns(FutureWarning):
+        play_match(["random", "random"], games=1, side="A", config=cfg)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sides'"):
+        play_match(["random", "random"], games=1, sides="A")

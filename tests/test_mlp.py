@@ -51,7 +51,7 @@ from experiments.eval_mlp import main as eval_main  # noqa: E402
 from experiments.eval_mlp import play_vs_greedy  # noqa: E402
 from experiments.train_mlp import Trainer, load_config, save_agent_checkpoint  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
-from harmonies_env import Game  # noqa: E402
+from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
 from harmonies_env.geometry import SYMMETRIES, permute_mask  # noqa: E402
 from harmonies_env.scoring import CATEGORIES  # noqa: E402
@@ -375,7 +375,7 @@ def test_shipped_checkpoint_loads_weights_only_and_beats_random():
     assert config["hidden"] == [256, 256] and checked.keys() == state.keys()
     for seed in range(3):
         agent = make_agent("mlp")
-        g = play_game([agent, RandomAgent(seed=seed)], 2, "A", False, seed=seed)
+        g = play_game([agent, RandomAgent(seed=seed)], seed=seed)
         sc = g.scores()
         assert sc[0]["total"] > sc[1]["total"] + 20
 
@@ -405,7 +405,7 @@ def test_search_agent_plays_whole_games(players, spirits):
     net = _random_net()
     agents = [MLPSearchAgent(net=net, iterations=6, beam=8, candidates=6, reply_beam=2, seed=k)
               for k in range(players)]
-    g = play_game(agents, players, "A", spirits, seed=2)
+    g = play_game(agents, seed=2, config=GameConfig(players, "A", spirits))
     assert g.is_over
     assert all(a.last_iterations <= 6 for a in agents)
 
@@ -465,7 +465,8 @@ def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, sp
     one at a time through `Game`: same seeds, same seats, same choices."""
     net = _random_net(seed=4)
     value = net.config["value"]
-    res = play_vs_greedy(net, games, 7, value, players=players, side=int(side == "B"), spirits=spirits,
+    cfg = GameConfig(players, side, spirits)
+    res = play_vs_greedy(net, games, 7, value, config=cfg,
                          beam=3 if diverse else 8, candidates=4, diverse=diverse, symmetries=symmetries,
                          opponent_beam=4, threads=2)
     for i in range(games):
@@ -473,7 +474,7 @@ def test_batched_evaluation_plays_the_same_games_as_the_agents(players, side, sp
         agents = [GreedyAgent(beam=4) for _ in range(players)]
         agents[me] = MLPAgent(net=net, beam=3 if diverse else 8, candidates=4, diverse=diverse,
                                   symmetries=symmetries)
-        g = play_game(agents, players, side, spirits, seed=7 + i // players)
+        g = play_game(agents, seed=7 + i // players, config=cfg)
         assert res["totals"][i].tolist() == [sc["total"] for sc in g.scores()], i
         assert res["net_seat"][i] == me
     mine = res["totals"][np.arange(games), res["net_seat"]]

@@ -303,7 +303,7 @@ def test_the_heuristic_start_beats_greedy_and_random():
     assert play_vs_greedy(N.heuristic_weights(), 8, 1_000_000, beam=4, candidates=32, opponent_beam=4,
                           threads=2) == res
     agent = N.NTupleAgent(weights=N.heuristic_weights(), beam=2, candidates=8)
-    g = play_game([agent, RandomAgent(seed=1)], 2, seed=3)
+    g = play_game([agent, RandomAgent(seed=1)], seed=3)
     totals = [sc["total"] for sc in g.scores()]
     assert totals[0] > totals[1]
 
@@ -325,7 +325,7 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
     agent = make_agent("learned")
     for seed in (1, 2):
         seats = [agent, RandomAgent(seed=seed)] if seed == 1 else [RandomAgent(seed=seed), agent]
-        g = play_game(seats, 2, seed=seed)
+        g = play_game(seats, seed=seed)
         me = seats.index(agent)
         assert me in g.winners()
 
@@ -434,7 +434,7 @@ def test_play_match_with_ntuple_is_the_games_act_plays():
     from agents.policy import AgentPolicy
 
     assert isinstance(policy_of("learned"), N.NTupleAgent)
-    res = play_match(["learned", "greedy"], 2, 8, seed=0, record=True)
+    res = play_match(["learned", "greedy"], games=8, seed=0, record=True)
     for r in res:
         i = r["game"]
         slots = [(k + i) % 2 for k in range(2)]
@@ -445,8 +445,8 @@ def test_play_match_with_ntuple_is_the_games_act_plays():
         while not g.is_over:
             g.step(agents[g.current_player].act(PlayerView(g, g.current_player)))
         assert g.history == r["actions"] and r["winners"] == g.winners() and r["scores"] == g.scores(), i
-    looped = play_match([AgentPolicy(lambda s: make_agent("learned", seed=s), name="learned"), "greedy"], 2, 8, seed=0,
-                        record=True)
+    looped = play_match([AgentPolicy(lambda s: make_agent("learned", seed=s), name="learned"), "greedy"], games=8,
+                        seed=0, record=True)
     assert looped == res
 
 

@@ -11,6 +11,7 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plan, play_plans
+from harmonies_env.config import GameConfig
 
 K = 3
 
@@ -18,7 +19,7 @@ K = 3
 def _positions(n: int, turns: int) -> np.ndarray:
     """n games (2 players, Side A), each played `turns` or more whole greedy turns from its seed."""
     states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
-    init_batch(states, 2, "A", False, np.arange(n) + 11)
+    init_batch(states, seeds=np.arange(n) + 11, config=GameConfig(2, "A"))
     plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(1, dtype=np.int64)
     vals = np.zeros(1, dtype=np.float64)

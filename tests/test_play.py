@@ -16,6 +16,7 @@ import pytest
 from harmonies_apps import play
 from harmonies_env import actions as A
 from harmonies_env.cards import CARDS, card_name
+from harmonies_env.config import GameConfig
 from harmonies_env.game import Game
 from harmonies_env.render import (
     LEGEND,
@@ -266,7 +267,7 @@ def test_action_words_and_turn_report():
 
 def test_solo_with_spirits_says_which_spirit_you_kept():
     out = io.StringIO()
-    game = play.play([], side="B", spirits=True, seed=2, input_fn=Person(out), out=out)
+    game = play.play([], seed=2, input_fn=Person(out), out=out, config=GameConfig(1, "B", True))
     kept = int(game.field("spirit_kept")[0])
     assert f"you kept the {card_name(kept)} (" in out.getvalue()
 

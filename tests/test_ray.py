@@ -95,8 +95,8 @@ def test_checkpoints_reach_workers_by_value(cluster, tmp_path):
     assert local.startswith("mlp:") and where.name == "net.pt" and where.parent != tmp_path
     assert distributed.local_spec("random", shipped) == "random"
 
-    on_ray = run_match([spec, "random"], 2, 2, seed=3, progress=False, ray_address="local")
-    assert run_match([spec, "random"], 2, 2, seed=3, progress=False) == on_ray
+    on_ray = run_match([spec, "random"], games=2, seed=3, progress=False, ray_address="local")
+    assert run_match([spec, "random"], games=2, seed=3, progress=False) == on_ray
     assert on_ray[0]["seats"] == [spec, "random"]  # results name the spec as given, not the worker's copy
 
     bad = {spec: dict(shipped[spec], sha256=dict(shipped[spec]["sha256"], **{"net.pt": "0" * 64}))}

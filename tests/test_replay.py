@@ -11,11 +11,13 @@ from harmonies_apps.cli import main
 from harmonies_apps.replay import build_game, load_records, render_html, write_replay
 from harmonies_apps.table import table_state
 from harmonies_apps.tournament import agent_seed, play_game, run_games
+from harmonies_env.config import GameConfig
 from harmonies_env.game import Game
 
 
 def _random_game(n: int = 2, side: str = "A", spirits: bool = True, seed: int = 11) -> Game:
-    return play_game([make_agent("random", seed=seed + k) for k in range(n)], n, side, spirits, seed=seed)
+    agents = [make_agent("random", seed=seed + k) for k in range(n)]
+    return play_game(agents, seed=seed, config=GameConfig(n, side, spirits))
 
 
 def _data(page: str) -> dict:
@@ -158,7 +160,7 @@ def _empty(tmp_path):
 
 
 def test_tournament_save_games_folder_replays_to_the_reported_scores(tmp_path):
-    res = run_games(["random", "greedy:4"], 2, 2, seed=3, progress=False, save_games=tmp_path / "games")
+    res = run_games(["random", "greedy:4"], games=2, seed=3, progress=False, save_games=tmp_path / "games")
     (tmp_path / "games" / "tournament.json").write_text(json.dumps({"summary": {}}))  # not a record: skipped
     recs = load_records(tmp_path / "games")
     assert [lab for lab, _ in recs] == ["game_00000", "game_00001"]
@@ -185,11 +187,11 @@ def test_search_agents_candidates_become_annotations_without_changing_play(tmp_p
     from harmonies_apps.annotate import annotations, watch
 
     seeds = [agent_seed(12, 0, j) for j in range(2)]  # as the tournament seeds game 0 of base seed 12
-    plain = play_game([make_agent("mcts:4it", seed=seeds[0]), make_agent("random", seed=seeds[1])], 2, seed=12)
+    plain = play_game([make_agent("mcts:4it", seed=seeds[0]), make_agent("random", seed=seeds[1])], seed=12)
     agents = [make_agent("mcts:4it", seed=seeds[0]), make_agent("random", seed=seeds[1])]
     logs = [watch(a) for a in agents]
     assert logs[1] is None  # random has no search: left untouched
-    watched = play_game(agents, 2, seed=12)
+    watched = play_game(agents, seed=12)
     assert watched.history == plain.history  # watching returns exactly what the search returned
     rec = watched.record()
     notes = annotations(rec, logs)
@@ -202,6 +204,6 @@ def test_search_agents_candidates_become_annotations_without_changing_play(tmp_p
         if len(n["candidates"]) > 1:  # searched: the plan played is the best by mean value, listed first
             assert shown[0]["played"] and shown[0]["visits"] >= 1
     # the tournament's --save-games writes them for search agents
-    run_games(["mcts:4it", "random"], 2, 1, seed=12, progress=False, save_games=tmp_path)
+    run_games(["mcts:4it", "random"], games=1, seed=12, progress=False, save_games=tmp_path)
     saved = json.loads((tmp_path / "game_00000.json").read_text())
     assert saved["annotations"] == notes

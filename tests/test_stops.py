@@ -262,9 +262,9 @@ def test_jobs_above_the_games_start_no_more_processes_than_games(monkeypatch):
         return Ctx()
 
     monkeypatch.setattr(mp, "get_context", spy)
-    res = match.run_match(["random", "random"], 2, 3, seed=1, jobs=500, progress=False)
+    res = match.run_match(["random", "random"], games=3, seed=1, jobs=500, progress=False)
     assert [r["game"] for r in res] == [0, 1, 2] and sizes == [3]
-    assert match.run_match(["random", "random"], 2, 3, seed=1, jobs=1, progress=False) == res
+    assert match.run_match(["random", "random"], games=3, seed=1, jobs=1, progress=False) == res
 
 
 def test_jobs_above_the_cores_get_a_one_line_note(monkeypatch):

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from harmonies_apps.tournament import run_games, summarize, wilson_interval, write_outputs
+from harmonies_env import GameConfig
 
 
 def test_wilson_interval_known_values():
@@ -16,11 +17,11 @@ def test_wilson_interval_known_values():
 
 def test_tiny_tournament_reproducible_and_identical_across_jobs(tmp_path):
     specs = ["greedy:4", "random"]
-    one = run_games(specs, 2, 4, "A", False, seed=7, jobs=1, progress=False)
-    again = run_games(specs, 2, 4, "A", False, seed=7, jobs=1, progress=False)
-    two = run_games(specs, 2, 4, "A", False, seed=7, jobs=2, progress=False)
+    one = run_games(specs, games=4, seed=7, jobs=1, progress=False)
+    again = run_games(specs, games=4, seed=7, jobs=1, progress=False)
+    two = run_games(specs, games=4, seed=7, jobs=2, progress=False)
     assert one == again == two
-    other = run_games(specs, 2, 4, "A", False, seed=8, jobs=1, progress=False)
+    other = run_games(specs, games=4, seed=8, jobs=1, progress=False)
     assert other != one
     # seats rotate: each agent plays first in half of the games
     assert [r["seats"][0] for r in one] == ["greedy:4", "random", "greedy:4", "random"]
@@ -41,22 +42,22 @@ def test_tiny_tournament_reproducible_and_identical_across_jobs(tmp_path):
 
 
 def test_same_agent_twice_gets_distinct_names_and_solo_reports_suns():
-    res = run_games(["random", "random"], 2, 2, seed=1, progress=False)
+    res = run_games(["random", "random"], games=2, seed=1, progress=False)
     assert sorted(summarize(res)["agents"]) == ["random#1", "random#2"]
-    solo = summarize(run_games(["greedy:4"], 1, 2, seed=1, progress=False))
+    solo = summarize(run_games(["greedy:4"], games=2, seed=1, progress=False, config=GameConfig(1)))
     e = solo["agents"]["greedy:4"]
     assert e["games"] == 2 and "suns" in e and "win_rate" not in e
 
 
 def test_bad_configurations_are_refused():
     with pytest.raises(ValueError, match="needs 3 agents"):
-        run_games(["random", "random"], 3, 1, progress=False)
+        run_games(["random", "random"], games=1, progress=False, config=GameConfig(3))
     with pytest.raises(ValueError, match="games must be"):
-        run_games(["random", "random"], 2, 0, progress=False)
+        run_games(["random", "random"], games=0, progress=False)
 
 
 def test_fixed_iteration_mcts_is_identical_across_jobs():
     """`mcts:Nit` is reproducible (the docs and the CLI help say so); time budgets are not, and are not tested."""
     specs = ["mcts:2it", "greedy:2"]
-    one = run_games(specs, 2, 2, "A", False, seed=3, jobs=1, progress=False)
-    assert one == run_games(specs, 2, 2, "A", False, seed=3, jobs=2, progress=False)
+    one = run_games(specs, games=2, seed=3, jobs=1, progress=False)
+    assert one == run_games(specs, games=2, seed=3, jobs=2, progress=False)

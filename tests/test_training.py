@@ -20,6 +20,7 @@ from agents.pool_env import PoolVecEnv, draw_episode  # noqa: E402
 from agents.ppo import PPOAgent  # noqa: E402
 from experiments import train  # noqa: E402
 from harmonies_env.batch import episode_seed  # noqa: E402
+from harmonies_env.config import GameConfig  # noqa: E402
 from harmonies_env.env_gym import SoloEnv, VersusEnv  # noqa: E402
 from harmonies_env.game import Game  # noqa: E402
 from harmonies_env.observation import OBS_SIZE, encode_observation  # noqa: E402
@@ -142,7 +143,7 @@ def play_beside_shadows(env: PoolVecEnv, make_agent, steps: int, reward: str) ->
 
 @pytest.mark.parametrize("players,reward", [(2, "score"), (3, "win")])
 def test_pool_vec_env_greedy_rows_play_as_greedy_agent(players, reward):
-    env = PoolVecEnv(3, num_players=players, reward=reward, pool=["greedy"], greedy_beam=4, seed=11)
+    env = PoolVecEnv(3, config=GameConfig(players), reward=reward, pool=["greedy"], greedy_beam=4, seed=11)
     ended = play_beside_shadows(env, lambda m: GreedyAgent(beam=4), steps=70, reward=reward)
     assert ended >= 3
 

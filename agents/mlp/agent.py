@@ -340,15 +340,15 @@ def _load_error(e: Exception) -> str:
     return f"{type(e).__name__}: {first}" if first else f"{type(e).__name__}: the file ends early or is empty"
 
 
-def mirrored_outputs(net: Any, x: np.ndarray, side: int, symmetries: int) -> np.ndarray:
-    """The network's outputs for feature rows x (float32 (B, NUM_FEATURES), positions on board side `side`) averaged
+def mirrored_outputs(net: Any, x: np.ndarray, side_code: int, symmetries: int) -> np.ndarray:
+    """The network's outputs for feature rows x (float32 (B, NUM_FEATURES), positions on board `side_code`) averaged
     over `symmetries` mirror images of the boards: 1 = x alone, 4 = each of the board's symmetries applied to every
     seat's board (`afterstate.MIRRORS`). Why: a position and its mirror images are worth the same, and the
     network, which sees boards cell by cell, errs differently on each; the average errs less (benchmarks/STRENGTH.md).
     """
     out = net(x)
     for k in range(1, symmetries):
-        out = out + net(x[:, MIRRORS[side, k]])
+        out = out + net(x[:, MIRRORS[side_code, k]])
     return out / symmetries if symmetries > 1 else out
 
 
@@ -362,13 +362,13 @@ def blend(p_win: np.ndarray, tot: np.ndarray, seat: int, n: int, value: dict[str
     return value["win"] * p_win + value["margin"] * (own - others) + value["score"] * own
 
 
-def decision_values(out: np.ndarray, num_players: int, value: dict[str, float], seat: int = 0) -> np.ndarray:
+def decision_values(out: np.ndarray, players: int, value: dict[str, float], seat: int = 0) -> np.ndarray:
     """Value for relative seat `seat` of each row of network outputs out (B, NUM_OUTPUTS): float64 (B,).
 
     `blend` of P(seat wins) (softmax over the present seats' logits) and the predicted totals (outputs are
     totals / 100).
     """
-    n = int(num_players)
+    n = int(players)
     tot = out[:, :4].astype(np.float64)
     if n == 1:
         return tot[:, 0]
@@ -478,8 +478,8 @@ class MLPAgent(PlanAgent):
         for side in np.unique(states[todo, S.SIDE]):
             some = todo[states[todo, S.SIDE] == side]
 
-            def forward(x: np.ndarray, side: int = int(side)) -> np.ndarray:
-                return mirrored_outputs(self.net, x, side, self.symmetries)
+            def forward(x: np.ndarray, side_code: int = int(side)) -> np.ndarray:
+                return mirrored_outputs(self.net, x, side_code, self.symmetries)
 
             for r, o in candidate_outputs(forward, cands.feats, cands.counts, some).items():
                 out[r] = decision_values(o, int(states[r, S.NUM_PLAYERS]), self.value)

@@ -21,6 +21,7 @@ from harmonies_apps.browser import headless_chromium, serve_in_thread
 from harmonies_apps.replay import write_replay
 from harmonies_apps.serve import create_app
 from harmonies_apps.tournament import play_game
+from harmonies_env.config import GameConfig
 from harmonies_env.view import PlayerView
 
 OUT = Path(__file__).resolve().parent
@@ -35,7 +36,8 @@ def _save(drv: Any, name: str) -> None:
 
 
 def replay_shot(drv: Any) -> None:
-    game = play_game([make_agent("greedy", seed=1), make_agent("greedy:4", seed=2)], 2, "A", True, seed=8)
+    game = play_game([make_agent("greedy", seed=1), make_agent("greedy:4", seed=2)], seed=8,
+                     config=GameConfig(2, "A", True))
     with tempfile.TemporaryDirectory() as d:
         rec = Path(d) / "game.json"
         rec.write_text(json.dumps(dict(game.record(), names=["greedy", "greedy:4"])))
