@@ -63,6 +63,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                  "threads": 1},  # threads sharing the games' turns (the run is the same for any number)
     "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
               "alpha_final": 1.0,  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
+              "coherence": False,  # temporal-coherence step sizes for the tuple weights (`ntuple.kernels.td_step`)
               "win_head": False,  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
               "layout": 2,  # 2: board and card shapes; 1: board shapes only (`ntuple.NTUPLE_VERSION`)
               "init": "greedy"},  # "greedy": the planner's evaluation; "zero": all zero; or an ntuple checkpoint
@@ -114,8 +115,9 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         v = tr[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
             raise ConfigError(f"[train] {key} must be a number >= 0, got {v!r}")
-    if not isinstance(tr["win_head"], bool):
-        raise ConfigError(f"[train] win_head must be true or false, got {tr['win_head']!r}")
+    for key in ("win_head", "coherence"):
+        if not isinstance(tr[key], bool):
+            raise ConfigError(f"[train] {key} must be true or false, got {tr[key]!r}")
     if not isinstance(tr["init"], str) or not tr["init"]:
         raise ConfigError(f"[train] init must be \"greedy\", \"zero\" or an ntuple checkpoint's path, "
                           f"got {tr['init']!r}")
@@ -209,6 +211,9 @@ class Trainer:
             self.w[: start.shape[0]] = start
         self.ex = cfg["expert"]
         self.wwin = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32) if self.tr["win_head"] else None
+        # temporal coherence: each head's (E, A) accumulators, float32 (2, len(w)), in the trainer's checkpoint
+        self.coh = np.zeros((2, self.w.shape[0]), np.float32) if self.tr["coherence"] else None
+        self.coh_win = None if self.coh is None or self.wwin is None else np.zeros_like(self.coh)
         self.win_loss_ema = float("nan")
         self.searched = 0
         self.rng = np.random.default_rng(self.seed)
@@ -331,13 +336,14 @@ class Trainer:
             N.final_totals(self.states[r], totals, won)
             m = int(self.pend_n[r])
             sse = N.learn_game(self.w, self.pend[r], self.pend_seat[r], self.pend_pred[r], m, totals,
-                               float(self.tr["lam"]), a_tuple, a_linear, self.pend_target[r], float(self.ex["mix"]))
+                               float(self.tr["lam"]), a_tuple, a_linear, self.pend_target[r], float(self.ex["mix"]),
+                               self.coh)
             loss = sse / max(1, m)
             self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
             if self.wwin is not None:
                 share = won.astype(np.float64) / max(1, int(won.sum()))
                 xe = N.learn_win(self.wwin, self.pend[r], self.pend_seat[r], m, share, float(self.tr["lam"]),
-                                 a_tuple, a_linear) / max(1, m)
+                                 a_tuple, a_linear, self.coh_win) / max(1, m)
                 self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
             self.games_done += 1
             self._new_game(int(r))
@@ -389,6 +395,7 @@ class Trainer:
         """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then `export()`."""
         buf = io.BytesIO()
         extra = {} if self.wwin is None else {"wwin": self.wwin}
+        extra.update({k: v for k, v in (("coh", self.coh), ("coh_win", self.coh_win)) if v is not None})
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
                  pend_pred=self.pend_pred, pend_n=self.pend_n, pend_target=self.pend_target, **extra)
         meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
@@ -412,6 +419,12 @@ class Trainer:
                 if "wwin" not in z.files:
                     raise ConfigError(f"{path}: has no win head, but this config learns one (train.win_head)")
                 names.append("wwin")
+            for name in ("coh", "coh_win"):
+                if getattr(self, name) is not None:
+                    if name not in z.files:
+                        raise ConfigError(f"{path}: has no temporal-coherence state, but this config learns with "
+                                          f"it (train.coherence)")
+                    names.append(name)
             for name in names:
                 if name == "pend_target" and name not in z.files:  # written before expert iteration existed
                     continue

@@ -369,6 +369,37 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on
     assert json.loads((run / "summary.json").read_text())["iteration"] == 400
 
 
+def test_a_run_with_temporal_coherence_resumes_exactly_and_learns_otherwise(tmp_path):
+    """train.coherence: its accumulators are in the trainer's checkpoint (a run saved and resumed is the run never
+    stopped), and they change what is learned."""
+    from experiments.common import latest_checkpoint, load_config
+    from experiments.train_ntuple import Trainer, settings
+
+    base = load_config(TINY)
+    cfg = settings({**base, "train": {**base["train"], "coherence": True}, "expert": {"share": 0.0}})
+    whole = Trainer(cfg, 5, tmp_path / "whole", progress=False)
+    first = Trainer(cfg, 5, tmp_path / "split", progress=False)
+    for _ in range(40):  # (`iterate` advances the iteration: the step sizes' schedule reads it)
+        for t in (whole, first):
+            t.step()
+            t.iteration += 1
+    first.save()
+    second = Trainer(cfg, 5, tmp_path / "split", progress=False)
+    second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
+    for _ in range(40):
+        for t in (whole, second):
+            t.step()
+            t.iteration += 1
+    assert whole.games_done > 0 and whole.coh[1].any() and whole.coh_win[1].any()
+    assert np.array_equal(whole.w, second.w) and np.array_equal(whole.coh, second.coh)
+    assert np.array_equal(whole.wwin, second.wwin)
+    plain = Trainer(settings({**base, "expert": {"share": 0.0}}), 5, tmp_path / "plain", progress=False)
+    for _ in range(80):
+        plain.step()
+        plain.iteration += 1
+    assert plain.coh is None and plain.games_done == whole.games_done and not np.array_equal(plain.w, whole.w)
+
+
 def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(tmp_path):
     from experiments.common import load_config
     from experiments.train_ntuple import Trainer, settings
