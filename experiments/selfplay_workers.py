@@ -8,8 +8,9 @@ games in flight and generator), `restore(snapshot)` and `pid()`. `WorkerPool(act
 runs `workers` of them with one transport, chosen by one value:
 
 - `"processes"`: local processes of this machine (`multiprocessing`, forkserver where the platform has it, else
-  spawn; no Ray needed). Each talks to the driver over a pipe; the weights are sent to a worker only when it does
-  not hold that version yet.
+  spawn; no Ray needed). Each talks to the driver over a pipe; the newest weights are written once into a
+  shared-memory block, which a worker copies from at its next call when it does not hold that version yet (an
+  older version, replayed to a worker put back, goes by the pipe).
 - a Ray address (`"local"`, `"auto"`, `HOST:PORT`; `agents.distributed.RaySession`): Ray actors, named
   `harmonies-<name>-<pool id>-w<k>` so the Ray dashboard shows them; the weights are put once in the object store.
 
@@ -123,22 +124,37 @@ def _serve(conn: Any, actor: type, args: tuple, index: int, incarnation: int) ->
         conn.send(("err", _describe(e)))
         return
     conn.send(("ok", None))
-    weights: dict[int, Any] = {}
+    shared: dict[str, Any] = {}  # the driver's shared-memory blocks, attached once
     while True:
         try:
             method, call = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            if method == "play":
-                version, blob, steps = call
-                if blob is not None:  # the weights, pickled once by the driver for every worker
-                    weights = {version: pickle.loads(blob)}
-                call = (version, weights.get(version), steps)
+            if method == "play":  # the weights: None (it holds them), in shared memory, or pickled (a replay's)
+                version, sent, steps = call
+                call = (version, _weights_from(sent, shared), steps)
             out = ("ok", getattr(obj, method)(*call))
         except Exception as e:  # noqa: BLE001 - reported to the driver, which raises it
             out = ("err", _describe(e))
         conn.send(out)
+
+
+def _weights_from(sent: Any, shared: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """The weights a play call carries to a worker process: None, ("shm", block name, layout) (views of the driver's
+    shared memory, valid during the call: the actor copies what it keeps) or ("pickle", bytes)."""
+    if sent is None:
+        return None
+    if sent[0] == "pickle":
+        return pickle.loads(sent[1])
+    from multiprocessing import shared_memory
+
+    _, name, layout = sent
+    if name not in shared:
+        shared.clear()  # (a block of another size replaced the last one)
+        shared[name] = shared_memory.SharedMemory(name=name)
+    buf = shared[name].buf
+    return {k: np.ndarray(shape, dtype=np.dtype(dt), buffer=buf, offset=off) for k, dt, shape, off in layout}
 
 
 class _Process:
@@ -190,7 +206,11 @@ class WorkerPool:
         self.actor, self.args, self.transport = actor, tuple(args), transport
         self.held_versions = held_versions
         self.version = -1
-        self.weights: Any = None  # the newest published weights (Ray: an object ref; processes: pickled bytes)
+        self.weights: Any = None  # the newest published weights (Ray: an object ref; processes: the arrays)
+        self._shm: Any = None  # processes: the shared-memory block the newest weights are in
+        self._kept: dict[int, dict[str, np.ndarray]] = {}  # processes: the weights versions calls may replay
+        self._spare: list[dict[str, np.ndarray]] = []  # ... and buffers of versions no call needs any more
+        self._layout: list[tuple[str, str, tuple, int]] = []
         self.restarts = 0  # workers put back after their process died
         self.session: Any = None
         self._history: list[tuple[int, Any, int]] = []  # every play call since the last snapshot
@@ -202,7 +222,11 @@ class WorkerPool:
             self.actors: list[Any] = [_Process(self._ctx, actor, self.args, k, 0) for k in range(workers)]
             try:
                 for p in self.actors:
-                    p.recv()  # built (an actor's own error is raised here)
+                    try:
+                        p.recv()  # built (an actor's own error is raised here)
+                    except WorkerDied:
+                        raise RuntimeError(f"self-play worker {p.index}'s process ended while it started (its "
+                                           "error is printed above)") from None
             except BaseException:
                 self.close()
                 raise
@@ -239,8 +263,14 @@ class WorkerPool:
         if self.transport != PROCESSES:
             return getattr(actor, method).remote(*call)
         if method == "play":  # the weights only to a worker that does not hold them yet
-            version, blob, steps = call
-            call = (version, None if actor.version == version else blob, steps)
+            version, arrays, steps = call
+            if actor.version == version:
+                sent = None
+            elif version == self.version:  # the newest: every worker copies it from the one shared block
+                sent = ("shm", self._shm.name, self._layout)
+            else:  # an older version (a dead worker's calls replayed): by the pipe
+                sent = ("pickle", pickle.dumps(arrays, protocol=pickle.HIGHEST_PROTOCOL))
+            call = (version, sent, steps)
             actor.version = version
         actor.send(method, call)
         return actor
@@ -309,14 +339,53 @@ class WorkerPool:
     # ---- the interface ----
     def publish(self, weights: dict[str, Any]) -> int:
         """The learner's weights (arrays or tensors, copied now) for the workers' next calls; their version."""
-        arrays = {k: v.detach().cpu().numpy().copy() if hasattr(v, "detach") else np.array(v)
-                  for k, v in weights.items()}
+        arrays = {k: v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v) for k, v in weights.items()}
         self.version += 1
         if self.transport == PROCESSES:
-            self.weights = pickle.dumps(arrays, protocol=pickle.HIGHEST_PROTOCOL)  # once for every worker
+            self.weights = self._keep(arrays)
+            self._share(arrays)
         else:
             self.weights = self._put(arrays)
         return self.version
+
+    def _keep(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A copy of the weights for replaying a dead worker's calls, in the buffers of a version no call since the
+        last snapshot used when there is one (a fresh 13 MB array costs more in page faults than the copy)."""
+        used = {v for v, _, _ in self._history} | {self.version - 1}
+        for v in [v for v in self._kept if v not in used]:
+            self._spare.append(self._kept.pop(v))
+        del self._spare[(self.held_versions or 0) + 2:]
+        spare = self._spare.pop() if self._spare else None
+        fits = spare is not None and spare.keys() == arrays.keys() and all(
+            spare[k].shape == a.shape and spare[k].dtype == a.dtype for k, a in arrays.items())
+        out = spare if fits else {k: np.empty_like(a) for k, a in arrays.items()}
+        for k, a in arrays.items():
+            out[k][...] = a
+        self._kept[self.version] = out
+        return out
+
+    def _share(self, arrays: dict[str, np.ndarray]) -> None:
+        """Write the newest weights into the shared-memory block the worker processes read them from (between two
+        play calls: no worker reads it then), a new block when their size changed."""
+        from multiprocessing import shared_memory
+
+        layout, off = [], 0
+        for k, v in arrays.items():
+            off = -(-off // 64) * 64
+            layout.append((k, v.dtype.str, tuple(v.shape), off))
+            off += v.nbytes
+        if self._shm is None or self._shm.size < max(off, 1):
+            self._unshare()
+            self._shm = shared_memory.SharedMemory(create=True, size=max(off, 1))
+        for (k, dt, shape, o), v in zip(layout, arrays.values()):
+            np.ndarray(shape, dtype=np.dtype(dt), buffer=self._shm.buf, offset=o)[...] = v
+        self._layout = layout
+
+    def _unshare(self) -> None:
+        if self._shm is not None:
+            self._shm.close()
+            self._shm.unlink()
+            self._shm = None
 
     def play(self, steps: int = 1) -> list[Any]:
         """Every worker's results of `steps` turns with the newest published weights (worker order)."""
@@ -347,6 +416,7 @@ class WorkerPool:
         if self.transport == PROCESSES:
             for p in self.actors:
                 p.close()
+            self._unshare()
         else:
             import ray
 

@@ -444,12 +444,16 @@ class Trainer:
             self.pool.restore(self.worker_snaps)
             self.worker_snaps = None
         if self.published is None:
-            self.published = self.w.copy()
-        self.pool.publish({"w": self.published})
+            self.publish()
+        else:
+            self.pool.publish({"w": self.published})
 
     def publish(self) -> None:
         """The network's current weights to the workers (for their next turns)."""
-        self.published = self.w.copy()
+        if self.published is None or self.published.shape != self.w.shape:
+            self.published = self.w.copy()
+        else:  # one buffer, copied into (a fresh 13 MB array costs more in page faults than the copy)
+            self.published[...] = self.w
         self.pool.publish({"w": self.published})
 
     def close(self) -> None:
@@ -609,10 +613,12 @@ class SelfPlayWorker:
                                   g.targets[: g.m].copy(), g.m, g.totals.copy(), g.won.copy()))
 
         decisions, finished, searched = tr.decisions, tr.games_done, tr.searched
+        t0 = time.perf_counter()
         for _ in range(int(steps)):
             tr.play_turn(keep)
         return {"games": pack_games(games), "decisions": tr.decisions - decisions, "finished": tr.games_done - finished,
-                "searched": tr.searched - searched, "version": self.version, "incarnation": self.incarnation}
+                "searched": tr.searched - searched, "version": self.version, "incarnation": self.incarnation,
+                "seconds": time.perf_counter() - t0}  # (its play's wall time: benchmarks/bench_selfplay.py)
 
     def snapshot(self) -> dict[str, Any]:
         """The games in flight (their recorded afterstates compact) and the generator: what a worker put back needs

@@ -58,6 +58,35 @@ def test_packed_rows_and_games_come_back_exactly():
         assert g.m == h.m and all(np.array_equal(x, y, equal_nan=True) for x, y in zip(g, h) if x is not g.m)
 
 
+def test_the_pool_snapshots_itself_to_bound_the_weights_it_keeps():
+    """With `held_versions` = 2 the pool takes its own snapshots; a worker killed after that is put back from one and
+    plays what it would have played (every weights version its calls used since, replayed)."""
+    from experiments.common import read_toml
+    from experiments.selfplay_workers import WorkerPool
+    from experiments.train_ntuple import SelfPlayWorker, settings
+
+    cfg = settings({**read_toml(TINY), "selfplay": {**read_toml(TINY)["selfplay"], "games": 2}})
+
+    def run(kill: bool) -> tuple[list[dict], int]:
+        out = []
+        with WorkerPool(SelfPlayWorker, (cfg, 1), 1, held_versions=2) as pool:
+            for i in range(50):
+                if i % 2 == 0:
+                    pool.publish({"w": np.full(N.LAYOUT_WEIGHTS[2], 0.01 * i, np.float32)})
+                if kill and i == 41:
+                    os.kill(pool.pids()[0], signal.SIGKILL)
+                out.append(pool.play(1)[0])
+                assert len({v for v, _, _ in pool._history}) <= 2
+            return out, pool.restarts
+
+    want, _ = run(False)
+    got, restarts = run(True)
+    assert restarts == 1 and sum(r["finished"] for r in got) > 0
+    for a, b in zip(want, got):
+        assert a["decisions"] == b["decisions"] and a["games"]["m"].tolist() == b["games"]["m"].tolist()
+        assert np.array_equal(a["games"]["preds"], b["games"]["preds"])
+
+
 def test_workers_run_trains_and_counts_its_games(reference):
     summary = json.loads((reference / "summary.json").read_text())
     assert summary["workers"] == 2 and summary["worker_restarts"] == 0 and summary["games"] > 0
