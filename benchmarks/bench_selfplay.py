@@ -141,7 +141,11 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
     workers (the shipped config, one thread each; no evaluation) for about `seconds` of wall time after a warm-up
     iteration: decisions per wall second over all workers, and the costs that limit it: a worker's own decision rate
     (in its play calls), the driver's `learn` per finished game, its wait for the workers, and one weights sync
-    (`publish` + a play call of 0 turns: the weights pickled, sent and loaded by every worker)."""
+    (`Trainer.publish` + a play call of 0 turns: the weights copied into the shared block and loaded by every worker;
+    the median of 5 after 3 warm-up ones) and one snapshot of every worker's games (which the pool takes every
+    `held_versions` publications to bound the weights it keeps, and every checkpoint)."""
+    import numpy as np
+
     from experiments.common import read_toml
     from experiments.train_ntuple import Trainer, settings
 
@@ -152,11 +156,16 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
     try:
         tr.step()  # warm-up: the workers load the kernels
         tr.iteration += 1
-        t0 = time.perf_counter()
-        for _ in range(3):
+        syncs, snaps = [], []
+        for _ in range(8):  # the first 3 warm up (buffers allocated, the shared block mapped), 5 timed
+            t0 = time.perf_counter()
+            tr.pool.snapshot()  # (what the pool does every `held_versions` versions: timed apart)
+            t1 = time.perf_counter()
             tr.publish()
             tr.pool.play(0)
-        sync = (time.perf_counter() - t0) / 3
+            syncs.append(time.perf_counter() - t1)
+            snaps.append(t1 - t0)
+        sync, snap = float(np.median(syncs[3:])), float(np.median(snaps[3:]))
         costs = {"learn": 0.0, "wait": 0.0, "worker": 0.0}
         learn, play = tr.learn, tr.pool.play
 
@@ -187,6 +196,7 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
             "worker_decisions_per_s": round(d / max(costs["worker"], 1e-9), 1),
             "learn_ms_per_game": round(1000 * costs["learn"] / max(g, 1), 2),
             "wait_share": round(costs["wait"] / wall, 3), "sync_ms": round(1000 * sync, 1),
+            "snapshot_ms": round(1000 * snap, 1),
             "sync_every": int(sp["sync_every"]), "candidates": int(sp["candidates"]), "beam": int(sp["beam"]),
             "games": int(sp["games"])}
 

@@ -19,6 +19,14 @@ planner (`greedy`, beam `eval.opponent_beam`) on `eval.games` fixed seeds that t
 both seatings); rows go to `eval.csv` (and TensorBoard `tb/` when installed) and the best by win rate (then mean
 score) to `best.npz/.json`. Evaluations draw nothing from the training generator.
 
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`SelfPlayWorker` in
+`experiments.selfplay_workers.WorkerPool`: local processes, or Ray actors with `--ray ADDRESS`, `run.ray`), each
+with its own `selfplay.games` games and generator seeded from (seed, worker index); an iteration is a turn in every
+game of every worker, whose finished games the learner applies `learn_game` to in worker order, and the weights are
+published to the workers every `selfplay.sync_every` iterations. The same seed and worker count give the same
+weights on either transport; checkpoints hold the workers' games in flight, so `--resume` is exact, and a worker that
+dies is put back where it was (docs/distributed.md, section 6).
+
 Reproducible and kill-safe: the run is a function of its config and seed (one numpy generator, checkpointed); every
 `run.checkpoint_every` iterations the complete trainer state (weights, games in flight, their recorded afterstates,
 generator, counters) is written as `checkpoints/step_<iteration>.npz` + `.json` (`experiments.common
