@@ -677,7 +677,7 @@ def run(args: RunArgs) -> dict[str, Any]:
         try:
             trainer.connect(cfg["run"]["ray"] or PROCESSES)
         except ImportError as e:
-            from harmonies_apps.cli import install_hint
+            from harmonies_env.firstrun import install_hint
 
             raise ConfigError(f"--ray needs {e.name or 'ray'}, from the \"distributed\" extra: "
                               f"{install_hint('distributed')}") from None

@@ -162,3 +162,14 @@ def test_worker_flags_are_one_line_errors(reference, tmp_path, capsys):
     assert train.cli(["learned", "--run", str(run), "--resume", "--workers", "3", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "with 2 self-play workers cannot go on with selfplay.workers = 3" in err[0], err
+
+
+def test_ray_missing_names_the_distributed_extra(tmp_path, monkeypatch, capsys):
+    from experiments import train
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert train.cli(["learned", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
+                      "--workers", "2", "--ray", "local"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ['python -m experiments.train: learned: --ray needs ray, from the "distributed" extra: '
+                   'pip install -e ".[distributed]"']
