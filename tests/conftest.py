@@ -87,10 +87,11 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
 # ---- pytest-xdist: the suite runs on every core (pyproject's addopts: -n auto) -------------------------------
 #: Test files that start a local Ray instance: one worker runs them all, one after the other (two Ray instances on
 #: a small machine fight for their CPUs and memory).
-RAY_FILES = {"test_ray.py", "test_rllib.py", "test_workers.py"}
+RAY_FILES = {"test_ray.py", "test_rllib.py"}
 #: Test files with a module-scoped fixture (a wheel built, a game or a run played once for the file): each runs on
 #: one worker, in order, so the fixture is built once.
-WHOLE_FILES = {"test_browser.py", "test_packaging.py", "test_play.py", "test_render.py", "test_training.py"}
+WHOLE_FILES = {"test_browser.py", "test_packaging.py", "test_play.py", "test_render.py", "test_training.py",
+               "test_workers.py"}
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -1,9 +1,9 @@
 """The n-tuple learner's self-play workers (`harmonies train learned --workers N [--ray ADDRESS]`, issue 37 item 3):
-2 workers on local processes give the same weights as 2 Ray actors, as a run where one worker process is SIGKILLed
-mid-run, and as a run whose driver is SIGKILLed after a checkpoint and resumed with --resume.
+2 workers on local processes give the same weights as a run where one worker process is SIGKILLed mid-run, and as a
+run whose driver is SIGKILLed after a checkpoint and resumed with --resume.
 
-The tiny config, 60 iterations (games end and teach the network), 4 games a worker, no evaluations. The Ray case
-starts one local Ray instance of 2 CPUs for itself (skipped without Ray, except under CI).
+The tiny config, 60 iterations (games end and teach the network), 4 games a worker, no evaluations. The Ray case is
+in tests/test_ray.py (`test_learned_workers_on_ray_give_the_processes_weights`), on that file's one Ray instance.
 """
 from __future__ import annotations
 
@@ -134,15 +134,6 @@ def test_a_killed_driver_resumes_to_the_same_weights(reference, tmp_path):
                        timeout=300)
     assert p.returncode == 0, p.stdout.decode()
     assert np.array_equal(_weights(run), _weights(reference))
-
-
-def test_ray_actors_give_the_processes_weights(reference, tmp_path):
-    if not os.environ.get("CI"):
-        pytest.importorskip("ray", reason="Ray is the optional distributed extra: pip install -e .[distributed]")
-    from experiments import train
-
-    assert train.main([*RUN, "--run", str(tmp_path / "ray"), "--ray", "local"]) == 0
-    assert np.array_equal(_weights(tmp_path / "ray"), _weights(reference))
 
 
 def test_worker_flags_are_one_line_errors(reference, tmp_path, capsys):
