@@ -140,7 +140,8 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
     """The `selfplay_learned_workers` case: the n-tuple trainer's loop (`Trainer.step`) with `workers` self-play
     workers (the shipped config, one thread each; no evaluation) for about `seconds` of wall time after a warm-up
     iteration: decisions per wall second over all workers, and the costs that limit it: a worker's own decision rate
-    (in its play calls), the driver's `learn` per finished game, its wait for the workers, and one weights sync
+    (in its play calls), the driver's `learn` per finished game, its wait for the workers (`gather`: they play the
+    next iteration while the driver learns), and one weights sync
     (`Trainer.publish` + a play call of 0 turns: the weights copied into the shared block and loaded by every worker;
     the median of 5 after 3 warm-up ones) and one snapshot of every worker's games (which the pool takes every
     `held_versions` publications to bound the weights it keeps, and every checkpoint)."""
@@ -156,6 +157,7 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
     try:
         tr.step()  # warm-up: the workers load the kernels
         tr.iteration += 1
+        tr._next = tr.pool.gather()  # (the call in flight: its results are the next iteration's)
         syncs, snaps = [], []
         for _ in range(8):  # the first 3 warm up (buffers allocated, the shared block mapped), 5 timed
             t0 = time.perf_counter()
@@ -167,21 +169,21 @@ def learned_workers_rate(config: str, workers: int, seconds: float, transport: s
             snaps.append(t1 - t0)
         sync, snap = float(np.median(syncs[3:])), float(np.median(snaps[3:]))
         costs = {"learn": 0.0, "wait": 0.0, "worker": 0.0}
-        learn, play = tr.learn, tr.pool.play
+        learn, gather = tr.learn, tr.pool.gather
 
         def timed_learn(game):  # noqa: ANN001
             t = time.perf_counter()
             learn(game)
             costs["learn"] += time.perf_counter() - t
 
-        def timed_play(steps):  # noqa: ANN001
+        def timed_gather():  # noqa: ANN202
             t = time.perf_counter()
-            out = play(steps)
+            out = gather()
             costs["wait"] += time.perf_counter() - t
             costs["worker"] += sum(r["seconds"] for r in out)
             return out
 
-        tr.learn, tr.pool.play = timed_learn, timed_play
+        tr.learn, tr.pool.gather = timed_learn, timed_gather
         d0, g0, i0, t0 = tr.decisions, tr.games_done, tr.iteration, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             tr.step()

@@ -9,15 +9,17 @@ runs `workers` of them with one transport, chosen by one value:
 
 - `"processes"`: local processes of this machine (`multiprocessing`, forkserver where the platform has it, else
   spawn; no Ray needed). Each talks to the driver over a pipe; the newest weights are written once into a
-  shared-memory block, which a worker copies from at its next call when it does not hold that version yet (an
-  older version, replayed to a worker put back, goes by the pipe).
+  shared-memory block (of two: never the one the call in flight reads), which a worker copies from at its next call
+  when it does not hold that version yet (an older version, replayed to a worker put back, goes by the pipe).
 - a Ray address (`"local"`, `"auto"`, `HOST:PORT`; `agents.distributed.RaySession`): Ray actors, named
   `harmonies-<name>-<pool id>-w<k>` so the Ray dashboard shows them; the weights are put once in the object store.
 
 The interface: `publish(weights)` (the learner's newest weights, a dict of arrays: the version the workers play with
 from their next call), `play(steps)` (every worker's results of `steps` turns, in worker order: with the same seed,
-the same number of workers and the same publishing schedule, the same results on either transport), `snapshot()` /
-`restore(snaps)` (every worker's games in flight, for the learner's checkpoint), `pids()`, `restarts`, `close()`.
+the same number of workers and the same publishing schedule, the same results on either transport; `submit(steps)`
+then `gather()` is the same call split, so the learner can learn and publish while the workers play),
+`snapshot()` / `restore(snaps)` (every worker's games in flight, for the learner's checkpoint; not while a call is in
+flight), `pids()`, `restarts`, `close()`.
 
 A worker that dies is put back: its process is started again (a new incarnation; on Ray, Ray restarts it,
 `max_restarts`), the driver restores the worker's last snapshot (taken by `snapshot()`/`restore()`, when the pool
@@ -137,7 +139,10 @@ def _serve(conn: Any, actor: type, args: tuple, index: int, incarnation: int) ->
             out = ("ok", getattr(obj, method)(*call))
         except Exception as e:  # noqa: BLE001 - reported to the driver, which raises it
             out = ("err", _describe(e))
-        conn.send(out)
+        try:
+            conn.send(out)
+        except OSError:  # the driver closed the pool while this call was in flight (or died): nothing to answer
+            return
 
 
 def _weights_from(sent: Any, shared: dict[str, Any]) -> dict[str, np.ndarray] | None:
@@ -207,10 +212,12 @@ class WorkerPool:
         self.held_versions = held_versions
         self.version = -1
         self.weights: Any = None  # the newest published weights (Ray: an object ref; processes: the arrays)
-        self._shm: Any = None  # processes: the shared-memory block the newest weights are in
+        self._blocks: list[Any] = [None, None]  # processes: two shared-memory blocks of weights (one may be read by
+        self._layouts: list[list] = [[], []]  # the call in flight while the other takes the newest weights)
+        self._cur = 0  # the block of the newest weights
         self._kept: dict[int, dict[str, np.ndarray]] = {}  # processes: the weights versions calls may replay
         self._spare: list[dict[str, np.ndarray]] = []  # ... and buffers of versions no call needs any more
-        self._layout: list[tuple[str, str, tuple, int]] = []
+        self._pending: tuple[tuple[int, Any, int], list[Any], int] | None = None  # (call, handles, block) in flight
         self.restarts = 0  # workers put back after their process died
         self.session: Any = None
         self._history: list[tuple[int, Any, int]] = []  # every play call since the last snapshot
@@ -267,7 +274,7 @@ class WorkerPool:
             if actor.version == version:
                 sent = None
             elif version == self.version:  # the newest: every worker copies it from the one shared block
-                sent = ("shm", self._shm.name, self._layout)
+                sent = ("shm", self._blocks[self._cur].name, self._layouts[self._cur])
             else:  # an older version (a dead worker's calls replayed): by the pipe
                 sent = ("pickle", pickle.dumps(arrays, protocol=pickle.HIGHEST_PROTOCOL))
             call = (version, sent, steps)
@@ -352,6 +359,8 @@ class WorkerPool:
         """A copy of the weights for replaying a dead worker's calls, in the buffers of a version no call since the
         last snapshot used when there is one (a fresh 13 MB array costs more in page faults than the copy)."""
         used = {v for v, _, _ in self._history} | {self.version - 1}
+        if self._pending is not None:
+            used.add(self._pending[0][0])
         for v in [v for v in self._kept if v not in used]:
             self._spare.append(self._kept.pop(v))
         del self._spare[(self.held_versions or 0) + 2:]
@@ -365,8 +374,8 @@ class WorkerPool:
         return out
 
     def _share(self, arrays: dict[str, np.ndarray]) -> None:
-        """Write the newest weights into the shared-memory block the worker processes read them from (between two
-        play calls: no worker reads it then), a new block when their size changed."""
+        """Write the newest weights into a shared-memory block the worker processes read them from: not the block of
+        the call in flight (its workers may still be copying from it), a new block when their size changed."""
         from multiprocessing import shared_memory
 
         layout, off = [], 0
@@ -374,49 +383,85 @@ class WorkerPool:
             off = -(-off // 64) * 64
             layout.append((k, v.dtype.str, tuple(v.shape), off))
             off += v.nbytes
-        if self._shm is None or self._shm.size < max(off, 1):
-            self._unshare()
-            self._shm = shared_memory.SharedMemory(create=True, size=max(off, 1))
+        b = 1 - (self._pending[2] if self._pending is not None else self._cur)
+        if self._blocks[b] is None or self._blocks[b].size < max(off, 1):
+            self._unshare(b)
+            self._blocks[b] = shared_memory.SharedMemory(create=True, size=max(off, 1))
         for (k, dt, shape, o), v in zip(layout, arrays.values()):
-            np.ndarray(shape, dtype=np.dtype(dt), buffer=self._shm.buf, offset=o)[...] = v
-        self._layout = layout
+            np.ndarray(shape, dtype=np.dtype(dt), buffer=self._blocks[b].buf, offset=o)[...] = v
+        self._layouts[b], self._cur = layout, b
 
-    def _unshare(self) -> None:
-        if self._shm is not None:
-            self._shm.close()
-            self._shm.unlink()
-            self._shm = None
+    def _unshare(self, b: int) -> None:
+        if self._blocks[b] is not None:
+            self._blocks[b].close()
+            self._blocks[b].unlink()
+            self._blocks[b] = None
 
-    def play(self, steps: int = 1) -> list[Any]:
-        """Every worker's results of `steps` turns with the newest published weights (worker order)."""
+    @property
+    def busy(self) -> bool:
+        """Whether a play call is in flight (`submit` made, `gather` not yet)."""
+        return self._pending is not None
+
+    def _idle(self, what: str) -> None:
+        if self._pending is not None:
+            raise RuntimeError(f"{what} while a play call is in flight: gather() it first")
+
+    def submit(self, steps: int = 1) -> None:
+        """Start every worker's `steps` turns with the newest published weights; `gather()` returns the results. The
+        learner may learn and publish meanwhile (the newer weights are for the calls after this one)."""
+        self._idle("submit()")
         call = (self.version, self.weights, int(steps))
-        out = self._all("play", call)
+        handles: list[Any] = []
+        for k in range(len(self.actors)):
+            try:
+                handles.append(self._submit(k, "play", call))
+            except WorkerDied:
+                handles.append(None)
+        self._pending = (call, handles, self._cur)
+
+    def gather(self) -> list[Any]:
+        """The results of the call in flight, in worker order (a worker that died meanwhile put back and asked
+        again)."""
+        if self._pending is None:
+            raise RuntimeError("gather() without a play call in flight: submit() one first")
+        call, handles, _ = self._pending
+        out = [self._finish(k, h, "play", call) for k, h in enumerate(handles)]
         self._history.append(call)
+        self._pending = None
         if self.held_versions is not None and len({v for v, _, _ in self._history}) > self.held_versions:
             self.snapshot()  # a new base to replay from: the old weights can go
         return out
 
+    def play(self, steps: int = 1) -> list[Any]:
+        """Every worker's results of `steps` turns with the newest published weights (worker order)."""
+        self.submit(steps)
+        return self.gather()
+
     def snapshot(self) -> list[Any]:
         """Every worker's games in flight and generator (worker order); also where a dead worker is put back."""
+        self._idle("snapshot()")
         snaps = self._all("snapshot", ())
         self._base, self._history = [self._put(s) for s in snaps], []
         return snaps
 
     def restore(self, snaps: Sequence[Any]) -> None:
         """Every worker back to a snapshot (`snapshot()`'s list, e.g. from a checkpoint)."""
+        self._idle("restore()")
         if len(snaps) != len(self.actors):
             raise ValueError(f"a snapshot of {len(snaps)} workers cannot resume {len(self.actors)}")
         self._base, self._history = [self._put(s) for s in snaps], []
         self._all_each("restore", [(b,) for b in self._base])
 
     def pids(self) -> list[int]:
+        self._idle("pids()")
         return [int(p) for p in self._all("pid", ())]
 
     def close(self) -> None:
         if self.transport == PROCESSES:
             for p in self.actors:
                 p.close()
-            self._unshare()
+            self._unshare(0)
+            self._unshare(1)
         else:
             import ray
 

@@ -22,8 +22,9 @@ score) to `best.npz/.json`. Evaluations draw nothing from the training generator
 `--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`SelfPlayWorker` in
 `experiments.selfplay_workers.WorkerPool`: local processes, or Ray actors with `--ray ADDRESS`, `run.ray`), each
 with its own `selfplay.games` games and generator seeded from (seed, worker index); an iteration is a turn in every
-game of every worker, whose finished games the learner applies `learn_game` to in worker order, and the weights are
-published to the workers every `selfplay.sync_every` iterations. The same seed and worker count give the same
+game of every worker, whose finished games the learner applies `learn_game` to in worker order (while the workers
+play the next iteration's turns), and the weights are published to the workers every `selfplay.sync_every`
+iterations. The same seed and worker count give the same
 weights on either transport; checkpoints hold the workers' games in flight, so `--resume` is exact, and a worker that
 dies is put back where it was (docs/distributed.md, section 6).
 
@@ -258,6 +259,35 @@ def unpack_games(p: dict[str, Any]) -> list[Finished]:
     return out
 
 
+def _flatten(d: dict[str, Any], prefix: str = "") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A nested dict's arrays by dotted key (for an .npz) and its other values (for JSON), nested as they were."""
+    arrays: dict[str, np.ndarray] = {}
+    rest: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            a, r = _flatten(v, f"{prefix}{k}.")
+            arrays.update(a)
+            if r:
+                rest[k] = r
+        elif isinstance(v, np.ndarray):
+            arrays[f"{prefix}{k}"] = v
+        else:
+            rest[k] = v
+    return arrays, rest
+
+
+def _unflatten(arrays: dict[str, np.ndarray], rest: dict[str, Any]) -> dict[str, Any]:
+    """The nested dict `_flatten` split."""
+    out: dict[str, Any] = json.loads(json.dumps(rest))
+    for key, v in arrays.items():
+        *path, last = key.split(".")
+        node = out
+        for p in path:
+            node = node.setdefault(p, {})
+        node[last] = v
+    return out
+
+
 class Trainer:
     """Batched self-play + TD(lambda) of the n-tuple network (module docstring)."""
 
@@ -303,6 +333,7 @@ class Trainer:
         self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
         self.published: np.ndarray | None = None  # the weights they play with (a copy)
         self.worker_snaps: list[dict[str, Any]] | None = None  # their games in flight, from a checkpoint
+        self._next: list[dict[str, Any]] | None = None  # the next iteration's results, gathered by a checkpoint
         self._rate_from = (time.perf_counter(), 0)  # (when, decisions) this process started: the bar's rate
         for r in range(self.G):
             self._new_game(r)
@@ -369,7 +400,14 @@ class Trainer:
         if self.pool is None:
             self.play_turn(self.learn)
             return
-        for res in self.pool.play(1):
+        if self._next is not None:  # gathered by a checkpoint (or read from one)
+            results, self._next = self._next, None
+        else:
+            if not self.pool.busy:
+                self.pool.submit(1)
+            results = self.pool.gather()
+        self.pool.submit(1)  # the next iteration's turns, played while the driver learns this one's games
+        for res in results:
             for game in unpack_games(res["games"]):
                 self.learn(game)
             self.decisions += int(res["decisions"])
@@ -518,10 +556,17 @@ class Trainer:
         buf = io.BytesIO()
         extra: dict[str, np.ndarray] = {} if self.wwin is None else {"wwin": self.wwin}
         plain: list[dict[str, Any]] = []
+        nxt: list[dict[str, Any]] = []
         if self.pool is not None:
+            if self.pool.busy:  # the next iteration's turns: their results go into the checkpoint, to learn next
+                self._next = self.pool.gather()
             for k, snap in enumerate(self.pool.snapshot()):
                 extra.update({f"worker{k}_{key}": v for key, v in snap.items() if isinstance(v, np.ndarray)})
                 plain.append({key: v for key, v in snap.items() if not isinstance(v, np.ndarray)})
+            for k, res in enumerate(self._next or []):
+                arrays, rest = _flatten(res)
+                extra.update({f"next{k}.{key}": v for key, v in arrays.items()})
+                nxt.append(rest)
             if not np.array_equal(self.published, self.w):
                 extra["published"] = self.published
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
@@ -531,7 +576,7 @@ class Trainer:
                 "searched": self.searched,
                 "win_loss_ema": None if math.isnan(self.win_loss_ema) else self.win_loss_ema,
                 "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed(),
-                **({"workers": plain} if self.pool is not None else {})}
+                **({"workers": plain, "next": nxt} if self.pool is not None else {})}
         folder = self.run / "checkpoints"
         save_checkpoint(folder, self.iteration, buf.getvalue(), meta, keep=int(self.cfg["run"]["keep"]),
                         suffix=".npz")
@@ -565,6 +610,9 @@ class Trainer:
                                          if key.startswith(f"worker{k}_")}, **plain}
                                      for k, plain in enumerate(held)]
                 self.published = z["published"] if "published" in z.files else None
+                self._next = [_unflatten({key[len(f"next{k}."):]: z[key] for key in z.files
+                                          if key.startswith(f"next{k}.")}, rest)
+                              for k, rest in enumerate(meta.get("next") or [])] or None
         self.iteration = int(meta["iteration"])
         self.games_done = int(meta["games_done"])
         self.decisions = int(meta["decisions"])

@@ -96,21 +96,21 @@ def test_workers_run_trains_and_counts_its_games(reference):
 
 
 def test_a_killed_worker_process_changes_nothing(reference, tmp_path, monkeypatch):
-    """Worker 1's process is SIGKILLed at the driver's 15th play call (mid-run, between two checkpoints): it is
+    """Worker 1's process is SIGKILLed before the driver's 15th play call (mid-run, between two checkpoints): it is
     started again, restored and replayed, and the run ends with the reference's weights."""
     from experiments import train
     from experiments.selfplay_workers import WorkerPool
 
-    play, calls, pids = WorkerPool.play, [], []
+    submit, calls, pids = WorkerPool.submit, [], []
 
-    def play_and_kill(self, steps=1):
+    def kill_and_submit(self, steps=1):
         calls.append(steps)
         if len(calls) == 15:
             pids.append(self.pids()[1])
             os.kill(pids[0], signal.SIGKILL)
-        return play(self, steps)
+        return submit(self, steps)
 
-    monkeypatch.setattr(WorkerPool, "play", play_and_kill)
+    monkeypatch.setattr(WorkerPool, "submit", kill_and_submit)
     assert train.main([*RUN, "--run", str(tmp_path / "killed")]) == 0
     summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
     assert pids and summary["worker_restarts"] == 1 and summary["iteration"] == 60
