@@ -32,8 +32,8 @@ many copies of the weights.
 
 `SelfPlayWorkers(cfg, seed, workers, address)` is the MLP trainer's pool (`SelfPlayActor`: a `train_mlp.Trainer`'s
 self-play) on Ray (its `collect(steps)` is `play`; the weights of every call since the last checkpoint are kept), as
-before: `--workers N` of `mlp` runs Ray actors; the n-tuple
-learner's actor is `experiments.train_ntuple.SelfPlayWorker`.
+before: `--workers N` of `mlp` runs Ray actors. The n-tuple learner's actor is
+`experiments.train_ntuple.SelfPlayWorker` (`--workers N`: processes; `--ray ADDRESS`: Ray actors).
 """
 from __future__ import annotations
 
