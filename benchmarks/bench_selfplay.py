@@ -13,6 +13,12 @@ played (`play_plan`), finished games replaced, for --cpu-seconds of this process
 other jobs on the machine count less; after one warm-up turn). Prints decisions and ranked candidates per
 CPU-second. The games are a function of --seed. `selfplay_learned_trainer` (only when named): the n-tuple trainer's
 own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
+`selfplay_learned_workers` (only when named): that loop with N self-play workers (`--workers`; local processes, or
+Ray actors with `--ray ADDRESS`) for --learned-seconds of wall time: decisions per wall second over all workers, a
+worker's own rate, the driver's learning per finished game, its share of time waiting on the workers and the cost
+of one weights sync (docs/distributed.md, section 6).
+
+    python -m benchmarks.bench_selfplay --cases selfplay_learned_workers --workers 1 2 --learned-seconds 40
 
 The MLP's cases (each worker a `train_mlp.Trainer`'s self-play with its own `selfplay.games` games, warmed up
 first):
@@ -129,6 +135,74 @@ def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict
             "beam": int(sp["beam"]), "games": int(sp["games"]), "threads": 1}
 
 
+def learned_workers_rate(config: str, workers: int, seconds: float, transport: str = "processes",
+                         seed: int = 0) -> dict:
+    """The `selfplay_learned_workers` case: the n-tuple trainer's loop (`Trainer.step`) with `workers` self-play
+    workers (the shipped config, one thread each; no evaluation) for about `seconds` of wall time after a warm-up
+    iteration: decisions per wall second over all workers, and the costs that limit it: a worker's own decision rate
+    (in its play calls), the driver's `learn` per finished game, its wait for the workers (`gather`: they play the
+    next iteration while the driver learns), and one weights sync
+    (`Trainer.publish` + a play call of 0 turns: the weights copied into the shared block and loaded by every worker;
+    the median of 5 after 3 warm-up ones) and one snapshot of every worker's games (which the pool takes every
+    `held_versions` publications to bound the weights it keeps, and every checkpoint)."""
+    import numpy as np
+
+    from experiments.common import read_toml
+    from experiments.train_ntuple import Trainer, settings
+
+    cfg = settings(read_toml(config))
+    cfg["selfplay"].update(threads=1, workers=workers)
+    tr = Trainer(cfg, seed=seed, run=None, progress=False)
+    tr.connect(transport)
+    try:
+        tr.step()  # warm-up: the workers load the kernels
+        tr.iteration += 1
+        tr._next = tr.pool.gather()  # (the call in flight: its results are the next iteration's)
+        syncs, snaps = [], []
+        for _ in range(8):  # the first 3 warm up (buffers allocated, the shared block mapped), 5 timed
+            t0 = time.perf_counter()
+            tr.pool.snapshot()  # (what the pool does every `held_versions` versions: timed apart)
+            t1 = time.perf_counter()
+            tr.publish()
+            tr.pool.play(0)
+            syncs.append(time.perf_counter() - t1)
+            snaps.append(t1 - t0)
+        sync, snap = float(np.median(syncs[3:])), float(np.median(snaps[3:]))
+        costs = {"learn": 0.0, "wait": 0.0, "worker": 0.0}
+        learn, gather = tr.learn, tr.pool.gather
+
+        def timed_learn(game):  # noqa: ANN001
+            t = time.perf_counter()
+            learn(game)
+            costs["learn"] += time.perf_counter() - t
+
+        def timed_gather():  # noqa: ANN202
+            t = time.perf_counter()
+            out = gather()
+            costs["wait"] += time.perf_counter() - t
+            costs["worker"] += sum(r["seconds"] for r in out)
+            return out
+
+        tr.learn, tr.pool.gather = timed_learn, timed_gather
+        d0, g0, i0, t0 = tr.decisions, tr.games_done, tr.iteration, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            tr.step()
+            tr.iteration += 1
+        wall = time.perf_counter() - t0
+    finally:
+        tr.close()
+    d, g = tr.decisions - d0, tr.games_done - g0
+    sp = cfg["selfplay"]
+    return {"transport": transport, "decisions": d, "finished_games": g, "iterations": tr.iteration - i0,
+            "wall_s": round(wall, 2), "decisions_per_s": round(d / wall, 1),
+            "worker_decisions_per_s": round(d / max(costs["worker"], 1e-9), 1),
+            "learn_ms_per_game": round(1000 * costs["learn"] / max(g, 1), 2),
+            "wait_share": round(costs["wait"] / wall, 3), "sync_ms": round(1000 * sync, 1),
+            "snapshot_ms": round(1000 * snap, 1),
+            "sync_every": int(sp["sync_every"]), "candidates": int(sp["candidates"]), "beam": int(sp["beam"]),
+            "games": int(sp["games"])}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -141,15 +215,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seconds", type=float, default=3.0, help="wall time of each MLP case and worker count")
     ap.add_argument("--steps", type=int, default=4, help="self-play steps of each actor per collect round (Ray)")
+    ap.add_argument("--learned-seconds", type=float, default=40.0,
+                    help="wall time of each selfplay_learned_workers worker count")
+    ap.add_argument("--ray", default=None, metavar="ADDRESS",
+                    help="selfplay_learned_workers on Ray actors at ADDRESS (local, auto, HOST:PORT), not processes")
     cases = ["selfplay_learned", "selfplay_processes", "selfplay_ray"]
-    ap.add_argument("--cases", nargs="+", default=cases, choices=[*cases, "selfplay_learned_trainer"],
-                    help="selfplay_learned_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds")
+    ap.add_argument("--cases", nargs="+", default=cases,
+                    choices=[*cases, "selfplay_learned_trainer", "selfplay_learned_workers"],
+                    help="selfplay_learned_trainer (not run by default): the n-tuple trainer's loop for --cpu-seconds; "
+                    "selfplay_learned_workers (not run by default): that loop with --workers self-play workers")
     args = ap.parse_args(argv)
     command = " ".join(["python -m benchmarks.bench_selfplay", *(argv if argv is not None else sys.argv[1:])])
     if "selfplay_learned_trainer" in args.cases:
         res = learned_trainer_rate(args.learned_config, args.cpu_seconds)
         print(json.dumps({"table": "learned", "case": "selfplay_learned_trainer", **res, "command": command,
                           "load1": round(os.getloadavg()[0], 2)}), flush=True)
+    if "selfplay_learned_workers" in args.cases:
+        for n in args.workers:
+            res = learned_workers_rate(args.learned_config, n, args.learned_seconds, args.ray or "processes")
+            print(json.dumps({"table": "distributed", "case": "selfplay_learned_workers", "workers": n, **res,
+                              "command": command, "load1": round(os.getloadavg()[0], 2)}), flush=True)
     if "selfplay_learned" in args.cases:
         res = learned_rate(args.learned_config, args.cpu_seconds)
         print(json.dumps({"table": "learned", "case": "selfplay_learned", **res, "command": command,

@@ -1,34 +1,50 @@
-"""Self-play for the MLP's trainer (`mlp`) on Ray actors: N workers, each with its own batch of games.
+"""One pool of self-play workers for our trainers (`learned`, `mlp`): N actors, on local processes or Ray actors.
 
-Why: the trainer spends its time planning self-play decisions, not in the network's update (benchmarks/RESULTS.md),
-and self-play games share nothing but the weights, so more cores mean more decisions. `SelfPlayWorkers(cfg, seed,
-workers, address)` starts `workers` Ray actors (`address`: "local" for this machine's cores, "auto" or HOST:PORT for
-a cluster: a trainer's `--workers N` and `--ray ADDRESS` would be the same code path). Each actor is a
-`train_mlp.Trainer` used for its self-play only (its own `selfplay.games` games, its own generator seeded from
-(seed, worker index); `worker_seed`), so a decision is made exactly as the single-process trainer makes it.
+Why: the trainers spend their time planning self-play decisions, not in the update, and self-play games share
+nothing but the weights, so more cores mean more decisions. A worker is an *actor*: an object built in its own
+process as `actor(*args, index=k, incarnation=i)` with four methods, `play(version, weights, steps)` (load the
+weights when `version` is newer than the ones it holds, play `steps` turns, return its results), `snapshot()` (its
+games in flight and generator), `restore(snapshot)` and `pid()`. `WorkerPool(actor, args, workers, transport)`
+runs `workers` of them with one transport, chosen by one value:
 
-- `publish(state_dict)`: the learner's newest weights, put once in Ray's object store (by value: no shared files);
-  each actor loads them before its next step when their version changed. The learner publishes every K updates.
-- `collect(steps)`: every actor plays `steps` decisions in each of its games with the newest weights and returns the
-  samples of the games that ended (features and Monte-Carlo targets, as the trainer's own replay buffer stores them),
-  in worker order: with the same seed, the same number of workers and the same publishing schedule, the same samples.
-- `snapshot()` / `restore(snaps)`: every actor's games in flight and generator state, for the learner's checkpoint,
-  so a resumed run goes on exactly where it was saved.
-- A worker process that dies is restarted by Ray (`max_restarts`); the driver then puts the restarted actor back
-  where the dead one was: it restores the worker's last snapshot (taken by `snapshot()`/`restore()`, or when the
-  pool started) and replays that worker's calls since (the same weights versions, results dropped), then makes the
-  failed call again. So a dead worker costs the replay of its share since the last snapshot, and the run's samples
-  are those of a run where no worker died.
+- `"processes"`: local processes of this machine (`multiprocessing`, forkserver where the platform has it, else
+  spawn; no Ray needed). Each talks to the driver over a pipe; the newest weights are written once into a
+  shared-memory block (of two: never the one the call in flight reads), which a worker copies from at its next call
+  when it does not hold that version yet (an older version, replayed to a worker put back, goes by the pipe).
+- a Ray address (`"local"`, `"auto"`, `HOST:PORT`; `agents.distributed.RaySession`): Ray actors, named
+  `harmonies-<name>-<pool id>-w<k>` so the Ray dashboard shows them; the weights are put once in the object store.
 
-How the trainer uses it (`experiments.train_mlp` with `selfplay.workers` > 0): `collect(1)` in place of its
-own `selfplay_step()`, the samples pushed into the replay buffer (`feed`); the weights published every
-`selfplay.publish_every` Adam steps; `snapshot()` in the trainer's checkpoint, `restore` on `--resume`.
+The interface: `publish(weights)` (the learner's newest weights, a dict of arrays: the version the workers play with
+from their next call), `play(steps)` (every worker's results of `steps` turns, in worker order: with the same seed,
+the same number of workers and the same publishing schedule, the same results on either transport; `submit(steps)`
+then `gather()` is the same call split, so the learner can learn and publish while the workers play),
+`snapshot()` / `restore(snaps)` (every worker's games in flight, for the learner's checkpoint; not while a call is in
+flight), `pids()`, `restarts`, `close()`.
+
+A worker that dies is put back: its process is started again (a new incarnation; on Ray, Ray restarts it,
+`max_restarts`), the driver restores the worker's last snapshot (taken by `snapshot()`/`restore()`, when the pool
+started, or by the pool itself, below) and replays that worker's calls since (the same weights versions, results
+dropped), then makes the failed call again. So a dead worker costs the replay of its share since its last snapshot,
+and the run's results are those of a run where no worker died. The driver keeps the weights of every call since the
+last snapshot for that; once they span more than `held_versions` versions (default `MAX_HELD_VERSIONS`; None: no
+limit) the pool takes a snapshot itself (which changes nothing in the workers), so the driver holds at most that
+many copies of the weights.
+
+`SelfPlayWorkers(cfg, seed, workers, address)` is the MLP trainer's pool (`SelfPlayActor`: a `train_mlp.Trainer`'s
+self-play) on Ray (its `collect(steps)` is `play`; the weights of every call since the last checkpoint are kept), as
+before: `--workers N` of `mlp` runs Ray actors. The n-tuple learner's actor is
+`experiments.train_ntuple.SelfPlayWorker` (`--workers N`: processes; `--ray ADDRESS`: Ray actors).
 """
 from __future__ import annotations
 
+import itertools
+import multiprocessing as mp
 import os
+import pickle
+import signal
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -38,6 +54,11 @@ import numpy as np
 MAX_RESTARTS = -1
 #: Times in a row the driver puts a dead worker back (restore + replay) before it gives up on the call.
 MAX_RECOVERIES = 10
+#: Weights versions the driver keeps for replaying a dead worker's calls before the pool takes a snapshot itself.
+MAX_HELD_VERSIONS = 8
+#: The transport of local processes (any other value is a Ray address).
+PROCESSES = "processes"
+_POOL_IDS = itertools.count()
 
 
 def worker_seed(seed: int, index: int, incarnation: int = 0) -> int:
@@ -45,23 +66,423 @@ def worker_seed(seed: int, index: int, incarnation: int = 0) -> int:
     return int((int(seed) * 1_000_003 + 7919 * (int(index) + 1) + 104_729 * int(incarnation)) % (2**62))
 
 
-class SelfPlayActor:
-    """One worker: a Trainer's self-play (its games, planner, generator), the network's weights as published."""
+def check_transport(transport: str) -> str:
+    """`transport` if it is "processes" or a Ray address (`agents.distributed.check_address`), else ValueError."""
+    if transport == PROCESSES:
+        return transport
+    from agents.distributed import check_address
 
-    def __init__(self, cfg: dict, seed: int, index: int):
+    return check_address(transport)
+
+
+def actor_incarnation(given: int = 0) -> int:
+    """An actor's incarnation: `given`, or 1 inside a Ray actor that Ray restarted (it is built with its first
+    arguments again, so it cannot be told)."""
+    if given:
+        return int(given)
+    try:
+        import ray
+
+        if ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed:
+            return 1
+    except (ImportError, AttributeError, RuntimeError):  # outside a Ray actor: the first incarnation
+        pass
+    return 0
+
+
+def pack_rows(a: np.ndarray) -> dict[str, np.ndarray]:
+    """An int64 array (rows, columns) made compact for the wire: int16 where every value of a column fits, the
+    other columns (e.g. a state's generator) kept as int64 beside it; `unpack_rows` gives it back exactly."""
+    a = np.asarray(a, dtype=np.int64)
+    info = np.iinfo(np.int16)
+    wide = np.flatnonzero(((a < info.min) | (a > info.max)).any(axis=0)) if a.size else np.zeros(0, np.int64)
+    small = a.astype(np.int16)
+    small[:, wide] = 0
+    return {"small": small, "cols": wide.astype(np.int64), "wide": a[:, wide].copy()}
+
+
+def unpack_rows(p: dict[str, np.ndarray]) -> np.ndarray:
+    """The int64 array `pack_rows` packed."""
+    a = p["small"].astype(np.int64)
+    a[:, p["cols"]] = p["wide"]
+    return a
+
+
+class WorkerDied(Exception):
+    """A worker's process ended while the driver waited on it (the pool puts it back)."""
+
+
+def _describe(e: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(e), e)).strip() + "\n" + traceback.format_exc()
+
+
+def _serve(conn: Any, actor: type, args: tuple, index: int, incarnation: int) -> None:
+    """A worker process: build the actor, then answer the driver's calls (method, args) until it closes the pipe.
+    Ctrl-C is the driver's to handle (it finishes its iteration, then closes the pool)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        obj = actor(*args, index=index, incarnation=incarnation)
+    except Exception as e:  # noqa: BLE001 - reported to the driver, which raises it
+        conn.send(("err", _describe(e)))
+        return
+    conn.send(("ok", None))
+    shared: dict[str, Any] = {}  # the driver's shared-memory blocks, attached once
+    while True:
+        try:
+            method, call = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            if method == "play":  # the weights: None (it holds them), in shared memory, or pickled (a replay's)
+                version, sent, steps = call
+                call = (version, _weights_from(sent, shared), steps)
+            out = ("ok", getattr(obj, method)(*call))
+        except Exception as e:  # noqa: BLE001 - reported to the driver, which raises it
+            out = ("err", _describe(e))
+        try:
+            conn.send(out)
+        except OSError:  # the driver closed the pool while this call was in flight (or died): nothing to answer
+            return
+
+
+def _weights_from(sent: Any, shared: dict[str, Any]) -> dict[str, np.ndarray] | None:
+    """The weights a play call carries to a worker process: None, ("shm", block name, layout) (views of the driver's
+    shared memory, valid during the call: the actor copies what it keeps) or ("pickle", bytes)."""
+    if sent is None:
+        return None
+    if sent[0] == "pickle":
+        return pickle.loads(sent[1])
+    from multiprocessing import shared_memory
+
+    _, name, layout = sent
+    if name not in shared:
+        shared.clear()  # (a block of another size replaced the last one)
+        shared[name] = shared_memory.SharedMemory(name=name)
+    buf = shared[name].buf
+    return {k: np.ndarray(shape, dtype=np.dtype(dt), buffer=buf, offset=off) for k, dt, shape, off in layout}
+
+
+class _Process:
+    """One worker process and the driver's end of its pipe; `version`: the weights version it holds."""
+
+    def __init__(self, ctx: Any, actor: type, args: tuple, index: int, incarnation: int):
+        parent, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve, args=(child, actor, args, index, incarnation), daemon=True,
+                                name=f"harmonies-selfplay-w{index}")
+        self.proc.start()
+        child.close()
+        self.conn, self.index, self.incarnation, self.version = parent, index, incarnation, -1
+
+    def send(self, method: str, call: tuple) -> None:
+        try:
+            self.conn.send((method, call))
+        except (OSError, EOFError, ValueError) as e:
+            raise WorkerDied(str(e)) from None
+
+    def recv(self) -> Any:
+        try:
+            status, value = self.conn.recv()
+        except (OSError, EOFError) as e:
+            raise WorkerDied(str(e)) from None
+        if status == "err":
+            raise RuntimeError(f"self-play worker {self.index}: {value}")
+        return value
+
+    def pid(self) -> int:
+        return int(self.proc.pid)
+
+    def close(self) -> None:
+        self.conn.close()
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+
+
+class WorkerPool:
+    """`workers` self-play actors on local processes or Ray (see the module docstring); `close()` (or `with`) ends
+    them."""
+
+    def __init__(self, actor: type, args: tuple, workers: int, transport: str = PROCESSES, name: str = "selfplay",
+                 held_versions: int | None = MAX_HELD_VERSIONS):
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
+        check_transport(transport)
+        self.actor, self.args, self.transport = actor, tuple(args), transport
+        self.held_versions = held_versions
+        self.version = -1
+        self.weights: Any = None  # the newest published weights (Ray: an object ref; processes: the arrays)
+        self._blocks: list[Any] = [None, None]  # processes: two shared-memory blocks of weights (one may be read by
+        self._layouts: list[list] = [[], []]  # the call in flight while the other takes the newest weights)
+        self._cur = 0  # the block of the newest weights
+        self._kept: dict[int, dict[str, np.ndarray]] = {}  # processes: the weights versions calls may replay
+        self._spare: list[dict[str, np.ndarray]] = []  # ... and buffers of versions no call needs any more
+        self._pending: tuple[tuple[int, Any, int], list[Any], int] | None = None  # (call, handles, block) in flight
+        self.restarts = 0  # workers put back after their process died
+        self.session: Any = None
+        self._history: list[tuple[int, Any, int]] = []  # every play call since the last snapshot
+        self._base: list[Any] = []  # each worker's last snapshot (Ray: object refs)
+        tag = f"{os.getpid()}-{next(_POOL_IDS)}"
+        if transport == PROCESSES:
+            methods = mp.get_all_start_methods()
+            self._ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+            self.actors: list[Any] = [_Process(self._ctx, actor, self.args, k, 0) for k in range(workers)]
+            try:
+                for p in self.actors:
+                    try:
+                        p.recv()  # built (an actor's own error is raised here)
+                    except WorkerDied:
+                        raise RuntimeError(f"self-play worker {p.index}'s process ended while it started (its "
+                                           "error is printed above)") from None
+            except BaseException:
+                self.close()
+                raise
+        else:
+            import ray
+
+            from agents.distributed import RaySession
+
+            self.session = RaySession(transport)
+            # no retries by Ray: a call on a dead worker fails here, and the driver replays it where it was
+            remote = ray.remote(actor)
+            self.actors = [remote.options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0,
+                                          name=f"harmonies-{name}-{tag}-w{k}").remote(*self.args, index=k)
+                           for k in range(workers)]
+        self._base = [self._put(s) for s in self._all("snapshot", ())]
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---- the transport ----
+    def _put(self, obj: Any) -> Any:
+        if self.transport == PROCESSES:
+            return obj
+        import ray
+
+        return ray.put(obj)
+
+    def _submit(self, k: int, method: str, call: tuple) -> Any:
+        """Start worker k's call; a handle for `_wait`. WorkerDied when its process is gone."""
+        actor = self.actors[k]
+        if self.transport != PROCESSES:
+            return getattr(actor, method).remote(*call)
+        if method == "play":  # the weights only to a worker that does not hold them yet
+            version, arrays, steps = call
+            if actor.version == version:
+                sent = None
+            elif version == self.version:  # the newest: every worker copies it from the one shared block
+                sent = ("shm", self._blocks[self._cur].name, self._layouts[self._cur])
+            else:  # an older version (a dead worker's calls replayed): by the pipe
+                sent = ("pickle", pickle.dumps(arrays, protocol=pickle.HIGHEST_PROTOCOL))
+            call = (version, sent, steps)
+            actor.version = version
+        actor.send(method, call)
+        return actor
+
+    def _wait(self, handle: Any) -> Any:
+        if self.transport == PROCESSES:
+            return handle.recv()
+        import ray
+        from ray.exceptions import RayActorError
+
+        try:
+            return ray.get(handle)
+        except RayActorError as e:
+            raise WorkerDied(str(e)) from None
+
+    def _revive(self, k: int) -> None:
+        """Worker k died: a new process in its place (Ray restarts its actors itself)."""
+        if self.transport == PROCESSES:
+            old = self.actors[k]
+            old.close()
+            self.actors[k] = _Process(self._ctx, self.actor, self.args, k, old.incarnation + 1)
+            self.actors[k].recv()
+
+    def _call(self, k: int, method: str, call: tuple) -> Any:
+        return self._wait(self._submit(k, method, call))
+
+    def _all(self, method: str, call: tuple) -> list[Any]:
+        """`method(*call)` on every worker at once; the results in worker order, dead workers put back."""
+        return self._all_each(method, [call] * len(self.actors))
+
+    def _all_each(self, method: str, calls: list[tuple]) -> list[Any]:
+        """`method(*calls[k])` on every worker k at once; the results in worker order, dead workers put back."""
+        handles: list[Any] = []
+        for k, call in enumerate(calls):
+            try:
+                handles.append(self._submit(k, method, call))
+            except WorkerDied:
+                handles.append(None)
+        return [self._finish(k, h, method, calls[k]) for k, h in enumerate(handles)]
+
+    def _finish(self, k: int, handle: Any, method: str, call: tuple) -> Any:
+        """Worker k's result; when the worker died, put it back (`_recover`) and make the call again."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                if handle is None:
+                    self._recover(k)
+                    handle = self._submit(k, method, call)
+                return self._wait(handle)
+            except WorkerDied:
+                if attempt == MAX_RECOVERIES:
+                    raise RuntimeError(f"self-play worker {k} died {attempt + 1} times in a row") from None
+                self.restarts += handle is not None  # (not again while it is being put back)
+                handle = None
+                if self.transport != PROCESSES:
+                    time.sleep(min(5.0, 0.2 * 2 ** attempt))  # while Ray restarts its process
+        raise AssertionError("unreachable")
+
+    def _recover(self, k: int) -> None:
+        """Put worker k back where it was: a new process, its last snapshot, its play calls since replayed
+        (results dropped)."""
+        self._revive(k)
+        self._call(k, "restore", (self._base[k],))
+        for call in self._history:
+            self._call(k, "play", call)
+
+    # ---- the interface ----
+    def publish(self, weights: dict[str, Any]) -> int:
+        """The learner's weights (arrays or tensors, copied now) for the workers' next calls; their version."""
+        arrays = {k: v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v) for k, v in weights.items()}
+        self.version += 1
+        if self.transport == PROCESSES:
+            self.weights = self._keep(arrays)
+            self._share(arrays)
+        else:
+            self.weights = self._put(arrays)
+        return self.version
+
+    def _keep(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A copy of the weights for replaying a dead worker's calls, in the buffers of a version no call since the
+        last snapshot used when there is one (a fresh 13 MB array costs more in page faults than the copy)."""
+        used = {v for v, _, _ in self._history} | {self.version - 1}
+        if self._pending is not None:
+            used.add(self._pending[0][0])
+        for v in [v for v in self._kept if v not in used]:
+            self._spare.append(self._kept.pop(v))
+        del self._spare[(self.held_versions or 0) + 2:]
+        spare = self._spare.pop() if self._spare else None
+        fits = spare is not None and spare.keys() == arrays.keys() and all(
+            spare[k].shape == a.shape and spare[k].dtype == a.dtype for k, a in arrays.items())
+        out = spare if fits else {k: np.empty_like(a) for k, a in arrays.items()}
+        for k, a in arrays.items():
+            out[k][...] = a
+        self._kept[self.version] = out
+        return out
+
+    def _share(self, arrays: dict[str, np.ndarray]) -> None:
+        """Write the newest weights into a shared-memory block the worker processes read them from: not the block of
+        the call in flight (its workers may still be copying from it), a new block when their size changed."""
+        from multiprocessing import shared_memory
+
+        layout, off = [], 0
+        for k, v in arrays.items():
+            off = -(-off // 64) * 64
+            layout.append((k, v.dtype.str, tuple(v.shape), off))
+            off += v.nbytes
+        b = 1 - (self._pending[2] if self._pending is not None else self._cur)
+        if self._blocks[b] is None or self._blocks[b].size < max(off, 1):
+            self._unshare(b)
+            self._blocks[b] = shared_memory.SharedMemory(create=True, size=max(off, 1))
+        for (k, dt, shape, o), v in zip(layout, arrays.values()):
+            np.ndarray(shape, dtype=np.dtype(dt), buffer=self._blocks[b].buf, offset=o)[...] = v
+        self._layouts[b], self._cur = layout, b
+
+    def _unshare(self, b: int) -> None:
+        if self._blocks[b] is not None:
+            self._blocks[b].close()
+            self._blocks[b].unlink()
+            self._blocks[b] = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a play call is in flight (`submit` made, `gather` not yet)."""
+        return self._pending is not None
+
+    def _idle(self, what: str) -> None:
+        if self._pending is not None:
+            raise RuntimeError(f"{what} while a play call is in flight: gather() it first")
+
+    def submit(self, steps: int = 1) -> None:
+        """Start every worker's `steps` turns with the newest published weights; `gather()` returns the results. The
+        learner may learn and publish meanwhile (the newer weights are for the calls after this one)."""
+        self._idle("submit()")
+        call = (self.version, self.weights, int(steps))
+        handles: list[Any] = []
+        for k in range(len(self.actors)):
+            try:
+                handles.append(self._submit(k, "play", call))
+            except WorkerDied:
+                handles.append(None)
+        self._pending = (call, handles, self._cur)
+
+    def gather(self) -> list[Any]:
+        """The results of the call in flight, in worker order (a worker that died meanwhile put back and asked
+        again)."""
+        if self._pending is None:
+            raise RuntimeError("gather() without a play call in flight: submit() one first")
+        call, handles, _ = self._pending
+        out = [self._finish(k, h, "play", call) for k, h in enumerate(handles)]
+        self._history.append(call)
+        self._pending = None
+        if self.held_versions is not None and len({v for v, _, _ in self._history}) > self.held_versions:
+            self.snapshot()  # a new base to replay from: the old weights can go
+        return out
+
+    def play(self, steps: int = 1) -> list[Any]:
+        """Every worker's results of `steps` turns with the newest published weights (worker order)."""
+        self.submit(steps)
+        return self.gather()
+
+    def snapshot(self) -> list[Any]:
+        """Every worker's games in flight and generator (worker order); also where a dead worker is put back."""
+        self._idle("snapshot()")
+        snaps = self._all("snapshot", ())
+        self._base, self._history = [self._put(s) for s in snaps], []
+        return snaps
+
+    def restore(self, snaps: Sequence[Any]) -> None:
+        """Every worker back to a snapshot (`snapshot()`'s list, e.g. from a checkpoint)."""
+        self._idle("restore()")
+        if len(snaps) != len(self.actors):
+            raise ValueError(f"a snapshot of {len(snaps)} workers cannot resume {len(self.actors)}")
+        self._base, self._history = [self._put(s) for s in snaps], []
+        self._all_each("restore", [(b,) for b in self._base])
+
+    def pids(self) -> list[int]:
+        self._idle("pids()")
+        return [int(p) for p in self._all("pid", ())]
+
+    def close(self) -> None:
+        if self.transport == PROCESSES:
+            for p in self.actors:
+                p.close()
+            self._unshare(0)
+            self._unshare(1)
+        else:
+            import ray
+
+            for a in self.actors:
+                ray.kill(a, no_restart=True)
+            if self.session is not None:
+                self.session.close()
+        self.actors = []
+
+
+class SelfPlayActor:
+    """One worker of the MLP's trainer: a Trainer's self-play (its games, planner, generator), the network's weights
+    as published."""
+
+    def __init__(self, cfg: dict, seed: int, index: int, incarnation: int = 0):
         from .train_mlp import Trainer
 
         cfg = {k: dict(v) for k, v in cfg.items()}
         games, most = int(cfg["selfplay"]["games"]), int(cfg["selfplay"]["max_decisions"])
         cfg["train"]["buffer"] = 2 * games * most  # a step's finished games always fit: rows are read after each
-        self.incarnation = 0
-        try:  # a restarted worker (its process died) plays other games than the first one did
-            import ray
-
-            if ray.is_initialized() and ray.get_runtime_context().was_current_actor_reconstructed:
-                self.incarnation = 1
-        except (ImportError, AttributeError, RuntimeError):  # outside a Ray actor: the first incarnation
-            pass
+        self.incarnation = actor_incarnation(incarnation)  # (a restarted worker plays other games)
         self.trainer = Trainer(cfg, seed=worker_seed(seed, index, self.incarnation),
                                run=Path(tempfile.mkdtemp(prefix="harmonies-selfplay-")), progress=False, init=False)
         self.version = -1
@@ -86,6 +507,8 @@ class SelfPlayActor:
             rows = (before + np.arange((tr.buf_pos - before) % cap)) % cap  # a step stores < cap rows (__init__)
             parts.append({"x": tr.buf_x[rows], "tot": tr.buf_tot[rows], "win": tr.buf_win[rows],
                           "np": tr.buf_np[rows]})  # copies (fancy indexing), read before the next step writes
+        if not parts:  # (a replayed call of 0 steps)
+            parts.append({"x": tr.buf_x[:0], "tot": tr.buf_tot[:0], "win": tr.buf_win[:0], "np": tr.buf_np[:0]})
         out = {k: np.concatenate([p[k] for p in parts]) for k in ("x", "tot", "win", "np")}
         out.update(decisions=tr.decisions - decisions, games=tr.games_done - games, version=self.version,
                    incarnation=self.incarnation)
@@ -107,7 +530,7 @@ class SelfPlayActor:
 
 
 def feed(trainer: Any, results: Sequence[dict[str, Any]]) -> int:
-    """Write the workers' samples into the learner's replay buffer (`Trainer.buf_*`, a ring), in worker order, and
+    """Write the workers' samples into the MLP learner's replay buffer (`Trainer.buf_*`, a ring), in worker order, and
     count their decisions and games as the trainer's; how many samples were added."""
     cap = trainer.buf_x.shape[0]
     added = 0
@@ -124,109 +547,17 @@ def feed(trainer: Any, results: Sequence[dict[str, Any]]) -> int:
     return added
 
 
-class SelfPlayWorkers:
-    """`workers` self-play actors on Ray (see the module docstring); `close()` (or `with`) ends them."""
+class SelfPlayWorkers(WorkerPool):
+    """The MLP trainer's pool: `workers` `SelfPlayActor`s on Ray (`address`: "local" for this machine's cores, "auto"
+    or HOST:PORT for a cluster); `collect(steps)` is `play(steps)`."""
 
     def __init__(self, cfg: dict, seed: int, workers: int, address: str = "local"):
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-        import ray
-
-        from agents.distributed import RaySession
-
-        self.session = RaySession(address)
-        # no retries by Ray: a call on a dead worker fails here, and the driver replays it where it was (_recover)
-        actor = ray.remote(SelfPlayActor).options(num_cpus=1, max_restarts=MAX_RESTARTS, max_task_retries=0)
-        self.actors = [actor.remote(cfg, seed, k) for k in range(workers)]
-        self.version = -1
-        self.weights: Any = None
-        self.restarts = 0  # workers put back after their process died
-        self._base: list[Any] = []  # each worker's last snapshot (object refs) ...
-        self._history: list[tuple[int, Any, int]] = []  # ... and the calls since: (version, weights, steps)
-        self._base = [ray.put(s) for s in self.snapshot()]
-
-    def __enter__(self) -> "SelfPlayWorkers":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def publish(self, state_dict: dict[str, Any]) -> int:
-        """Put the learner's weights (tensors or arrays) in the object store; the version the workers will load."""
-        import ray
-
-        self.version += 1
-        self.weights = ray.put({k: np.asarray(v.detach().cpu() if hasattr(v, "detach") else v)
-                                for k, v in state_dict.items()})
-        return self.version
+        super().__init__(SelfPlayActor, (cfg, seed), workers, address, name="mlp-selfplay", held_versions=None)
 
     def collect(self, steps: int = 1) -> list[dict[str, Any]]:
         """Each worker's samples of `steps` decisions in every game (worker order)."""
-
-        call = (self.version, self.weights, int(steps))
-        self._history.append(call)
-        pending = [a.play.remote(*call) for a in self.actors]
-        return [self._get(k, ref, lambda a: a.play.remote(*call)) for k, ref in enumerate(pending)]
-
-    def _get(self, k: int, ref: Any, again: Any) -> Any:
-        """ray.get(ref) of worker k's call; when the worker died, put it back (`_recover`) and make `again(actor)`."""
-        import ray
-        from ray.exceptions import RayActorError
-
-        for attempt in range(MAX_RECOVERIES + 1):
-            try:
-                if ref is None:  # the worker died: put it back where it was, then make the call again
-                    self._recover(k)
-                    ref = again(self.actors[k])
-                return ray.get(ref)
-            except RayActorError as e:
-                if attempt == MAX_RECOVERIES:
-                    raise
-                self.restarts += ref is not None  # (not again while it is being put back)
-                last, ref = e, None
-                time.sleep(min(5.0, 0.2 * 2 ** attempt))  # while Ray restarts its process
-        raise last
-
-    def _recover(self, k: int) -> None:
-        """Worker k's process died and Ray restarted it: restore its last snapshot, replay its calls since but the
-        last one (results dropped), so it is where the dead worker was before that call."""
-        import ray
-
-        actor = self.actors[k]
-        ray.get(actor.restore.remote(self._base[k]))
-        for call in self._history[:-1]:
-            ray.get(actor.play.remote(*call))
-
-    def pids(self) -> list[int]:
-        import ray
-
-        return ray.get([a.pid.remote() for a in self.actors])
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every worker's games in flight and generator (worker order); also where a dead worker is put back."""
-        import ray
-
-        self._history.append((self.version, self.weights, 0))  # (a replayed call of 0 steps plays nothing)
-        pending = [a.snapshot.remote() for a in self.actors]
-        snaps = [self._get(k, ref, lambda a: a.snapshot.remote()) for k, ref in enumerate(pending)]
-        self._base, self._history = [ray.put(s) for s in snaps], []
-        return snaps
-
-    def restore(self, snaps: Sequence[dict[str, Any]]) -> None:
-        import ray
-
-        if len(snaps) != len(self.actors):
-            raise ValueError(f"a snapshot of {len(snaps)} workers cannot resume {len(self.actors)}")
-        self._base, self._history = [ray.put(s) for s in snaps], []
-        ray.get([a.restore.remote(s) for a, s in zip(self.actors, self._base)])
-
-    def close(self) -> None:
-        import ray
-
-        for a in self.actors:
-            ray.kill(a, no_restart=True)
-        self.actors = []
-        self.session.close()
+        return self.play(steps)
 
 
-__all__ = ["SelfPlayWorkers", "SelfPlayActor", "feed", "worker_seed"]
+__all__ = ["WorkerPool", "SelfPlayWorkers", "SelfPlayActor", "feed", "worker_seed", "pack_rows", "unpack_rows",
+           "check_transport", "PROCESSES"]

@@ -146,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--ray", default=None, metavar="ADDRESS",
                            help="run the --workers on the Ray cluster at ADDRESS (auto or HOST:PORT; "
                            "--set run.ray=...)")
+        elif name == "learned":  # the same pool (experiments.selfplay_workers.WorkerPool), processes by default
+            p.add_argument("--workers", type=int, default=None, metavar="N",
+                           help="self-play workers, each with its own selfplay.games games (--set "
+                           "selfplay.workers=N): local processes, or Ray actors with --ray; 0: in this process")
+            p.add_argument("--ray", default=None, metavar="ADDRESS",
+                           help="run the --workers as Ray actors: local (a Ray instance of this machine's cores), "
+                           "auto or HOST:PORT of a running cluster (--set run.ray=...)")
     return ap
 
 
@@ -183,7 +190,9 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             check_address(ns.ray)
         except ValueError as e:
             raise SystemExit(str(e)) from None
-        overrides.append(f"run.ray={json.dumps('' if ns.ray == 'local' else ns.ray)}")
+        # mlp's run.ray "" is a local Ray instance; learned's "" is local processes, so "local" is kept
+        address = "" if ns.ray == "local" and ns.algo == "mlp" else ns.ray
+        overrides.append(f"run.ray={json.dumps(address)}")
     config = apply_overrides(config, overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")

@@ -19,6 +19,15 @@ planner (`greedy`, beam `eval.opponent_beam`) on `eval.games` fixed seeds that t
 both seatings); rows go to `eval.csv` (and TensorBoard `tb/` when installed) and the best by win rate (then mean
 score) to `best.npz/.json`. Evaluations draw nothing from the training generator.
 
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`SelfPlayWorker` in
+`experiments.selfplay_workers.WorkerPool`: local processes, or Ray actors with `--ray ADDRESS`, `run.ray`), each
+with its own `selfplay.games` games and generator seeded from (seed, worker index); an iteration is a turn in every
+game of every worker, whose finished games the learner applies `learn_game` to in worker order (while the workers
+play the next iteration's turns), and the weights are published to the workers every `selfplay.sync_every`
+iterations. The same seed and worker count give the same
+weights on either transport; checkpoints hold the workers' games in flight, so `--resume` is exact, and a worker that
+dies is put back where it was (docs/distributed.md, section 6).
+
 Reproducible and kill-safe: the run is a function of its config and seed (one numpy generator, checkpointed); every
 `run.checkpoint_every` iterations the complete trainer state (weights, games in flight, their recorded afterstates,
 generator, counters) is written as `checkpoints/step_<iteration>.npz` + `.json` (`experiments.common
@@ -31,9 +40,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -60,7 +70,9 @@ from .runner import RunArgs
 DEFAULTS: dict[str, dict[str, Any]] = {
     "selfplay": {"games": 32, "players": [2], "sides": ["A"], "beam": 24, "candidates": 128, "epsilon": 0.05,
                  "greedy_games": 0.2, "max_decisions": 96,
-                 "threads": 1},  # threads sharing the games' turns (the run is the same for any number)
+                 "threads": 1,  # threads sharing the games' turns (the run is the same for any number)
+                 "workers": 0,  # self-play workers, each with its own `games` games (0: in this process)
+                 "sync_every": 4},  # with workers: iterations between two publications of the weights to them
     "train": {"iterations": 100_000, "lam": 0.5, "alpha_tuple": 0.03, "alpha_linear": 0.003,
               "alpha_final": 1.0,  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
               "coherence": False,  # temporal-coherence step sizes for the tuple weights (`ntuple.kernels.td_step`)
@@ -74,7 +86,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     # becomes its training target (mixed with the lambda-return by `mix`).
     "expert": {"share": 0.0, "worlds": 4, "root": 4, "reply_beam": 8, "reply_candidates": 32, "mix": 1.0},
     "eval": {"every": 400, "games": 64, "seed": 1_000_000, "opponent_beam": 24},
-    "run": {"checkpoint_every": 100, "keep": 2},
+    "run": {"checkpoint_every": 100, "keep": 2,
+            "ray": ""},  # with selfplay.workers: "" local processes; a Ray address ("local", "auto", HOST:PORT)
 }
 #: The one config loader's schema (experiments.common: kinds and unknown keys checked at load; `settings` adds ranges).
 SCHEMAS = {"learned": DEFAULTS}
@@ -90,7 +103,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     cfg = {name: section(config, name, d) for name, d in DEFAULTS.items()}
     sp, tr = cfg["selfplay"], cfg["train"]
     for sec, key, low in (("selfplay", "games", 1), ("selfplay", "beam", 1), ("selfplay", "candidates", 1),
-                          ("selfplay", "threads", 1),
+                          ("selfplay", "threads", 1), ("selfplay", "workers", 0), ("selfplay", "sync_every", 1),
                           ("selfplay", "max_decisions", 1), ("train", "iterations", 1), ("eval", "every", 0),
                           ("eval", "games", 0), ("eval", "opponent_beam", 1), ("run", "checkpoint_every", 1),
                           ("run", "keep", 1)):
@@ -115,6 +128,17 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         v = tr[key]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
             raise ConfigError(f"[train] {key} must be a number >= 0, got {v!r}")
+    ray = cfg["run"]["ray"]
+    if ray:
+        from agents.distributed import check_address
+
+        try:
+            check_address(ray)
+        except ValueError as e:
+            raise ConfigError(f"[run] ray: {e}") from None
+        if not sp["workers"]:
+            raise ConfigError(f"run.ray (--ray {ray}) runs self-play workers on Ray: give selfplay.workers "
+                              "(--workers N) too")
     for key in ("win_head", "coherence"):
         if not isinstance(tr[key], bool):
             raise ConfigError(f"[train] {key} must be true or false, got {tr[key]!r}")
@@ -192,27 +216,106 @@ def play_vs_greedy(w: np.ndarray, games: int, seed: int, beam: int, candidates: 
     return {"win_rate": wins / G, "mean_score": mine / G, "greedy_score": theirs / G}
 
 
+class Finished(NamedTuple):
+    """A finished game, as `Trainer.learn` reads it: its recorded afterstates afters[:m] (int64, STATE_SIZE wide), their
+    movers, the predictions made for them at play time, the expert targets (NaN: none), every seat's final total and
+    who won (int64 (4,))."""
+
+    afters: np.ndarray
+    seats: np.ndarray
+    preds: np.ndarray
+    targets: np.ndarray
+    m: int
+    totals: np.ndarray
+    won: np.ndarray
+
+
+def pack_games(games: list[Finished]) -> dict[str, Any]:
+    """Finished games made compact for the wire (afterstates as int16 where they fit, `pack_rows`; only rows < m)."""
+    from .selfplay_workers import pack_rows
+
+    ms = np.array([g.m for g in games], dtype=np.int64)
+
+    def cat(parts: list[np.ndarray], dt: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
+
+    afters = np.concatenate([g.afters[: g.m] for g in games]) if games else np.zeros((0, S.STATE_SIZE), np.int64)
+    return {"m": ms, "afters": pack_rows(afters), "seats": cat([g.seats[: g.m] for g in games], np.int8),
+            "preds": cat([g.preds[: g.m] for g in games], np.float64),
+            "targets": cat([g.targets[: g.m] for g in games], np.float64),
+            "totals": np.array([g.totals for g in games], dtype=np.int16).reshape(-1, 4),
+            "won": np.array([g.won for g in games], dtype=np.int8).reshape(-1, 4)}
+
+
+def unpack_games(p: dict[str, Any]) -> list[Finished]:
+    """The games `pack_games` packed, exactly."""
+    from .selfplay_workers import unpack_rows
+
+    afters = unpack_rows(p["afters"])
+    out, at = [], 0
+    for i, m in enumerate(p["m"].tolist()):
+        sl = slice(at, at + m)
+        out.append(Finished(afters[sl], p["seats"][sl].astype(np.int64), p["preds"][sl], p["targets"][sl], m,
+                            p["totals"][i].astype(np.int64), p["won"][i].astype(np.int64)))
+        at += m
+    return out
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A nested dict's arrays by dotted key (for an .npz) and its other values (for JSON), nested as they were."""
+    arrays: dict[str, np.ndarray] = {}
+    rest: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            a, r = _flatten(v, f"{prefix}{k}.")
+            arrays.update(a)
+            if r:
+                rest[k] = r
+        elif isinstance(v, np.ndarray):
+            arrays[f"{prefix}{k}"] = v
+        else:
+            rest[k] = v
+    return arrays, rest
+
+
+def _unflatten(arrays: dict[str, np.ndarray], rest: dict[str, Any]) -> dict[str, Any]:
+    """The nested dict `_flatten` split."""
+    out: dict[str, Any] = json.loads(json.dumps(rest))
+    for key, v in arrays.items():
+        *path, last = key.split(".")
+        node = out
+        for p in path:
+            node = node.setdefault(p, {})
+        node[last] = v
+    return out
+
+
 class Trainer:
     """Batched self-play + TD(lambda) of the n-tuple network (module docstring)."""
 
-    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, run: Path, progress: bool = True):
+    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, run: Path | None, progress: bool = True,
+                 init: bool = True):
         self.cfg = cfg
         self.sp, self.tr, self.ev = cfg["selfplay"], cfg["train"], cfg["eval"]
         self.seed = int(seed)
         self.run = run
         self.progress = progress
         self.G, self.K, self.D = int(self.sp["games"]), int(self.sp["candidates"]), int(self.sp["max_decisions"])
-        init, layout = self.tr["init"], int(self.tr["layout"])
+        init, layout, start_weights = self.tr["init"], int(self.tr["layout"]), init
         self.w = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32)
-        if init == "greedy":
+        if not start_weights:  # a self-play worker's: the weights come from the learner (`SelfPlayWorker`)
+            pass
+        elif init == "greedy":
             self.w[:] = N.heuristic_weights(layout)
         elif init != "zero":  # a checkpoint: a smaller layout's weights are the start of this one's
             start = N.load_checkpoint(init)[1]
             self.w[: start.shape[0]] = start
         self.ex = cfg["expert"]
-        self.wwin = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32) if self.tr["win_head"] else None
-        # temporal coherence: each head's (E, A) accumulators, float32 (2, len(w)), in the trainer's checkpoint
-        self.coh = np.zeros((2, self.w.shape[0]), np.float32) if self.tr["coherence"] else None
+        self.wwin = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32) if self.tr["win_head"] and start_weights else None
+        # temporal coherence: each head's (E, A) accumulators, float32 (2, len(w)), in the trainer's checkpoint (the
+        # learner's only: a self-play worker does not learn)
+        learns = self.tr["coherence"] and start_weights
+        self.coh = np.zeros((2, self.w.shape[0]), np.float32) if learns else None
         self.coh_win = None if self.coh is None or self.wwin is None else np.zeros_like(self.coh)
         self.win_loss_ema = float("nan")
         self.searched = 0
@@ -234,6 +337,11 @@ class Trainer:
         self.elapsed_before = 0.0
         self.started = time.time()
         self.command = "python -m experiments.train ntuple"  # `run` sets the one typed, with its arguments
+        self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
+        self.published: np.ndarray | None = None  # the weights they play with (a copy)
+        self.worker_snaps: list[dict[str, Any]] | None = None  # their games in flight, from a checkpoint
+        self._next: list[dict[str, Any]] | None = None  # the next iteration's results, gathered by a checkpoint
+        self._rate_from = (time.perf_counter(), 0)  # (when, decisions) this process started: the bar's rate
         for r in range(self.G):
             self._new_game(r)
 
@@ -294,7 +402,30 @@ class Trainer:
         return 1.0 + (float(self.tr["alpha_final"]) - 1.0) * frac
 
     def step(self) -> None:
-        """One whole turn in every game; finished games teach the network and are replaced."""
+        """One whole turn in every game (in this process, or every worker's games); finished games teach the network
+        (in worker order) and are replaced."""
+        if self.pool is None:
+            self.play_turn(self.learn)
+            return
+        if self._next is not None:  # gathered by a checkpoint (or read from one)
+            results, self._next = self._next, None
+        else:
+            if not self.pool.busy:
+                self.pool.submit(1)
+            results = self.pool.gather()
+        self.pool.submit(1)  # the next iteration's turns, played while the driver learns this one's games
+        for res in results:
+            for game in unpack_games(res["games"]):
+                self.learn(game)
+            self.decisions += int(res["decisions"])
+            self.games_done += int(res["finished"])
+            self.searched += int(res["searched"])
+        if (self.iteration + 1) % int(self.sp["sync_every"]) == 0:
+            self.publish()
+
+    def play_turn(self, finish: Callable[[Finished], None]) -> None:
+        """One whole turn in every game; each finished game goes to `finish` (views: read them before returning),
+        then is replaced by a new one."""
         explore = self.rng.random(self.G) < float(self.sp["epsilon"])
         pick = self.rng.random(self.G)
         b = self.buf
@@ -330,23 +461,58 @@ class Trainer:
         self.decisions += int(b.recorded.sum())
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
-        scale = self.alpha_scale()
-        a_tuple, a_linear = float(self.tr["alpha_tuple"]) * scale, float(self.tr["alpha_linear"]) * scale
         for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
             N.final_totals(self.states[r], totals, won)
-            m = int(self.pend_n[r])
-            sse = N.learn_game(self.w, self.pend[r], self.pend_seat[r], self.pend_pred[r], m, totals,
-                               float(self.tr["lam"]), a_tuple, a_linear, self.pend_target[r], float(self.ex["mix"]),
-                               self.coh)
-            loss = sse / max(1, m)
-            self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
-            if self.wwin is not None:
-                share = won.astype(np.float64) / max(1, int(won.sum()))
-                xe = N.learn_win(self.wwin, self.pend[r], self.pend_seat[r], m, share, float(self.tr["lam"]),
-                                 a_tuple, a_linear, self.coh_win) / max(1, m)
-                self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
+            finish(Finished(self.pend[r], self.pend_seat[r], self.pend_pred[r], self.pend_target[r],
+                            int(self.pend_n[r]), totals, won))
             self.games_done += 1
             self._new_game(int(r))
+
+    def learn(self, g: Finished) -> None:
+        """TD(lambda) from one finished game (`ntuple.learn_game`, and `learn_win` for the win head), at this
+        iteration's step sizes."""
+        scale = self.alpha_scale()
+        a_tuple, a_linear = float(self.tr["alpha_tuple"]) * scale, float(self.tr["alpha_linear"]) * scale
+        m = g.m
+        sse = N.learn_game(self.w, g.afters, g.seats, g.preds, m, g.totals, float(self.tr["lam"]), a_tuple, a_linear,
+                           g.targets, float(self.ex["mix"]), self.coh)
+        loss = sse / max(1, m)
+        self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+        if self.wwin is not None:
+            share = g.won.astype(np.float64) / max(1, int(g.won.sum()))
+            xe = N.learn_win(self.wwin, g.afters, g.seats, m, share, float(self.tr["lam"]), a_tuple,
+                             a_linear, self.coh_win) / max(1, m)
+            self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
+
+    # ---- self-play on workers ----
+    def connect(self, transport: str) -> None:
+        """Start `selfplay.workers` self-play workers (`experiments.selfplay_workers.WorkerPool` of `SelfPlayWorker`:
+        local processes, or Ray actors at a Ray address), put back a checkpoint's games in flight when resuming, and
+        publish the weights they played with (the network's own when starting)."""
+        from .selfplay_workers import WorkerPool
+
+        self.pool = WorkerPool(SelfPlayWorker, (self.cfg, self.seed), int(self.sp["workers"]), transport,
+                               name="learned-selfplay")
+        if self.worker_snaps is not None:
+            self.pool.restore(self.worker_snaps)
+            self.worker_snaps = None
+        if self.published is None:
+            self.publish()
+        else:
+            self.pool.publish({"w": self.published})
+
+    def publish(self) -> None:
+        """The network's current weights to the workers (for their next turns)."""
+        if self.published is None or self.published.shape != self.w.shape:
+            self.published = self.w.copy()
+        else:  # one buffer, copied into (a fresh 13 MB array costs more in page faults than the copy)
+            self.published[...] = self.w
+        self.pool.publish({"w": self.published})
+
+    def close(self) -> None:
+        """End the self-play workers (if any)."""
+        if self.pool is not None:
+            self.pool.close()
 
     # ---- evaluation ----
     def evaluate(self) -> dict[str, Any]:
@@ -392,17 +558,33 @@ class Trainer:
         self._save_model(self.run / "model")
 
     def save(self) -> None:
-        """The complete trainer state as checkpoints/step_<iteration>.npz + .json, then `export()`."""
+        """The complete trainer state as checkpoints/step_<iteration>.npz + .json (with workers: their games in
+        flight, `snapshot()`, and the weights they play with), then `export()`."""
         buf = io.BytesIO()
-        extra = {} if self.wwin is None else {"wwin": self.wwin}
+        extra: dict[str, np.ndarray] = {} if self.wwin is None else {"wwin": self.wwin}
         extra.update({k: v for k, v in (("coh", self.coh), ("coh_win", self.coh_win)) if v is not None})
+        plain: list[dict[str, Any]] = []
+        nxt: list[dict[str, Any]] = []
+        if self.pool is not None:
+            if self.pool.busy:  # the next iteration's turns: their results go into the checkpoint, to learn next
+                self._next = self.pool.gather()
+            for k, snap in enumerate(self.pool.snapshot()):
+                extra.update({f"worker{k}_{key}": v for key, v in snap.items() if isinstance(v, np.ndarray)})
+                plain.append({key: v for key, v in snap.items() if not isinstance(v, np.ndarray)})
+            for k, res in enumerate(self._next or []):
+                arrays, rest = _flatten(res)
+                extra.update({f"next{k}.{key}": v for key, v in arrays.items()})
+                nxt.append(rest)
+            if not np.array_equal(self.published, self.w):
+                extra["published"] = self.published
         np.savez(buf, w=self.w, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
                  pend_pred=self.pend_pred, pend_n=self.pend_n, pend_target=self.pend_target, **extra)
         meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
                 "loss_ema": None if math.isnan(self.loss_ema) else self.loss_ema, "best": self.best,
                 "searched": self.searched,
                 "win_loss_ema": None if math.isnan(self.win_loss_ema) else self.win_loss_ema,
-                "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed()}
+                "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed(),
+                **({"workers": plain, "next": nxt} if self.pool is not None else {})}
         folder = self.run / "checkpoints"
         save_checkpoint(folder, self.iteration, buf.getvalue(), meta, keep=int(self.cfg["run"]["keep"]),
                         suffix=".npz")
@@ -432,6 +614,19 @@ class Trainer:
                 if z[name].shape != target.shape or z[name].dtype != target.dtype:
                     raise ConfigError(f"{path}: {name} has shape {z[name].shape}, this config needs {target.shape}")
                 target[...] = z[name]
+            workers, held = int(self.sp["workers"]), meta.get("workers")
+            if (held is None and workers) or (held is not None and len(held) != workers):
+                had = f"{len(held)} self-play workers" if held else "no self-play workers"
+                raise ConfigError(f"{path}: a checkpoint of a run with {had} cannot go on with selfplay.workers = "
+                                  f"{workers} (--workers {len(held) if held else 0})")
+            if workers:
+                self.worker_snaps = [{**{key[len(f"worker{k}_"):]: z[key] for key in z.files
+                                         if key.startswith(f"worker{k}_")}, **plain}
+                                     for k, plain in enumerate(held)]
+                self.published = z["published"] if "published" in z.files else None
+                self._next = [_unflatten({key[len(f"next{k}."):]: z[key] for key in z.files
+                                          if key.startswith(f"next{k}.")}, rest)
+                              for k, rest in enumerate(meta.get("next") or [])] or None
         self.iteration = int(meta["iteration"])
         self.games_done = int(meta["games_done"])
         self.decisions = int(meta["decisions"])
@@ -446,12 +641,87 @@ class Trainer:
         self.started = time.time()
 
     # ---- the loop ----
+    def rate(self) -> float:
+        """Decisions per second (wall) of this process's run so far, over all workers."""
+        when, decisions = self._rate_from
+        return (self.decisions - decisions) / max(1e-9, time.perf_counter() - when)
+
     def train(self, max_minutes: float = 0.0, log: Any = None) -> None:
         every_ev = int(self.ev["every"]) if int(self.ev["games"]) > 0 else 0
+        self._rate_from = (time.perf_counter(), self.decisions)
         iterate(self, int(self.tr["iterations"]), max_minutes, self.step,
                 lambda bar: self._record(self.evaluate(), log, bar),
-                lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}"},
+                lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}", "dec/s": f"{self.rate():.0f}"},
                 every_ev, int(self.cfg["run"]["checkpoint_every"]), "ntuple", self.progress)
+
+
+class SelfPlayWorker:
+    """A self-play worker of the n-tuple learner (an actor of `experiments.selfplay_workers.WorkerPool`): a
+    `Trainer`'s self-play (its own `selfplay.games` games, its own generator seeded from (seed, worker index)), with
+    the weights last published; `play` returns its finished games, compact (`pack_games`), for the learner."""
+
+    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, index: int, incarnation: int = 0):
+        from .selfplay_workers import actor_incarnation, worker_seed
+
+        self.incarnation = actor_incarnation(incarnation)  # (a restarted worker starts other games; restored next)
+        self.trainer = Trainer(cfg, worker_seed(seed, index, self.incarnation), None, progress=False, init=False)
+        self.version = -1
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def play(self, version: int, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, Any]:
+        """Load the weights if newer, play `steps` whole turns in every game; the finished games and counts."""
+        tr = self.trainer
+        if weights is not None and version != self.version:
+            tr.w[...] = weights["w"]
+            self.version = version
+        games: list[Finished] = []
+
+        def keep(g: Finished) -> None:  # copies: the game's rows are reused once it is replaced
+            games.append(Finished(g.afters[: g.m].copy(), g.seats[: g.m].copy(), g.preds[: g.m].copy(),
+                                  g.targets[: g.m].copy(), g.m, g.totals.copy(), g.won.copy()))
+
+        decisions, finished, searched = tr.decisions, tr.games_done, tr.searched
+        t0 = time.perf_counter()
+        for _ in range(int(steps)):
+            tr.play_turn(keep)
+        return {"games": pack_games(games), "decisions": tr.decisions - decisions, "finished": tr.games_done - finished,
+                "searched": tr.searched - searched, "version": self.version, "incarnation": self.incarnation,
+                "seconds": time.perf_counter() - t0}  # (its play's wall time: benchmarks/bench_selfplay.py)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The games in flight (their recorded afterstates compact) and the generator: what a worker put back needs
+        to go on identically."""
+        from .selfplay_workers import pack_rows
+
+        tr = self.trainer
+        rows = np.concatenate([tr.pend[r, : tr.pend_n[r]] for r in range(tr.G)])
+        packed = pack_rows(rows)
+        return {"states": tr.states.copy(), "kinds": tr.kinds.copy(), "pend_seat": tr.pend_seat.copy(),
+                "pend_pred": tr.pend_pred.copy(), "pend_target": tr.pend_target.copy(), "pend_n": tr.pend_n.copy(),
+                **{f"pend_{k}": v for k, v in packed.items()}, "rng": tr.rng.bit_generator.state,
+                "decisions": tr.decisions, "games_done": tr.games_done, "searched": tr.searched}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        from .selfplay_workers import unpack_rows
+
+        tr = self.trainer
+        for key in ("states", "kinds", "pend_seat", "pend_pred", "pend_target", "pend_n"):
+            got = np.asarray(snap[key])
+            if got.shape != getattr(tr, key).shape:
+                raise ValueError(f"a worker snapshot's {key} has shape {got.shape}, this config needs "
+                                 f"{getattr(tr, key).shape}")
+            getattr(tr, key)[...] = got
+        rows = unpack_rows({k: np.asarray(snap[f"pend_{k}"]) for k in ("small", "cols", "wide")})
+        at = 0
+        for r in range(tr.G):
+            n = int(tr.pend_n[r])
+            tr.pend[r, :n] = rows[at:at + n]
+            at += n
+        tr.rng.bit_generator.state = snap["rng"]
+        tr.decisions, tr.games_done = int(snap["decisions"]), int(snap["games_done"])
+        tr.searched = int(snap["searched"])
 
 
 def run(args: RunArgs) -> dict[str, Any]:
@@ -462,6 +732,19 @@ def run(args: RunArgs) -> dict[str, Any]:
     found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
     if found is not None:
         trainer.load(*found)
+    workers = int(cfg["selfplay"]["workers"])
+    if workers:
+        from .selfplay_workers import PROCESSES
+
+        try:
+            trainer.connect(cfg["run"]["ray"] or PROCESSES)
+        except ImportError as e:
+            from harmonies_env.firstrun import install_hint
+
+            raise ConfigError(f"--ray needs {e.name or 'ray'}, from the \"distributed\" extra: "
+                              f"{install_hint('distributed')}") from None
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     log = None
     try:
         from torch.utils.tensorboard import SummaryWriter
@@ -472,10 +755,13 @@ def run(args: RunArgs) -> dict[str, Any]:
     try:
         trainer.train(args.max_minutes, log)
     finally:
+        restarts = trainer.pool.restarts if trainer.pool is not None else 0
+        trainer.close()
         if log is not None:
             log.close()
     summary = {"iteration": trainer.iteration, "games": trainer.games_done, "decisions": trainer.decisions,
                "minutes": round(trainer.elapsed() / 60, 2), "loss": trainer.loss_ema if not
-               math.isnan(trainer.loss_ema) else None, "last_eval": trainer.evals[-1] if trainer.evals else None}
+               math.isnan(trainer.loss_ema) else None, "last_eval": trainer.evals[-1] if trainer.evals else None,
+               **({"workers": workers, "worker_restarts": restarts} if workers else {})}
     atomic_write_json(args.run / "summary.json", summary)
     return summary

@@ -271,3 +271,22 @@ def test_trust_setting_reaches_the_workers(cluster, monkeypatch):
     task = MatchTask(("random",), ("random",), GameConfig(num_players=1), 0, [0])
     got = session.map(lambda task: [{"trust": os.environ.get(TRUST_ENV), "specs": task.specs}], [task])
     assert got == [[{"trust": "1", "specs": ("random",)}]]
+
+
+def test_learned_workers_on_ray_give_the_processes_weights(cluster, tmp_path):
+    """`harmonies train learned --workers 2`: 2 Ray actors (on the module's Ray instance) give the weights of 2 local
+    worker processes (the tiny config, 60 iterations; tests/test_workers.py kills its workers and its driver)."""
+    import numpy as np
+
+    from agents import ntuple as N
+    from experiments import train
+
+    tiny = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"
+    run = ["learned", "--config", str(tiny), "--seed", "5", "--no-progress", "--workers", "2", "--set", "eval.every=0",
+           "--set", "train.iterations=60", "--set", "selfplay.games=4", "--set", "run.checkpoint_every=20"]
+    assert train.main([*run, "--run", str(tmp_path / "processes")]) == 0
+    assert train.main([*run, "--run", str(tmp_path / "ray"), "--ray", "local"]) == 0
+    want = N.load_checkpoint(tmp_path / "processes" / "model.npz")[1]
+    assert np.abs(want).sum() > 0
+    assert np.array_equal(N.load_checkpoint(tmp_path / "ray" / "model.npz")[1], want)
+    assert ray.is_initialized()  # --ray local used the running instance and left it running
