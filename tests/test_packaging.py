@@ -101,3 +101,16 @@ def test_benchmarks_run_as_modules_from_a_checkout():
     done = subprocess.run([sys.executable, "-m", "benchmarks.bench_engine", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m benchmarks.bench_engine"), done.stderr
+
+
+def test_the_harmonies_command_runs_from_outside_the_checkout(tmp_path):
+    """The installed `harmonies` command (an editable install, as the README's commands make) imports the agents from
+    any directory: its script's sys.path holds no checkout, so `import agents` must come from the install."""
+    exe = Path(sys.executable).with_name("harmonies")
+    if not exe.exists():
+        pytest.skip("no `harmonies` command beside this Python: install the project (pip install -e .)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([str(exe), "tournament", "--help"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stdout.startswith("usage: harmonies tournament"), done.stderr[-2000:]
+    assert "learned" in done.stdout  # the agents' help came from the registry
