@@ -239,7 +239,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
             if a >= 0:
                 step(t, a)
             place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
-            assert evaluate_after(t, p, w, sc, scratch, pc) == evaluate_with(t, p, w, sc, scratch), (g, a)
+            assert evaluate_after(t, p, w, sc, scratch, pc, s) == evaluate_with(t, p, w, sc, scratch), (g, a)
             finals += 1
     assert checked > 1000 and finals > 40
 

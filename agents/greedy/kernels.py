@@ -319,13 +319,15 @@ def _building_term(side: int, bb) -> float:
 
 
 @njit(cache=True)
-def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int):
+def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int,
+                redo: int = 0):
     """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
     grids then the class grids, computed here only when a held card asks, or (need_ready, grids_ready) already
     holding bb's (as `need_grids` and `cards.class_grids` write them); its slot part is written (whether each
     card's habitat stands, its distance). changed_cls / changed_need: masks over the classes whose grid / need grids
     may differ from the board whose slot part scratch holds; a card reading none of them keeps that board's answer
-    (_ALL: none kept)."""
+    (_ALL: none kept). redo: mask over the slots whose card is not the one the slot part was written for (a card
+    taken): those are always computed."""
     side = s[S.SIDE]
     t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
@@ -346,8 +348,9 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             if k >= C.CUBES_ON_CARD[card]:
                 continue
             gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        was = scratch[_SLOT_AT + 2 * h]
-        if changed_cls == _ALL or reads & changed_cls:
+        fresh = (redo >> h) & 1
+        was = 0 if fresh else scratch[_SLOT_AT + 2 * h]
+        if fresh or changed_cls == _ALL or reads & changed_cls:
             if not have_grids:
                 C.class_grids(side, bb, grids)
                 have_grids = True
@@ -362,7 +365,7 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             t11 += gain
             continue
         t8 += gain
-        if was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
+        if not fresh and was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
             d = scratch[_SLOT_AT + 2 * h + 1]
         else:
             if not have_need:
@@ -549,10 +552,11 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
 
 
 @njit(cache=True)
-def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
-    """`evaluate_with(s, p, ...)` where p's board in s is the board of the state whose `parent_cache` pc holds and
-    only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final stage). The
-    board's score categories and terms and the class grids are reused; the cards' terms are computed. Exact."""
+def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
+    """`evaluate_with(s, p, ...)` where p's board in s is the board of `parent`, the state whose `parent_cache` pc
+    holds, and only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final
+    stage). The board's score categories and terms and the class grids are reused; when no cube was placed, so are
+    the need grids and each card's habitat answers, and only a card taken is matched. Exact."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -564,9 +568,19 @@ def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):
         return v
-    for q in range(36, _SLOT_AT):
-        scratch[q] = pc[q]
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
+    if s[S.CUBES + p] == parent[S.CUBES + p]:
+        for q in range(TERMS_SCRATCH):
+            scratch[q] = pc[q]
+        redo = 0
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card != parent[S.SLOT + S.MAX_SLOTS * p + h] or not pc[_PC_T2 + 2]:
+                redo |= 1 << h
+        t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, 0, 0, redo)
+    else:
+        for q in range(36, _SLOT_AT):
+            scratch[q] = pc[q]
+        t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
     x = _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8, t10, t11, t12,
                   t13)
     for k in range(NUM_TERMS):
@@ -878,8 +892,8 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                 step(tmp, a)
                 fplan[nf, ln] = a
                 ln += 1
-            ln = place_cubes_on(tmp, fplan[nf], ln, pc[36:_SLOT_AT])
-            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc)
+            ln = place_cubes_after(tmp, fplan[nf], ln, pc, states[b])
+            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, states[b])
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
@@ -965,6 +979,41 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
             values[out] = allv[k]
             out += 1
     return out
+
+
+
+@njit(cache=True)
+def place_cubes_after(s, plan, n: int, pc, parent) -> int:
+    """`place_cubes_on` in the beam's final stage: s is `parent` (whose `parent_cache` pc holds) with a card taken or
+    none, so until a cube is placed, a card the parent held whose habitat did not stand there still does not (pc's
+    answer) and is not matched again. The same cubes as `place_cubes_on`, in the same order."""
+    p = s[S.CURRENT]
+    side = s[S.SIDE]
+    grids = pc[36:_SLOT_AT]
+    known = 0  # slots whose habitat is known not to stand
+    if pc[_PC_T2 + 2] and s[S.CUBES + p] == parent[S.CUBES + p]:
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if (card >= 0 and card == parent[S.SLOT + S.MAX_SLOTS * p + h] and pc[_SLOT_AT + 2 * h] == 0
+                    and (card >= C.FIRST_SPIRIT or s[S.CUBES_PLACED + _NC * p + card] < C.CUBES_ON_CARD[card])):
+                known |= 1 << h
+    placed = True
+    while placed:
+        placed = False
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card < 0 or (known >> h) & 1:
+                continue
+            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+            if m:
+                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
+                if step(s, a) == 0:
+                    plan[n] = a
+                    n += 1
+                    placed = True
+                    known = 0
+                    break
+    return n
 
 
 #: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).
