@@ -145,31 +145,29 @@ def tuple_indices(s, p: int, idx, cards: bool) -> int:
         k += 1
     if not cards:
         return k
+    n = NUM_CELLS[side]
+    kp = n  # the board's pair, triangle and line indices, as keys: a card table adds its base and the card's block
+    kt = kp + COUNTS[side, 0]
+    kl = kt + COUNTS[side, 1]
+    ke = kl + COUNTS[side, 2]
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
-        for i in range(NUM_CELLS[side]):
+        for i in range(n):
             idx[k] = OFFSETS[6] + card * V + v[i]
             k += 1
-        for t in range(COUNTS[side, 0]):
-            a = v[PAIRS[side, t, 0]]
-            b = v[PAIRS[side, t, 1]]
-            idx[k] = OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)
+        o = OFFSETS[7] + card * V * V - OFFSETS[2]
+        for t in range(kp, kt):
+            idx[k] = o + idx[t]
             k += 1
-        for t in range(COUNTS[side, 1]):
-            a = v[TRIANGLES[side, t, 0]]
-            b = v[TRIANGLES[side, t, 1]]
-            c = v[TRIANGLES[side, t, 2]]
-            lo = min(a, min(b, c))
-            hi = max(a, max(b, c))
-            idx[k] = OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi
+        o = OFFSETS[8] + card * V * V * V - OFFSETS[3]
+        for t in range(kt, kl):
+            idx[k] = o + idx[t]
             k += 1
-        for t in range(COUNTS[side, 2]):
-            a = v[LINES[side, t, 0]]
-            m = v[LINES[side, t, 1]]
-            c = v[LINES[side, t, 2]]
-            idx[k] = OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)
+        o = OFFSETS[9] + card * V * V * V - OFFSETS[4]
+        for t in range(kl, ke):
+            idx[k] = o + idx[t]
             k += 1
     return k
 
@@ -230,65 +228,83 @@ def network(s, p: int, w, lin) -> float:
     return tuple_sum(s, p, w, v)
 
 
+#: Keys `tuple_sum` computes once per board: cell values, then the pair, triangle and line keys (a card table's index is
+#: its base + the card's block + the same key as the board's table).
+_KEYS = MAX_CELLS + int(COUNTS[:, 0].max()) + int(COUNTS[:, 1].max()) + int(COUNTS[:, 2].max())
+
+
 @njit(cache=True)
 def tuple_sum(s, p: int, w, v: float) -> float:
     """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
-    is bit for bit `value_of`'s), reading the layout from w's length."""
+    is bit for bit `value_of`'s), reading the layout from w's length. Each pair, triangle and line key is computed
+    once and reused by every held card's table (the card tables index by card, then the board table's key)."""
     side = s[S.SIDE]
     V = VALUES
     c0 = S.STACK + MAX_CELLS * p
     cubes = s[S.CUBES + p]
-    val = np.empty(MAX_CELLS, dtype=np.int64)
+    val = np.empty(_KEYS, dtype=np.int64)
     for i in range(MAX_CELLS):
         val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
-    for i in range(NUM_CELLS[side]):
-        v += float(w[OFFSETS[1] + (side * MAX_CELLS + ORBIT[side, i]) * V + val[i]])
-    for t in range(COUNTS[side, 0]):
+    n = NUM_CELLS[side]
+    np_ = COUNTS[side, 0]
+    nt = COUNTS[side, 1]
+    nl = COUNTS[side, 2]
+    kp = MAX_CELLS  # keys: pairs at kp.., triangles at kt.., lines at kl..
+    kt = kp + np_
+    kl = kt + nt
+    o = OFFSETS[1] + side * MAX_CELLS * V
+    for i in range(n):
+        v += float(w[o + ORBIT[side, i] * V + val[i]])
+    o = OFFSETS[2]
+    for t in range(np_):
         a = val[PAIRS[side, t, 0]]
         b = val[PAIRS[side, t, 1]]
-        v += float(w[OFFSETS[2] + min(a, b) * V + max(a, b)])
-    for t in range(COUNTS[side, 1]):
+        key = min(a, b) * V + max(a, b)
+        val[kp + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[3]
+    for t in range(nt):
         a = val[TRIANGLES[side, t, 0]]
         b = val[TRIANGLES[side, t, 1]]
         c = val[TRIANGLES[side, t, 2]]
         lo = min(a, min(b, c))
         hi = max(a, max(b, c))
-        v += float(w[OFFSETS[3] + (lo * V + (a + b + c - lo - hi)) * V + hi])
-    for t in range(COUNTS[side, 2]):
+        key = (lo * V + (a + b + c - lo - hi)) * V + hi
+        val[kt + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[4]
+    for t in range(nl):
         a = val[LINES[side, t, 0]]
         m = val[LINES[side, t, 1]]
         c = val[LINES[side, t, 2]]
-        v += float(w[OFFSETS[4] + (m * V + min(a, c)) * V + max(a, c)])
+        key = (m * V + min(a, c)) * V + max(a, c)
+        val[kl + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[5]
     for t in range(COUNTS[side, 3]):
         a = val[RHOMBI[side, t, 0]]
         b = val[RHOMBI[side, t, 1]]
         c = val[RHOMBI[side, t, 2]]
         d = val[RHOMBI[side, t, 3]]
-        v += float(w[OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
+        v += float(w[o + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
     if w.shape[0] <= CARD_FROM:
         return v
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
-        for i in range(NUM_CELLS[side]):
-            v += float(w[OFFSETS[6] + card * V + val[i]])
-        for t in range(COUNTS[side, 0]):
-            a = val[PAIRS[side, t, 0]]
-            b = val[PAIRS[side, t, 1]]
-            v += float(w[OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)])
-        for t in range(COUNTS[side, 1]):
-            a = val[TRIANGLES[side, t, 0]]
-            b = val[TRIANGLES[side, t, 1]]
-            c = val[TRIANGLES[side, t, 2]]
-            lo = min(a, min(b, c))
-            hi = max(a, max(b, c))
-            v += float(w[OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi])
-        for t in range(COUNTS[side, 2]):
-            a = val[LINES[side, t, 0]]
-            m = val[LINES[side, t, 1]]
-            c = val[LINES[side, t, 2]]
-            v += float(w[OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)])
+        o = OFFSETS[6] + card * V
+        for i in range(n):
+            v += float(w[o + val[i]])
+        o = OFFSETS[7] + card * V * V
+        for t in range(kp, kp + np_):
+            v += float(w[o + val[t]])
+        o = OFFSETS[8] + card * V * V * V
+        for t in range(kt, kt + nt):
+            v += float(w[o + val[t]])
+        o = OFFSETS[9] + card * V * V * V
+        for t in range(kl, kl + nl):
+            v += float(w[o + val[t]])
     return v
 
 
