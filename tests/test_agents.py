@@ -244,6 +244,58 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     assert checked > 1000 and finals > 40
 
 
+def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
+    """`near_after_token` (a card's habitat distance after one token, from the parent's `near_witness`) is
+    `habitat_near` of the child board whenever it answers, for every card on random boards of both sides, and it
+    answers most of the time."""
+    from agents.greedy.kernels import CARD_CLASSES, habitat_near, near_after_token, near_witness, need_grids
+    from harmonies_env.cards import NUM_CARDS, _to_grid
+    from harmonies_env.rules import step, token_cells
+    from harmonies_env.stacks import STACK_AFTER
+
+    rng = np.random.default_rng(11)
+    need = np.empty((9, 4), dtype=np.int64)
+    child = np.empty((9, 4), dtype=np.int64)
+    wit = np.empty(11, dtype=np.int64)
+    checked = answered = 0
+    for g in range(16):
+        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        S.init_state(s, 2, g % 2, 0, int(rng.integers(1, 2**40)))
+        p = int(s[S.CURRENT])
+        side = int(s[S.SIDE])
+        for _ in range(int(rng.integers(0, 16))):  # a random board: tokens placed anywhere legal
+            c = int(rng.integers(6))
+            m = int(token_cells(s, p, c))
+            if m:
+                bits = [i for i in range(25) if (m >> i) & 1]
+                s[S.HAND + c] += 1
+                step(s, A.PLACE_TOKEN + 25 * c + bits[int(rng.integers(len(bits)))])
+        s[S.CUBES + p] = int(rng.integers(0, 2**25)) & int(rng.integers(0, 2**25)) & int(rng.integers(0, 2**25))
+        bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()
+        cubes = int(s[S.CUBES + p])
+        need_grids(side, bb, cubes, need)
+        for card in rng.choice(np.arange(1, NUM_CARDS + 1), 10, replace=False):
+            near_witness(side, cubes, int(card), need, wit, 0)
+            assert wit[0] == habitat_near(side, cubes, int(card), need)
+            for c in range(6):
+                m = int(token_cells(s, p, c)) & ~cubes
+                while m:
+                    i = (m & -m).bit_length() - 1
+                    m &= m - 1
+                    old = int(s[S.STACK + S.MAX_CELLS * p + i])
+                    new = int(STACK_AFTER[old, c])
+                    cb = bb.copy()
+                    cb[old] &= ~(1 << i)
+                    cb[new] |= 1 << i
+                    need_grids(side, cb, cubes, child)
+                    got = near_after_token(CARD_CLASSES[side, card], _to_grid(side, 1 << i), old, new, wit, 0)
+                    checked += 1
+                    if got >= 0:
+                        answered += 1
+                        assert got == habitat_near(side, cubes, int(card), child), (g, card, c, i)
+    assert checked > 2000 and answered > 0.8 * checked
+
+
 @pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (1, "B", False), (3, "B", True), (4, "A", False)])
 def test_diverse_candidates_cover_every_space_and_card_choice(players, side, spirits):
     """`plan_candidates`: the best plan of every (central space, card or none) pair, then the best of the rest; every

@@ -260,6 +260,33 @@ def _terms_board(s, p: int, bb, scratch):
                      t7, t8, t10, t11, t12, t13)
 
 
+@njit(cache=True)
+def terms_and_needs(s, p: int, scratch):
+    """`_terms` of p, with scratch (int64 (TERMS_SCRATCH,)) left holding p's need grids (`need_grids`, always) and
+    each held slot's answers (whether its card's habitat stands, else its `habitat_near`; `habitat_slot` reads
+    them): the afterstate features read these again."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    need_grids(side, bb, s[S.CUBES + p], scratch[:36].reshape((9, 4)))
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, True, _ALL, _ALL)
+    return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
+                     t7, t8, t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def habitat_slot(s, p: int, h: int, scratch) -> int:
+    """`habitat_near` of the card p holds in slot h (0 when its habitat stands), from scratch as `terms_and_needs`
+    left it (its answer, or the need grids for a card whose answer it did not write: a completed card)."""
+    card = s[S.SLOT + S.MAX_SLOTS * p + h]
+    if card < C.FIRST_SPIRIT and s[S.CUBES_PLACED + _NC * p + card] >= C.CUBES_ON_CARD[card]:
+        return habitat_near(s[S.SIDE], s[S.CUBES + p], card, scratch[:36].reshape((9, 4)))
+    if scratch[_SLOT_AT + 2 * h]:
+        return 0
+    if card >= C.FIRST_SPIRIT:
+        return 3
+    return scratch[_SLOT_AT + 2 * h + 1]
+
+
 @njit(cache=True, inline="always")
 def _assemble(side: int, bb, t2: float, t3: float, t5: float, t7: float, t8: float, t10: float, t11: float,
               t12: float, t13: float):
@@ -471,14 +498,121 @@ _MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
 #: category, then terms 2 and 3 (whole numbers), whether p holds a card and term 5.
 _PC_SCORE = TERMS_SCRATCH
 _PC_T2 = _PC_SCORE + NUM_CATEGORIES
-PARENT_CACHE = _PC_T2 + 4
+#: Then per held slot (`near_witness`): the card's habitat distance D, the cells every nearest placement covers, and
+#: per habitat class the cells some nearest placement reads as that class.
+_PC_NEAR = _PC_T2 + 4
+_NEAR_W = 2 + 9
+PARENT_CACHE = _PC_NEAR + S.MAX_SLOTS * _NEAR_W
 _BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
 
 
+@njit(cache=True, inline="always")
+def _shift(m: int, o: int) -> int:
+    """m shifted by o grid bits (left for o >= 0): a placement's cube cells to its pattern cell at offset o."""
+    return m << o if o >= 0 else m >> -o
+
+
+@njit(cache=True, inline="always")
+def _rotation_levels(side: int, r: int, free: int, grid_need):
+    """The cube cells (grid bits) where rotation r's placement is exactly 0, 1, 2 and 3 tokens short in all."""
+    e0 = C.GRID_ROT_VALID[side, r] & free
+    e1 = 0
+    e2 = 0
+    e3 = 0
+    for j in range(4):
+        cls = C.GRID_ROT_CLASS[side, r, j]
+        if cls < 0:
+            break
+        o = C.GRID_ROT_OFF[side, r, j]
+        a0 = _shift(grid_need[cls, 0], -o)
+        a1 = _shift(grid_need[cls, 1], -o)
+        a2 = _shift(grid_need[cls, 2], -o)
+        a3 = _shift(grid_need[cls, 3], -o)
+        e3 = (e3 & a0) | (e2 & a1) | (e1 & a2) | (e0 & a3)
+        e2 = (e2 & a0) | (e1 & a1) | (e0 & a2)
+        e1 = (e1 & a0) | (e0 & a1)
+        e0 = e0 & a0
+    return e0, e1, e2, e3
+
+
 @njit(cache=True)
-def parent_cache(s, p: int, pc) -> None:
+def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int) -> None:
+    """What a token placed on one cell can change of the card's `habitat_near`, into out[o: o + 11]: D = its
+    habitat_near now; the grid cells that every placement D tokens short covers (its witnesses); per habitat class,
+    the cells some witness reads as that class. `near_after_token` answers a child board from these.
+
+    Why: a token changes one cell, so only placements over that cell change cost, each by that cell's change in
+    tokens short (-1 at best): the answer is D - 1, D, or (only when every witness covers the cell and none keeps its
+    cost) computed again."""
+    free = ~C._to_grid(side, cubes)
+    d = 3
+    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
+        e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
+        if e0:
+            d = 0
+            break
+        if e1:
+            d = 1
+        elif e2 and d > 2:
+            d = 2
+    out[o] = d
+    crit = -1
+    for cls in range(9):
+        out[o + 2 + cls] = 0
+    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
+        e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
+        w = e0 if d == 0 else (e1 if d == 1 else (e2 if d == 2 else e3))
+        if w == 0:
+            continue
+        for j in range(4):
+            cls = C.GRID_ROT_CLASS[side, r, j]
+            if cls < 0:
+                break
+            out[o + 2 + cls] |= _shift(w, C.GRID_ROT_OFF[side, r, j])
+        while crit and w:
+            pos = w & -w
+            w &= w - 1
+            cover = 0
+            for j in range(4):
+                if C.GRID_ROT_CLASS[side, r, j] < 0:
+                    break
+                cover |= _shift(pos, C.GRID_ROT_OFF[side, r, j])
+            crit &= cover
+    out[o + 1] = crit
+
+
+@njit(cache=True, inline="always")
+def near_after_token(card_classes: int, g: int, old: int, new: int, pc, o: int) -> int:
+    """`habitat_near` of a card on the board of `near_witness`'s answer pc[o: o + 11] with one token placed on the
+    cell of grid bit g (stack code old -> new), or -1 when it must be computed again. card_classes: the classes the
+    card's pattern reads (CARD_CLASSES)."""
+    d = pc[o]
+    dec = False
+    keep = False
+    m = card_classes
+    while m:
+        cls = lowest_cell(m)
+        m &= m - 1
+        if pc[o + 2 + cls] & g:
+            kn = NEED_K[new, cls]
+            if kn >= 0:  # a witness reads g as cls: it was NEED_K[old, cls] short there
+                ko = NEED_K[old, cls]
+                if kn < ko:
+                    dec = True
+                elif kn == ko:
+                    keep = True
+    if dec and d >= 1:
+        return d - 1
+    if d == 3 or keep or (pc[o + 1] & g) == 0:
+        return d
+    return -1
+
+
+@njit(cache=True)
+def parent_cache(s, p: int, pc, witness: bool = True) -> None:
     """What `evaluate_child` and `evaluate_after` reuse of p's board in s, into pc int64 (PARENT_CACHE,): the need
-    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5."""
+    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5, and (witness:
+    what `evaluate_child` reads; the final stage does not) each held card's `near_witness`."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -495,6 +629,64 @@ def parent_cache(s, p: int, pc) -> None:
     C.class_grids(side, bb, pc[36:_SLOT_AT])
     if holds:
         _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, True, _ALL, _ALL)
+        if witness:
+            cubes = s[S.CUBES + p]
+            for h in range(S.MAX_SLOTS):
+                card = s[S.SLOT + S.MAX_SLOTS * p + h]
+                if card >= 0:
+                    near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h)
+
+
+@njit(cache=True)
+def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
+    """`_card_terms` of p's board bb = the board of pc's parent with a token placed on cell i (stack code old -> new):
+    each held card's distance from its `near_witness` (`near_after_token`), matched again (on the need grids of bb,
+    built in scratch from pc's) only where that cannot tell. Whether a habitat stands is distance 0."""
+    side = s[S.SIDE]
+    t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    cubes = s[S.CUBES + p]
+    g = C._to_grid(side, 1 << i)
+    need = scratch[:36].reshape((9, 4))
+    built = False
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        t10 += 1.0
+        if card >= C.FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        d = near_after_token(CARD_CLASSES[side, card], g, old, new, pc, _PC_NEAR + _NEAR_W * h)
+        if d < 0:
+            if not built:  # the parent's need grids with cell i moved from old's levels to new's
+                for q in range(36):
+                    scratch[q] = pc[q]
+                free = ((cubes >> i) & 1) == 0
+                for cls in range(9):
+                    ko = NEED_K[old, cls]
+                    if ko >= 0 and (ko == 0 or free):
+                        scratch[4 * cls + ko] &= ~g
+                    kn = NEED_K[new, cls]
+                    if kn >= 0 and (kn == 0 or free):
+                        scratch[4 * cls + kn] |= g
+                built = True
+            d = habitat_near(side, cubes, card, need)
+        if d == 0:
+            t7 += gain
+            continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
+        t8 += gain
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
+    return t7, t8, t10, t11, t12, t13
 
 
 @njit(cache=True)
@@ -526,25 +718,7 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
     t2 = _mountain_term(side, bb) if touched & _MOUNTAIN_CODES else float(pc[_PC_T2])
     t3 = _yellow_term(side, bb) if touched & (1 << ST.S_YELLOW) else float(pc[_PC_T2 + 1])
     t5 = _building_term(side, bb) if near else float(pc[_PC_T2 + 3])
-    if pc[_PC_T2 + 2]:
-        for q in range(TERMS_SCRATCH):
-            scratch[q] = pc[q]
-        g = C._to_grid(side, 1 << i)
-        free = ((s[S.CUBES + p] >> i) & 1) == 0
-        for cls in range(9):
-            ko = NEED_K[old, cls]
-            if ko >= 0 and (ko == 0 or free):
-                scratch[4 * cls + ko] &= ~g
-            kn = NEED_K[new, cls]
-            if kn >= 0 and (kn == 0 or free):
-                scratch[4 * cls + kn] |= g
-        for cls in range(C.NUM_CLASSES):
-            if CODE_IN_CLASS[old, cls]:
-                scratch[36 + cls] &= ~g
-            if CODE_IN_CLASS[new, cls]:
-                scratch[36 + cls] |= g
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, CHANGED_CLASSES[old, new],
-                                             CHANGED_NEED[old, new])
+    t7, t8, t10, t11, t12, t13 = _card_terms_token(s, p, bb, i, old, new, scratch, pc)
     x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
@@ -877,7 +1051,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     flen = np.zeros(nb * 6, dtype=np.int64)
     for b in range(nb):
         n = legal_actions(states[b], buf)
-        parent_cache(states[b], p, pc)
+        parent_cache(states[b], p, pc, False)
         for k in range(-1, n):
             a = -1
             if k >= 0:

@@ -14,8 +14,9 @@ from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_features
+from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_total
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
+from ..greedy.kernels import TERMS_SCRATCH
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays. Any other is refused.
@@ -336,18 +337,19 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     others = np.empty(NUM_FEATURES, dtype=np.float32)  # the other seats' features: the same after every candidate
     afterstate_head_features(s, p, others)
     for k in range(n):
         for j in range(s.shape[0]):
             after[j] = s[j]
         play_plan(after, plans[k], lens[k], True)
-        r = 0.0
-        if not no_turn_left(after, p):  # `remaining`, the other seats' features reused
-            candidate_head_features(after, p, feats, others)
-            _gather(feats, lin)
-            r = network(after, p, w, lin)
-        values[k] = own_total(after, p, sc) + r
+        if no_turn_left(after, p):
+            values[k] = own_total(after, p, sc)
+            continue
+        total = candidate_head_total(after, p, feats, others, sc, scratch)  # `remaining`, the other seats' reused
+        _gather(feats, lin)
+        values[k] = total + network(after, p, w, lin)
     return n
 
 
