@@ -214,7 +214,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
         p = int(s[S.CURRENT])
         w = rng.normal(size=DEFAULT_WEIGHTS.shape)
         for _depth in range(3):
-            parent_cache(s, p, pc)
+            parent_cache(s, p, pc, True)
             moves = []
             for c in range(6):
                 m = int(token_cells(s, p, c)) if s[S.HAND + c] > 0 else 0
@@ -233,7 +233,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
             if not moves:
                 break
             step(s, moves[int(rng.integers(len(moves)))])
-        parent_cache(s, p, pc)  # the final stage: a card taken or none, then cubes, on the same board
+        parent_cache(s, p, pc, False)  # the final stage: a card taken or none, then cubes, on the same board
         for a in [-1] + [a for a in buf[: legal_actions(s, buf)] if A.TAKE_CARD <= a < A.PLACE_CUBE]:
             t = s.copy()
             if a >= 0:

@@ -609,10 +609,10 @@ def near_after_token(card_classes: int, g: int, old: int, new: int, pc, o: int) 
 
 
 @njit(cache=True)
-def parent_cache(s, p: int, pc, witness: bool = True) -> None:
-    """What `evaluate_child` and `evaluate_after` reuse of p's board in s, into pc int64 (PARENT_CACHE,): the need
-    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5, and (witness:
-    what `evaluate_child` reads; the final stage does not) each held card's `near_witness`."""
+def parent_cache(s, p: int, pc, witness: bool) -> None:
+    """What `evaluate_child` (witness) or `evaluate_after` (not witness) reuse of p's board in s, into pc int64
+    (PARENT_CACHE,): the score by category, terms 2, 3 and 5 and the need grids; then for `evaluate_child` each held
+    card's `near_witness`, for `evaluate_after` the class grids and each held card's habitat answers."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -625,16 +625,17 @@ def parent_cache(s, p: int, pc, witness: bool = True) -> None:
             holds = 1
     pc[_PC_T2 + 2] = holds
     pc[_PC_T2 + 3] = int(_building_term(side, bb))
-    need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
+    cubes = s[S.CUBES + p]
+    need_grids(side, bb, cubes, pc[:36].reshape((9, 4)))
+    if witness:
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card >= 0:
+                near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h)
+        return
     C.class_grids(side, bb, pc[36:_SLOT_AT])
     if holds:
         _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, True, _ALL, _ALL)
-        if witness:
-            cubes = s[S.CUBES + p]
-            for h in range(S.MAX_SLOTS):
-                card = s[S.SLOT + S.MAX_SLOTS * p + h]
-                if card >= 0:
-                    near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h)
 
 
 @njit(cache=True)
@@ -1001,7 +1002,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                         bbc[sb[stack0 + i]] &= ~bit
                         bbc[new] |= bit
                         if not cached:
-                            parent_cache(sb, p, pc)
+                            parent_cache(sb, p, pc, True)
                             cached = True
                         v = evaluate_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
