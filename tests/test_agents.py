@@ -248,7 +248,14 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
     """`near_after_token` (a card's habitat distance after one token, from the parent's `near_witness`) is
     `habitat_near` of the child board whenever it answers, for every card on random boards of both sides, and it
     answers most of the time."""
-    from agents.greedy.kernels import CARD_CLASSES, habitat_near, near_after_token, near_witness, need_grids
+    from agents.greedy.kernels import (
+        CARD_CLASSES,
+        MAX_ROTATIONS,
+        habitat_near,
+        near_after_token,
+        near_witness,
+        need_grids,
+    )
     from harmonies_env.cards import NUM_CARDS, _to_grid
     from harmonies_env.rules import step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -275,7 +282,7 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
         cubes = int(s[S.CUBES + p])
         need_grids(side, bb, cubes, need)
         for card in rng.choice(np.arange(1, NUM_CARDS + 1), 10, replace=False):
-            near_witness(side, cubes, int(card), need, wit, 0)
+            near_witness(side, cubes, int(card), need, wit, 0, np.empty(4 * MAX_ROTATIONS, dtype=np.int64))
             assert wit[0] == habitat_near(side, cubes, int(card), need)
             for c in range(6):
                 m = int(token_cells(s, p, c)) & ~cubes

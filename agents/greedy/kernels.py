@@ -535,23 +535,33 @@ def _rotation_levels(side: int, r: int, free: int, grid_need):
     return e0, e1, e2, e3
 
 
+#: Most distinct rotations of a card's pattern (`near_witness` keeps each one's cost levels).
+MAX_ROTATIONS = int(np.diff(C.GRID_ROT_START, axis=1).max())
+
+
 @njit(cache=True)
-def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int) -> None:
+def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int, rot) -> None:
     """What a token placed on one cell can change of the card's `habitat_near`, into out[o: o + 11]: D = its
     habitat_near now; the grid cells that every placement D tokens short covers (its witnesses); per habitat class,
-    the cells some witness reads as that class. `near_after_token` answers a child board from these.
+    the cells some witness reads as that class. `near_after_token` answers a child board from these. rot: int64
+    (4 x MAX_ROTATIONS,) scratch.
 
     Why: a token changes one cell, so only placements over that cell change cost, each by that cell's change in
     tokens short (-1 at best): the answer is D - 1, D, or (only when every witness covers the cell and none keeps its
     cost) computed again."""
     free = ~C._to_grid(side, cubes)
     d = 3
-    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
+    r0 = C.GRID_ROT_START[side, card]
+    for r in range(r0, C.GRID_ROT_START[side, card + 1]):
         e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
+        q = 4 * (r - r0)
+        rot[q] = e0
+        rot[q + 1] = e1
+        rot[q + 2] = e2
+        rot[q + 3] = e3
         if e0:
             d = 0
-            break
-        if e1:
+        elif e1 and d > 1:
             d = 1
         elif e2 and d > 2:
             d = 2
@@ -559,9 +569,8 @@ def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int) -> No
     crit = -1
     for cls in range(9):
         out[o + 2 + cls] = 0
-    for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
-        e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
-        w = e0 if d == 0 else (e1 if d == 1 else (e2 if d == 2 else e3))
+    for r in range(r0, C.GRID_ROT_START[side, card + 1]):
+        w = rot[4 * (r - r0) + d]
         if w == 0:
             continue
         for j in range(4):
@@ -628,10 +637,11 @@ def parent_cache(s, p: int, pc, witness: bool) -> None:
     cubes = s[S.CUBES + p]
     need_grids(side, bb, cubes, pc[:36].reshape((9, 4)))
     if witness:
+        rot = np.empty(4 * MAX_ROTATIONS, dtype=np.int64)
         for h in range(S.MAX_SLOTS):
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
             if card >= 0:
-                near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h)
+                near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h, rot)
         return
     C.class_grids(side, bb, pc[36:_SLOT_AT])
     if holds:
@@ -1051,22 +1061,19 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     fplan = np.zeros((nb * 6, MAX_PLAN), dtype=np.int64)
     flen = np.zeros(nb * 6, dtype=np.int64)
     for b in range(nb):
-        n = legal_actions(states[b], buf)
         parent_cache(states[b], p, pc, False)
-        for k in range(-1, n):
-            a = -1
-            if k >= 0:
-                a = buf[k]
-                if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
-                    continue
+        for m in range(-1, s0[S.NUM_MARKET]):  # no card, then each market card that can be taken (step says)
+            if m >= 0 and states[b][S.MARKET + m] < 0:
+                continue
             copy_state(tmp, states[b])
-            for q in range(MAX_PLAN):
-                fplan[nf, q] = acts[b, q]
             ln = alen[b]
-            if a >= 0:
-                step(tmp, a)
-                fplan[nf, ln] = a
+            if m >= 0:
+                if step(tmp, A.TAKE_CARD + m) != 0:
+                    continue
+                fplan[nf, ln] = A.TAKE_CARD + m
                 ln += 1
+            for q in range(alen[b]):
+                fplan[nf, q] = acts[b, q]
             ln = place_cubes_after(tmp, fplan[nf], ln, pc, states[b])
             fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, states[b])
             fplan[nf, ln] = A.END_TURN
