@@ -190,12 +190,23 @@ def _gather(feats, lin) -> None:
     lin[LINEAR_INDEX.shape[0]] = 1.0
 
 
+@njit(cache=True, inline="always")
+def linear_sum(w, lin) -> float:
+    """The linear part, w[j] x lin[j] added in order from 0, skipping the zero inputs (most are: absent seats,
+    one-hots): bit for bit the full sum for finite weights, since a product with a zero input is +-0 and adding +-0
+    to a sum that starts at +0 changes nothing."""
+    v = 0.0
+    for j in range(lin.shape[0]):
+        x = lin[j]
+        if x != 0.0:
+            v += float(w[j]) * x
+    return v
+
+
 @njit(cache=True)
 def value_of(w, idx, k: int, lin) -> float:
     """The network's output for selected weights idx[:k] and linear inputs lin: float64 sum."""
-    v = 0.0
-    for j in range(lin.shape[0]):
-        v += float(w[j]) * lin[j]
+    v = linear_sum(w, lin)
     for j in range(k):
         v += float(w[idx[j]])
     return v
@@ -223,10 +234,7 @@ def remaining(s, p: int, w, idx, feats, lin) -> float:
 def network(s, p: int, w, lin) -> float:
     """The network's output for seat p at s given its linear inputs lin: the linear part, then the tuple weights
     (`tuple_sum`), summed in `value_of`'s order."""
-    v = 0.0
-    for j in range(lin.shape[0]):
-        v += float(w[j]) * lin[j]
-    return tuple_sum(s, p, w, v)
+    return tuple_sum(s, p, w, linear_sum(w, lin))
 
 
 #: Keys `tuple_sum` computes once per board: cell values, then the pair, triangle and line keys (a card table's index is
