@@ -188,7 +188,8 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     """The beam's `evaluate_child` (a token placement valued from its parent's cached score, terms and grids) is
     `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
     1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
-    cubes placed, the board's parts reused) is `evaluate_with`."""
+    cubes placed, the board's parts reused) is `evaluate_with`, and so is `taken_parts` (a card taken, no cube)."""
+    from agents.greedy.kernels import after_parts, taken_parts, weigh
     from harmonies_env.batch import play_plan
     from harmonies_env.rules import legal_actions, step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -199,7 +200,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     sc = np.zeros(8, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     pc = np.empty(PARENT_CACHE, dtype=np.int64)
-    checked = finals = 0
+    checked = finals = quick = 0
     for g in range(40):
         s = np.zeros(S.STATE_SIZE, dtype=np.int64)
         S.init_state(s, int(rng.integers(1, 5)), g % 2, int(g % 4 >= 2), int(rng.integers(1, 2**40)), int(g % 3 == 0))
@@ -234,14 +235,20 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
                 break
             step(s, moves[int(rng.integers(len(moves)))])
         parent_cache(s, p, pc, False)  # the final stage: a card taken or none, then cubes, on the same board
+        parts = after_parts(s, p, sc, scratch, pc, s)
         for a in [-1] + [a for a in buf[: legal_actions(s, buf)] if A.TAKE_CARD <= a < A.PLACE_CUBE]:
             t = s.copy()
             if a >= 0:
                 step(t, a)
-            place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
-            assert evaluate_after(t, p, w, sc, scratch, pc, s) == evaluate_with(t, p, w, sc, scratch), (g, a)
+            cubes = place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
+            want = evaluate_with(t, p, w, sc, scratch)
+            assert evaluate_after(t, p, w, sc, scratch, pc, s) == want, (g, a)
             finals += 1
-    assert checked > 1000 and finals > 40
+            if cubes == 0:  # no habitat stands: the final stage values it from the turn's parts
+                got = weigh(parts if a < 0 else taken_parts(s, p, int(s[S.MARKET + a - A.TAKE_CARD]), pc, parts), w)
+                assert got == want, (g, a)
+                quick += 1
+    assert checked > 1000 and finals > 40 and quick > 30
 
 
 def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():

@@ -742,6 +742,24 @@ def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
     holds, and only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final
     stage). The board's score categories and terms and the class grids are reused; when no cube was placed, so are
     the need grids and each card's habitat answers, and only a card taken is matched. Exact."""
+    return weigh(after_parts(s, p, sc, scratch, pc, parent), w)
+
+
+@njit(cache=True, inline="always")
+def weigh(parts, w) -> float:
+    """The evaluation from `after_parts`: the total, plus w . terms unless p has no turn left."""
+    ntl, v, x = parts
+    if ntl:
+        return v
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+@njit(cache=True)
+def after_parts(s, p: int, sc, scratch, pc, parent):
+    """`evaluate_after`'s parts: (whether p has no turn left, p's total as a float, the potential terms tuple; zeros
+    when p has no turn left)."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -752,7 +770,7 @@ def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
     sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):
-        return v
+        return True, v, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     if s[S.CUBES + p] == parent[S.CUBES + p]:
         for q in range(TERMS_SCRATCH):
             scratch[q] = pc[q]
@@ -766,11 +784,33 @@ def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
         for q in range(36, _SLOT_AT):
             scratch[q] = pc[q]
         t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
-    x = _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8, t10, t11, t12,
-                  t13)
-    for k in range(NUM_TERMS):
-        v += w[k] * x[k]
-    return v
+    return False, v, _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8,
+                               t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def taken_parts(s, p: int, card: int, pc, parts):
+    """`after_parts` of s (p's board and cubes those of pc's parent) with `card` taken from the market, its habitat
+    not standing (so no cube follows), from s's own parts: the total is the same (no cube on the new card) and the
+    card adds to terms 8 or 11, 10 and 12 or 13 as `_card_terms` counts it. Why: the beam's final stage values
+    each market card for each of its turns; this skips copying the state, stepping and matching the held cards.
+    Exact (whole-number terms)."""
+    ntl, v, x = parts
+    if ntl:
+        return parts
+    side = s[S.SIDE]
+    t8, t11, t12, t13 = x[8], x[11], x[12], x[13]
+    if card >= C.FIRST_SPIRIT:
+        t11 += float(spirit_score(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], card))
+    else:
+        gain = float(C.CARD_POINTS[card, 0])
+        t8 += gain
+        d = habitat_near(side, s[S.CUBES + p], card, pc[:36].reshape((9, 4)))
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
+    return False, v, (x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], t8, x[9], x[10] + 1.0, t11, t12, t13)
 
 
 @njit(cache=True, inline="always")
@@ -1060,22 +1100,46 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     fval = np.zeros(nb * 6, dtype=np.float64)
     fplan = np.zeros((nb * 6, MAX_PLAN), dtype=np.int64)
     flen = np.zeros(nb * 6, dtype=np.int64)
+    can_take = 0  # market slots whose card step lets the mover take: the same for every turn (tokens change none)
+    if nb > 0:
+        for m in range(s0[S.NUM_MARKET]):
+            if states[0][S.MARKET + m] >= 0:
+                copy_state(tmp, states[0])
+                if step(tmp, A.TAKE_CARD + m) == 0:
+                    can_take |= 1 << m
+    side = s0[S.SIDE]
     for b in range(nb):
-        parent_cache(states[b], p, pc, False)
-        for m in range(-1, s0[S.NUM_MARKET]):  # no card, then each market card that can be taken (step says)
-            if m >= 0 and states[b][S.MARKET + m] < 0:
+        sb = states[b]
+        parent_cache(sb, p, pc, False)
+        standing = False  # a held card's habitat stands: cubes follow (copy, step, evaluate_after)
+        for h in range(S.MAX_SLOTS):
+            card = sb[S.SLOT + S.MAX_SLOTS * p + h]
+            if card >= 0 and (pc[_SLOT_AT + 2 * h] != 0 or (card < C.FIRST_SPIRIT
+                                                            and sb[S.CUBES_PLACED + _NC * p + card]
+                                                            >= C.CUBES_ON_CARD[card])):
+                standing = True
+        parts = after_parts(sb, p, sc, scratch, pc, sb)
+        for m in range(-1, s0[S.NUM_MARKET]):  # no card, then each market card that can be taken
+            if m >= 0 and not (can_take >> m) & 1:
                 continue
-            copy_state(tmp, states[b])
-            ln = alen[b]
-            if m >= 0:
-                if step(tmp, A.TAKE_CARD + m) != 0:
-                    continue
-                fplan[nf, ln] = A.TAKE_CARD + m
-                ln += 1
             for q in range(alen[b]):
                 fplan[nf, q] = acts[b, q]
-            ln = place_cubes_after(tmp, fplan[nf], ln, pc, states[b])
-            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, states[b])
+            ln = alen[b]
+            if m >= 0:
+                fplan[nf, ln] = A.TAKE_CARD + m
+                ln += 1
+            fast = not standing
+            if fast and m >= 0:
+                card = sb[S.MARKET + m]
+                fast = not C.habitat_stands_grid(side, pc[36:_SLOT_AT], sb[S.CUBES + p], card)
+            if fast:  # no cube to place: valued from this turn's parts
+                fval[nf] = weigh(parts if m < 0 else taken_parts(sb, p, sb[S.MARKET + m], pc, parts), w)
+            else:
+                copy_state(tmp, sb)
+                if m >= 0:
+                    step(tmp, A.TAKE_CARD + m)
+                ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)
+                fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, sb)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
