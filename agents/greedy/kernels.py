@@ -483,16 +483,6 @@ def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
     return v
 
 
-#: CODE_IN_CLASS[stack code, habitat class]: whether a cell with that stack is of that class (`cards.class_mask`).
-CODE_IN_CLASS = np.array([[C.CLASS_STACK[cls] == code if cls != C.BUILDING_CLASS else code in ST.BUILDING_STACKS
-                           for cls in range(C.NUM_CLASSES)] for code in range(15)], dtype=np.bool_)
-#: CHANGED_CLASSES[old, new] / CHANGED_NEED[old, new]: mask over the habitat classes whose cells / need grids a cell
-#: going from stack code old to new changes (what `_card_terms` may not reuse of the parent). `habitat_near` reads
-#: the need grids 0-2 only, so a cell 3 tokens short of a class or unable to become it changes nothing there.
-CHANGED_CLASSES = np.array([[sum(1 << c for c in range(C.NUM_CLASSES) if CODE_IN_CLASS[o, c] != CODE_IN_CLASS[n, c])
-                             for n in range(15)] for o in range(15)], dtype=np.int64)
-CHANGED_NEED = np.array([[sum(1 << c for c in range(9) if min(NEED_K[o, c], 3) % 4 != min(NEED_K[n, c], 3) % 4)
-                          for n in range(15)] for o in range(15)], dtype=np.int64)
 _MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
 #: Layout of a parent's cache (`parent_cache`), int64: the terms' scratch (need grids, class grids), the score by
 #: category, then terms 2 and 3 (whole numbers), whether p holds a card and term 5.
