@@ -30,7 +30,7 @@ from numba import njit
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
-from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
+from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, popcount
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
@@ -38,12 +38,12 @@ from .greedy.kernels import (
     MAX_PLAN,
     NUM_TERMS,
     TERMS_SCRATCH,
-    _terms,
     habitat_near,
-    need_grids,
+    habitat_slot,
     no_turn_left,
     plan_candidates,
     plan_turn,
+    terms_and_needs,
 )
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
@@ -77,7 +77,8 @@ def afterstate_features(s, p: int, out) -> None:
     """
     for j in range(out.shape[0]):
         out[j] = 0.0
-    _features(s, p, out, True, out[:0])
+    _features(s, p, out, True, out[:0], np.empty(NUM_CATEGORIES, dtype=np.int64),
+              np.empty(TERMS_SCRATCH, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -86,7 +87,8 @@ def afterstate_head_features(s, p: int, out) -> None:
     global block and each seat's first SEAT_HEAD numbers; the board parts are left as they were. Why: the n-tuple
     network's linear part reads only these, for every candidate it ranks."""
     _zero_heads(out)
-    _features(s, p, out, False, out[:0])
+    _features(s, p, out, False, out[:0], np.empty(NUM_CATEGORIES, dtype=np.int64),
+              np.empty(TERMS_SCRATCH, dtype=np.int64))
 
 
 @njit(cache=True)
@@ -95,8 +97,16 @@ def candidate_head_features(s, p: int, out, others) -> None:
     (NUM_FEATURES,): `afterstate_head_features` of the position where p's turn began). Why: p's turn changes no
     other seat's board, cards, cubes or score, only the market (a card taken: that slot's habitat distances are
     zero), so ranking a turn's candidates computes the other seats' numbers once (the same numbers)."""
+    candidate_head_total(s, p, out, others, np.empty(NUM_CATEGORIES, dtype=np.int64),
+                         np.empty(TERMS_SCRATCH, dtype=np.int64))
+
+
+@njit(cache=True)
+def candidate_head_total(s, p: int, out, others, sc, scratch) -> int:
+    """`candidate_head_features` with its scratch passed in (sc int64 (NUM_CATEGORIES,), scratch int64
+    (TERMS_SCRATCH,)), returning p's total score at s (sc holds p's score by category): the ranking loop reads both."""
     _zero_heads(out)
-    _features(s, p, out, False, others)
+    return _features(s, p, out, False, others, sc, scratch)
 
 
 @njit(cache=True)
@@ -109,9 +119,10 @@ def _zero_heads(out) -> None:
 
 
 @njit(cache=True)
-def _features(s, p: int, out, boards: bool, others) -> None:
+def _features(s, p: int, out, boards: bool, others, sc, scratch) -> int:
     """The features of `afterstate_features` into out (zero where nothing is written), the boards' one-hots only
-    with boards; the other seats' heads copied from others unless it is empty (`candidate_head_features`)."""
+    with boards; the other seats' heads copied from others unless it is empty (`candidate_head_features`). sc int64
+    (NUM_CATEGORIES,), scratch int64 (TERMS_SCRATCH,): scratch. Returns p's total score."""
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
@@ -138,9 +149,8 @@ def _features(s, p: int, out, boards: bool, others) -> None:
             k = CUBES_ON_CARD[card]
             out[o + 3 * m + 1] = CARD_POINTS[card, k - 1] / 20.0 if k > 0 else 0.0
             out[o + 3 * m + 2] = k / 5.0
-    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
-    need = np.zeros((9, 4), dtype=np.int64)
+    need = scratch[:36].reshape((9, 4))
+    total = 0
     for j in range(n):
         q = (p + j) % n
         base = GLOBAL + j * SEAT
@@ -160,7 +170,9 @@ def _features(s, p: int, out, boards: bool, others) -> None:
         for c in range(NUM_CATEGORIES - 1):
             out[base + c] = sc[c] / 20.0
         out[base + NUM_CATEGORIES - 1] = sc[NUM_CATEGORIES - 1] / 100.0
-        terms = _terms(s, q, scratch)
+        if j == 0:
+            total = sc[NUM_CATEGORIES - 1]
+        terms = terms_and_needs(s, q, scratch)
         for k in range(NUM_TERMS):
             out[base + NUM_CATEGORIES + k] = terms[k] / 10.0
         h = base + NUM_CATEGORIES + NUM_TERMS
@@ -168,7 +180,6 @@ def _features(s, p: int, out, boards: bool, others) -> None:
         out[h + 1] = 1.0 if no_turn_left(s, q) else 0.0
         out[h + 2] = s[S.ANIMAL_CUBES + q] / 10.0
         h += 3
-        need_grids(side, bb, cubes, need)
         for slot in range(S.MAX_SLOTS):
             card = s[S.SLOT + S.MAX_SLOTS * q + slot]
             o = h + 8 * slot
@@ -178,14 +189,14 @@ def _features(s, p: int, out, boards: bool, others) -> None:
             if card >= FIRST_SPIRIT:
                 out[o + 1] = 1.0
                 out[o + 3] = 0.2
-                _distance_onehot(0 if habitat_cells(side, bb, cubes, card) else 3, out, o + 4)
+                _distance_onehot(habitat_slot(s, q, slot, scratch), out, o + 4)
                 continue
             k = s[S.CUBES_PLACED + _NC * q + card]
             left = CUBES_ON_CARD[card] - k
             if left > 0:
                 out[o + 2] = (CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0)) / 10.0
             out[o + 3] = left / 5.0
-            _distance_onehot(habitat_near(side, cubes, card, need), out, o + 4)
+            _distance_onehot(habitat_slot(s, q, slot, scratch), out, o + 4)
         h += 8 * S.MAX_SLOTS
         for m in range(S.MAX_MARKET):
             card = s[S.MARKET + m]
@@ -203,6 +214,7 @@ def _features(s, p: int, out, boards: bool, others) -> None:
                 out[h + _CODES * i] = 1.0
             if (cubes >> i) & 1:
                 out[h + _CODES * _CELLS + i] = 1.0
+    return total
 
 
 def _board_gather() -> np.ndarray:

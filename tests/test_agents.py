@@ -189,7 +189,8 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     """The beam's `evaluate_child` (a token placement valued from its parent's cached score, terms and grids) is
     `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
     1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
-    cubes placed, the board's parts reused) is `evaluate_with`."""
+    cubes placed, the board's parts reused) is `evaluate_with`, and so is `taken_parts` (a card taken, no cube)."""
+    from agents.greedy.kernels import after_parts, taken_parts, weigh
     from harmonies_env.batch import play_plan
     from harmonies_env.rules import legal_actions, step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -200,7 +201,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     sc = np.zeros(8, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     pc = np.empty(PARENT_CACHE, dtype=np.int64)
-    checked = finals = 0
+    checked = finals = quick = 0
     for g in range(40):
         s = np.zeros(S.STATE_SIZE, dtype=np.int64)
         S.init_state(s, int(rng.integers(1, 5)), g % 2, int(g % 4 >= 2), int(rng.integers(1, 2**40)), int(g % 3 == 0))
@@ -215,7 +216,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
         p = int(s[S.CURRENT])
         w = rng.normal(size=DEFAULT_WEIGHTS.shape)
         for _depth in range(3):
-            parent_cache(s, p, pc)
+            parent_cache(s, p, pc, True)
             moves = []
             for c in range(6):
                 m = int(token_cells(s, p, c)) if s[S.HAND + c] > 0 else 0
@@ -234,15 +235,80 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
             if not moves:
                 break
             step(s, moves[int(rng.integers(len(moves)))])
-        parent_cache(s, p, pc)  # the final stage: a card taken or none, then cubes, on the same board
+        parent_cache(s, p, pc, False)  # the final stage: a card taken or none, then cubes, on the same board
+        parts = after_parts(s, p, sc, scratch, pc, s)
         for a in [-1] + [a for a in buf[: legal_actions(s, buf)] if A.TAKE_CARD <= a < A.PLACE_CUBE]:
             t = s.copy()
             if a >= 0:
                 step(t, a)
-            place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
-            assert evaluate_after(t, p, w, sc, scratch, pc) == evaluate_with(t, p, w, sc, scratch), (g, a)
+            cubes = place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
+            want = evaluate_with(t, p, w, sc, scratch)
+            assert evaluate_after(t, p, w, sc, scratch, pc, s) == want, (g, a)
             finals += 1
-    assert checked > 1000 and finals > 40
+            if cubes == 0:  # no habitat stands: the final stage values it from the turn's parts
+                got = weigh(parts if a < 0 else taken_parts(s, p, int(s[S.MARKET + a - A.TAKE_CARD]), pc, parts), w)
+                assert got == want, (g, a)
+                quick += 1
+    assert checked > 1000 and finals > 40 and quick > 30
+
+
+def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
+    """`near_after_token` (a card's habitat distance after one token, from the parent's `near_witness`) is
+    `habitat_near` of the child board whenever it answers, for every card on random boards of both sides, and it
+    answers most of the time."""
+    from agents.greedy.kernels import (
+        CARD_CLASSES,
+        MAX_ROTATIONS,
+        habitat_near,
+        near_after_token,
+        near_witness,
+        need_grids,
+    )
+    from harmonies_env.cards import NUM_CARDS, _to_grid
+    from harmonies_env.rules import step, token_cells
+    from harmonies_env.stacks import STACK_AFTER
+
+    rng = np.random.default_rng(11)
+    need = np.empty((9, 4), dtype=np.int64)
+    child = np.empty((9, 4), dtype=np.int64)
+    wit = np.empty(11, dtype=np.int64)
+    checked = answered = 0
+    for g in range(16):
+        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        S.init_state(s, 2, g % 2, 0, int(rng.integers(1, 2**40)))
+        p = int(s[S.CURRENT])
+        side = int(s[S.SIDE])
+        for _ in range(int(rng.integers(0, 16))):  # a random board: tokens placed anywhere legal
+            c = int(rng.integers(6))
+            m = int(token_cells(s, p, c))
+            if m:
+                bits = [i for i in range(25) if (m >> i) & 1]
+                s[S.HAND + c] += 1
+                step(s, A.PLACE_TOKEN + 25 * c + bits[int(rng.integers(len(bits)))])
+        s[S.CUBES + p] = int(rng.integers(0, 2**25)) & int(rng.integers(0, 2**25)) & int(rng.integers(0, 2**25))
+        bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()
+        cubes = int(s[S.CUBES + p])
+        need_grids(side, bb, cubes, need)
+        for card in rng.choice(np.arange(1, NUM_CARDS + 1), 10, replace=False):
+            near_witness(side, cubes, int(card), need, wit, 0, np.empty(4 * MAX_ROTATIONS, dtype=np.int64))
+            assert wit[0] == habitat_near(side, cubes, int(card), need)
+            for c in range(6):
+                m = int(token_cells(s, p, c)) & ~cubes
+                while m:
+                    i = (m & -m).bit_length() - 1
+                    m &= m - 1
+                    old = int(s[S.STACK + S.MAX_CELLS * p + i])
+                    new = int(STACK_AFTER[old, c])
+                    cb = bb.copy()
+                    cb[old] &= ~(1 << i)
+                    cb[new] |= 1 << i
+                    need_grids(side, cb, cubes, child)
+                    got = near_after_token(CARD_CLASSES[side, card], _to_grid(side, 1 << i), old, new, wit, 0)
+                    checked += 1
+                    if got >= 0:
+                        answered += 1
+                        assert got == habitat_near(side, cubes, int(card), child), (g, card, c, i)
+    assert checked > 2000 and answered > 0.8 * checked
 
 
 @pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (1, "B", False), (3, "B", True), (4, "A", False)])

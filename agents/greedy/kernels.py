@@ -260,6 +260,33 @@ def _terms_board(s, p: int, bb, scratch):
                      t7, t8, t10, t11, t12, t13)
 
 
+@njit(cache=True)
+def terms_and_needs(s, p: int, scratch):
+    """`_terms` of p, with scratch (int64 (TERMS_SCRATCH,)) left holding p's need grids (`need_grids`, always) and
+    each held slot's answers (whether its card's habitat stands, else its `habitat_near`; `habitat_slot` reads
+    them): the afterstate features read these again."""
+    side = s[S.SIDE]
+    bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+    need_grids(side, bb, s[S.CUBES + p], scratch[:36].reshape((9, 4)))
+    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, False, True, _ALL, _ALL)
+    return _assemble(side, bb, _mountain_term(side, bb), _yellow_term(side, bb), _building_term(side, bb),
+                     t7, t8, t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def habitat_slot(s, p: int, h: int, scratch) -> int:
+    """`habitat_near` of the card p holds in slot h (0 when its habitat stands), from scratch as `terms_and_needs`
+    left it (its answer, or the need grids for a card whose answer it did not write: a completed card)."""
+    card = s[S.SLOT + S.MAX_SLOTS * p + h]
+    if card < C.FIRST_SPIRIT and s[S.CUBES_PLACED + _NC * p + card] >= C.CUBES_ON_CARD[card]:
+        return habitat_near(s[S.SIDE], s[S.CUBES + p], card, scratch[:36].reshape((9, 4)))
+    if scratch[_SLOT_AT + 2 * h]:
+        return 0
+    if card >= C.FIRST_SPIRIT:
+        return 3
+    return scratch[_SLOT_AT + 2 * h + 1]
+
+
 @njit(cache=True, inline="always")
 def _assemble(side: int, bb, t2: float, t3: float, t5: float, t7: float, t8: float, t10: float, t11: float,
               t12: float, t13: float):
@@ -319,13 +346,15 @@ def _building_term(side: int, bb) -> float:
 
 
 @njit(cache=True)
-def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int):
+def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int,
+                redo: int = 0):
     """Terms 7, 8, 10, 11, 12, 13 (the held cards') of p on the board bb. scratch int64 (TERMS_SCRATCH,): the need
     grids then the class grids, computed here only when a held card asks, or (need_ready, grids_ready) already
     holding bb's (as `need_grids` and `cards.class_grids` write them); its slot part is written (whether each
     card's habitat stands, its distance). changed_cls / changed_need: masks over the classes whose grid / need grids
     may differ from the board whose slot part scratch holds; a card reading none of them keeps that board's answer
-    (_ALL: none kept)."""
+    (_ALL: none kept). redo: mask over the slots whose card is not the one the slot part was written for (a card
+    taken): those are always computed."""
     side = s[S.SIDE]
     t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
@@ -346,8 +375,9 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             if k >= C.CUBES_ON_CARD[card]:
                 continue
             gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-        was = scratch[_SLOT_AT + 2 * h]
-        if changed_cls == _ALL or reads & changed_cls:
+        fresh = (redo >> h) & 1
+        was = 0 if fresh else scratch[_SLOT_AT + 2 * h]
+        if fresh or changed_cls == _ALL or reads & changed_cls:
             if not have_grids:
                 C.class_grids(side, bb, grids)
                 have_grids = True
@@ -362,7 +392,7 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             t11 += gain
             continue
         t8 += gain
-        if was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
+        if not fresh and was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
             d = scratch[_SLOT_AT + 2 * h + 1]
         else:
             if not have_need:
@@ -453,29 +483,135 @@ def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
     return v
 
 
-#: CODE_IN_CLASS[stack code, habitat class]: whether a cell with that stack is of that class (`cards.class_mask`).
-CODE_IN_CLASS = np.array([[C.CLASS_STACK[cls] == code if cls != C.BUILDING_CLASS else code in ST.BUILDING_STACKS
-                           for cls in range(C.NUM_CLASSES)] for code in range(15)], dtype=np.bool_)
-#: CHANGED_CLASSES[old, new] / CHANGED_NEED[old, new]: mask over the habitat classes whose cells / need grids a cell
-#: going from stack code old to new changes (what `_card_terms` may not reuse of the parent). `habitat_near` reads
-#: the need grids 0-2 only, so a cell 3 tokens short of a class or unable to become it changes nothing there.
-CHANGED_CLASSES = np.array([[sum(1 << c for c in range(C.NUM_CLASSES) if CODE_IN_CLASS[o, c] != CODE_IN_CLASS[n, c])
-                             for n in range(15)] for o in range(15)], dtype=np.int64)
-CHANGED_NEED = np.array([[sum(1 << c for c in range(9) if min(NEED_K[o, c], 3) % 4 != min(NEED_K[n, c], 3) % 4)
-                          for n in range(15)] for o in range(15)], dtype=np.int64)
 _MOUNTAIN_CODES = sum(1 << k for k in ST.MOUNTAIN_STACKS)
 #: Layout of a parent's cache (`parent_cache`), int64: the terms' scratch (need grids, class grids), the score by
 #: category, then terms 2 and 3 (whole numbers), whether p holds a card and term 5.
 _PC_SCORE = TERMS_SCRATCH
 _PC_T2 = _PC_SCORE + NUM_CATEGORIES
-PARENT_CACHE = _PC_T2 + 4
+#: Then per held slot (`near_witness`): the card's habitat distance D, the cells every nearest placement covers, and
+#: per habitat class the cells some nearest placement reads as that class.
+_PC_NEAR = _PC_T2 + 4
+_NEAR_W = 2 + 9
+PARENT_CACHE = _PC_NEAR + S.MAX_SLOTS * _NEAR_W
 _BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
 
 
+@njit(cache=True, inline="always")
+def _shift(m: int, o: int) -> int:
+    """m shifted by o grid bits (left for o >= 0): a placement's cube cells to its pattern cell at offset o."""
+    return m << o if o >= 0 else m >> -o
+
+
+@njit(cache=True, inline="always")
+def _rotation_levels(side: int, r: int, free: int, grid_need):
+    """The cube cells (grid bits) where rotation r's placement is exactly 0, 1, 2 and 3 tokens short in all."""
+    e0 = C.GRID_ROT_VALID[side, r] & free
+    e1 = 0
+    e2 = 0
+    e3 = 0
+    for j in range(4):
+        cls = C.GRID_ROT_CLASS[side, r, j]
+        if cls < 0:
+            break
+        o = C.GRID_ROT_OFF[side, r, j]
+        a0 = _shift(grid_need[cls, 0], -o)
+        a1 = _shift(grid_need[cls, 1], -o)
+        a2 = _shift(grid_need[cls, 2], -o)
+        a3 = _shift(grid_need[cls, 3], -o)
+        e3 = (e3 & a0) | (e2 & a1) | (e1 & a2) | (e0 & a3)
+        e2 = (e2 & a0) | (e1 & a1) | (e0 & a2)
+        e1 = (e1 & a0) | (e0 & a1)
+        e0 = e0 & a0
+    return e0, e1, e2, e3
+
+
+#: Most distinct rotations of a card's pattern (`near_witness` keeps each one's cost levels).
+MAX_ROTATIONS = int(np.diff(C.GRID_ROT_START, axis=1).max())
+
+
 @njit(cache=True)
-def parent_cache(s, p: int, pc) -> None:
-    """What `evaluate_child` and `evaluate_after` reuse of p's board in s, into pc int64 (PARENT_CACHE,): the need
-    and class grids, each held card's habitat answers, the score by category and terms 2, 3 and 5."""
+def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int, rot) -> None:
+    """What a token placed on one cell can change of the card's `habitat_near`, into out[o: o + 11]: D = its
+    habitat_near now; the grid cells that every placement D tokens short covers (its witnesses); per habitat class,
+    the cells some witness reads as that class. `near_after_token` answers a child board from these. rot: int64
+    (4 x MAX_ROTATIONS,) scratch.
+
+    Why: a token changes one cell, so only placements over that cell change cost, each by that cell's change in
+    tokens short (-1 at best): the answer is D - 1, D, or (only when every witness covers the cell and none keeps its
+    cost) computed again."""
+    free = ~C._to_grid(side, cubes)
+    d = 3
+    r0 = C.GRID_ROT_START[side, card]
+    for r in range(r0, C.GRID_ROT_START[side, card + 1]):
+        e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
+        q = 4 * (r - r0)
+        rot[q] = e0
+        rot[q + 1] = e1
+        rot[q + 2] = e2
+        rot[q + 3] = e3
+        if e0:
+            d = 0
+        elif e1 and d > 1:
+            d = 1
+        elif e2 and d > 2:
+            d = 2
+    out[o] = d
+    crit = -1
+    for cls in range(9):
+        out[o + 2 + cls] = 0
+    for r in range(r0, C.GRID_ROT_START[side, card + 1]):
+        w = rot[4 * (r - r0) + d]
+        if w == 0:
+            continue
+        for j in range(4):
+            cls = C.GRID_ROT_CLASS[side, r, j]
+            if cls < 0:
+                break
+            out[o + 2 + cls] |= _shift(w, C.GRID_ROT_OFF[side, r, j])
+        while crit and w:
+            pos = w & -w
+            w &= w - 1
+            cover = 0
+            for j in range(4):
+                if C.GRID_ROT_CLASS[side, r, j] < 0:
+                    break
+                cover |= _shift(pos, C.GRID_ROT_OFF[side, r, j])
+            crit &= cover
+    out[o + 1] = crit
+
+
+@njit(cache=True, inline="always")
+def near_after_token(card_classes: int, g: int, old: int, new: int, pc, o: int) -> int:
+    """`habitat_near` of a card on the board of `near_witness`'s answer pc[o: o + 11] with one token placed on the
+    cell of grid bit g (stack code old -> new), or -1 when it must be computed again. card_classes: the classes the
+    card's pattern reads (CARD_CLASSES)."""
+    d = pc[o]
+    dec = False
+    keep = False
+    m = card_classes
+    while m:
+        cls = lowest_cell(m)
+        m &= m - 1
+        if pc[o + 2 + cls] & g:
+            kn = NEED_K[new, cls]
+            if kn >= 0:  # a witness reads g as cls: it was NEED_K[old, cls] short there
+                ko = NEED_K[old, cls]
+                if kn < ko:
+                    dec = True
+                elif kn == ko:
+                    keep = True
+    if dec and d >= 1:
+        return d - 1
+    if d == 3 or keep or (pc[o + 1] & g) == 0:
+        return d
+    return -1
+
+
+@njit(cache=True)
+def parent_cache(s, p: int, pc, witness: bool) -> None:
+    """What `evaluate_child` (witness) or `evaluate_after` (not witness) reuse of p's board in s, into pc int64
+    (PARENT_CACHE,): the score by category, terms 2, 3 and 5 and the need grids; then for `evaluate_child` each held
+    card's `near_witness`, for `evaluate_after` the class grids and each held card's habitat answers."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -488,10 +624,70 @@ def parent_cache(s, p: int, pc) -> None:
             holds = 1
     pc[_PC_T2 + 2] = holds
     pc[_PC_T2 + 3] = int(_building_term(side, bb))
-    need_grids(side, bb, s[S.CUBES + p], pc[:36].reshape((9, 4)))
+    cubes = s[S.CUBES + p]
+    need_grids(side, bb, cubes, pc[:36].reshape((9, 4)))
+    if witness:
+        rot = np.empty(4 * MAX_ROTATIONS, dtype=np.int64)
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card >= 0:
+                near_witness(side, cubes, card, pc[:36].reshape((9, 4)), pc, _PC_NEAR + _NEAR_W * h, rot)
+        return
     C.class_grids(side, bb, pc[36:_SLOT_AT])
     if holds:
         _card_terms(s, p, bb, pc[:TERMS_SCRATCH], True, True, _ALL, _ALL)
+
+
+@njit(cache=True)
+def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
+    """`_card_terms` of p's board bb = the board of pc's parent with a token placed on cell i (stack code old -> new):
+    each held card's distance from its `near_witness` (`near_after_token`), matched again (on the need grids of bb,
+    built in scratch from pc's) only where that cannot tell. Whether a habitat stands is distance 0."""
+    side = s[S.SIDE]
+    t7 = t8 = t10 = t11 = t12 = t13 = 0.0
+    cubes = s[S.CUBES + p]
+    g = C._to_grid(side, 1 << i)
+    need = scratch[:36].reshape((9, 4))
+    built = False
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card < 0:
+            continue
+        t10 += 1.0
+        if card >= C.FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
+        d = near_after_token(CARD_CLASSES[side, card], g, old, new, pc, _PC_NEAR + _NEAR_W * h)
+        if d < 0:
+            if not built:  # the parent's need grids with cell i moved from old's levels to new's
+                for q in range(36):
+                    scratch[q] = pc[q]
+                free = ((cubes >> i) & 1) == 0
+                for cls in range(9):
+                    ko = NEED_K[old, cls]
+                    if ko >= 0 and (ko == 0 or free):
+                        scratch[4 * cls + ko] &= ~g
+                    kn = NEED_K[new, cls]
+                    if kn >= 0 and (kn == 0 or free):
+                        scratch[4 * cls + kn] |= g
+                built = True
+            d = habitat_near(side, cubes, card, need)
+        if d == 0:
+            t7 += gain
+            continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
+        t8 += gain
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
+    return t7, t8, t10, t11, t12, t13
 
 
 @njit(cache=True)
@@ -523,25 +719,7 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
     t2 = _mountain_term(side, bb) if touched & _MOUNTAIN_CODES else float(pc[_PC_T2])
     t3 = _yellow_term(side, bb) if touched & (1 << ST.S_YELLOW) else float(pc[_PC_T2 + 1])
     t5 = _building_term(side, bb) if near else float(pc[_PC_T2 + 3])
-    if pc[_PC_T2 + 2]:
-        for q in range(TERMS_SCRATCH):
-            scratch[q] = pc[q]
-        g = C._to_grid(side, 1 << i)
-        free = ((s[S.CUBES + p] >> i) & 1) == 0
-        for cls in range(9):
-            ko = NEED_K[old, cls]
-            if ko >= 0 and (ko == 0 or free):
-                scratch[4 * cls + ko] &= ~g
-            kn = NEED_K[new, cls]
-            if kn >= 0 and (kn == 0 or free):
-                scratch[4 * cls + kn] |= g
-        for cls in range(C.NUM_CLASSES):
-            if CODE_IN_CLASS[old, cls]:
-                scratch[36 + cls] &= ~g
-            if CODE_IN_CLASS[new, cls]:
-                scratch[36 + cls] |= g
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, CHANGED_CLASSES[old, new],
-                                             CHANGED_NEED[old, new])
+    t7, t8, t10, t11, t12, t13 = _card_terms_token(s, p, bb, i, old, new, scratch, pc)
     x = _assemble(side, bb, t2, t3, t5, t7, t8, t10, t11, t12, t13)
     for k in range(NUM_TERMS):
         v += w[k] * x[k]
@@ -549,10 +727,29 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
 
 
 @njit(cache=True)
-def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
-    """`evaluate_with(s, p, ...)` where p's board in s is the board of the state whose `parent_cache` pc holds and
-    only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final stage). The
-    board's score categories and terms and the class grids are reused; the cards' terms are computed. Exact."""
+def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
+    """`evaluate_with(s, p, ...)` where p's board in s is the board of `parent`, the state whose `parent_cache` pc
+    holds, and only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final
+    stage). The board's score categories and terms and the class grids are reused; when no cube was placed, so are
+    the need grids and each card's habitat answers, and only a card taken is matched. Exact."""
+    return weigh(after_parts(s, p, sc, scratch, pc, parent), w)
+
+
+@njit(cache=True, inline="always")
+def weigh(parts, w) -> float:
+    """The evaluation from `after_parts`: the total, plus w . terms unless p has no turn left."""
+    ntl, v, x = parts
+    if ntl:
+        return v
+    for k in range(NUM_TERMS):
+        v += w[k] * x[k]
+    return v
+
+
+@njit(cache=True)
+def after_parts(s, p: int, sc, scratch, pc, parent):
+    """`evaluate_after`'s parts: (whether p has no turn left, p's total as a float, the potential terms tuple; zeros
+    when p has no turn left)."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -563,15 +760,47 @@ def evaluate_after(s, p: int, w, sc, scratch, pc) -> float:
     sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):
-        return v
-    for q in range(36, _SLOT_AT):
-        scratch[q] = pc[q]
-    t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
-    x = _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8, t10, t11, t12,
-                  t13)
-    for k in range(NUM_TERMS):
-        v += w[k] * x[k]
-    return v
+        return True, v, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if s[S.CUBES + p] == parent[S.CUBES + p]:
+        for q in range(TERMS_SCRATCH):
+            scratch[q] = pc[q]
+        redo = 0
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card != parent[S.SLOT + S.MAX_SLOTS * p + h] or not pc[_PC_T2 + 2]:
+                redo |= 1 << h
+        t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, True, 0, 0, redo)
+    else:
+        for q in range(36, _SLOT_AT):
+            scratch[q] = pc[q]
+        t7, t8, t10, t11, t12, t13 = _card_terms(s, p, bb, scratch, True, False, _ALL, _ALL)
+    return False, v, _assemble(side, bb, float(pc[_PC_T2]), float(pc[_PC_T2 + 1]), float(pc[_PC_T2 + 3]), t7, t8,
+                               t10, t11, t12, t13)
+
+
+@njit(cache=True)
+def taken_parts(s, p: int, card: int, pc, parts):
+    """`after_parts` of s (p's board and cubes those of pc's parent) with `card` taken from the market, its habitat
+    not standing (so no cube follows), from s's own parts: the total is the same (no cube on the new card) and the
+    card adds to terms 8 or 11, 10 and 12 or 13 as `_card_terms` counts it. Why: the beam's final stage values
+    each market card for each of its turns; this skips copying the state, stepping and matching the held cards.
+    Exact (whole-number terms)."""
+    ntl, v, x = parts
+    if ntl:
+        return parts
+    side = s[S.SIDE]
+    t8, t11, t12, t13 = x[8], x[11], x[12], x[13]
+    if card >= C.FIRST_SPIRIT:
+        t11 += float(spirit_score(side, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], card))
+    else:
+        gain = float(C.CARD_POINTS[card, 0])
+        t8 += gain
+        d = habitat_near(side, s[S.CUBES + p], card, pc[:36].reshape((9, 4)))
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
+    return False, v, (x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], t8, x[9], x[10] + 1.0, t11, t12, t13)
 
 
 @njit(cache=True, inline="always")
@@ -813,7 +1042,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
                         bbc[sb[stack0 + i]] &= ~bit
                         bbc[new] |= bit
                         if not cached:
-                            parent_cache(sb, p, pc)
+                            parent_cache(sb, p, pc, True)
                             cached = True
                         v = evaluate_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
@@ -861,25 +1090,46 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     fval = np.zeros(nb * 6, dtype=np.float64)
     fplan = np.zeros((nb * 6, MAX_PLAN), dtype=np.int64)
     flen = np.zeros(nb * 6, dtype=np.int64)
+    can_take = 0  # market slots whose card step lets the mover take: the same for every turn (tokens change none)
+    if nb > 0:
+        for m in range(s0[S.NUM_MARKET]):
+            if states[0][S.MARKET + m] >= 0:
+                copy_state(tmp, states[0])
+                if step(tmp, A.TAKE_CARD + m) == 0:
+                    can_take |= 1 << m
+    side = s0[S.SIDE]
     for b in range(nb):
-        n = legal_actions(states[b], buf)
-        parent_cache(states[b], p, pc)
-        for k in range(-1, n):
-            a = -1
-            if k >= 0:
-                a = buf[k]
-                if a < A.TAKE_CARD or a >= A.PLACE_CUBE:
-                    continue
-            copy_state(tmp, states[b])
-            for q in range(MAX_PLAN):
+        sb = states[b]
+        parent_cache(sb, p, pc, False)
+        standing = False  # a held card's habitat stands: cubes follow (copy, step, evaluate_after)
+        for h in range(S.MAX_SLOTS):
+            card = sb[S.SLOT + S.MAX_SLOTS * p + h]
+            if card >= 0 and (pc[_SLOT_AT + 2 * h] != 0 or (card < C.FIRST_SPIRIT
+                                                            and sb[S.CUBES_PLACED + _NC * p + card]
+                                                            >= C.CUBES_ON_CARD[card])):
+                standing = True
+        parts = after_parts(sb, p, sc, scratch, pc, sb)
+        for m in range(-1, s0[S.NUM_MARKET]):  # no card, then each market card that can be taken
+            if m >= 0 and not (can_take >> m) & 1:
+                continue
+            for q in range(alen[b]):
                 fplan[nf, q] = acts[b, q]
             ln = alen[b]
-            if a >= 0:
-                step(tmp, a)
-                fplan[nf, ln] = a
+            if m >= 0:
+                fplan[nf, ln] = A.TAKE_CARD + m
                 ln += 1
-            ln = place_cubes_on(tmp, fplan[nf], ln, pc[36:_SLOT_AT])
-            fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc)
+            fast = not standing
+            if fast and m >= 0:
+                card = sb[S.MARKET + m]
+                fast = not C.habitat_stands_grid(side, pc[36:_SLOT_AT], sb[S.CUBES + p], card)
+            if fast:  # no cube to place: valued from this turn's parts
+                fval[nf] = weigh(parts if m < 0 else taken_parts(sb, p, sb[S.MARKET + m], pc, parts), w)
+            else:
+                copy_state(tmp, sb)
+                if m >= 0:
+                    step(tmp, A.TAKE_CARD + m)
+                ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)
+                fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, sb)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
@@ -965,6 +1215,41 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
             values[out] = allv[k]
             out += 1
     return out
+
+
+
+@njit(cache=True)
+def place_cubes_after(s, plan, n: int, pc, parent) -> int:
+    """`place_cubes_on` in the beam's final stage: s is `parent` (whose `parent_cache` pc holds) with a card taken or
+    none, so until a cube is placed, a card the parent held whose habitat did not stand there still does not (pc's
+    answer) and is not matched again. The same cubes as `place_cubes_on`, in the same order."""
+    p = s[S.CURRENT]
+    side = s[S.SIDE]
+    grids = pc[36:_SLOT_AT]
+    known = 0  # slots whose habitat is known not to stand
+    if pc[_PC_T2 + 2] and s[S.CUBES + p] == parent[S.CUBES + p]:
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if (card >= 0 and card == parent[S.SLOT + S.MAX_SLOTS * p + h] and pc[_SLOT_AT + 2 * h] == 0
+                    and (card >= C.FIRST_SPIRIT or s[S.CUBES_PLACED + _NC * p + card] < C.CUBES_ON_CARD[card])):
+                known |= 1 << h
+    placed = True
+    while placed:
+        placed = False
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            if card < 0 or (known >> h) & 1:
+                continue
+            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+            if m:
+                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
+                if step(s, a) == 0:
+                    plan[n] = a
+                    n += 1
+                    placed = True
+                    known = 0
+                    break
+    return n
 
 
 #: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).

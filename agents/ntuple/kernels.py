@@ -14,8 +14,9 @@ from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_features
+from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_total
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
+from ..greedy.kernels import TERMS_SCRATCH
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays. Any other is refused.
@@ -145,31 +146,29 @@ def tuple_indices(s, p: int, idx, cards: bool) -> int:
         k += 1
     if not cards:
         return k
+    n = NUM_CELLS[side]
+    kp = n  # the board's pair, triangle and line indices, as keys: a card table adds its base and the card's block
+    kt = kp + COUNTS[side, 0]
+    kl = kt + COUNTS[side, 1]
+    ke = kl + COUNTS[side, 2]
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
-        for i in range(NUM_CELLS[side]):
+        for i in range(n):
             idx[k] = OFFSETS[6] + card * V + v[i]
             k += 1
-        for t in range(COUNTS[side, 0]):
-            a = v[PAIRS[side, t, 0]]
-            b = v[PAIRS[side, t, 1]]
-            idx[k] = OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)
+        o = OFFSETS[7] + card * V * V - OFFSETS[2]
+        for t in range(kp, kt):
+            idx[k] = o + idx[t]
             k += 1
-        for t in range(COUNTS[side, 1]):
-            a = v[TRIANGLES[side, t, 0]]
-            b = v[TRIANGLES[side, t, 1]]
-            c = v[TRIANGLES[side, t, 2]]
-            lo = min(a, min(b, c))
-            hi = max(a, max(b, c))
-            idx[k] = OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi
+        o = OFFSETS[8] + card * V * V * V - OFFSETS[3]
+        for t in range(kt, kl):
+            idx[k] = o + idx[t]
             k += 1
-        for t in range(COUNTS[side, 2]):
-            a = v[LINES[side, t, 0]]
-            m = v[LINES[side, t, 1]]
-            c = v[LINES[side, t, 2]]
-            idx[k] = OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)
+        o = OFFSETS[9] + card * V * V * V - OFFSETS[4]
+        for t in range(kl, ke):
+            idx[k] = o + idx[t]
             k += 1
     return k
 
@@ -191,12 +190,23 @@ def _gather(feats, lin) -> None:
     lin[LINEAR_INDEX.shape[0]] = 1.0
 
 
+@njit(cache=True, inline="always")
+def linear_sum(w, lin) -> float:
+    """The linear part, w[j] x lin[j] added in order from 0, skipping the zero inputs (most are: absent seats,
+    one-hots): bit for bit the full sum for finite weights, since a product with a zero input is +-0 and adding +-0
+    to a sum that starts at +0 changes nothing."""
+    v = 0.0
+    for j in range(lin.shape[0]):
+        x = lin[j]
+        if x != 0.0:
+            v += float(w[j]) * x
+    return v
+
+
 @njit(cache=True)
 def value_of(w, idx, k: int, lin) -> float:
     """The network's output for selected weights idx[:k] and linear inputs lin: float64 sum."""
-    v = 0.0
-    for j in range(lin.shape[0]):
-        v += float(w[j]) * lin[j]
+    v = linear_sum(w, lin)
     for j in range(k):
         v += float(w[idx[j]])
     return v
@@ -224,71 +234,86 @@ def remaining(s, p: int, w, idx, feats, lin) -> float:
 def network(s, p: int, w, lin) -> float:
     """The network's output for seat p at s given its linear inputs lin: the linear part, then the tuple weights
     (`tuple_sum`), summed in `value_of`'s order."""
-    v = 0.0
-    for j in range(lin.shape[0]):
-        v += float(w[j]) * lin[j]
-    return tuple_sum(s, p, w, v)
+    return tuple_sum(s, p, w, linear_sum(w, lin))
+
+
+#: Keys `tuple_sum` computes once per board: cell values, then the pair, triangle and line keys (a card table's index is
+#: its base + the card's block + the same key as the board's table).
+_KEYS = MAX_CELLS + int(COUNTS[:, 0].max()) + int(COUNTS[:, 1].max()) + int(COUNTS[:, 2].max())
 
 
 @njit(cache=True)
 def tuple_sum(s, p: int, w, v: float) -> float:
     """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
-    is bit for bit `value_of`'s), reading the layout from w's length."""
+    is bit for bit `value_of`'s), reading the layout from w's length. Each pair, triangle and line key is computed
+    once and reused by every held card's table (the card tables index by card, then the board table's key)."""
     side = s[S.SIDE]
     V = VALUES
     c0 = S.STACK + MAX_CELLS * p
     cubes = s[S.CUBES + p]
-    val = np.empty(MAX_CELLS, dtype=np.int64)
+    val = np.empty(_KEYS, dtype=np.int64)
     for i in range(MAX_CELLS):
         val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
-    for i in range(NUM_CELLS[side]):
-        v += float(w[OFFSETS[1] + (side * MAX_CELLS + ORBIT[side, i]) * V + val[i]])
-    for t in range(COUNTS[side, 0]):
+    n = NUM_CELLS[side]
+    np_ = COUNTS[side, 0]
+    nt = COUNTS[side, 1]
+    nl = COUNTS[side, 2]
+    kp = MAX_CELLS  # keys: pairs at kp.., triangles at kt.., lines at kl..
+    kt = kp + np_
+    kl = kt + nt
+    o = OFFSETS[1] + side * MAX_CELLS * V
+    for i in range(n):
+        v += float(w[o + ORBIT[side, i] * V + val[i]])
+    o = OFFSETS[2]
+    for t in range(np_):
         a = val[PAIRS[side, t, 0]]
         b = val[PAIRS[side, t, 1]]
-        v += float(w[OFFSETS[2] + min(a, b) * V + max(a, b)])
-    for t in range(COUNTS[side, 1]):
+        key = min(a, b) * V + max(a, b)
+        val[kp + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[3]
+    for t in range(nt):
         a = val[TRIANGLES[side, t, 0]]
         b = val[TRIANGLES[side, t, 1]]
         c = val[TRIANGLES[side, t, 2]]
         lo = min(a, min(b, c))
         hi = max(a, max(b, c))
-        v += float(w[OFFSETS[3] + (lo * V + (a + b + c - lo - hi)) * V + hi])
-    for t in range(COUNTS[side, 2]):
+        key = (lo * V + (a + b + c - lo - hi)) * V + hi
+        val[kt + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[4]
+    for t in range(nl):
         a = val[LINES[side, t, 0]]
         m = val[LINES[side, t, 1]]
         c = val[LINES[side, t, 2]]
-        v += float(w[OFFSETS[4] + (m * V + min(a, c)) * V + max(a, c)])
+        key = (m * V + min(a, c)) * V + max(a, c)
+        val[kl + t] = key
+        v += float(w[o + key])
+    o = OFFSETS[5]
     for t in range(COUNTS[side, 3]):
         a = val[RHOMBI[side, t, 0]]
         b = val[RHOMBI[side, t, 1]]
         c = val[RHOMBI[side, t, 2]]
         d = val[RHOMBI[side, t, 3]]
-        v += float(w[OFFSETS[5] + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
+        v += float(w[o + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
     if w.shape[0] <= CARD_FROM:
         return v
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
             continue
-        for i in range(NUM_CELLS[side]):
-            v += float(w[OFFSETS[6] + card * V + val[i]])
-        for t in range(COUNTS[side, 0]):
-            a = val[PAIRS[side, t, 0]]
-            b = val[PAIRS[side, t, 1]]
-            v += float(w[OFFSETS[7] + (card * V + min(a, b)) * V + max(a, b)])
-        for t in range(COUNTS[side, 1]):
-            a = val[TRIANGLES[side, t, 0]]
-            b = val[TRIANGLES[side, t, 1]]
-            c = val[TRIANGLES[side, t, 2]]
-            lo = min(a, min(b, c))
-            hi = max(a, max(b, c))
-            v += float(w[OFFSETS[8] + ((card * V + lo) * V + (a + b + c - lo - hi)) * V + hi])
-        for t in range(COUNTS[side, 2]):
-            a = val[LINES[side, t, 0]]
-            m = val[LINES[side, t, 1]]
-            c = val[LINES[side, t, 2]]
-            v += float(w[OFFSETS[9] + ((card * V + m) * V + min(a, c)) * V + max(a, c)])
+        o = OFFSETS[6] + card * V
+        for i in range(n):
+            v += float(w[o + val[i]])
+        o = OFFSETS[7] + card * V * V
+        for t in range(kp, kp + np_):
+            v += float(w[o + val[t]])
+        o = OFFSETS[8] + card * V * V * V
+        for t in range(kt, kt + nt):
+            v += float(w[o + val[t]])
+        o = OFFSETS[9] + card * V * V * V
+        for t in range(kl, kl + nl):
+            v += float(w[o + val[t]])
     return v
 
 
@@ -320,18 +345,19 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     others = np.empty(NUM_FEATURES, dtype=np.float32)  # the other seats' features: the same after every candidate
     afterstate_head_features(s, p, others)
     for k in range(n):
         for j in range(s.shape[0]):
             after[j] = s[j]
         play_plan(after, plans[k], lens[k], True)
-        r = 0.0
-        if not no_turn_left(after, p):  # `remaining`, the other seats' features reused
-            candidate_head_features(after, p, feats, others)
-            _gather(feats, lin)
-            r = network(after, p, w, lin)
-        values[k] = own_total(after, p, sc) + r
+        if no_turn_left(after, p):
+            values[k] = own_total(after, p, sc)
+            continue
+        total = candidate_head_total(after, p, feats, others, sc, scratch)  # `remaining`, the other seats' reused
+        _gather(feats, lin)
+        values[k] = total + network(after, p, w, lin)
     return n
 
 
