@@ -290,7 +290,9 @@ def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.nd
     """One whole turn in every unfinished game for any evaluator: plan the candidates (`plan_candidates`), value all
     afterstates of all games in ONE `ev.values` call (own total + predicted remaining points), choose (best, or
     candidate int(pick x count) where `explore`), record the chosen afterstate and its prediction in `buf`, play it.
-    kinds[r, seat] == 1: the greedy planner (`plan_turn` at greedy_beam) plays that seat, nothing recorded."""
+    kinds[r, seat] == 1: the greedy planner (`plan_turn` at greedy_beam) plays that seat (its afterstate recorded
+    too, as every afterstate but the first-turn Spirit choice's). The same games as the n-tuple's fused
+    `decide_rows` (tests/test_selfplay.py)."""
     G = states.shape[0]
     buf.recorded[:] = False
     counts = np.zeros(G, dtype=np.int64)
@@ -304,23 +306,23 @@ def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.nd
             continue
         p = int(s[S.CURRENT])
         P, Ln = buf.plans[r], buf.lens[r]
-        if kinds[r, p] == 1:
-            counts[r] = plan_turn(s, DEFAULT_WEIGHTS, greedy_beam, P[:1], Ln[:1], buf.pvals[r, :1])
-            buf.chosen[r] = -1
-            continue
-        n = plan_candidates(s, DEFAULT_WEIGHTS, beam, P, Ln, buf.pvals[r])
+        greedy = kinds[r, p] == 1
+        if greedy:
+            n = plan_turn(s, DEFAULT_WEIGHTS, greedy_beam, P[:1], Ln[:1], buf.pvals[r, :1])
+        else:
+            n = plan_candidates(s, DEFAULT_WEIGHTS, beam, P, Ln, buf.pvals[r])
         counts[r] = n
         if n and A.KEEP_SPIRIT <= P[0, 0] < A.KEEP_SPIRIT + 2:  # the Spirit choice: no afterstate, planner's order
             buf.values[r, :n] = -np.arange(n)
             continue
-        for k in range(n):
+        for k in range(n):  # (a greedy seat's one plan too: its afterstate is recorded with a prediction)
             a = s.copy()
             play_plan(a, P[k], Ln[k], True)
             afters.append(a)
             owns.append(own_total(a, p, sc))
             rows.append((r, k, p))
+    pred = np.zeros(len(rows))
     if rows:
-        pred = np.zeros(len(rows))
         ev.values(np.stack(afters), np.array([m for _, _, m in rows], dtype=np.int64), pred)
         for i, (r, k, _) in enumerate(rows):
             buf.values[r, k] = owns[i] + pred[i]
@@ -335,7 +337,7 @@ def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.nd
             continue
         p = int(s[S.CURRENT])
         P, Ln = buf.plans[r], buf.lens[r]
-        if buf.chosen[r] == -1 and kinds[r, p] == 1:
+        if kinds[r, p] == 1:
             c = 0
         else:
             c = min(n - 1, int(pick[r] * n)) if explore[r] else int(np.argmax(buf.values[r, :n]))
@@ -344,7 +346,7 @@ def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.nd
         if i is not None:
             buf.after[r] = afters[i]
             buf.seat[r] = p
-            buf.pred[r] = buf.values[r, c] - owns[i]
+            buf.pred[r] = pred[i]
             buf.recorded[r] = True
         play_plan(s, P[c], Ln[c])
 

@@ -82,3 +82,33 @@ def test_config_sections_are_checked_once_with_one_line_errors():
         with pytest.raises(ConfigError) as e:
             settings(bad)
         assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
+    """The n-tuple evaluator's fused `decide_rows` is an optional capability: without it (the framework's own loop,
+    `decide_generic`, valuing through `values`) the tiny run plays the same games and learns the same weights."""
+    from experiments.common import read_toml
+    from experiments.evaluators.ntuple import make, settings
+    from experiments.selfplay import FusedEvaluator, Learner
+
+    class Plain:  # the n-tuple evaluator without its fused path
+        def __init__(self, cfg, learns=True):
+            self.inner = make(cfg, learns)
+
+        def __getattr__(self, name):
+            if name == "decide_rows":
+                raise AttributeError(name)
+            return getattr(self.inner, name)
+
+    base = read_toml(ROOT / "experiments" / "configs" / "learned_tiny.toml")
+    cfg = settings({**base, "expert": {"share": 0.0}, "selfplay": {**base["selfplay"], "games": 3}})
+    fused = Learner(cfg, 2, None, make, progress=False)
+    plain = Learner(cfg, 2, None, Plain, progress=False)
+    assert isinstance(fused.evaluator, FusedEvaluator) and not hasattr(plain.evaluator, "decide_rows")
+    for it in range(50):
+        for t in (fused, plain):
+            t.iteration = it
+            t.step()
+        assert np.array_equal(fused.states, plain.states)
+    assert fused.games_done > 0 and fused.decisions == plain.decisions
+    assert np.array_equal(fused.evaluator.w, plain.evaluator.inner.w)
