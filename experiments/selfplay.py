@@ -45,9 +45,10 @@ from agents.base import PlanAgent
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
 from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import play_plan
+from harmonies_env.batch import outcome, play_plan
+from harmonies_env.cards import NUM_CARDS
 from harmonies_env.config import GameConfig
-from harmonies_env.scoring import NUM_CATEGORIES
+from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
 from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
 
@@ -259,10 +260,11 @@ def td_targets(game: Finished, lam: float) -> np.ndarray:
 
 
 def own_total(s: np.ndarray, p: int, sc: np.ndarray) -> int:
-    """Seat p's total score in state s (sc int64 (NUM_CATEGORIES,) scratch)."""
-    from agents.ntuple.kernels import own_total as kernel
-
-    return int(kernel(s, p, sc))
+    """Seat p's total score in state s (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board."""
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], sc,
+               s[S.RIVER_LOOPS])
+    return int(sc[NUM_CATEGORIES - 1])
 
 
 # ------------------------------------------------------------------------------------------------ the loop's parts
@@ -801,10 +803,8 @@ class Learner:
 
 
 def final_totals(s: np.ndarray, totals: np.ndarray, won: np.ndarray) -> None:
-    """Every seat's final total and who won (int64 (4,) each) of a finished game."""
-    from agents.ntuple.kernels import final_totals as kernel
-
-    kernel(s, totals, won)
+    """Every seat's final total and who won (int64 (4,) each) of a finished game (the engine's `outcome`)."""
+    outcome(s, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), won)
 
 
 class SelfPlayWorker:
