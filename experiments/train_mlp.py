@@ -97,7 +97,6 @@ from .common import (
 )
 from .common import check_config as check_settings
 from .common import load_config as _load_config
-from .eval_mlp import play_vs_greedy
 from .runner import RunArgs
 
 #: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
@@ -453,13 +452,13 @@ class Trainer:
 
     def evaluate(self) -> dict[str, Any]:
         """The network (`_mlp`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
-        seeds, each with both seatings; 2 players, Side A (`experiments.eval_mlp.play_vs_greedy` on the match
-        engine, the same as `python -m experiments.eval_mlp`)."""
+        seeds, each with both seatings; 2 players, Side A: every learner's one evaluation (`experiments.selfplay
+        .vs_greedy` on the match engine; the games of `python -m experiments.eval_mlp`)."""
+        from .selfplay import vs_greedy
+
         ev = self.ev
-        res = play_vs_greedy(self._value_net(), int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
-                             beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
-                             opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
-        return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
+        return vs_greedy(self._mlp(self._value_net()), int(ev["games"]), int(ev["seed"]), int(ev["opponent_beam"]),
+                         GameConfig(), self.threads)
 
     def evaluate_mcts(self) -> dict[str, Any]:
         """The network as the greedy evaluation plays it (`_mlp`) vs `MCTSAgent` (`eval.mcts_iterations`

@@ -112,3 +112,17 @@ def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
         assert np.array_equal(fused.states, plain.states)
     assert fused.games_done > 0 and fused.decisions == plain.decisions
     assert np.array_equal(fused.evaluator.w, plain.evaluator.inner.w)
+
+
+def test_the_mlp_trainer_evaluates_through_the_one_evaluation(tmp_path):
+    """`mlp`'s periodic evaluation is `selfplay.vs_greedy`: the games `python -m experiments.eval_mlp` plays."""
+    from experiments.eval_mlp import play_vs_greedy
+    from experiments.train_mlp import Trainer, load_config
+
+    cfg = load_config(str(ROOT / "experiments" / "configs" / "mlp_tiny.toml"), ["eval.games=2", "eval.beam=2",
+                                                                                 "eval.candidates=2"])
+    tr = Trainer(cfg, seed=0, run=tmp_path, progress=False)
+    ev = cfg["eval"]
+    want = play_vs_greedy(tr._value_net(), 2, ev["seed"], tr.netcfg["value"], beam=2, candidates=2,
+                          diverse=ev["diverse"], opponent_beam=ev["opponent_beam"], threads=tr.threads)
+    assert tr.evaluate() == {k: want[k] for k in ("win_rate", "mean_score", "greedy_score")}
