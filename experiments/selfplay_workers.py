@@ -30,10 +30,10 @@ last snapshot for that; once they span more than `held_versions` versions (defau
 limit) the pool takes a snapshot itself (which changes nothing in the workers), so the driver holds at most that
 many copies of the weights.
 
-`SelfPlayWorkers(cfg, seed, workers, address)` is the MLP trainer's pool (`SelfPlayActor`: a `train_mlp.Trainer`'s
-self-play) on Ray (its `collect(steps)` is `play`; the weights of every call since the last checkpoint are kept), as
-before: `--workers N` of `mlp` runs Ray actors. The n-tuple learner's actor is
-`experiments.train_ntuple.SelfPlayWorker` (`--workers N`: processes; `--ray ADDRESS`: Ray actors).
+`SelfPlayWorkers(cfg, seed, workers, transport)` is the MLP trainer's pool (`SelfPlayActor`: a `train_mlp.Trainer`'s
+self-play; its `collect(steps)` is `play`; the weights of every call since the last checkpoint are kept). The
+n-tuple learner's actor is `experiments.train_ntuple.SelfPlayWorker`. For both, `--workers N` runs local processes
+and `--ray ADDRESS` Ray actors.
 """
 from __future__ import annotations
 
@@ -548,11 +548,11 @@ def feed(trainer: Any, results: Sequence[dict[str, Any]]) -> int:
 
 
 class SelfPlayWorkers(WorkerPool):
-    """The MLP trainer's pool: `workers` `SelfPlayActor`s on Ray (`address`: "local" for this machine's cores, "auto"
-    or HOST:PORT for a cluster); `collect(steps)` is `play(steps)`."""
+    """The MLP trainer's pool: `workers` `SelfPlayActor`s on local processes ("processes") or Ray (a Ray address:
+    "local" for this machine's cores, "auto" or HOST:PORT for a cluster); `collect(steps)` is `play(steps)`."""
 
-    def __init__(self, cfg: dict, seed: int, workers: int, address: str = "local"):
-        super().__init__(SelfPlayActor, (cfg, seed), workers, address, name="mlp-selfplay", held_versions=None)
+    def __init__(self, cfg: dict, seed: int, workers: int, transport: str = "local"):
+        super().__init__(SelfPlayActor, (cfg, seed), workers, transport, name="mlp-selfplay", held_versions=None)
 
     def collect(self, steps: int = 1) -> list[dict[str, Any]]:
         """Each worker's samples of `steps` decisions in every game (worker order)."""

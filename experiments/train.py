@@ -139,14 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "0: no limit")
         p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
-        if name == "mlp":  # self-play on Ray actors (experiments.selfplay_workers): one code path for both
-            p.add_argument("--workers", type=int, default=None, metavar="N",
-                           help="self-play workers (--set selfplay.workers=N): Ray actors on this machine, or on "
-                           "--ray's cluster")
-            p.add_argument("--ray", default=None, metavar="ADDRESS",
-                           help="run the --workers on the Ray cluster at ADDRESS (auto or HOST:PORT; "
-                           "--set run.ray=...)")
-        elif name == "learned":  # the same pool (experiments.selfplay_workers.WorkerPool), processes by default
+        if name in ("learned", "mlp"):  # one pool (experiments.selfplay_workers.WorkerPool), processes by default
             p.add_argument("--workers", type=int, default=None, metavar="N",
                            help="self-play workers, each with its own selfplay.games games (--set "
                            "selfplay.workers=N): local processes, or Ray actors with --ray; 0: in this process")
@@ -190,9 +183,7 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             check_address(ns.ray)
         except ValueError as e:
             raise SystemExit(str(e)) from None
-        # mlp's run.ray "" is a local Ray instance; learned's "" is local processes, so "local" is kept
-        address = "" if ns.ray == "local" and ns.algo == "mlp" else ns.ray
-        overrides.append(f"run.ray={json.dumps(address)}")
+        overrides.append(f"run.ray={json.dumps(ns.ray)}")  # "" is local processes, so "local" is kept
     config = apply_overrides(config, overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")

@@ -28,12 +28,12 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
-`--workers N` (`selfplay.workers`) plays the self-play in N Ray actors instead (`experiments.selfplay_workers`: each
-with its own `selfplay.games` games; on this machine, or on a cluster with `--ray ADDRESS`, `run.ray`): each iteration
-every worker makes one decision in each of its games, the ended games' samples go into the replay buffer in worker
-order, and the weights are published to the workers every `selfplay.publish_every` Adam steps. The same seed and
-worker count give the same run; checkpoints hold the workers' games in flight, so `--resume` is exact; a worker that
-dies is put back where it was (docs/distributed.md).
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`experiments.selfplay_workers`: each
+with its own `selfplay.games` games; local processes, as for `learned`, or Ray actors with `--ray ADDRESS`,
+`run.ray`): each iteration every worker makes one decision in each of its games, the ended games' samples go into
+the replay buffer in worker order, and the weights are published to the workers every `selfplay.publish_every` Adam
+steps. The same seed and worker count give the same run; checkpoints hold the workers' games in flight, so `--resume`
+is exact; a worker that dies is put back where it was (docs/distributed.md).
 
 `run.init` (an MLP checkpoint, e.g. `agents/checkpoints/mlp.pt`) starts the network from its weights instead of
 random ones (same architecture; fresh optimizer and buffer): fine-tuning, or another variant from the shipped network.
@@ -79,6 +79,7 @@ from agents.mlp import (
 from agents.mlp import save_checkpoint as save_checkpoint_files
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
+from harmonies_env.config import GameConfig
 from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -96,7 +97,6 @@ from .common import (
 )
 from .common import check_config as check_settings
 from .common import load_config as _load_config
-from .eval_mlp import play_vs_greedy
 from .runner import RunArgs
 
 #: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
@@ -137,8 +137,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
             "iterations": 0,     # stop after this many iterations (0: train.iterations); may change on --resume
             "init": "",          # an MLP checkpoint (NAME.pt + NAME.json) whose weights the network starts from
                                  # ("" = from scratch); the same architecture; optimizer and buffer start empty
-            "ray": ""},          # with selfplay.workers: the Ray cluster's address ("auto", HOST:PORT; "" = a local
-}                                # instance of this machine's cores); may change on --resume
+            "ray": ""},          # with selfplay.workers: a Ray address ("local", "auto", HOST:PORT; "" = local
+}                                # processes, as for `learned`); may change on --resume
 #: The command's settings (`experiments.train` validates a config against them at load).
 SCHEMAS = {"mlp": DEFAULTS}
 #: Settings a resumed run may change: how the result is played, and how long to train.
@@ -347,9 +347,9 @@ class Trainer:
 
     # ---- self-play on workers ----
     def connect(self, address: str) -> None:
-        """Start `selfplay.workers` self-play actors (`experiments.selfplay_workers`) on the Ray cluster at
-        `address` ("local": this machine), put back the checkpoint's games in flight when resuming, and publish the
-        weights they played with (the network's own when starting)."""
+        """Start `selfplay.workers` self-play actors (`experiments.selfplay_workers`): local processes
+        ("processes"), or Ray actors at a Ray address ("local": this machine); put back the checkpoint's games in
+        flight when resuming, and publish the weights they played with (the network's own when starting)."""
         from .selfplay_workers import SelfPlayWorkers
 
         self.pool = SelfPlayWorkers(self.cfg, self.seed, int(self.sp["workers"]), address)
@@ -452,13 +452,13 @@ class Trainer:
 
     def evaluate(self) -> dict[str, Any]:
         """The network (`_mlp`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
-        seeds, each with both seatings; 2 players, Side A (`experiments.eval_mlp.play_vs_greedy` on the match
-        engine, the same as `python -m experiments.eval_mlp`)."""
+        seeds, each with both seatings; 2 players, Side A: every learner's one evaluation (`experiments.selfplay
+        .vs_greedy` on the match engine; the games of `python -m experiments.eval_mlp`)."""
+        from .selfplay import vs_greedy
+
         ev = self.ev
-        res = play_vs_greedy(self._value_net(), int(ev["games"]), int(ev["seed"]), self.netcfg["value"],
-                             beam=int(ev["beam"]), candidates=int(ev["candidates"]), diverse=bool(ev["diverse"]),
-                             opponent_beam=int(ev["opponent_beam"]), threads=self.threads)
-        return {k: res[k] for k in ("win_rate", "mean_score", "greedy_score")}
+        return vs_greedy(self._mlp(self._value_net()), int(ev["games"]), int(ev["seed"]), int(ev["opponent_beam"]),
+                         GameConfig(), self.threads)
 
     def evaluate_mcts(self) -> dict[str, Any]:
         """The network as the greedy evaluation plays it (`_mlp`) vs `MCTSAgent` (`eval.mcts_iterations`
@@ -470,8 +470,8 @@ class Trainer:
 
         ev = self.ev
         mcts = AgentPolicy(lambda s: MCTSAgent(iterations=int(ev["mcts_iterations"]), seed=s), name="mcts")
-        res = play_match([self._mlp(self._value_net()), mcts], 2, int(ev["mcts_games"]), "A", False,
-                         int(ev["seed"]) + 500_000, paired=True, threads=self.threads)
+        res = play_match([self._mlp(self._value_net()), mcts], games=int(ev["mcts_games"]),
+                         seed=int(ev["seed"]) + 500_000, config=GameConfig(), paired=True, threads=self.threads)
         return {"mcts_win_rate": float(win_shares(res, "mlp").mean()),
                 "mcts_mean_score": float(totals_of(res, "mlp").mean()),
                 "mcts_score": float(totals_of(res, "mcts").mean())}
@@ -671,7 +671,9 @@ def run(args: RunArgs) -> dict[str, Any]:
             trainer.load(*ck)
             print(f"resumed from {ck[0]} (iteration {trainer.iteration})", file=sys.stderr)
         if workers:
-            trainer.connect(address or "local")
+            from .selfplay_workers import PROCESSES
+
+            trainer.connect(address or PROCESSES)
     except ImportError as e:
         raise ConfigError(f"selfplay.workers needs {e.name or 'ray'}, from the \"distributed\" extra: "
                           f"{install_hint('distributed')}") from None

@@ -196,7 +196,7 @@ DEPRECATED_FORMS = {"agents.match.play_match", "agents.match.run_match", "agents
                     "harmonies_env.batch.init_batch", "harmonies_env.batch.BatchedGames.__init__",
                     "harmonies_env.batch.SelfPlayBatch.__init__", "agents.pool_env.PoolVecEnv.__init__"}
 #: Not converted yet, because another change owns the file this round (remove each entry once it takes a config).
-PENDING = {"experiments.train_ntuple.play_vs_greedy"}
+PENDING: set[str] = set()
 
 
 def _jitted(fn: ast.FunctionDef) -> bool:

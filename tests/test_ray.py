@@ -145,9 +145,10 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
 
 
 TINY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "mlp_tiny.toml"
-#: The tiny learner with 2 self-play workers: 40 iterations (its games end and it trains), no evaluations.
+#: The tiny learner with 2 self-play workers: 40 iterations (its games end and it trains), no evaluations; Ray actors
+#: (`--workers 2` alone: local processes, `test_mlp_workers_are_processes_without_ray_with_the_same_weights`).
 WORKER_RUN = ["mlp", "--config", str(TINY), "--seed", "5", "--no-progress", "--workers", "2",
-              "--set", "eval.every=0", "--set", "run.iterations=40"]
+              "--set", "eval.every=0", "--set", "run.iterations=40", "--ray", "local"]
 
 
 def _weights(run: Path) -> dict:
@@ -203,6 +204,25 @@ def test_learner_with_workers_same_seed_same_run_and_a_dead_worker_changes_nothi
     assert _same_weights(tmp_path / "again", worker_run)
 
 
+def test_mlp_workers_are_processes_without_ray_with_the_same_weights(worker_run, tmp_path, monkeypatch):
+    """`--workers N` means local processes for `mlp` as for `learned` (one flag, one meaning): no Ray is touched,
+    and they give the weights of the Ray actors."""
+    from experiments import train
+    from experiments.selfplay_workers import PROCESSES, SelfPlayWorkers
+
+    transports = []
+    init = SelfPlayWorkers.__init__
+
+    def spy(self, cfg, seed, workers, transport="local"):
+        transports.append(transport)
+        init(self, cfg, seed, workers, transport)
+
+    monkeypatch.setattr(SelfPlayWorkers, "__init__", spy)
+    assert train.main([*WORKER_RUN[:-2], "--run", str(tmp_path / "processes")]) == 0
+    assert transports == [PROCESSES]
+    assert _same_weights(tmp_path / "processes", worker_run)
+
+
 def test_learner_with_workers_resumes_after_sigkill_of_the_driver(worker_run, tmp_path):
     """The driver (a process attached to the module's Ray instance with --ray ADDRESS) is SIGKILLed after its first
     checkpoint; --resume starts new workers from the checkpoint's games in flight and ends as the run never
@@ -252,7 +272,7 @@ def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, c
 
     monkeypatch.setitem(sys.modules, "ray", None)
     assert train.cli(["mlp", "--config", str(TINY), "--no-progress", "--run", str(tmp_path / "a"),
-                      "--workers", "2"]) == 2
+                      "--workers", "2", "--ray", "local"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ['python -m experiments.train: mlp: selfplay.workers needs ray, from the "distributed" extra: '
                    'pip install -e ".[distributed]"']

@@ -1,0 +1,923 @@
+"""The one self-play learner framework: the loop every afterstate learner (`learned`, a user's own) trains by.
+
+Why: the n-tuple and MLP trainers were written side by side, each with its own loop, evaluation and checkpoints.
+Here is one of each; what differs between learners is the *evaluator* (`Evaluator`): what values an afterstate for
+its mover and how it learns from a finished game.
+
+- The loop (`Learner.play_turn`): G games at once; each iteration every game plays one whole turn. The mover's
+  candidates come from the greedy planner (`greedy.plan_candidates`, `selfplay.candidates` plans at beam
+  `selfplay.beam` per central space); each candidate is worth the mover's total at its afterstate plus the
+  evaluator's predicted remaining points (`Evaluator.values`); the game plays the best (a uniformly random candidate
+  with probability `selfplay.epsilon`); the chosen afterstate is recorded with the prediction made for it. A share
+  of the games (`selfplay.greedy_games`) seats the greedy planner (`plan_turn`, beam `eval.opponent_beam`) in one
+  seat. A finished game (`Finished`: afterstates, movers, predictions, final totals, who won) goes to
+  `Evaluator.learn`; `td_targets` gives its TD(lambda) targets (points gained to the seat's next afterstate plus
+  the prediction there, mixed by `train.lam`).
+- An evaluator may fuse planning and valuing into one call (`FusedEvaluator.decide_rows`: the n-tuple network's
+  numba kernel plans, values, chooses and plays a turn in every game in one call, the speed issue 37 is about); the
+  loop then uses it instead of `values`. The games are the same either way.
+- Workers (`--workers N`, `--ray ADDRESS`): `SelfPlayWorker` actors of `experiments.selfplay_workers.WorkerPool`
+  play the games while the driver learns; the same seed and worker count give the same weights on either transport.
+- Evaluation (`vs_greedy`): every learner, as an agent (`Evaluator.agent`), meets the greedy planner through the
+  match engine (`agents.match.play_match`) on fixed seeds that training never uses.
+- Checkpoints: the complete learner state (`Evaluator.arrays`, games in flight, generator, counters) through
+  `experiments.common.save_checkpoint` (atomic, SHA-256 in the JSON record, no pickle); the agent's own checkpoint
+  (`Evaluator.save`: weights + `agents.checkpoint` JSON sidecar) as model.* and best.*.
+- Config: typed sections (`SelfPlaySection`, `TrainSection`, `EvalSection`, `RunSection`: frozen dataclasses
+  whose defaults are the schema, `schema_of`), read from the checked config once (`typed`).
+
+docs/training.md ("Your own evaluator") shows a torch evaluator trained through it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from agents.base import PlanAgent
+from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
+from harmonies_env import actions as A
+from harmonies_env import state as S
+from harmonies_env.batch import outcome, play_plan
+from harmonies_env.cards import NUM_CARDS
+from harmonies_env.config import GameConfig
+from harmonies_env.scoring import NUM_CATEGORIES, score_into
+
+from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
+
+#: The `agents.checkpoint` format of an evaluator's weights saved by `save_weights`, and their largest size read.
+WEIGHTS_FORMAT = "selfplay-evaluator"
+MAX_WEIGHTS_BYTES = 1 << 30
+#: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
+TRAIN_SEED_LOW = 2**40
+
+
+# ------------------------------------------------------------------------------------------------ config sections
+
+@dataclasses.dataclass(frozen=True)
+class SelfPlaySection:
+    """[selfplay]: the self-play games."""
+
+    games: int = 32  # games played at once (one whole turn each per iteration)
+    players: tuple = (2,)  # drawn per game
+    sides: tuple = ("A",)  # drawn per game
+    beam: int = 24  # candidate planner: greedy.plan_candidates, beam per central space
+    candidates: int = 128  # candidates valued per decision
+    epsilon: float = 0.05  # chance of a uniformly random candidate
+    greedy_games: float = 0.2  # fraction of games with one seat played by the greedy planner
+    max_decisions: int = 96  # afterstates kept per game
+    threads: int = 1  # threads sharing the games' turns (a fused evaluator's; the run is the same for any number)
+    workers: int = 0  # self-play workers, each with its own `games` games (0: in this process)
+    sync_every: int = 4  # with workers: iterations between two publications of the weights to them
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSection:
+    """[train]: the learning schedule every learner has (an evaluator's own keys extend it)."""
+
+    iterations: int = 100_000
+    lam: float = 0.5  # TD(lambda): 1 = Monte-Carlo returns
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSection:
+    """[eval]: the periodic evaluation against the greedy planner."""
+
+    every: int = 400  # iterations between evaluations (0: none)
+    games: int = 64  # fixed seeds (each with every seating), never used in training
+    seed: int = 1_000_000
+    opponent_beam: int = 24  # the greedy planner's beam (also the greedy seats' in self-play)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunSection:
+    """[run]: checkpoints and where the workers run."""
+
+    checkpoint_every: int = 100
+    keep: int = 2
+    ray: str = ""  # with selfplay.workers: "" local processes; a Ray address ("local", "auto", HOST:PORT)
+
+
+def schema_of(cls: type) -> dict[str, Any]:
+    """A section's schema for `experiments.common`'s loader: its fields' defaults (tuples as TOML lists)."""
+    return {f.name: list(f.default) if isinstance(f.default, tuple) else f.default for f in dataclasses.fields(cls)}
+
+
+def typed(cls: type, values: dict[str, Any], name: str) -> Any:
+    """The frozen section `cls` of a checked config section (lists as tuples); ConfigError naming an unknown key."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"[{name}] unknown key(s) {', '.join(unknown)}")
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+
+
+def check_whole(sec: str, values: dict[str, Any], keys: tuple[tuple[str, int], ...]) -> None:
+    """ConfigError unless every (key, low) of `values` is a whole number >= low."""
+    for key, low in keys:
+        v = values[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise ConfigError(f"[{sec}] {key} must be a whole number >= {low}, got {v!r}")
+
+
+def check_unit(sec: str, values: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """ConfigError unless every key of `values` is a number in [0, 1]."""
+    for key in keys:
+        v = values[key]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            raise ConfigError(f"[{sec}] {key} must be a number in [0, 1], got {v!r}")
+
+
+def check_sections(cfg: dict[str, dict[str, Any]]) -> None:
+    """The framework's own checks of the selfplay, train, eval and run sections (ConfigError naming section and key)."""
+    sp = cfg["selfplay"]
+    check_whole("selfplay", sp, (("games", 1), ("beam", 1), ("candidates", 1), ("threads", 1), ("workers", 0),
+                                 ("sync_every", 1), ("max_decisions", 1)))
+    check_whole("train", cfg["train"], (("iterations", 1),))
+    check_whole("eval", cfg["eval"], (("every", 0), ("games", 0), ("opponent_beam", 1)))
+    check_whole("run", cfg["run"], (("checkpoint_every", 1), ("keep", 1)))
+    if not (isinstance(sp["players"], list) and sp["players"] and all(p in (2, 3, 4) for p in sp["players"])):
+        raise ConfigError(f"[selfplay] players must be a list of 2..4, got {sp['players']!r}")
+    if not (isinstance(sp["sides"], list) and sp["sides"] and all(s in ("A", "B") for s in sp["sides"])):
+        raise ConfigError(f"[selfplay] sides must be a list of \"A\" / \"B\", got {sp['sides']!r}")
+    check_unit("selfplay", sp, ("epsilon", "greedy_games"))
+    check_unit("train", cfg["train"], ("lam",))
+    ray = cfg["run"]["ray"]
+    if ray:
+        from agents.distributed import check_address
+
+        try:
+            check_address(ray)
+        except ValueError as e:
+            raise ConfigError(f"[run] ray: {e}") from None
+        if not sp["workers"]:
+            raise ConfigError(f"run.ray (--ray {ray}) runs self-play workers on Ray: give selfplay.workers "
+                              "(--workers N) too")
+
+
+#: The framework's own sections: what a learner whose evaluator has no settings of its own reads (`settings`).
+SECTIONS: dict[str, type] = {"selfplay": SelfPlaySection, "train": TrainSection, "eval": EvalSection,
+                             "run": RunSection}
+
+
+def settings(config: dict[str, Any], sections: dict[str, type] | None = None) -> dict[str, dict[str, Any]]:
+    """A config checked once against typed sections (default `SECTIONS`; an evaluator's own extend them): every
+    section and key known, every value of its kind and range, the rest at its default (ConfigError naming section
+    and key)."""
+    from .common import section
+
+    known = sections or SECTIONS
+    unknown = sorted(set(config) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    cfg = {name: section(config, name, schema_of(cls)) for name, cls in known.items()}
+    check_sections(cfg)
+    return cfg
+
+
+# ------------------------------------------------------------------------------------------------ evaluators
+
+class Finished(NamedTuple):
+    """A finished game, as `Evaluator.learn` reads it: its recorded afterstates afters[:m] (int64, STATE_SIZE wide),
+    their movers, the predictions (remaining points) made for them at play time, the expert targets (NaN: none),
+    every seat's final total and who won (int64 (4,))."""
+
+    afters: np.ndarray
+    seats: np.ndarray
+    preds: np.ndarray
+    targets: np.ndarray
+    m: int
+    totals: np.ndarray
+    won: np.ndarray
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """What a self-play learner learns: a value of afterstates for their movers. The framework plays, records and
+    checkpoints; the evaluator values, learns and saves. Its weights travel to the workers as a dict of arrays."""
+
+    def values(self, afters: np.ndarray, movers: np.ndarray, out: np.ndarray) -> None:
+        """out[i] (float64): the points mover[i] still scores after afterstate afters[i] (int64 (B, STATE_SIZE))."""
+
+    def learn(self, game: Finished, scale: float) -> float:
+        """Learn from one finished game (`td_targets` gives TD(lambda) targets), step sizes times `scale`; its loss."""
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        """The weights the workers play with (arrays; copied by the pool)."""
+
+    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Play with these weights (a worker's copy of the learner's)."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The learner-side state a checkpoint holds (weights, optimizer state, ...), by name."""
+
+    def load_arrays(self, arrays: dict[str, np.ndarray], where: str) -> None:
+        """Take back `arrays()` from a checkpoint (ConfigError naming `where` and what does not fit)."""
+
+    def save(self, path: Path, play: dict[str, int], info: dict[str, Any]) -> None:
+        """The agent's checkpoint at `path` (weights + JSON sidecar, `agents.checkpoint`; `save_weights` does it
+        for a dict of arrays). Optional, beside these: `agent(beam, candidates)` (an agent playing these weights, for
+        the evaluation; default `EvaluatorAgent`), `after_iteration()`, `metrics()`, `meta()` / `load_meta(meta)`
+        (plain values for the eval rows and the checkpoint's record), `expert_share` + `expert_turn(learner, row)`."""
+
+
+
+@runtime_checkable
+class FusedEvaluator(Evaluator, Protocol):
+    """An evaluator that plans, values, chooses and plays one turn in every game in one call (optional capability:
+    the same games as the framework's own loop, faster)."""
+
+    def decide_rows(self, buf: "Buffers", states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
+                    explore: np.ndarray, pick: np.ndarray) -> None:
+        """One whole turn in every unfinished game (as `Learner.decide_generic`), written to `buf`."""
+
+
+def td_targets(game: Finished, lam: float) -> np.ndarray:
+    """TD(lambda) targets (remaining points) of a finished game's afterstates: for each seat's afterstates in order,
+    the points it gained to its next afterstate plus lam x that one's target + (1 - lam) x its prediction; the last
+    one's is the final total minus its total there."""
+    m = int(game.m)
+    out = np.zeros(m)
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    own = np.array([own_total(game.afters[i], int(game.seats[i]), sc) for i in range(m)], dtype=np.float64)
+    nxt: dict[int, int] = {}
+    for i in range(m - 1, -1, -1):
+        p = int(game.seats[i])
+        j = nxt.get(p)
+        if j is None:
+            out[i] = float(game.totals[p]) - own[i]
+        else:
+            out[i] = own[j] - own[i] + lam * out[j] + (1.0 - lam) * float(game.preds[j])
+        nxt[p] = i
+    return out
+
+
+def own_total(s: np.ndarray, p: int, sc: np.ndarray) -> int:
+    """Seat p's total score in state s (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board."""
+    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], sc,
+               s[S.RIVER_LOOPS])
+    return int(sc[NUM_CATEGORIES - 1])
+
+
+# ------------------------------------------------------------------------------------------------ the loop's parts
+
+class Buffers:
+    """The scratch arrays of one turn in a batch of G games with K candidates, and how many threads share the rows
+    (the games do not depend on it: every row depends only on itself)."""
+
+    def __init__(self, G: int, K: int, threads: int = 1):
+        self.threads = int(threads)
+        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
+        self.lens = np.zeros((G, K), dtype=np.int64)
+        self.pvals = np.zeros((G, K), dtype=np.float64)
+        self.values = np.zeros((G, K), dtype=np.float64)
+        self.tmp = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.after = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.seat = np.zeros(G, dtype=np.int64)
+        self.pred = np.zeros(G, dtype=np.float64)
+        self.chosen = np.zeros(G, dtype=np.int64)
+        self.recorded = np.zeros(G, dtype=np.bool_)
+
+
+def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
+                   explore: np.ndarray, pick: np.ndarray) -> None:
+    """One whole turn in every unfinished game for any evaluator: plan the candidates (`plan_candidates`), value all
+    afterstates of all games in ONE `ev.values` call (own total + predicted remaining points), choose (best, or
+    candidate int(pick x count) where `explore`), record the chosen afterstate and its prediction in `buf`, play it.
+    kinds[r, seat] == 1: the greedy planner (`plan_turn` at greedy_beam) plays that seat (its afterstate recorded
+    too, as every afterstate but the first-turn Spirit choice's). The same games as the n-tuple's fused
+    `decide_rows` (tests/test_selfplay.py)."""
+    G = states.shape[0]
+    buf.recorded[:] = False
+    counts = np.zeros(G, dtype=np.int64)
+    rows: list[tuple[int, int, int]] = []  # (game, candidate, mover) of every afterstate to value
+    afters: list[np.ndarray] = []
+    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+    owns: list[float] = []
+    for r in range(G):
+        s = states[r]
+        if s[S.GAME_OVER]:
+            continue
+        p = int(s[S.CURRENT])
+        P, Ln = buf.plans[r], buf.lens[r]
+        greedy = kinds[r, p] == 1
+        if greedy:
+            n = plan_turn(s, DEFAULT_WEIGHTS, greedy_beam, P[:1], Ln[:1], buf.pvals[r, :1])
+        else:
+            n = plan_candidates(s, DEFAULT_WEIGHTS, beam, P, Ln, buf.pvals[r])
+        counts[r] = n
+        if n and A.KEEP_SPIRIT <= P[0, 0] < A.KEEP_SPIRIT + 2:  # the Spirit choice: no afterstate, planner's order
+            buf.values[r, :n] = -np.arange(n)
+            continue
+        for k in range(n):  # (a greedy seat's one plan too: its afterstate is recorded with a prediction)
+            a = s.copy()
+            play_plan(a, P[k], Ln[k], True)
+            afters.append(a)
+            owns.append(own_total(a, p, sc))
+            rows.append((r, k, p))
+    pred = np.zeros(len(rows))
+    if rows:
+        ev.values(np.stack(afters), np.array([m for _, _, m in rows], dtype=np.int64), pred)
+        for i, (r, k, _) in enumerate(rows):
+            buf.values[r, k] = owns[i] + pred[i]
+    at = {(r, k): i for i, (r, k, _) in enumerate(rows)}
+    for r in range(G):
+        s = states[r]
+        if s[S.GAME_OVER]:
+            continue
+        n = int(counts[r])
+        if n == 0:
+            s[S.GAME_OVER] = 1  # cannot happen on a legal position; end the game rather than loop
+            continue
+        p = int(s[S.CURRENT])
+        P, Ln = buf.plans[r], buf.lens[r]
+        if kinds[r, p] == 1:
+            c = 0
+        else:
+            c = min(n - 1, int(pick[r] * n)) if explore[r] else int(np.argmax(buf.values[r, :n]))
+        buf.chosen[r] = c
+        i = at.get((r, c))
+        if i is not None:
+            buf.after[r] = afters[i]
+            buf.seat[r] = p
+            buf.pred[r] = pred[i]
+            buf.recorded[r] = True
+        play_plan(s, P[c], Ln[c])
+
+
+class EvaluatorAgent(PlanAgent):
+    """Any evaluator as an agent: plays the candidate plan (`greedy.plan_candidates`, `candidates` plans at beam
+    `beam` per central space) whose afterstate is worth most to the mover (own total + `values`), the choice the
+    self-play loop makes without exploring. The evaluation's agent of an evaluator without its own `agent`."""
+
+    def __init__(self, evaluator: Evaluator, beam: int, candidates: int, name: str = "evaluator"):
+        self.evaluator, self.beam, self.candidates, self.name = evaluator, int(beam), int(candidates), name
+        self.reset()
+
+    def choose_plan(self, view: Any, game: Any) -> list[int]:
+        buf = Buffers(1, self.candidates)
+        states = game.state.copy()[None]
+        kinds = np.zeros((1, S.MAX_PLAYERS), dtype=np.int64)
+        decide_generic(self.evaluator, buf, states, kinds, self.beam, 1, np.zeros(1, np.bool_), np.zeros(1))
+        c = int(buf.chosen[0])
+        return buf.plans[0, c, : buf.lens[0, c]].tolist()
+
+
+def save_weights(path: str | Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
+                 training: dict[str, Any] | None = None) -> Path:
+    """An evaluator's weights as NAME.npz + NAME.json (`agents.checkpoint`'s sidecar: SHA-256, shapes, `config`,
+    how it was trained; atomic; no pickle). Returns the .npz's path."""
+    from agents.checkpoint import write_checkpoint
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    shapes = {k: list(v.shape) for k, v in arrays.items()}
+    return write_checkpoint(Path(path).with_suffix(".npz"), buf.getvalue(), WEIGHTS_FORMAT, config, shapes, training)
+
+
+def load_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """(config, arrays) of a checkpoint `save_weights` wrote, its SHA-256 checked (CheckpointError naming it)."""
+    from agents.checkpoint import read_checkpoint
+
+    ck = read_checkpoint(path, ".npz", WEIGHTS_FORMAT, "an evaluator's weights", MAX_WEIGHTS_BYTES)
+    with np.load(io.BytesIO(ck.data), allow_pickle=False) as z:
+        return ck.config, {k: z[k] for k in z.files}
+
+
+def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
+              threads: int = 1) -> dict[str, float]:
+    """`policy` (an agent or batch policy, named by its `name`) against the greedy planner (`GreedyAgent`, beam
+    `opponent_beam`, in every other seat) in `games` games of `config` (default: 2 players, Side A) on seeds
+    seed + i // players, seats rotated (`agents.match.play_match`, paired): every learner's periodic evaluation.
+    Returns its win rate (shared wins split), its mean total and the other seats' mean total."""
+    from agents.greedy import GreedyAgent
+    from agents.match import play_match, totals_of, win_shares
+
+    cfg = config or GameConfig()
+    name = str(getattr(policy, "name", "learner"))
+    n = cfg.num_players
+    others = [GreedyAgent(beam=int(opponent_beam), name="greedy") for _ in range(1, n)]
+    results = play_match([policy, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
+                         threads=int(threads))
+    totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
+    mine = totals_of(results, name)
+    theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
+    return {"win_rate": float(win_shares(results, name).mean()), "mean_score": float(mine.mean()),
+            "greedy_score": float(theirs.mean())}
+
+
+def pack_games(games: list[Finished]) -> dict[str, Any]:
+    """Finished games made compact for the wire (afterstates as int16 where they fit, `pack_rows`; only rows < m)."""
+    from .selfplay_workers import pack_rows
+
+    ms = np.array([g.m for g in games], dtype=np.int64)
+
+    def cat(parts: list[np.ndarray], dt: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
+
+    afters = np.concatenate([g.afters[: g.m] for g in games]) if games else np.zeros((0, S.STATE_SIZE), np.int64)
+    return {"m": ms, "afters": pack_rows(afters), "seats": cat([g.seats[: g.m] for g in games], np.int8),
+            "preds": cat([g.preds[: g.m] for g in games], np.float64),
+            "targets": cat([g.targets[: g.m] for g in games], np.float64),
+            "totals": np.array([g.totals for g in games], dtype=np.int16).reshape(-1, 4),
+            "won": np.array([g.won for g in games], dtype=np.int8).reshape(-1, 4)}
+
+
+def unpack_games(p: dict[str, Any]) -> list[Finished]:
+    """The games `pack_games` packed, exactly."""
+    from .selfplay_workers import unpack_rows
+
+    afters = unpack_rows(p["afters"])
+    out, at = [], 0
+    for i, m in enumerate(p["m"].tolist()):
+        sl = slice(at, at + m)
+        out.append(Finished(afters[sl], p["seats"][sl].astype(np.int64), p["preds"][sl], p["targets"][sl], m,
+                            p["totals"][i].astype(np.int64), p["won"][i].astype(np.int64)))
+        at += m
+    return out
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A nested dict's arrays by dotted key (for an .npz) and its other values (for JSON), nested as they were."""
+    arrays: dict[str, np.ndarray] = {}
+    rest: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            a, r = _flatten(v, f"{prefix}{k}.")
+            arrays.update(a)
+            if r:
+                rest[k] = r
+        elif isinstance(v, np.ndarray):
+            arrays[f"{prefix}{k}"] = v
+        else:
+            rest[k] = v
+    return arrays, rest
+
+
+def _unflatten(arrays: dict[str, np.ndarray], rest: dict[str, Any]) -> dict[str, Any]:
+    """The nested dict `_flatten` split."""
+    out: dict[str, Any] = json.loads(json.dumps(rest))
+    for key, v in arrays.items():
+        *path, last = key.split(".")
+        node = out
+        for p in path:
+            node = node.setdefault(p, {})
+        node[last] = v
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the learner
+
+#: An evaluator's maker: (checked config, whether it learns) -> the evaluator. A self-play worker's does not learn
+#: (no learner-side state: its weights come from the learner). A module-level class or function (workers import it).
+Factory = Callable[[dict[str, dict[str, Any]], bool], Evaluator]
+
+
+class Learner:
+    """Batched self-play + learning of one evaluator (module docstring). cfg: a checked config (its framework
+    sections are read once into `sp`, `tr`, `ev`, `rn`); make: the evaluator's `Factory`; init: False for a
+    self-play worker (the weights come from the learner)."""
+
+    name = "selfplay"
+
+    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, run: Path | None, make: Factory,
+                 progress: bool = True, init: bool = True):
+        self.cfg = cfg
+        self.make = make
+        self.sp: SelfPlaySection = typed(SelfPlaySection, cfg["selfplay"], "selfplay")
+        self.tr: TrainSection = TrainSection(iterations=cfg["train"]["iterations"], lam=cfg["train"]["lam"])
+        self.ev: EvalSection = typed(EvalSection, cfg["eval"], "eval")
+        self.rn: RunSection = typed(RunSection, cfg["run"], "run")
+        self.seed = int(seed)
+        self.run = run
+        self.progress = progress
+        self.evaluator = make(cfg, init)
+        self.G, self.K, self.D = self.sp.games, self.sp.candidates, self.sp.max_decisions
+        self.searched = 0
+        self.rng = np.random.default_rng(self.seed)
+        self.states = np.zeros((self.G, S.STATE_SIZE), dtype=np.int64)
+        self.kinds = np.zeros((self.G, S.MAX_PLAYERS), dtype=np.int64)
+        self.pend = np.zeros((self.G, self.D, S.STATE_SIZE), dtype=np.int64)
+        self.pend_seat = np.zeros((self.G, self.D), dtype=np.int64)
+        self.pend_pred = np.zeros((self.G, self.D), dtype=np.float64)
+        self.pend_target = np.full((self.G, self.D), np.nan, dtype=np.float64)
+        self.pend_n = np.zeros(self.G, dtype=np.int64)
+        self.buf = Buffers(self.G, self.K, self.sp.threads)
+        self.iteration = 0
+        self.games_done = 0
+        self.decisions = 0
+        self.loss_ema = float("nan")
+        self.best: list[float] = [-1.0, -1.0]
+        self.evals: list[dict[str, Any]] = []
+        self.elapsed_before = 0.0
+        self.started = time.time()
+        self.command = f"python -m experiments.train {self.name}"  # `run_learner` sets the one typed
+        self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
+        self.published: dict[str, np.ndarray] | None = None  # the weights they play with (a copy)
+        self.worker_snaps: list[dict[str, Any]] | None = None  # their games in flight, from a checkpoint
+        self._next: list[dict[str, Any]] | None = None  # the next iteration's results, gathered by a checkpoint
+        self._rate_from = (time.perf_counter(), 0)  # (when, decisions) this process started: the bar's rate
+        for r in range(self.G):
+            self._new_game(r)
+
+    def _new_game(self, r: int) -> None:
+        n = int(self.rng.choice(np.asarray(self.sp.players, dtype=np.int64)))
+        side = 0 if str(self.rng.choice(np.asarray(self.sp.sides))) == "A" else 1
+        S.init_state(self.states[r], n, side, 0, int(self.rng.integers(TRAIN_SEED_LOW, 2**62)))
+        self.kinds[r] = 0
+        if self.rng.random() < float(self.sp.greedy_games):
+            self.kinds[r, int(self.rng.integers(n))] = 1
+        self.pend_n[r] = 0
+        self.pend_target[r] = np.nan
+
+    def progress_fraction(self) -> float:
+        """How far the schedule is: iteration / train.iterations, at most 1 (a function of the iteration alone, so a
+        resumed run is the same); what `Evaluator.learn` scales its step sizes by."""
+        return min(1.0, self.iteration / max(1, int(self.tr.iterations)))
+
+    def decide(self, explore: np.ndarray, pick: np.ndarray) -> None:
+        """One whole turn in every unfinished game into `buf`: the evaluator's fused call when it has one
+        (`FusedEvaluator`), else `decide_generic`."""
+        fused = getattr(self.evaluator, "decide_rows", None)
+        if fused is not None:
+            fused(self.buf, self.states, self.kinds, self.sp.beam, self.ev.opponent_beam, explore, pick)
+        else:
+            decide_generic(self.evaluator, self.buf, self.states, self.kinds, self.sp.beam, self.ev.opponent_beam,
+                           explore, pick)
+
+    def step(self) -> None:
+        """One whole turn in every game (in this process, or every worker's games); finished games teach the
+        evaluator (in worker order) and are replaced."""
+        after = getattr(self.evaluator, "after_iteration", None)  # (an evaluator that learns in batches)
+        if self.pool is None:
+            self.play_turn(self.learn)
+            if after is not None:
+                after()
+            return
+        if self._next is not None:  # gathered by a checkpoint (or read from one)
+            results, self._next = self._next, None
+        else:
+            if not self.pool.busy:
+                self.pool.submit(1)
+            results = self.pool.gather()
+        self.pool.submit(1)  # the next iteration's turns, played while the driver learns this one's games
+        for res in results:
+            for game in unpack_games(res["games"]):
+                self.learn(game)
+            self.decisions += int(res["decisions"])
+            self.games_done += int(res["finished"])
+            self.searched += int(res["searched"])
+        if after is not None:
+            after()
+        if (self.iteration + 1) % self.sp.sync_every == 0:
+            self.publish()
+
+    def play_turn(self, finish: Callable[[Finished], None]) -> None:
+        """One whole turn in every game; each finished game goes to `finish` (views: read them before returning),
+        then is replaced by a new one. An evaluator with `expert_share` > 0 and `expert_turn` takes that share of its
+        own decisions by a search, whose value becomes the afterstate's target."""
+        explore = self.rng.random(self.G) < float(self.sp.epsilon)
+        pick = self.rng.random(self.G)
+        b = self.buf
+        ev = self.evaluator
+        share = float(getattr(ev, "expert_share", 0.0))
+        target = np.full(self.G, np.nan)
+        if share > 0:  # drawn only when on, so runs without it keep their generator stream
+            searched = (self.rng.random(self.G) < share) & ~explore
+            held = self.states[:, S.GAME_OVER].copy()
+            for r in np.flatnonzero(searched & (held == 0)):
+                s = self.states[r]
+                if self.kinds[r, int(s[S.CURRENT])] == 0:
+                    target[r] = ev.expert_turn(self, int(r))
+            done = ~np.isnan(target)
+            held = self.states[:, S.GAME_OVER].copy()
+            self.states[done, S.GAME_OVER] = 1  # the turn skips the rows the search played
+            keep = (b.after[done].copy(), b.seat[done].copy(), b.pred[done].copy())
+            self.decide(explore, pick)
+            self.states[:, S.GAME_OVER] = np.where(done, held, self.states[:, S.GAME_OVER])
+            b.after[done], b.seat[done], b.pred[done] = keep
+            b.recorded[done] = True
+        else:
+            self.decide(explore, pick)
+        for r in np.flatnonzero(b.recorded):
+            j = self.pend_n[r]
+            if j < self.D:
+                self.pend[r, j] = b.after[r]
+                self.pend_seat[r, j] = b.seat[r]
+                self.pend_pred[r, j] = b.pred[r]
+                self.pend_target[r, j] = target[r]
+                self.pend_n[r] = j + 1
+        self.decisions += int(b.recorded.sum())
+        totals = np.zeros(4, dtype=np.int64)
+        won = np.zeros(4, dtype=np.int64)
+        for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
+            final_totals(self.states[r], totals, won)
+            finish(Finished(self.pend[r], self.pend_seat[r], self.pend_pred[r], self.pend_target[r],
+                            int(self.pend_n[r]), totals, won))
+            self.games_done += 1
+            self._new_game(int(r))
+
+    def learn(self, g: Finished) -> None:
+        """The evaluator learns from one finished game at this iteration's point of the schedule."""
+        loss = self.evaluator.learn(g, self.progress_fraction())
+        self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+
+    # ---- self-play on workers ----
+    def connect(self, transport: str) -> None:
+        """Start `selfplay.workers` self-play workers (`WorkerPool` of `SelfPlayWorker`: local processes, or Ray
+        actors at a Ray address), put back a checkpoint's games in flight when resuming, and publish the weights they
+        played with (the evaluator's own when starting)."""
+        from .selfplay_workers import WorkerPool
+
+        self.pool = WorkerPool(SelfPlayWorker, (self.make, self.cfg, self.seed), self.sp.workers, transport,
+                               name=f"{self.name}-selfplay")
+        if self.worker_snaps is not None:
+            self.pool.restore(self.worker_snaps)
+            self.worker_snaps = None
+        if self.published is None:
+            self.publish()
+        else:
+            self.pool.publish(self.published)
+
+    def publish(self) -> None:
+        """The evaluator's current weights to the workers (for their next turns), into one kept copy."""
+        weights = self.evaluator.get_weights()
+        same = self.published is not None and self.published.keys() == weights.keys() and all(
+            self.published[k].shape == v.shape for k, v in weights.items())
+        if not same:
+            self.published = {k: np.array(v, copy=True) for k, v in weights.items()}
+        else:  # copied into (a fresh 13 MB array costs more in page faults than the copy)
+            for k, v in weights.items():
+                self.published[k][...] = v
+        self.pool.publish(self.published)
+
+    def close(self) -> None:
+        """End the self-play workers (if any)."""
+        if self.pool is not None:
+            self.pool.close()
+
+    # ---- evaluation ----
+    def play(self) -> dict[str, int]:
+        """How the agent plays: the candidates' planner beam and count."""
+        return {"beam": self.sp.beam, "candidates": self.K}
+
+    def evaluate(self) -> dict[str, Any]:
+        """The evaluator, as its agent plays, against the greedy planner (`vs_greedy`); an eval.csv row."""
+        agent = getattr(self.evaluator, "agent", None)
+        policy = agent(self.sp.beam, self.K) if agent is not None else EvaluatorAgent(self.evaluator, self.sp.beam,
+                                                                                      self.K)
+        res = vs_greedy(policy, self.ev.games, self.ev.seed,
+                        self.ev.opponent_beam, threads=self.sp.threads)
+        extra = getattr(self.evaluator, "metrics", lambda: {})()
+        return {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
+                "searched": self.searched, "minutes": round(self.elapsed() / 60, 3),
+                "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4), **extra,
+                **{k: round(v, 4) for k, v in res.items()}}
+
+    def _record(self, row: dict[str, Any], log: Any, bar: Any) -> None:
+        self.evals.append(row)
+        atomic_write_csv(self.run / "eval.csv", self.evals)
+        if log is not None:
+            for k in ("win_rate", "mean_score", "loss", "win_loss"):
+                if row.get(k) is not None:
+                    log.add_scalar(f"eval/{k}", row[k], row["games"])
+        bar.write(json.dumps(row))
+        key = [row["win_rate"], row["mean_score"]]
+        if key > self.best:
+            self.best = key
+            self._save_model(self.run / "best", {"eval": row})
+
+    # ---- checkpoints ----
+    def _save_model(self, path: Path, extra: dict[str, Any] | None = None) -> None:
+        info = {"command": self.command, "seed": self.seed, "iteration": self.iteration,
+                "games": self.games_done, "minutes": round(self.elapsed() / 60, 2), "config": self.cfg,
+                **(extra or {})}
+        self.evaluator.save(path, self.play(), info)
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.time() - self.started
+
+    def export(self) -> None:
+        """model.* (and what the evaluator saves beside it): the agent's checkpoint of the current weights."""
+        self._save_model(self.run / "model")
+
+    def save(self) -> None:
+        """The complete learner state as checkpoints/step_<iteration>.npz + .json (with workers: their games in
+        flight and the weights they play with), then `export()`."""
+        buf = io.BytesIO()
+        extra: dict[str, np.ndarray] = dict(self.evaluator.arrays())
+        plain: list[dict[str, Any]] = []
+        nxt: list[dict[str, Any]] = []
+        if self.pool is not None:
+            if self.pool.busy:  # the next iteration's turns: their results go into the checkpoint, to learn next
+                self._next = self.pool.gather()
+            for k, snap in enumerate(self.pool.snapshot()):
+                extra.update({f"worker{k}_{key}": v for key, v in snap.items() if isinstance(v, np.ndarray)})
+                plain.append({key: v for key, v in snap.items() if not isinstance(v, np.ndarray)})
+            for k, res in enumerate(self._next or []):
+                arrays, rest = _flatten(res)
+                extra.update({f"next{k}.{key}": v for key, v in arrays.items()})
+                nxt.append(rest)
+            current = self.evaluator.get_weights()
+            for key, v in self.published.items():
+                if not np.array_equal(v, current[key]):
+                    extra[f"published.{key}"] = v
+        np.savez(buf, states=self.states, kinds=self.kinds, pend=self.pend, pend_seat=self.pend_seat,
+                 pend_pred=self.pend_pred, pend_n=self.pend_n, pend_target=self.pend_target, **extra)
+        meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
+                "loss_ema": None if math.isnan(self.loss_ema) else self.loss_ema, "best": self.best,
+                "searched": self.searched, **getattr(self.evaluator, "meta", lambda: {})(),
+                "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed(),
+                **({"workers": plain, "next": nxt} if self.pool is not None else {})}
+        folder = self.run / "checkpoints"
+        save_checkpoint(folder, self.iteration, buf.getvalue(), meta, keep=self.rn.keep, suffix=".npz")
+        for old in folder.glob("step_*.npz"):  # the states of checkpoints `save_checkpoint` let go (it removes .pt)
+            if not old.with_suffix(".json").exists():
+                old.unlink(missing_ok=True)
+        self.export()
+
+    def load(self, path: Path, record: dict[str, Any]) -> None:
+        """Take back a checkpoint `save` wrote: its .npz `path` and its JSON record."""
+        meta = record["state"]
+        with np.load(path, allow_pickle=False) as z:
+            mine = {"states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n", "pend_target"}
+            for name in sorted(mine):
+                if name == "pend_target" and name not in z.files:  # written before expert iteration existed
+                    continue
+                target = getattr(self, name)
+                if z[name].shape != target.shape or z[name].dtype != target.dtype:
+                    raise ConfigError(f"{path}: {name} has shape {z[name].shape}, this config needs {target.shape}")
+                target[...] = z[name]
+            theirs = {k: z[k] for k in z.files if k not in mine and not k.startswith(("worker", "next", "published"))}
+            self.evaluator.load_arrays(theirs, str(path))
+            workers, held = self.sp.workers, meta.get("workers")
+            if (held is None and workers) or (held is not None and len(held) != workers):
+                had = f"{len(held)} self-play workers" if held else "no self-play workers"
+                raise ConfigError(f"{path}: a checkpoint of a run with {had} cannot go on with selfplay.workers = "
+                                  f"{workers} (--workers {len(held) if held else 0})")
+            if workers:
+                self.worker_snaps = [{**{key[len(f"worker{k}_"):]: z[key] for key in z.files
+                                         if key.startswith(f"worker{k}_")}, **plain}
+                                     for k, plain in enumerate(held)]
+                current = self.evaluator.get_weights()
+                self.published = {key: np.array(z[f"published.{key}"] if f"published.{key}" in z.files else v)
+                                  for key, v in current.items()}
+                if "published" in z.files:  # written by the n-tuple trainer before the framework: its one array
+                    self.published = {"w": np.array(z["published"])}
+                self._next = [_unflatten({key[len(f"next{k}."):]: z[key] for key in z.files
+                                          if key.startswith(f"next{k}.")}, rest)
+                              for k, rest in enumerate(meta.get("next") or [])] or None
+        self.iteration = int(meta["iteration"])
+        self.games_done = int(meta["games_done"])
+        self.decisions = int(meta["decisions"])
+        self.searched = int(meta.get("searched", 0))
+        getattr(self.evaluator, "load_meta", lambda m: None)(meta)
+        self.loss_ema = float("nan") if meta["loss_ema"] is None else float(meta["loss_ema"])
+        self.best = [float(x) for x in meta["best"]]
+        self.evals = list(meta["evals"])
+        self.rng.bit_generator.state = meta["rng"]
+        self.elapsed_before = float(meta["elapsed"])
+        self.started = time.time()
+
+    # ---- the loop ----
+    def rate(self) -> float:
+        """Decisions per second (wall) of this process's run so far, over all workers."""
+        when, decisions = self._rate_from
+        return (self.decisions - decisions) / max(1e-9, time.perf_counter() - when)
+
+    def train(self, max_minutes: float = 0.0, log: Any = None) -> None:
+        every_ev = self.ev.every if self.ev.games > 0 else 0
+        self._rate_from = (time.perf_counter(), self.decisions)
+        iterate(self, self.tr.iterations, max_minutes, self.step,
+                lambda bar: self._record(self.evaluate(), log, bar),
+                lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}", "dec/s": f"{self.rate():.0f}"},
+                every_ev, self.rn.checkpoint_every, self.name, self.progress)
+
+
+def final_totals(s: np.ndarray, totals: np.ndarray, won: np.ndarray) -> None:
+    """Every seat's final total and who won (int64 (4,) each) of a finished game (the engine's `outcome`)."""
+    outcome(s, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), won)
+
+
+class SelfPlayWorker:
+    """A self-play worker (an actor of `experiments.selfplay_workers.WorkerPool`): a `Learner`'s self-play (its own
+    `selfplay.games` games, its own generator seeded from (seed, worker index)) with the weights last published;
+    `play` returns its finished games, compact (`pack_games`), for the learner."""
+
+    learner_class: type = Learner
+
+    def __init__(self, make: Factory, cfg: dict[str, dict[str, Any]], seed: int, index: int, incarnation: int = 0):
+        from .selfplay_workers import actor_incarnation, worker_seed
+
+        self.incarnation = actor_incarnation(incarnation)  # (a restarted worker starts other games; restored next)
+        self.learner = self.learner_class(cfg, worker_seed(seed, index, self.incarnation), None, make,
+                                          progress=False, init=False)
+        self.version = -1
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def play(self, version: int, weights: dict[str, np.ndarray] | None, steps: int) -> dict[str, Any]:
+        """Load the weights if newer, play `steps` whole turns in every game; the finished games and counts."""
+        tr = self.learner
+        if weights is not None and version != self.version:
+            tr.evaluator.set_weights(weights)
+            self.version = version
+        games: list[Finished] = []
+
+        def keep(g: Finished) -> None:  # copies: the game's rows are reused once it is replaced
+            games.append(Finished(g.afters[: g.m].copy(), g.seats[: g.m].copy(), g.preds[: g.m].copy(),
+                                  g.targets[: g.m].copy(), g.m, g.totals.copy(), g.won.copy()))
+
+        decisions, finished, searched = tr.decisions, tr.games_done, tr.searched
+        t0 = time.perf_counter()
+        for _ in range(int(steps)):
+            tr.play_turn(keep)
+        return {"games": pack_games(games), "decisions": tr.decisions - decisions, "finished": tr.games_done - finished,
+                "searched": tr.searched - searched, "version": self.version, "incarnation": self.incarnation,
+                "seconds": time.perf_counter() - t0}  # (its play's wall time: benchmarks/bench_selfplay.py)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The games in flight (their recorded afterstates compact) and the generator: what a worker put back needs
+        to go on identically."""
+        from .selfplay_workers import pack_rows
+
+        tr = self.learner
+        rows = np.concatenate([tr.pend[r, : tr.pend_n[r]] for r in range(tr.G)])
+        packed = pack_rows(rows)
+        return {"states": tr.states.copy(), "kinds": tr.kinds.copy(), "pend_seat": tr.pend_seat.copy(),
+                "pend_pred": tr.pend_pred.copy(), "pend_target": tr.pend_target.copy(), "pend_n": tr.pend_n.copy(),
+                **{f"pend_{k}": v for k, v in packed.items()}, "rng": tr.rng.bit_generator.state,
+                "decisions": tr.decisions, "games_done": tr.games_done, "searched": tr.searched}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        from .selfplay_workers import unpack_rows
+
+        tr = self.learner
+        for key in ("states", "kinds", "pend_seat", "pend_pred", "pend_target", "pend_n"):
+            got = np.asarray(snap[key])
+            if got.shape != getattr(tr, key).shape:
+                raise ValueError(f"a worker snapshot's {key} has shape {got.shape}, this config needs "
+                                 f"{getattr(tr, key).shape}")
+            getattr(tr, key)[...] = got
+        rows = unpack_rows({k: np.asarray(snap[f"pend_{k}"]) for k in ("small", "cols", "wide")})
+        at = 0
+        for r in range(tr.G):
+            n = int(tr.pend_n[r])
+            tr.pend[r, :n] = rows[at:at + n]
+            at += n
+        tr.rng.bit_generator.state = snap["rng"]
+        tr.decisions, tr.games_done = int(snap["decisions"]), int(snap["games_done"])
+        tr.searched = int(snap["searched"])
+
+
+def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
+    """A training command of a `Learner` (`python -m experiments.train NAME ...`, `args` an
+    `experiments.runner.RunArgs`): resume, connect the workers, train, summarise (summary.json)."""
+    from .common import atomic_write_json, latest_checkpoint
+
+    learner.command = args.command or learner.command
+    found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
+    if found is not None:
+        learner.load(*found)
+    workers = learner.sp.workers
+    if workers:
+        from .selfplay_workers import PROCESSES
+
+        try:
+            learner.connect(learner.rn.ray or PROCESSES)
+        except ImportError as e:
+            from harmonies_env.firstrun import install_hint
+
+            raise ConfigError(f"--ray needs {e.name or 'ray'}, from the \"distributed\" extra: "
+                              f"{install_hint('distributed')}") from None
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+    log = None
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+
+        log = SummaryWriter(str(args.run / "tb"))
+    except ImportError:  # TensorBoard is optional: eval.csv holds the same curves
+        pass
+    try:
+        learner.train(args.max_minutes, log)
+    finally:
+        restarts = learner.pool.restarts if learner.pool is not None else 0
+        learner.close()
+        if log is not None:
+            log.close()
+    summary = {"iteration": learner.iteration, "games": learner.games_done, "decisions": learner.decisions,
+               "minutes": round(learner.elapsed() / 60, 2), "loss": learner.loss_ema if not
+               math.isnan(learner.loss_ema) else None, "last_eval": learner.evals[-1] if learner.evals else None,
+               **({"workers": workers, "worker_restarts": restarts} if workers else {})}
+    atomic_write_json(args.run / "summary.json", summary)
+    return summary
