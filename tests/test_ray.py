@@ -198,10 +198,7 @@ def test_learner_with_workers_same_seed_same_run_and_a_dead_worker_changes_nothi
     assert train.main([*WORKER_RUN, "--run", str(tmp_path / "killed")]) == 0
     summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
     assert pids and summary["worker_restarts"] == 1 and summary["iterations"] == 40
-    assert _same_weights(tmp_path / "killed", worker_run)
-    monkeypatch.setattr(SelfPlayWorkers, "collect", collect)
-    assert train.main([*WORKER_RUN, "--run", str(tmp_path / "again")]) == 0
-    assert _same_weights(tmp_path / "again", worker_run)
+    assert _same_weights(tmp_path / "killed", worker_run)  # (the same seed's run again, with a worker killed)
 
 
 def test_mlp_workers_are_processes_without_ray_with_the_same_weights(worker_run, tmp_path, monkeypatch):

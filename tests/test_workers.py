@@ -70,10 +70,10 @@ def test_the_pool_snapshots_itself_to_bound_the_weights_it_keeps():
     def run(kill: bool) -> tuple[list[dict], int]:
         out = []
         with WorkerPool(SelfPlayWorker, (cfg, 1), 1, held_versions=2) as pool:
-            for i in range(50):
+            for i in range(26):
                 if i % 2 == 0:
                     pool.publish({"w": np.full(N.LAYOUT_WEIGHTS[2], 0.01 * i, np.float32)})
-                if kill and i == 41:
+                if kill and i == 21:
                     os.kill(pool.pids()[0], signal.SIGKILL)
                 out.append(pool.play(1)[0])
                 assert len({v for v, _, _ in pool._history}) <= 2
