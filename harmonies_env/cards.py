@@ -232,6 +232,20 @@ def class_grids(side: int, bb, out) -> None:
         out[cls] = _to_grid(side, class_mask(bb, cls))
 
 
+@njit(cache=True, inline="always")  # in the matchers' loops exactly as if written there
+def _rotation_stands(side: int, grids, r: int, x: int) -> int:
+    """The grid cells of x (int64 grid mask) where rotation r's pattern stands on the class grids (int64
+    (NUM_CLASSES,)): the one rotation loop of the grid matchers."""
+    for j in range(4):
+        cls = GRID_ROT_CLASS[side, r, j]
+        if cls < 0 or x == 0:
+            break
+        o = GRID_ROT_OFF[side, r, j]
+        m = grids[cls]
+        x &= (m >> o) if o >= 0 else (m << -o)
+    return x
+
+
 @njit(cache=True)
 def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
     """Mask of cells that can take a cube from `card` now (as `habitat_cells`), from `class_grids` output.
@@ -240,15 +254,7 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
     """
     g = 0
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r]
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            m = grids[cls]
-            x &= (m >> o) if o >= 0 else (m << -o)
-        g |= x
+        g |= _rotation_stands(side, grids, r, GRID_ROT_VALID[side, r])
     return _from_grid(side, g) & ~cubes
 
 
@@ -260,15 +266,7 @@ def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     planner's evaluation asks only this)."""
     free = ~_to_grid(side, cubes)
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r] & free
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            m = grids[cls]
-            x &= (m >> o) if o >= 0 else (m << -o)
-        if x:
+        if _rotation_stands(side, grids, r, GRID_ROT_VALID[side, r] & free):
             return True
     return False
 
