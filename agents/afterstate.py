@@ -78,7 +78,7 @@ def afterstate_features(s, p: int, out) -> None:
     for j in range(out.shape[0]):
         out[j] = 0.0
     _features(s, p, out, True, out[:0], np.empty(NUM_CATEGORIES, dtype=np.int64),
-              np.empty(TERMS_SCRATCH, dtype=np.int64))
+              np.empty(TERMS_SCRATCH, dtype=np.int64), np.empty((0, 2), dtype=np.int64))
 
 
 @njit(cache=True)
@@ -88,7 +88,7 @@ def afterstate_head_features(s, p: int, out) -> None:
     network's linear part reads only these, for every candidate it ranks."""
     _zero_heads(out)
     _features(s, p, out, False, out[:0], np.empty(NUM_CATEGORIES, dtype=np.int64),
-              np.empty(TERMS_SCRATCH, dtype=np.int64))
+              np.empty(TERMS_SCRATCH, dtype=np.int64), np.empty((0, 2), dtype=np.int64))
 
 
 @njit(cache=True)
@@ -98,15 +98,18 @@ def candidate_head_features(s, p: int, out, others) -> None:
     other seat's board, cards, cubes or score, only the market (a card taken: that slot's habitat distances are
     zero), so ranking a turn's candidates computes the other seats' numbers once (the same numbers)."""
     candidate_head_total(s, p, out, others, np.empty(NUM_CATEGORIES, dtype=np.int64),
-                         np.empty(TERMS_SCRATCH, dtype=np.int64))
+                         np.empty(TERMS_SCRATCH, dtype=np.int64), np.empty((0, 2), dtype=np.int64))
 
 
 @njit(cache=True)
-def candidate_head_total(s, p: int, out, others, sc, scratch) -> int:
+def candidate_head_total(s, p: int, out, others, sc, scratch, near) -> int:
     """`candidate_head_features` with its scratch passed in (sc int64 (NUM_CATEGORIES,), scratch int64
-    (TERMS_SCRATCH,)), returning p's total score at s (sc holds p's score by category): the ranking loop reads both."""
+    (TERMS_SCRATCH,)), returning p's total score at s (sc holds p's score by category): the ranking loop reads both.
+    near int64 (MAX_MARKET, 2) (or (0, 2): none): the market cards' habitat distances on p's board, (card, distance)
+    by slot, read where the card matches and written where computed: candidates on the same board (stacks and
+    cubes) share them."""
     _zero_heads(out)
-    return _features(s, p, out, False, others, sc, scratch)
+    return _features(s, p, out, False, others, sc, scratch, near)
 
 
 @njit(cache=True)
@@ -119,10 +122,11 @@ def _zero_heads(out) -> None:
 
 
 @njit(cache=True)
-def _features(s, p: int, out, boards: bool, others, sc, scratch) -> int:
+def _features(s, p: int, out, boards: bool, others, sc, scratch, near) -> int:
     """The features of `afterstate_features` into out (zero where nothing is written), the boards' one-hots only
     with boards; the other seats' heads copied from others unless it is empty (`candidate_head_features`). sc int64
-    (NUM_CATEGORIES,), scratch int64 (TERMS_SCRATCH,): scratch. Returns p's total score."""
+    (NUM_CATEGORIES,), scratch int64 (TERMS_SCRATCH,): scratch; near: p's market distances (`candidate_head_total`).
+    Returns p's total score."""
     n = s[S.NUM_PLAYERS]
     side = s[S.SIDE]
     out[n - 1] = 1.0
@@ -201,7 +205,14 @@ def _features(s, p: int, out, boards: bool, others, sc, scratch) -> int:
         for m in range(S.MAX_MARKET):
             card = s[S.MARKET + m]
             if card > 0:
-                _distance_onehot(habitat_near(side, cubes, card, need), out, h + 4 * m)
+                if j == 0 and near.shape[0] > 0:
+                    if near[m, 0] != card:
+                        near[m, 0] = card
+                        near[m, 1] = habitat_near(side, cubes, card, need)
+                    d = near[m, 1]
+                else:
+                    d = habitat_near(side, cubes, card, need)
+                _distance_onehot(d, out, h + 4 * m)
         h += 4 * S.MAX_MARKET
         if not boards:
             continue

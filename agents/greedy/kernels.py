@@ -896,6 +896,22 @@ def new_memo():
             np.zeros(MEMO_SLOTS, dtype=np.bool_), np.zeros(1, dtype=np.int64))
 
 
+@njit(cache=True)
+def new_final_memo(entries: int):
+    """An empty memo of the beam's final stage for up to `entries` boards (0: none), shared by a turn's beams
+    (`plan_candidates`): slot keys int64 (S, 2) (the board's two `board_key` words, the second with the takeable
+    market slots above bit 40), the entry at each slot int64 (S,) (-1: free), and per entry its turns' rows: how
+    many int64 (E,), and per row (6 a board: no card, then each market card) its value float64 (6E,), its actions
+    after the tokens int64 (6E, MAX_PLAN) and their count int64 (6E,); then how many entries are used (int64 (1,))."""
+    slots = 1
+    while slots < 2 * entries:
+        slots *= 2
+    return (np.empty((slots, 2), dtype=np.int64), np.full(slots, -1, dtype=np.int64),
+            np.zeros(max(entries, 1), dtype=np.int64), np.empty(6 * max(entries, 1), dtype=np.float64),
+            np.empty((6 * max(entries, 1), MAX_PLAN), dtype=np.int64), np.zeros(6 * max(entries, 1), dtype=np.int64),
+            np.zeros(1, dtype=np.int64))
+
+
 @njit(cache=True, inline="always")
 def board_key(s, stack0: int):
     """A board's 25 stack codes (4 bits each) as two words: cells 0-15, cells 16-24."""
@@ -957,17 +973,22 @@ def best_first(vals, n: int, k: int, order, topv) -> None:
 def _plan_pool(s0, w, beam: int, only_space: int):
     """Every whole-turn plan the beam keeps for the mover of s0 (not modified), unsorted: (plans int64 (F, MAX_PLAN),
     lens int64 (F,), values float64 (F,), count). only_space >= 0 takes that central space only (-1: any)."""
-    return _plan_pool_memo(s0, w, beam, only_space, new_memo())
+    return _plan_pool_memo(s0, w, beam, only_space, new_memo(), new_final_memo(0))
 
 
 @njit(cache=True)
-def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
+def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     """`_plan_pool` with a memo of token-level evaluations (`new_memo`) that beams of the same turn share: while
     tokens are placed, `evaluate` of the mover depends only on its board (its cards, cubes, the pouch and the end
     trigger do not change), so a board reached again (another central space's tokens, another order) is looked up
-    by its 25 stack codes instead of being copied, stepped and evaluated."""
+    by its 25 stack codes instead of being copied, stepped and evaluated. `final` (`new_final_memo`) does the same
+    for the final stage: a board another space's beam reached gets the turns (card, cubes, value) found for it there,
+    which depend only on the board, the held cards and cubes, the market and the pouch, the same for every space."""
     p = s0[S.CURRENT]
     mkeys, mvals, mused, mcount = memo
+    fkeys, fat, fn, fv, fsuf, flens, fcount = final
+    fslots = fkeys.shape[0]
+    fcap = fn.shape[0] if fslots > 1 else 0
     stack0 = S.STACK + S.MAX_CELLS * p
     bb0 = S.BITBOARD + 15 * p
     bbc = np.empty(15, dtype=np.int64)
@@ -1100,6 +1121,31 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
     side = s0[S.SIDE]
     for b in range(nb):
         sb = states[b]
+        fslot = -1
+        if fcap > 0:
+            hand = 0
+            for c in range(6):
+                hand += sb[S.HAND + c]
+            if hand == 0:  # (tokens left in hand would change what a card step allows)
+                k0, k1 = board_key(sb, stack0)
+                k1 |= can_take << 40
+                h = ((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687)) & 0x7FFFFFFFFFFFFFFF
+                fslot = (h >> 20) & (fslots - 1)
+                while fat[fslot] >= 0 and (fkeys[fslot, 0] != k0 or fkeys[fslot, 1] != k1):
+                    fslot = (fslot + 1) & (fslots - 1)
+                e = fat[fslot]
+                if e >= 0:  # this board's turns, found by another space's beam
+                    for r in range(6 * e, 6 * e + fn[e]):
+                        for q in range(alen[b]):
+                            fplan[nf, q] = acts[b, q]
+                        ln = alen[b]
+                        for q in range(flens[r]):
+                            fplan[nf, ln + q] = fsuf[r, q]
+                        flen[nf] = ln + flens[r]
+                        fval[nf] = fv[r]
+                        nf += 1
+                    continue
+        nf0 = nf
         parent_cache(sb, p, pc, False)
         standing = False  # a held card's habitat stands: cubes follow (copy, step, evaluate_after)
         for h in range(S.MAX_SLOTS):
@@ -1133,6 +1179,19 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo):
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
+        if fslot >= 0 and fcount[0] < fcap:  # remember this board's turns for the other spaces' beams
+            e = fcount[0]
+            fcount[0] += 1
+            fat[fslot] = e
+            fkeys[fslot, 0], fkeys[fslot, 1] = board_key(sb, stack0)
+            fkeys[fslot, 1] |= can_take << 40
+            fn[e] = nf - nf0
+            for r in range(nf0, nf):
+                j = 6 * e + r - nf0
+                fv[j] = fval[r]
+                flens[j] = flen[r] - alen[b]
+                for q in range(flens[j]):
+                    fsuf[j, q] = fplan[r, alen[b] + q]
     return fplan, flen, fval, nf
 
 
@@ -1177,8 +1236,9 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
     total = 0
     pools = []
     memo = new_memo()  # every space's beam places tokens on the same board: one memo for all
+    final = new_final_memo(min(nsp * max(beam, 5), 1024) if nsp > 1 else 0)
     for j in range(nsp):
-        pool = _plan_pool_memo(s0, w, beam, spaces[j], memo)
+        pool = _plan_pool_memo(s0, w, beam, spaces[j], memo, final)
         pools.append(pool)
         total += pool[3]
     allp = np.zeros((total, MAX_PLAN), dtype=np.int64)

@@ -242,53 +242,59 @@ def network(s, p: int, w, lin) -> float:
 _KEYS = MAX_CELLS + int(COUNTS[:, 0].max()) + int(COUNTS[:, 1].max()) + int(COUNTS[:, 2].max())
 
 
-@njit(cache=True)
-def tuple_sum(s, p: int, w, v: float) -> float:
-    """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
-    is bit for bit `value_of`'s), reading the layout from w's length. Each pair, triangle and line key is computed
-    once and reused by every held card's table (the card tables index by card, then the board table's key)."""
+@njit(cache=True, inline="always")
+def board_keys(s, p: int, val) -> None:
+    """Seat p's tuple keys into val int64 (_KEYS,): its cell values (stack code + 15 under a cube) at 0.., then the
+    pair, triangle and line keys (a card table's index is its base + the card's block + the same key)."""
     side = s[S.SIDE]
     V = VALUES
     c0 = S.STACK + MAX_CELLS * p
     cubes = s[S.CUBES + p]
-    val = np.empty(_KEYS, dtype=np.int64)
     for i in range(MAX_CELLS):
         val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
-    n = NUM_CELLS[side]
-    np_ = COUNTS[side, 0]
-    nt = COUNTS[side, 1]
-    nl = COUNTS[side, 2]
-    kp = MAX_CELLS  # keys: pairs at kp.., triangles at kt.., lines at kl..
-    kt = kp + np_
-    kl = kt + nt
-    o = OFFSETS[1] + side * MAX_CELLS * V
-    for i in range(n):
-        v += float(w[o + ORBIT[side, i] * V + val[i]])
-    o = OFFSETS[2]
-    for t in range(np_):
+    kp = MAX_CELLS
+    kt = kp + COUNTS[side, 0]
+    kl = kt + COUNTS[side, 1]
+    for t in range(COUNTS[side, 0]):
         a = val[PAIRS[side, t, 0]]
         b = val[PAIRS[side, t, 1]]
-        key = min(a, b) * V + max(a, b)
-        val[kp + t] = key
-        v += float(w[o + key])
-    o = OFFSETS[3]
-    for t in range(nt):
+        val[kp + t] = min(a, b) * V + max(a, b)
+    for t in range(COUNTS[side, 1]):
         a = val[TRIANGLES[side, t, 0]]
         b = val[TRIANGLES[side, t, 1]]
         c = val[TRIANGLES[side, t, 2]]
         lo = min(a, min(b, c))
         hi = max(a, max(b, c))
-        key = (lo * V + (a + b + c - lo - hi)) * V + hi
-        val[kt + t] = key
-        v += float(w[o + key])
-    o = OFFSETS[4]
-    for t in range(nl):
+        val[kt + t] = (lo * V + (a + b + c - lo - hi)) * V + hi
+    for t in range(COUNTS[side, 2]):
         a = val[LINES[side, t, 0]]
         m = val[LINES[side, t, 1]]
         c = val[LINES[side, t, 2]]
-        key = (m * V + min(a, c)) * V + max(a, c)
-        val[kl + t] = key
-        v += float(w[o + key])
+        val[kl + t] = (m * V + min(a, c)) * V + max(a, c)
+
+
+@njit(cache=True, inline="always")
+def board_sum(side: int, w, val, v: float) -> float:
+    """v + the board tables' weights (cells, pairs, triangles, lines, rhombi) for the keys `board_keys` wrote, added
+    one by one in `tuple_indices` order."""
+    V = VALUES
+    np_ = COUNTS[side, 0]
+    nt = COUNTS[side, 1]
+    kp = MAX_CELLS
+    kt = kp + np_
+    kl = kt + nt
+    o = OFFSETS[1] + side * MAX_CELLS * V
+    for i in range(NUM_CELLS[side]):
+        v += float(w[o + ORBIT[side, i] * V + val[i]])
+    o = OFFSETS[2]
+    for t in range(kp, kt):
+        v += float(w[o + val[t]])
+    o = OFFSETS[3]
+    for t in range(kt, kl):
+        v += float(w[o + val[t]])
+    o = OFFSETS[4]
+    for t in range(kl, kl + COUNTS[side, 2]):
+        v += float(w[o + val[t]])
     o = OFFSETS[5]
     for t in range(COUNTS[side, 3]):
         a = val[RHOMBI[side, t, 0]]
@@ -296,24 +302,49 @@ def tuple_sum(s, p: int, w, v: float) -> float:
         c = val[RHOMBI[side, t, 2]]
         d = val[RHOMBI[side, t, 3]]
         v += float(w[o + ((min(a, d) * V + max(a, d)) * V + min(b, c)) * V + max(b, c)])
+    return v
+
+
+@njit(cache=True, inline="always")
+def card_sum(side: int, card: int, w, val, v: float) -> float:
+    """v + one held card's tables (cells, pairs, triangles, lines) for the keys `board_keys` wrote, in
+    `tuple_indices` order."""
+    V = VALUES
+    np_ = COUNTS[side, 0]
+    nt = COUNTS[side, 1]
+    kp = MAX_CELLS
+    kt = kp + np_
+    kl = kt + nt
+    o = OFFSETS[6] + card * V
+    for i in range(NUM_CELLS[side]):
+        v += float(w[o + val[i]])
+    o = OFFSETS[7] + card * V * V
+    for t in range(kp, kt):
+        v += float(w[o + val[t]])
+    o = OFFSETS[8] + card * V * V * V
+    for t in range(kt, kl):
+        v += float(w[o + val[t]])
+    o = OFFSETS[9] + card * V * V * V
+    for t in range(kl, kl + COUNTS[side, 2]):
+        v += float(w[o + val[t]])
+    return v
+
+
+@njit(cache=True)
+def tuple_sum(s, p: int, w, v: float) -> float:
+    """v + the tuple weights seat p's board selects, added one by one in `tuple_indices` order (so the float64 sum
+    is bit for bit `value_of`'s), reading the layout from w's length. Each pair, triangle and line key is computed
+    once and reused by every held card's table (the card tables index by card, then the board table's key)."""
+    side = s[S.SIDE]
+    val = np.empty(_KEYS, dtype=np.int64)
+    board_keys(s, p, val)
+    v = board_sum(side, w, val, v)
     if w.shape[0] <= CARD_FROM:
         return v
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
-        if card < 0:
-            continue
-        o = OFFSETS[6] + card * V
-        for i in range(n):
-            v += float(w[o + val[i]])
-        o = OFFSETS[7] + card * V * V
-        for t in range(kp, kp + np_):
-            v += float(w[o + val[t]])
-        o = OFFSETS[8] + card * V * V * V
-        for t in range(kt, kt + nt):
-            v += float(w[o + val[t]])
-        o = OFFSETS[9] + card * V * V * V
-        for t in range(kl, kl + nl):
-            v += float(w[o + val[t]])
+        if card >= 0:
+            v = card_sum(side, card, w, val, v)
     return v
 
 
@@ -333,7 +364,12 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     """Plan the mover's turn in s (not modified) with `greedy.plan_candidates` (beam `beam` per central space, as
     many candidates as plans has rows) and value each for the mover: its total at the afterstate + `remaining`.
     values float64 (K,) out; after int64 (STATE_SIZE,) scratch. The first-turn Spirit choice (no afterstate) gets
-    the planner's order (-k). Returns the number of candidates."""
+    the planner's order (-k). Returns the number of candidates.
+
+    Why it is fast: most candidates share their board with others (they differ in the card taken), so the tuple
+    sums are kept per distinct board: the board tables once, and each held card's tables once per board and card
+    (`board_sum`, `card_sum`); a candidate adds its linear part, its board's sum and its cards' sums. That is the
+    same value as `remaining` up to float64 rounding (~1e-13: the weights are added in another order)."""
     n = plan_candidates(s, planner, beam, plans, lens, pvals)
     if n == 0:
         return 0
@@ -342,22 +378,113 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
             values[k] = -k
         return n
     p = s[S.CURRENT]
+    side = s[S.SIDE]
+    cards = w.shape[0] > CARD_FROM
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     scratch = np.empty(TERMS_SCRATCH, dtype=np.int64)
     others = np.empty(NUM_FEATURES, dtype=np.float32)  # the other seats' features: the same after every candidate
     afterstate_head_features(s, p, others)
+    # the distinct boards (p's stack codes and cubes), by an open-addressing table of 2^b >= 2n slots
+    slots = 1
+    while slots < 2 * n:
+        slots *= 2
+    hkey = np.empty((slots, 3), dtype=np.int64)
+    hat = np.full(slots, -1, dtype=np.int64)
+    keys = np.empty((n, _KEYS), dtype=np.int64)
+    bsum = np.empty(n, dtype=np.float64)
+    csum = np.empty((n, _NC), dtype=np.float64)
+    cdone = np.zeros((n, _NC), dtype=np.bool_)
+    near = np.full((n, S.MAX_MARKET, 2), -1, dtype=np.int64)
+    boards = 0
+    stack0 = S.STACK + MAX_CELLS * p
+    # the states after each distinct prefix of tokens (central space and placements), played once
+    pcap = min(n, 256)
+    pslots = 1
+    while pslots < 2 * pcap:
+        pslots *= 2
+    pkey = np.empty((pslots, 2), dtype=np.int64)
+    pat = np.full(pslots, -1, dtype=np.int64)
+    prefixed = np.empty((pcap, s.shape[0]), dtype=np.int64)
+    prefixes = 0
     for k in range(n):
-        for j in range(s.shape[0]):
-            after[j] = s[j]
-        play_plan(after, plans[k], lens[k], True)
+        plan = plans[k]
+        m = 0  # the prefix: the central space and the tokens (actions below TAKE_CARD), at most 7
+        while m < lens[k] and plan[m] < A.TAKE_CARD:
+            m += 1
+        slot = -1
+        if 0 < m <= 7:
+            q0 = 0
+            q1 = m
+            for j in range(m):
+                if j < 4:
+                    q0 |= plan[j] << (16 * j)
+                else:
+                    q1 |= plan[j] << (16 * (j - 3))
+            h = ((q0 * -7046029254386353131) ^ (q1 * -4658895280553007687)) & 0x7FFFFFFFFFFFFFFF
+            slot = (h >> 20) & (pslots - 1)
+            while pat[slot] >= 0 and (pkey[slot, 0] != q0 or pkey[slot, 1] != q1):
+                slot = (slot + 1) & (pslots - 1)
+        if slot >= 0 and pat[slot] >= 0:
+            row = prefixed[pat[slot]]
+            for j in range(s.shape[0]):
+                after[j] = row[j]
+            play_plan(after, plan[m:], lens[k] - m, True)
+        else:
+            for j in range(s.shape[0]):
+                after[j] = s[j]
+            if slot >= 0 and prefixes < pcap and play_plan(after, plan, m, True) == 0:
+                row = prefixed[prefixes]
+                for j in range(s.shape[0]):
+                    row[j] = after[j]
+                pat[slot] = prefixes
+                pkey[slot, 0] = q0
+                pkey[slot, 1] = q1
+                prefixes += 1
+                play_plan(after, plan[m:], lens[k] - m, True)
+            elif slot < 0 or prefixes >= pcap:
+                play_plan(after, plan, lens[k], True)
+            # (else a refused token: the plan stops there, as `play_plan` of the whole plan does)
         if no_turn_left(after, p):
             values[k] = own_total(after, p, sc)
             continue
-        total = candidate_head_total(after, p, feats, others, sc, scratch)  # `remaining`, the other seats' reused
+        k0 = 0
+        for i in range(16):
+            k0 |= after[stack0 + i] << (4 * i)
+        k1 = 0
+        for i in range(16, MAX_CELLS):
+            k1 |= after[stack0 + i] << (4 * (i - 16))
+        cb = after[S.CUBES + p]
+        h = (((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687) ^ (cb * 0x2545F4914F6CDD1D))
+             & 0x7FFFFFFFFFFFFFFF) >> 20
+        slot = h & (slots - 1)
+        while hat[slot] >= 0 and (hkey[slot, 0] != k0 or hkey[slot, 1] != k1 or hkey[slot, 2] != cb):
+            slot = (slot + 1) & (slots - 1)
+        b = hat[slot]
+        if b < 0:
+            b = boards
+            boards += 1
+            hat[slot] = b
+            hkey[slot, 0] = k0
+            hkey[slot, 1] = k1
+            hkey[slot, 2] = cb
+            board_keys(after, p, keys[b])
+            bsum[b] = board_sum(side, w, keys[b], 0.0)
+        # `remaining`'s linear inputs, the other seats' reused, the market's habitat distances shared by the board
+        total = candidate_head_total(after, p, feats, others, sc, scratch, near[b])
         _gather(feats, lin)
-        values[k] = total + network(after, p, w, lin)
+        v = linear_sum(w, lin) + bsum[b]
+        if cards:
+            for q in range(S.MAX_SLOTS):
+                card = after[S.SLOT + S.MAX_SLOTS * p + q]
+                if card < 0:
+                    continue
+                if not cdone[b, card]:
+                    csum[b, card] = card_sum(side, card, w, keys[b], 0.0)
+                    cdone[b, card] = True
+                v += csum[b, card]
+        values[k] = total + v
     return n
 
 
