@@ -637,7 +637,10 @@ class Learner:
         played with (the evaluator's own when starting)."""
         from .selfplay_workers import WorkerPool
 
-        self.pool = WorkerPool(SelfPlayWorker, (self.make, self.cfg, self.seed), self.sp.workers, transport,
+        # each worker plays its games on one thread (the workers are the parallelism; `selfplay.threads` stays the
+        # driver's, for its evaluations): the games are the same for any number of threads
+        wcfg = {**self.cfg, "selfplay": {**self.cfg["selfplay"], "threads": 1}}
+        self.pool = WorkerPool(SelfPlayWorker, (self.make, wcfg, self.seed), self.sp.workers, transport,
                                name=f"{self.name}-selfplay")
         if self.worker_snaps is not None:
             self.pool.restore(self.worker_snaps)
