@@ -243,6 +243,13 @@ _KEYS = MAX_CELLS + int(COUNTS[:, 0].max()) + int(COUNTS[:, 1].max()) + int(COUN
 
 
 @njit(cache=True, inline="always")
+def _key_starts(side: int):
+    """Where `board_keys` puts the pair, triangle and line keys in val (after the MAX_CELLS cell values)."""
+    kt = MAX_CELLS + COUNTS[side, 0]
+    return MAX_CELLS, kt, kt + COUNTS[side, 1]
+
+
+@njit(cache=True, inline="always")
 def board_keys(s, p: int, val) -> None:
     """Seat p's tuple keys into val int64 (_KEYS,): its cell values (stack code + 15 under a cube) at 0.., then the
     pair, triangle and line keys (a card table's index is its base + the card's block + the same key)."""
@@ -252,9 +259,7 @@ def board_keys(s, p: int, val) -> None:
     cubes = s[S.CUBES + p]
     for i in range(MAX_CELLS):
         val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
-    kp = MAX_CELLS
-    kt = kp + COUNTS[side, 0]
-    kl = kt + COUNTS[side, 1]
+    kp, kt, kl = _key_starts(side)
     for t in range(COUNTS[side, 0]):
         a = val[PAIRS[side, t, 0]]
         b = val[PAIRS[side, t, 1]]
@@ -278,11 +283,7 @@ def board_sum(side: int, w, val, v: float) -> float:
     """v + the board tables' weights (cells, pairs, triangles, lines, rhombi) for the keys `board_keys` wrote, added
     one by one in `tuple_indices` order."""
     V = VALUES
-    np_ = COUNTS[side, 0]
-    nt = COUNTS[side, 1]
-    kp = MAX_CELLS
-    kt = kp + np_
-    kl = kt + nt
+    kp, kt, kl = _key_starts(side)
     o = OFFSETS[1] + side * MAX_CELLS * V
     for i in range(NUM_CELLS[side]):
         v += float(w[o + ORBIT[side, i] * V + val[i]])
@@ -310,11 +311,7 @@ def card_sum(side: int, card: int, w, val, v: float) -> float:
     """v + one held card's tables (cells, pairs, triangles, lines) for the keys `board_keys` wrote, in
     `tuple_indices` order."""
     V = VALUES
-    np_ = COUNTS[side, 0]
-    nt = COUNTS[side, 1]
-    kp = MAX_CELLS
-    kt = kp + np_
-    kl = kt + nt
+    kp, kt, kl = _key_starts(side)
     o = OFFSETS[6] + card * V
     for i in range(NUM_CELLS[side]):
         v += float(w[o + val[i]])
