@@ -7,7 +7,7 @@ import numpy as np
 
 from agents.afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features
 from agents.greedy import no_turn_left
-from agents.ntuple import LAYOUT_WEIGHTS, OFFSETS, VALUES
+from agents.ntuple import LAYOUT_WEIGHTS, OFFSETS, STAGE_STARTS, VALUES
 from harmonies_env import state as S
 from harmonies_env.data import BOARD_CELLS, SIDES
 from harmonies_env.geometry import SYMMETRIES
@@ -49,6 +49,10 @@ def reference_remaining(s: np.ndarray, p: int, w: np.ndarray) -> float:
 def reference_output(s: np.ndarray, p: int, w: np.ndarray) -> float:
     """The network's output for seat p's view of state s (the win head's logit; remaining points where p has a
     turn left), in plain Python."""
+    if len(w) == LAYOUT_WEIGHTS[3]:  # one layout-2 block per game stage: the mover's own turn picks it
+        own_turn = int(s[S.TURN]) // int(s[S.NUM_PLAYERS])
+        stage = sum(1 for start in STAGE_STARTS[1:] if own_turn >= start)
+        w = w[stage * LAYOUT_WEIGHTS[2]: (stage + 1) * LAYOUT_WEIGHTS[2]]
     side = int(s[S.SIDE])
     V = VALUES
     cubes = int(s[S.CUBES + p])

@@ -60,10 +60,12 @@ def _random_weights(seed: int, layout: int = N.NTUPLE_VERSION) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=N.LAYOUT_WEIGHTS[layout]).astype(np.float32)
 
 
-@pytest.mark.parametrize("layout", [1, 2])
+@pytest.mark.parametrize("layout", [1, 2, 3])
 def test_kernels_agree_with_the_plain_python_reference(layout):
     w = _random_weights(1, layout)
     pos = _positions(40, 2)
+    if layout == 3:  # every stage is met
+        assert {int(N.stage_of(s)) for s, _ in pos} == set(range(N.STAGES))
     assert len(pos) >= 25 and any(s[S.CUBES: S.CUBES + 4].any() for s, _ in pos)  # cubes on boards are covered
     held = [int((s[S.SLOT + 4 * p: S.SLOT + 4 * p + 4] >= 0).sum()) for s, p in pos]
     assert max(held) >= 3 and min(held) <= 1  # the card shapes: one card held, and several
@@ -78,6 +80,11 @@ def test_kernels_agree_with_the_plain_python_reference(layout):
         short = np.zeros(len(pos))
         N.evaluate_batch(states, seats, np.ascontiguousarray(w[: N.CARD_FROM]), short)
         assert not np.allclose(short, got)
+    if layout == 3:  # each afterstate reads its own stage's block: the first block alone gives other numbers
+        first = np.zeros(len(pos))
+        N.evaluate_batch(states, seats, np.ascontiguousarray(w[: N.STAGE_WEIGHTS]), first)
+        late = np.array([N.stage_of(s) > 0 for s in states])
+        assert np.allclose(first[~late], got[~late]) and not np.allclose(first[late], got[late])
 
 
 def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
@@ -186,19 +193,61 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
     assert cw[1].sum() > 0
 
 
-def test_heuristic_weights_are_the_greedy_evaluation():
-    """Own total + remaining under `heuristic_weights` is `greedy.evaluate` (up to float32 rounding)."""
+@pytest.mark.parametrize("layout", [2, 3])
+def test_heuristic_weights_are_the_greedy_evaluation(layout):
+    """Own total + remaining under `heuristic_weights` is `greedy.evaluate` (up to float32 rounding), in every stage
+    of a layout-3 network."""
     from agents.afterstate import NUM_FEATURES
     from agents.greedy import evaluate
 
-    w = N.heuristic_weights()
+    w = N.heuristic_weights(layout)
     sc = np.zeros(16, dtype=np.int64)
     idx = np.zeros(N.MAX_ACTIVE, dtype=np.int64)
     feats = np.zeros(NUM_FEATURES, dtype=np.float32)
     lin = np.zeros(N.NUM_LINEAR)
+    stages = set()
     for s, p in _positions(20, 3):
         got = N.own_total(s, p, sc) + N.remaining(s, p, w, idx, feats, lin)
         assert got == pytest.approx(evaluate(s, p, DEFAULT_WEIGHTS, sc), abs=1e-4)
+        stages.add(int(N.stage_of(s)))
+    assert len(stages) == N.STAGES
+
+
+def test_a_layout_3_network_learns_each_afterstate_in_its_own_stage_block():
+    """Layout 3 (multistage): `learn_game` (and `learn_win`) move only the block of each afterstate's stage, exactly as
+    a layout-2 network learning that stage's afterstates alone would (targets fixed by expert targets at mix 1, so
+    the returns do not depend on which afterstates are learned); `stage_of` is the mover's own turn in STAGE_STARTS."""
+    pos = _positions(40, 12)
+    afters = np.stack([s for s, _ in pos])
+    seats = np.array([p for _, p in pos], dtype=np.int64)
+    stage = np.array([N.stage_of(s) for s in afters])
+    own = afters[:, S.TURN] // afters[:, S.NUM_PLAYERS]
+    assert np.array_equal(stage, np.searchsorted(N.STAGE_STARTS, own, side="right") - 1)
+    assert set(stage) == set(range(N.STAGES))
+    targets = np.random.default_rng(3).uniform(0, 40, len(pos))
+    final = np.array([100, 90, 80, 70], dtype=np.int64)
+    w3 = np.zeros(N.LAYOUT_WEIGHTS[3], np.float32)
+    N.learn_game(w3, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, targets, 1.0)
+    share = np.array([1.0, 0, 0, 0])
+    win3 = np.zeros_like(w3)
+    N.learn_win(win3, afters, seats, len(pos), share, 0.5, 0.1, 0.01)
+    for b in range(N.STAGES):
+        mine = np.flatnonzero(stage == b)
+        w2 = np.zeros(N.LAYOUT_WEIGHTS[2], np.float32)
+        N.learn_game(w2, afters[mine], seats[mine], np.zeros(len(mine)), len(mine), final, 0.5, 0.1, 0.01,
+                     targets[mine], 1.0)
+        block = w3[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS]
+        assert np.array_equal(block, w2) and np.abs(w2).sum() > 0
+        # the win head's returns bootstrap along each seat's afterstates: its blocks differ from a lone stage's,
+        # but each moved, and only by its own stage's afterstates
+        assert np.abs(win3[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS]).sum() > 0
+    idx = np.empty(N.MAX_ACTIVE, np.int64)
+    feats = np.empty(NUM_FEATURES, np.float32)
+    lin = np.empty(N.NUM_LINEAR)
+    for j in range(len(pos)):  # and each afterstate's value is read from its stage's block
+        if not N.no_turn_left(afters[j], seats[j]):
+            assert abs(N.remaining(afters[j], seats[j], w3, idx, feats, lin)
+                       - reference_remaining(afters[j], seats[j], w3)) < 1e-9
 
 
 def _mirrored(s: np.ndarray, p: int, k: int) -> np.ndarray:
@@ -291,6 +340,17 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
     (tmp_path / "obj.json").write_text(json.dumps(doc))
     with pytest.raises(CheckpointError, match="layout"):
         N.load_checkpoint(tmp_path / "obj.npz")
+    # a layout-3 (multistage) network records where its stages start; other stages are refused, not misread
+    w3 = _random_weights(7, layout=3)
+    path3 = N.save_checkpoint(tmp_path / "staged", w3)
+    config, got = N.load_checkpoint(path3)
+    assert config["version"] == 3 and config["stage_starts"] == [int(x) for x in N.STAGE_STARTS]
+    assert np.array_equal(got, w3)
+    doc = json.loads(path3.with_suffix(".json").read_text())
+    doc["config"]["stage_starts"] = [0, 4, 8]
+    path3.with_suffix(".json").write_text(json.dumps(doc))
+    with pytest.raises(CheckpointError, match="layout"):
+        N.load_checkpoint(path3)
     with pytest.raises(FileNotFoundError, match="nope.npz"):
         N.load_checkpoint(tmp_path / "nope.npz")
 
@@ -412,6 +472,16 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
     assert not w[N.CARD_FROM:].any()
     cfg["train"]["layout"] = 1
     assert Trainer(cfg, 0, tmp_path / "run", progress=False).w.shape == (N.LAYOUT_WEIGHTS[1],)
+    # a layout-2 network starts a layout-3 (multistage) run in every stage
+    two = N.save_checkpoint(tmp_path / "two", _random_weights(4, layout=2))
+    cfg = settings({**load_config(TINY), "train": {**load_config(TINY)["train"], "init": str(two), "layout": 3}})
+    w = Trainer(cfg, 0, tmp_path / "run3", progress=False).w
+    assert w.shape == (N.LAYOUT_WEIGHTS[3],)
+    assert all(np.array_equal(w[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS], _random_weights(4, layout=2))
+               for b in range(N.STAGES))
+    cfg["train"]["layout"], cfg["train"]["init"] = 2, str(N.save_checkpoint(tmp_path / "three", w))
+    with pytest.raises(Exception, match="layout-3 network"):
+        settings(cfg)
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
@@ -425,7 +495,7 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.layout=3", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
+                        "train.layout=4", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -508,16 +578,15 @@ def test_the_candidates_shared_board_values_equal_the_full_evaluation_on_random_
     distances and each token prefix's state once for the candidates that share them: every candidate's value is
     still its total + `remaining` of its own afterstate, computed from scratch (to 1e-9; the weights add in another
     order), on random weights, on the golden fixture's positions (1-4 players, both sides, with and without
-    Spirits), narrow and wide."""
+    Spirits), narrow and wide, and on a layout-3 network (the stage's block)."""
     import ntuple_golden as G
 
-    w = _random_weights(8)
     sc = np.zeros(8, np.int64)
     idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(N.NUM_LINEAR)
     checked = shared = 0
-    for K, beam in ((16, 3), (128, 24)):
+    for w, K, beam in ((_random_weights(8), 16, 3), (_random_weights(8), 128, 24), (_random_weights(8, 3), 16, 3)):
         P = np.zeros((K, MAX_PLAN), np.int64)
         L = np.zeros(K, np.int64)
         V = np.zeros(K)

@@ -40,7 +40,9 @@ probability to each candidate's value. `learn_game` can also take a search's val
 
 Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [triangle] [line] [rhombus], then in
 layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`); the kernels read the layout from
-the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Checkpoints are `NAME.npz`
+the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Layout 3 is a layout-2 vector
+per game stage (multistage weights: the stage of an afterstate is where the mover's own turn stands in
+`STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Checkpoints are `NAME.npz`
 (one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json` (its config with the layout, and the
 SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
@@ -59,6 +61,7 @@ from .agent import (
     NTupleWinAgent,
     check_layout,
     check_play,
+    grown_weights,
     heuristic_weights,
     layout_of,
     load_checkpoint,
@@ -82,6 +85,9 @@ from .kernels import (
     PAIRS,
     RHOMBI,
     SHAPES,
+    STAGE_STARTS,
+    STAGE_WEIGHTS,
+    STAGES,
     TRIANGLES,
     VALUES,
     candidate_values,
@@ -99,6 +105,7 @@ from .kernels import (
     remaining,
     search_values,
     selected_norm,
+    stage_of,
     tuple_indices,
     value_of,
     win_logit,
@@ -109,6 +116,7 @@ __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values"
            "learn_win", "HEADS", "DEFAULT_WIN_CHECKPOINT",
            "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "CARD_SHAPES", "VALUES",
            "LAYOUT_WEIGHTS", "CARD_FROM", "check_layout", "layout_of",
+           "STAGE_STARTS", "STAGE_WEIGHTS", "STAGES", "stage_of", "grown_weights",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
            "heuristic_weights",

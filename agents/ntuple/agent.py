@@ -29,6 +29,8 @@ from .kernels import (
     LINEAR_INDEX,
     NTUPLE_VERSION,
     SHAPES,
+    STAGE_STARTS,
+    STAGE_WEIGHTS,
     candidate_values,
     candidate_wins,
     choose_rows,
@@ -42,8 +44,24 @@ def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
     `greedy.evaluate` (where the mover still has a turn)."""
     w = np.zeros(LAYOUT_WEIGHTS[check_layout(layout)], dtype=np.float32)
     pos = {int(f): j for j, f in enumerate(LINEAR_INDEX)}
-    for k in range(NUM_TERMS):
-        w[pos[_TERMS_AT + k]] = 10.0 * DEFAULT_WEIGHTS[k]
+    for start in range(0, w.shape[0], STAGE_WEIGHTS):  # layout 3: every stage's block
+        for k in range(NUM_TERMS):
+            w[start + pos[_TERMS_AT + k]] = 10.0 * DEFAULT_WEIGHTS[k]
+    return w
+
+
+def grown_weights(start: np.ndarray, layout: int) -> np.ndarray:
+    """A network of a smaller layout as the start of a `layout` one: its weights at the beginning of each stage's
+    block (layout 3) or of the vector; the tables it lacks (cards, other stages' beyond its own) at zero."""
+    w = np.zeros(LAYOUT_WEIGHTS[check_layout(layout)], dtype=np.float32)
+    start = np.asarray(start, dtype=np.float32)
+    if start.shape[0] > w.shape[0]:
+        raise ValueError(f"a layout-{layout_of(start)} network does not fit layout {layout}")
+    if start.shape[0] == w.shape[0]:
+        w[:] = start
+        return w
+    for lo in range(0, w.shape[0], STAGE_WEIGHTS):
+        w[lo: lo + start.shape[0]] = start
     return w
 
 
@@ -83,8 +101,9 @@ def network_config(play: dict[str, Any] | None = None, head: str = "points",
         raise ValueError(f"head must be one of {HEADS}, got {head!r}")
     layout = check_layout(layout)
     shapes = SHAPES + (CARD_SHAPES if layout >= 2 else ())
+    stages = {"stage_starts": [int(x) for x in STAGE_STARTS]} if layout == 3 else {}
     return {"version": layout, "feature_version": FEATURE_VERSION, "num_weights": LAYOUT_WEIGHTS[layout],
-            "shapes": list(shapes), "play": check_play({**DEFAULT_PLAY, **(play or {})}),
+            "shapes": list(shapes), **stages, "play": check_play({**DEFAULT_PLAY, **(play or {})}),
             **({"head": head} if head != "points" else {})}
 
 

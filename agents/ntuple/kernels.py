@@ -19,7 +19,8 @@ from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 from ..greedy.kernels import TERMS_SCRATCH
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
-#: (the board shapes only, the first shipped networks) still loads and plays. Any other is refused.
+#: (the board shapes only, the first shipped networks) still loads and plays; layout 3 = a layout-2 vector per game
+#: stage (`STAGE_STARTS`). Any other is refused.
 NTUPLE_VERSION = 2
 #: Contents a cell can have: stack code 0..14, + 15 with an animal cube.
 VALUES = 30
@@ -39,8 +40,15 @@ _CARD_SIZES = (_NC * VALUES, _NC * VALUES ** 2, _NC * VALUES ** 3, _NC * VALUES 
 #: OFFSETS[k] -> first weight of table k (k = 0: the linear part, 1-5: SHAPES, 6-9: CARD_SHAPES); OFFSETS[-1] =
 #: NUM_WEIGHTS.
 OFFSETS = np.cumsum([0, NUM_LINEAR, *_SIZES, *_CARD_SIZES]).astype(np.int64)
-#: Weights of each layout: layout 1 ends where the card tables begin.
-LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1])}
+#: Layout 3 (multistage weights, Yeh et al. 2016): the mover's own turn (0-based: completed turns // players, as an
+#: afterstate of that turn holds it) from which each stage's layout-2 block values the afterstates. Why: what a pattern
+#: is still worth depends on how many turns remain to use it, which one shared table can only average.
+STAGE_STARTS = np.array([0, 3, 6], dtype=np.int64)
+STAGES = STAGE_STARTS.shape[0]
+#: One stage's weights: a whole layout-2 vector.
+STAGE_WEIGHTS = int(OFFSETS[-1])
+#: Weights of each layout: layout 1 ends where the card tables begin; layout 3 is STAGES layout-2 blocks.
+LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1]), 3: STAGES * int(OFFSETS[-1])}
 #: Layout 1's length: a longer vector has the card tables (the kernels read the layout from the vector's length).
 CARD_FROM = LAYOUT_WEIGHTS[1]
 NUM_WEIGHTS = LAYOUT_WEIGHTS[NTUPLE_VERSION]
@@ -96,6 +104,37 @@ MAX_ACTIVE = (MAX_CELLS + int(COUNTS.sum(axis=1).max())
 
 
 # ------------------------------------------------------------------------------------------------ kernels
+
+@njit(cache=True, inline="always")
+def stage_of(s) -> int:
+    """The game stage of afterstate s (0..STAGES-1): where the mover's own turn index stands in `STAGE_STARTS`."""
+    t = s[S.TURN] // max(1, s[S.NUM_PLAYERS])
+    st = 0
+    for i in range(1, STAGES):
+        if t >= STAGE_STARTS[i]:
+            st = i
+    return st
+
+
+@njit(cache=True, inline="always")
+def stage_start(w, s) -> int:
+    """Where the weights that value afterstate s begin in w: 0 for layouts 1 and 2, its stage's block in layout 3
+    (they run for `stage_length(w)`)."""
+    return 0 if w.shape[0] <= STAGE_WEIGHTS else stage_of(s) * STAGE_WEIGHTS
+
+
+@njit(cache=True, inline="always")
+def stage_length(w) -> int:
+    """How many weights value one afterstate: w's length in layouts 1 and 2, a layout-2 block in layout 3."""
+    return min(w.shape[0], STAGE_WEIGHTS)
+
+
+@njit(cache=True, inline="always")
+def stage_weights(w, s):
+    """The weights that value afterstate s, a view: w (layouts 1 and 2) or its stage's layout-2 block (layout 3)."""
+    lo = stage_start(w, s)
+    return w[lo: lo + stage_length(w)]
+
 
 @njit(cache=True)
 def cell_values(s, p: int, out) -> None:
@@ -233,8 +272,9 @@ def remaining(s, p: int, w, idx, feats, lin) -> float:
 @njit(cache=True)
 def network(s, p: int, w, lin) -> float:
     """The network's output for seat p at s given its linear inputs lin: the linear part, then the tuple weights
-    (`tuple_sum`), summed in `value_of`'s order."""
-    return tuple_sum(s, p, w, linear_sum(w, lin))
+    (`tuple_sum`), summed in `value_of`'s order (layout 3: s's stage's block of w)."""
+    ws = stage_weights(w, s)
+    return tuple_sum(s, p, ws, linear_sum(ws, lin))
 
 
 #: Keys `tuple_sum` computes once per board: cell values, then the pair, triangle and line keys (a card table's index is
@@ -376,7 +416,8 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
         return n
     p = s[S.CURRENT]
     side = s[S.SIDE]
-    cards = w.shape[0] > CARD_FROM
+    ws = stage_weights(w, s)  # every candidate's afterstate is of this turn: one stage (layout 3)
+    cards = ws.shape[0] > CARD_FROM
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
@@ -467,18 +508,18 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
             hkey[slot, 1] = k1
             hkey[slot, 2] = cb
             board_keys(after, p, keys[b])
-            bsum[b] = board_sum(side, w, keys[b], 0.0)
+            bsum[b] = board_sum(side, ws, keys[b], 0.0)
         # `remaining`'s linear inputs, the other seats' reused, the market's habitat distances shared by the board
         total = candidate_head_total(after, p, feats, others, sc, scratch, near[b])
         _gather(feats, lin)
-        v = linear_sum(w, lin) + bsum[b]
+        v = linear_sum(ws, lin) + bsum[b]
         if cards:
             for q in range(S.MAX_SLOTS):
                 card = after[S.SLOT + S.MAX_SLOTS * p + q]
                 if card < 0:
                     continue
                 if not cdone[b, card]:
-                    csum[b, card] = card_sum(side, card, w, keys[b], 0.0)
+                    csum[b, card] = card_sum(side, card, ws, keys[b], 0.0)
                     cdone[b, card] = True
                 v += csum[b, card]
         values[k] = total + v
@@ -632,11 +673,17 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         p = seats[j]
         if no_turn_left(s, p):
             continue
-        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+        lo = stage_start(w, s)
+        hi = lo + stage_length(w)
+        ws = w[lo:hi]
+        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
         linear_features(s, p, feats, lin)
-        err = ret[j] - value_of(w, idx, k, lin)
+        err = ret[j] - value_of(ws, idx, k, lin)
         sse += err * err
-        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear, coherence)
+        if coherence is None:
+            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
+        else:
+            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
     return sse
 
 
@@ -644,9 +691,10 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
 def win_logit(s, p: int, w, idx, feats, lin) -> float:
     """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
     the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
-    k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+    ws = stage_weights(w, s)
+    k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
     linear_features(s, p, feats, lin)
-    return value_of(w, idx, k, lin)
+    return value_of(ws, idx, k, lin)
 
 
 @njit(cache=True)
@@ -694,13 +742,19 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
     for j in range(m):
         s = afters[j]
         p = seats[j]
-        k = tuple_indices(s, p, idx, w.shape[0] > CARD_FROM)
+        lo = stage_start(w, s)
+        hi = lo + stage_length(w)
+        ws = w[lo:hi]
+        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
         linear_features(s, p, feats, lin)
-        pr = 1.0 / (1.0 + np.exp(-value_of(w, idx, k, lin)))
+        pr = 1.0 / (1.0 + np.exp(-value_of(ws, idx, k, lin)))
         pc = min(max(pr, 1e-7), 1.0 - 1e-7)
         loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
         err = ret[j] - pr
-        td_step(w, idx, k, lin, err, alpha_tuple, alpha_linear, coherence)
+        if coherence is None:
+            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
+        else:
+            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
     return loss
 
 

@@ -49,9 +49,10 @@ class NTupleTrainSection(TrainSection):
     alpha_final: float = 1.0  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
     coherence: bool = False  # temporal-coherence step sizes for the tuple weights (`ntuple.kernels.td_step`)
     win_head: bool = False  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
-    layout: int = 2  # 2: board and card shapes; 1: board shapes only (`ntuple.NTUPLE_VERSION`)
+    layout: int = 2  # 2: board and card shapes; 1: board shapes only; 3: layout 2 per game stage (multistage,
+    # `ntuple.STAGE_STARTS`)
     init: str = "greedy"  # "greedy": the planner's evaluation; "zero": all zero; or an ntuple checkpoint
-    # (a layout-1 one grows into layout 2 with its card tables at zero)
+    # (a smaller layout's grows into this one: card tables at zero, copied into every stage; `ntuple.grown_weights`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +135,7 @@ class NTupleEvaluator:
         elif self.tr.init == "greedy":
             self.w[:] = N.heuristic_weights(layout)
         elif self.tr.init != "zero":  # a checkpoint: a smaller layout's weights are the start of this one's
-            start = N.load_checkpoint(self.tr.init)[1]
-            self.w[: start.shape[0]] = start
+            self.w[:] = N.grown_weights(N.load_checkpoint(self.tr.init)[1], layout)
         self.wwin = np.zeros(N.LAYOUT_WEIGHTS[layout], np.float32) if self.tr.win_head and learns else None
         # temporal coherence: each head's (E, A) accumulators, float32 (2, len(w)), in the learner's checkpoint
         self.coh = np.zeros((2, self.w.shape[0]), np.float32) if self.tr.coherence and learns else None
