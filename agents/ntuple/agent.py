@@ -42,12 +42,12 @@ def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
     """A weight vector (of `layout`) that plays as the greedy planner evaluates: zero tuples, and the linear weights of
     the mover's potential terms (features / 10) set to 10 x `greedy.DEFAULT_WEIGHTS`, so total + remaining =
     `greedy.evaluate` (where the mover still has a turn)."""
-    w = np.zeros(LAYOUT_WEIGHTS[check_layout(layout)], dtype=np.float32)
+    layout = check_layout(layout)
+    w = np.zeros(LAYOUT_WEIGHTS[1], dtype=np.float32)  # the linear part leads every layout's (and stage's) block
     pos = {int(f): j for j, f in enumerate(LINEAR_INDEX)}
-    for start in range(0, w.shape[0], STAGE_WEIGHTS):  # layout 3: every stage's block
-        for k in range(NUM_TERMS):
-            w[start + pos[_TERMS_AT + k]] = 10.0 * DEFAULT_WEIGHTS[k]
-    return w
+    for k in range(NUM_TERMS):
+        w[pos[_TERMS_AT + k]] = 10.0 * DEFAULT_WEIGHTS[k]
+    return w if layout == 1 else grown_weights(w, layout)
 
 
 def grown_weights(start: np.ndarray, layout: int) -> np.ndarray:
