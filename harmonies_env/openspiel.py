@@ -141,14 +141,17 @@ class HarmoniesState(pyspiel.State):
         return self.game_obj.chance_outcomes()
 
     def _apply_action(self, action: int) -> None:
+        """Apply the action or raise with nothing changed: `private_to` grows only once the game accepted it
+        (appended before, a refused action left it one longer than the history and showed later deals to the
+        wrong seats)."""
         g = self.game_obj
         if g.is_chance_node():
             kind, where = g.chance_event()
-            self.private_to.append(where // 2 if kind == "spirit" else -1)
             g.apply_chance(action)
+            self.private_to.append(where // 2 if kind == "spirit" else -1)
         else:
-            self.private_to.append(-1)
             g.step(action)
+            self.private_to.append(-1)
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:

@@ -139,3 +139,80 @@ def test_mcts_beats_openspiels_uniform_random_bot_over_20_games() -> None:
         rand = UniformRandomBot(1 - seat, np.random.RandomState(100 + k))
         wins += play(game, [bot, rand] if seat == 0 else [rand, bot], k).returns()[seat]
     assert wins >= 15
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a refused action leaves no trace (issue 47, item 1)
+# ---------------------------------------------------------------------------------------------------------
+def snapshot(state) -> dict:
+    """Everything OpenSpiel or a client can read of a state, for every seat (and of its serialised round trip)."""
+    game = state.get_game()
+    out = {"history": state.history(), "full": [(h.player, h.action) for h in state.full_history()],
+           "move_number": state.move_number(), "current": state.current_player(), "terminal": state.is_terminal(),
+           "returns": state.returns(), "str": str(state), "private_to": list(state.private_to),
+           "engine": state.game_obj.state.tolist(), "chance": state.game_obj._chance.tolist(),
+           "seed": state.game_obj.seed, "record": list(state.game_obj.history),
+           "serialized_history": state.serialize().split("__dict__=")[0]}
+    if state.is_chance_node():
+        out["outcomes"] = state.chance_outcomes()
+    for p in range(game.num_players()):
+        out[p] = (state.observation_string(p), state.information_state_string(p), state.observation_tensor(p),
+                  state.information_state_tensor(p), state.legal_actions(p))
+    if not state.is_terminal():
+        again = game.deserialize_state(state.serialize())
+        out["round_trip"] = [(again.observation_string(p), again.information_state_string(p))
+                             for p in range(game.num_players())] + [again.history(), list(again.private_to)]
+    return out
+
+
+def refused_actions(state, last_decision: list[int]) -> list[int]:
+    """Actions that this node must refuse: illegal ones, ids out of range and ids of the other kind of node."""
+    bad = [-1, -7, 268, 10**4, 2**31, 2**62]
+    if state.is_terminal():
+        return bad + [0, 125, 126, 267] + last_decision[:3]
+    if state.is_chance_node():
+        possible = {o for o, _ in state.chance_outcomes()}
+        impossible = [o for o in range(C.NUM_OUTCOMES) if o not in possible]
+        # a player's action id where a chance outcome is due: out of range or an impossible outcome
+        return bad + [126, 200, 267] + impossible[:3] + impossible[-3:] + last_decision[:3]
+    legal = set(state.legal_actions())
+    illegal = [a for a in range(268) if a not in legal]
+    # a chance outcome id (tokens, an Animal card, a Spirit card) where a player must decide, when illegal here
+    wrong_kind = [o for o in (0, 40, C.CARD_OUTCOME, C.NUM_OUTCOMES - 1) if o not in legal]
+    return bad + illegal[:2] + illegal[-2:] + wrong_kind
+
+
+@pytest.mark.parametrize("players,spirits", [(2, True), (3, False)])
+def test_a_refused_action_changes_nothing_at_any_kind_of_node(players: int, spirits: bool) -> None:
+    """At decisions, chance nodes (tokens, cards, Spirit deals) and the end: every refused action raises, and every
+    string, tensor, the history and the serialised state equal those of a clean replay of the accepted actions."""
+    game = load(players=players, spirits=spirits)
+    state, clean = game.new_initial_state(), game.new_initial_state()
+    rng = np.random.default_rng(players)
+    bots = [UniformRandomBot(p, np.random.RandomState(p)) for p in range(players)]
+    kinds, last_decision, refused = set(), [], 0
+    while True:
+        node = ("end",) if state.is_terminal() else state.game_obj.chance_event() or ("decision",)
+        if node[0] not in kinds or rng.random() < 0.2:  # every kind at its first node, then a sample
+            kinds.add(node[0])
+            for a in refused_actions(state, last_decision):
+                with pytest.raises(Exception):  # noqa: B017 - ValueError from the engine, SpielError from C++
+                    state.apply_action(a)
+                refused += 1
+            assert snapshot(state) == snapshot(clean), node
+        if state.is_terminal():
+            break
+        if state.is_chance_node():
+            outcomes, probs = zip(*state.chance_outcomes())
+            a = int(rng.choice(outcomes, p=probs))
+        else:
+            a = bots[state.current_player()].step(state)
+            last_decision = sorted(set(state.legal_actions()) - {a})  # legal a moment ago, refused later
+        state.apply_action(a)
+        clean.apply_action(a)
+    assert kinds == {"decision", "tokens", "card", "end"} | ({"spirit"} if spirits else set())
+    assert refused > 100
+    replay = game.new_initial_state()
+    for a in state.history():
+        replay.apply_action(a)
+    assert snapshot(state) == snapshot(replay)
