@@ -54,47 +54,40 @@ def _watched(spec: str, logs: dict[int, Any]) -> Any:
     return make
 
 
+def _record_name(config: GameConfig, names: Sequence[str], index: int) -> str:
+    """The file name of game `index`'s record: game_NNNNN.json, solo_AGENT_NNNNN.json for solo."""
+    return f"game_{index:05d}.json" if config.num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}.json"
+
+
 def _play_share(task: MatchTask) -> list[dict]:
     """`run_match`'s worker when games are saved: play the games `task.indices` (search agents watched one per game,
-    for the replays' annotations) and write each game's record (`Game.record`'s format, with the task's config:
-    river_loops included) to the folder `task.extra`."""
-    from agents.match import play_match, policy_of
+    for the replays' annotations) and report each game as it ends with its record (`Game.record`'s format, with the
+    task's config: river_loops included) as "_record" (file name, JSON text): the process that runs the match writes
+    it (`run_games`), so no worker ever leaves a file half written, also on a Ray worker whose filesystem is not the
+    driver's."""
+    from agents.match import play_match, policy_of, report
     from agents.policy import AgentPolicy
 
-    specs, names, config, save_dir = task.specs, task.names, task.config, task.extra
+    specs, names, config = task.specs, task.names, task.config
     num_players = config.num_players
     logs: dict[int, Any] = {}
     policies = [policy_of(s) for s in specs]
     policies = [p if not isinstance(p, AgentPolicy) else AgentPolicy(_watched(s, logs), name=s)
                 for s, p in zip(specs, policies)]
-    results = play_match(policies, games=list(task.indices), seed=task.seed, config=config, names=names,
-                         record=True)
-    for row, res in enumerate(results):
+    rows = {index: row for row, index in enumerate(task.indices)}
+
+    def finished(res: dict) -> None:
         record = {**make_record(config, res["seed"], res.pop("actions")), "names": res["seats"]}
         n = len(specs)
-        agents = [p.agents[row] if isinstance(p, AgentPolicy) else None for p in policies]
+        agents = [p.agents[rows[res["game"]]] if isinstance(p, AgentPolicy) else None for p in policies]
         seat_logs = [logs.get(id(agents[(k + res["game"]) % n])) for k in range(num_players)]
         if any(log is not None for log in seat_logs):
             record["annotations"] = annotations(record, seat_logs)
-        index = res["game"]
-        stem = f"game_{index:05d}" if num_players > 1 else f"solo_{_safe(names[0])}_{index:05d}"
-        write_text_atomic(Path(save_dir) / f"{stem}.json", json.dumps(record))
-    return results
+        res["_record"] = (_record_name(config, names, res["game"]), json.dumps(record))
+        report(res)
 
-
-def _play_share_shipped(task: MatchTask) -> list[dict]:
-    """`_play_share` on a Ray worker, whose filesystem may not be the driver's: the records are written into a
-    temporary folder there and come back in each result's "_record" (file name, text) for the driver to write."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="harmonies-games-") as folder:
-        results = _play_share(task._replace(extra=folder))
-        files = {p.name: p.read_text(encoding="utf-8") for p in Path(folder).iterdir()}
-    for res in results:
-        stem = (f"game_{res['game']:05d}" if task.config.num_players > 1
-                else f"solo_{_safe(task.names[0])}_{res['game']:05d}")
-        res["_record"] = (f"{stem}.json", files[f"{stem}.json"])
-    return results
+    return play_match(policies, games=list(task.indices), seed=task.seed, config=config, names=names,
+                      record=True, on_result=finished)
 
 
 def _safe(name: str) -> str:
@@ -114,9 +107,10 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     positionally, river_loops=...) for one more release, with a FutureWarning.
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
-    record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically;
-    `harmonies replay FOLDER` shows them. On Ray the records come back with the results and are written here, by
-    the driver. collect: `run_match`'s (the games played so far, for a caller that is stopped).
+    record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically by
+    this process as each game comes back (from `--jobs` workers or Ray alike), so that the records on disk are
+    exactly the games kept; `harmonies replay FOLDER` shows them. collect: `run_match`'s (every game that came back,
+    for a caller that is stopped).
     """
     from agents.match import match_config, run_match
 
@@ -125,19 +119,18 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     games, seed, jobs = given.get("games", games), given.get("seed", seed), given.get("jobs", jobs)
     progress, save_games = given.get("progress", progress), given.get("save_games", save_games)
     config = match_config(config, len(specs), fields)
-    save = None if save_games is None else str(save_games)
-    if save is not None:
-        Path(save).mkdir(parents=True, exist_ok=True)
-    if save is not None and ray_address is not None:
-        results = run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, worker=_play_share_shipped,
-                            extra=save, config=config, ray_address=ray_address, collect=collect)
-        for res in results:
-            name, text = res.pop("_record")
-            write_text_atomic(Path(save) / name, text)
-        return results
-    return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress,
-                     worker=_play_share if save is not None else None, extra=save, config=config,
-                     ray_address=ray_address, collect=collect)
+    if save_games is None:
+        return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, config=config,
+                         ray_address=ray_address, collect=collect)
+    save = Path(save_games)
+    save.mkdir(parents=True, exist_ok=True)
+
+    def write_record(res: dict) -> None:  # as each game comes back, before it is kept (a signal waits for both)
+        name, text = res.pop("_record")
+        write_text_atomic(save / name, text)
+
+    return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, worker=_play_share,
+                     config=config, ray_address=ray_address, collect=collect, on_result=write_record)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

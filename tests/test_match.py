@@ -209,3 +209,19 @@ def test_the_old_loose_arguments_warn_once_and_play_the_same_games():
         play_match(["random", "random"], games=1, side="A", config=cfg)
     with pytest.raises(TypeError, match="unexpected keyword argument 'sides'"):
         play_match(["random", "random"], games=1, sides="A")
+
+
+def test_each_game_is_handed_over_once_as_it_ends_and_the_match_kept_in_game_order():
+    """play_match's on_result sees each game once, the same result it returns; run_match's on_result runs before a
+    game is kept, and `collect` ends in game order (issue 47: a stopped match keeps every game that came back)."""
+    from agents.match import run_match
+
+    seen: list[dict] = []
+    results = play_match(["random", "greedy:2"], games=[4, 1, 7], seed=2, on_result=seen.append)
+    assert len(seen) == 3 and sorted(seen, key=lambda r: r["game"]) == sorted(results, key=lambda r: r["game"])
+    kept: list[dict] = []
+    arrived: list[int] = []
+    out = run_match(["random", "greedy:2"], games=5, seed=2, progress=False, collect=kept,
+                    on_result=lambda r: arrived.append(len(kept)))
+    assert out is kept and [r["game"] for r in out] == list(range(5)) and sorted(arrived) == list(range(5))
+    assert out == run_match(["random", "greedy:2"], games=5, seed=2, progress=False, jobs=2)

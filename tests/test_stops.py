@@ -153,22 +153,29 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
-def test_ctrl_c_stops_a_tournament_on_two_jobs_in_one_line_and_ends_its_workers(tmp_path):
-    out, saved = tmp_path / "out", tmp_path / "games"
-    p = _start("tournament", "--agents", "greedy:2", "random", "--games", "400", "--jobs", "2", "--quiet", "--out",
-               str(out), "--save-games", str(saved))
-    _wait_for(p, lambda: (saved / "game_00100.json").exists())  # tasks of 50 games: the third one has been played
-    code, stdout, err = _stop(p, signal.SIGINT, group=True)  # Ctrl-C reaches the workers too: they leave it
-    assert code == 130 and stdout == ""
+@pytest.mark.parametrize("jobs,sig", [(2, signal.SIGINT), (1, signal.SIGTERM)])
+def test_a_stopped_tournament_keeps_every_game_that_finished_and_no_temporary_file(tmp_path, jobs, sig):
+    """Stopped once 3 game records are on disk (--save-games inside --out): the summary and CSV hold exactly the
+    games whose records were written, the folder stays, no .tmp file is left, the workers are gone."""
+    out = tmp_path / "out"
+    saved = out / "games"
+    p = _start("tournament", "--agents", "greedy:2", "random", "--games", "400", "--jobs", str(jobs), "--quiet",
+               "--out", str(out), "--save-games", str(saved))
+    _wait_for(p, lambda: saved.is_dir() and len(list(saved.glob("game_*.json"))) >= 3)
+    code, stdout, err = _stop(p, sig, group=sig == signal.SIGINT)  # Ctrl-C reaches the workers too: they leave it
+    assert code == 128 + sig and stdout == ""
     line = _one_line(err)
-    assert line.startswith("harmonies tournament: stopped by SIGINT (Ctrl-C); ")
+    name = "SIGINT (Ctrl-C)" if sig == signal.SIGINT else "SIGTERM"
+    assert line.startswith(f"harmonies tournament: stopped by {name}; ")
+    assert line.endswith(f"written to {out} (marked partial)")
     played = int(line.split("; ")[1].split(" of 400")[0])
-    if played:  # the games that came back to this process, in order (almost surely the first 50 at least)
-        assert line.endswith(f"written to {out} (marked partial)")
-        data = json.loads((out / "tournament.json").read_text())
-        assert data["summary"]["partial"] is True and [g["game"] for g in data["games"]] == list(range(played))
-    else:
-        assert line.endswith(f"removed the empty {out}") and not out.exists()
+    records = sorted(int(f.stem.split("_")[1]) for f in saved.glob("game_*.json"))
+    data = json.loads((out / "tournament.json").read_text())
+    assert data["summary"]["partial"] is True and data["summary"]["games"] == played == len(records) >= 3
+    assert [g["game"] for g in data["games"]] == records  # in game order, every game whose record was written
+    rows = (out / "tournament_games.csv").read_text().splitlines()[1:]
+    assert sorted({int(r.split(",")[0]) for r in rows}) == records and len(rows) == 2 * played
+    assert not list(tmp_path.rglob("*.tmp"))
     assert _group_gone(p.pid)
 
 
