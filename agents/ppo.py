@@ -424,6 +424,9 @@ def policy_actions(policy: Any, obs: np.ndarray, masks: np.ndarray,
     pool's frozen snapshots (`agents.pool_env`)."""
     import torch
 
+    # torch cannot wrap a read-only array (the engine's views are) without warning that writes to it would be
+    # undefined: hand it writable copies
+    obs, masks = (a if a.flags.writeable else a.copy() for a in (obs, masks))
     obs_t, _ = policy.obs_to_tensor(obs)
     with torch.no_grad():
         probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.cpu().numpy()

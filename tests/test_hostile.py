@@ -850,3 +850,24 @@ def test_determinize_arguments():
     with pytest.raises(ValueError, match="seed"):
         determinize(g, 0, -5)
     assert np.array_equal(determinize(g, 0, 4).state, determinize(g, np.int64(0), 4).state)
+
+
+def test_ppo_hands_torch_only_writable_arrays(tiny_zip, monkeypatch):
+    """`ppo:PATH` on the engine's read-only views printed torch's "The given NumPy array is not writable" warning
+    (issue 47): the batched decision copies them first. Checked at torch.as_tensor itself, as torch warns only once
+    per process."""
+    import torch
+
+    from agents import make_agent
+    from agents.match import play_match
+
+    real, read_only = torch.as_tensor, []
+
+    def as_tensor(data, *args, **kwargs):
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            read_only.append(data.shape)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "as_tensor", as_tensor)
+    results = play_match([make_agent(f"ppo:{tiny_zip}"), "random"], games=2, seed=1)
+    assert len(results) == 2 and read_only == []

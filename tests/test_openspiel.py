@@ -11,6 +11,7 @@ from open_spiel.python.algorithms import ismcts, mcts  # noqa: E402
 from open_spiel.python.bots.uniform_random import UniformRandomBot  # noqa: E402
 
 from harmonies_env import chance as C  # noqa: E402
+from harmonies_env.cards import card_name  # noqa: E402
 from harmonies_env.openspiel import TENSOR_SIZE, RolloutEvaluator  # noqa: E402
 
 
@@ -101,9 +102,37 @@ def test_information_state_hides_the_spirits_dealt_to_other_seats() -> None:
     assert other.observation_tensor(0) == state.observation_tensor(0)
     assert other.information_state_string(1) != state.information_state_string(1)
     assert other.legal_actions() == state.legal_actions()
-    for card in dealt[1]:  # no other seat's card shows in seat 0's strings
-        assert f"({C.describe_outcome(C.CARD_OUTCOME + int(card) - 1)})" not in state.information_state_string(0)
+    for card in dealt[1]:  # no other seat's card shows in seat 0's strings; seat 1's and the debug string show it
+        name = f"{card_name(int(card))}#{int(card)}"
+        assert name not in state.information_state_string(0) and name not in state.observation_string(0)
+        assert name in state.observation_string(1) and name in str(state)
     assert len(state.observation_tensor(0)) == TENSOR_SIZE
+
+
+def test_strings_are_the_table_as_render_draws_it_with_hidden_parts_hidden():
+    """Readable strings (issue 47): the table as `render_game` draws it, the seat's own board last, the pending
+    chance event and the dealt Spirits ("?" where hidden); the information state string heads it with the history
+    the seat saw, so different information states stay different strings."""
+    from harmonies_env.render import render_game
+
+    state = dealt_state(4)
+    g = state.game_obj
+    assert str(state).startswith("chance: none\n" + render_game(g))
+    obs = state.observation_string(0)
+    assert obs.startswith("seat 0\nchance: none\nHarmonies  3p") and "player 0 (you)" in obs
+    assert obs.endswith("; player 1 ?, ?; player 2 ?, ?")
+    info = state.information_state_string(0)
+    assert info.startswith("history: ") and info.endswith(obs) and "?" in info.splitlines()[0]
+    chance = load(players=2).new_initial_state()
+    assert str(chance).startswith("chance: tokens 0\n") and "\n" in chance.observation_string(1)
+    seen = set()
+    for _ in range(12):  # every step of play: a new information state, a new string
+        seen.add(state.information_state_string(0))
+        if state.is_chance_node():
+            state.apply_action(state.chance_outcomes()[0][0])
+        else:
+            state.apply_action(state.legal_actions()[-1])
+    assert len(seen) == 12
 
 
 def test_mcts_with_random_rollouts_and_ismcts_play_to_the_end() -> None:
