@@ -61,6 +61,8 @@ MAX_POINTS = 500.0
 MAX_TURNS = 40
 CHANCE_PART = 3 + 8  # pending chance node: kind one-hot, place one-hot
 TENSOR_SIZE = OBS_SIZE + CHANCE_PART
+#: Most characters of a serialized state (`deserialize_state`): a whole game is at most a few thousand.
+MAX_SERIALIZED = 1 << 16
 
 
 def _game_type(information: Any, utility: Any) -> Any:
@@ -115,6 +117,25 @@ class HarmoniesGame(pyspiel.Game):
     def new_initial_state(self) -> "HarmoniesState":
         return HarmoniesState(self)
 
+    def deserialize_state(self, text: str) -> "HarmoniesState":
+        """The state `HarmoniesState.serialize` wrote: its actions, one per line, replayed from the start, so every
+        one is checked by the engine (ValueError naming the first line that does not replay). Nothing is unpickled,
+        unlike OpenSpiel's default for Python games (which unpickles the state's `__dict__`)."""
+        if not isinstance(text, str) or len(text) > MAX_SERIALIZED:
+            raise ValueError(f"a serialized python_harmonies state is text of at most {MAX_SERIALIZED} characters")
+        state = self.new_initial_state()
+        for k, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            if not line.strip().lstrip("-").isdigit() or len(line.strip()) > 20:
+                raise ValueError(f"serialized state line {k + 1}: {line[:40]!r} is not an action")
+            try:
+                state.apply_action(int(line))
+            except Exception as e:
+                raise ValueError(f"serialized state line {k + 1}: action {int(line)} does not replay "
+                                 f"({str(e).splitlines()[0][:200]})") from None
+        return state
+
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "HarmoniesObserver":
         if params:
             raise ValueError(f"python_harmonies observers take no parameters, got {params!r}")
@@ -157,6 +178,10 @@ class HarmoniesState(pyspiel.State):
         else:
             g.step(action)
             self.private_to.append(-1)
+
+    def serialize(self) -> str:
+        """The actions so far, one per line (`HarmoniesGame.deserialize_state` replays them): no pickle."""
+        return "".join(f"{a}\n" for a in self.history())
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:

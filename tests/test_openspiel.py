@@ -245,3 +245,31 @@ def test_a_refused_action_changes_nothing_at_any_kind_of_node(players: int, spir
     for a in state.history():
         replay.apply_action(a)
     assert snapshot(state) == snapshot(replay)
+
+
+def test_a_serialized_state_is_its_actions_and_deserializing_never_unpickles(tmp_path):
+    """OpenSpiel's default for Python games pickles the state's __dict__ and unpickles it back (code from the text);
+    here a state serializes to its actions and deserializes by replaying them through the engine."""
+    import base64
+    import pickle
+
+    game = load(players=2, spirits=True)
+    state = dealt_state(2)  # a 3-player game: serialise through its own game
+    again = state.get_game().deserialize_state(state.serialize())
+    assert again.history() == state.history() and again.private_to == state.private_to
+    assert again.information_state_string(1) == state.information_state_string(1)
+    marker = tmp_path / "pwned"
+    evil = base64.b64encode(pickle.dumps({"x": _Creates(str(marker))})).decode()
+    for text in (f"history=-1:28\nmove_number=1\n__dict__={evil}", "28\nnot a number\n", "28\n" * 3 + "267\n",
+                 "9" * 30, "x" * 70000):
+        with pytest.raises(ValueError, match="serialized"):
+            game.deserialize_state(text)
+    assert not marker.exists()
+
+
+class _Creates:
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
