@@ -385,15 +385,20 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
 
             ctx = mp.get_context("spawn")
             queue = ctx.Queue()
-            # the workers leave Ctrl-C to this process, which ends them (the pool's exit terminates them); a task's
-            # error comes back through the same queue (put by the pool's result thread here)
+            errors: list[BaseException] = []
+
+            def failed(e: BaseException) -> None:  # the pool's result thread, here: the error as the pool gave it
+                errors.append(e)
+                queue.put(None)
+
+            # the workers leave Ctrl-C to this process, which ends them (the pool's exit terminates them)
             with ctx.Pool(jobs, initializer=_pool_init, initargs=(queue,)) as pool:
                 for t in tasks:
-                    pool.apply_async(_pool_task, (worker, t), error_callback=lambda e: queue.put(e))
+                    pool.apply_async(_pool_task, (worker, t), error_callback=failed)
                 for _ in range(sum(len(t.indices) for t in tasks)):
                     res = queue.get()
-                    if isinstance(res, BaseException):
-                        raise res
+                    if res is None:
+                        raise errors[0]
                     take(res)
     finally:
         bar.close()

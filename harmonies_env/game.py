@@ -41,8 +41,14 @@ class IllegalActionError(ValueError):
     def __init__(self, action: int, reason: str, description: str = ""):
         self.action = action
         self.reason = reason
+        self.description = description
         what = f"action {action}" + (f" ({description})" if description else "")
         super().__init__(f"illegal {what}: {reason}")
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its own arguments, so a `--jobs` worker's error reaches the parent as itself (unpickled from
+        its message alone it raised TypeError in the pool's result thread, and the match waited forever)."""
+        return type(self), (self.action, self.reason, self.description)
 
 
 def check_action(action: Any) -> int:

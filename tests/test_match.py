@@ -225,3 +225,16 @@ def test_each_game_is_handed_over_once_as_it_ends_and_the_match_kept_in_game_ord
                     on_result=lambda r: arrived.append(len(kept)))
     assert out is kept and [r["game"] for r in out] == list(range(5)) and sorted(arrived) == list(range(5))
     assert out == run_match(["random", "greedy:2"], games=5, seed=2, progress=False, jobs=2)
+
+
+def test_an_illegal_action_error_pickles_as_itself():
+    """A `--jobs` worker's IllegalActionError reaches the parent through pickle: unpickled from its message alone it
+    raised TypeError in the pool's result thread and the match waited forever."""
+    import pickle
+
+    from harmonies_env.game import IllegalActionError
+
+    e = pickle.loads(pickle.dumps(IllegalActionError(5, "policy 'x' in game 3: not legal", "take central space 5")))
+    assert type(e) is IllegalActionError and (e.action, e.reason, e.description) == (
+        5, "policy 'x' in game 3: not legal", "take central space 5")
+    assert str(e) == "illegal action 5 (take central space 5): policy 'x' in game 3: not legal"
