@@ -266,6 +266,9 @@ def test_jobs_above_the_games_start_no_more_processes_than_games(monkeypatch):
                 sizes.append(n)
                 return ctx.Pool(n, *a, **k)
 
+            def __getattr__(self, name):  # the rest of the context (its Queue) as it is
+                return getattr(ctx, name)
+
         return Ctx()
 
     monkeypatch.setattr(mp, "get_context", spy)
