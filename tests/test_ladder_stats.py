@@ -11,13 +11,19 @@ from harmonies_apps.ladder.stats import (
     GameResult,
     SequentialTest,
     bootstrap_intervals,
+    category_means,
     elo_to_score,
     fit_ratings,
+    nash_average,
+    nash_payoff,
+    pair_result,
     pentanomial,
     pentanomial_llr,
     points_llr,
+    points_margin,
     score_to_elo,
     sprt_bounds,
+    win_matrix,
 )
 
 TRUE = np.array([0.0, 100.0, 200.0, 300.0, 400.0, 250.0])
@@ -176,3 +182,62 @@ def test_identical_deterministic_bots_are_confirmed_equal():
         exact.add(1.0, 0.0)
     assert exact.verdict is None and -0.03 * 16 < exact.llr < 0
     assert points_llr([0.0] * 3, 0, 1) < sprt_bounds()[0]
+
+
+def test_nash_average_on_cycles_transitive_pools_and_copies():
+    rps = np.array([[0.0, 1, -1], [-1, 0, 1], [1, -1, 0]])
+    p, score = nash_average(rps)
+    assert np.allclose(p, 1 / 3, atol=1e-9) and np.allclose(score, 0, atol=1e-9)
+    s = np.array([0.0, 1.0, 2.5, 0.5])
+    p, score = nash_average(s[:, None] - s[None, :])
+    assert np.allclose(p, [0, 0, 1, 0], atol=1e-9) and np.allclose(score, s - 2.5, atol=1e-9)
+    # rock, paper, scissors, a bot every one of them beats, and a copy of rock: the copies share rock's third
+    a = np.zeros((5, 5))
+    a[:3, :3] = rps
+    a[3, :3], a[:3, 3] = -0.5, 0.5
+    a[4] = [*rps[0], 0.5, 0.0]
+    a[:, 4] = -a[4]
+    p, score = nash_average(a)
+    assert np.allclose(p, [1 / 6, 1 / 3, 1 / 3, 0, 1 / 6], atol=1e-7)
+    assert np.allclose(score, [0, 0, 0, -0.5, 0], atol=1e-7)
+    p, _ = nash_average(np.array([[0.0, 2, -1], [-2, 0, 1], [1, -1, 0]]))  # weighted cycle
+    assert np.allclose(p, [0.25, 0.25, 0.5], atol=1e-9)
+    with pytest.raises(ValueError):
+        nash_average(np.ones((2, 2)))
+
+
+def test_win_matrix_and_nash_payoff_from_games():
+    g = [GameResult(0, (0, 1), (50, 40), (0, 1), ((0,) * 7,) * 2),
+         GameResult(0, (1, 0), (50, 50), (0, 0), ((0,) * 7,) * 2),
+         GameResult(1, (0, 1, 2), (3, 2, 1), (0, 1, 2), ((0,) * 7,) * 3)]
+    w = win_matrix(g, 4)
+    assert w[0, 1] == 2.5 / 3 and w[1, 0] == 0.5 / 3 and w[0, 2] == 1.0 and math.isnan(w[0, 3])
+    assert math.isnan(w[0, 0])
+    pay = nash_payoff(g, 4)
+    assert np.allclose(pay, -pay.T) and pay[0, 3] == 0.0 and np.isfinite(pay[0, 2]) and pay[0, 2] > 0
+
+
+def test_points_margin_and_category_means_with_block_intervals():
+    rng = np.random.default_rng(4)
+    games = []
+    for b in range(40):
+        for seats in ((0, 1), (1, 0)):
+            tot = {0: 60 + int(rng.integers(-5, 6)), 1: 55 + int(rng.integers(-5, 6))}
+            totals = tuple(tot[s] for s in seats)
+            cats = tuple(tuple([s + 1] * 6 + [int(rng.integers(0, 4))]) for s in seats)
+            games.append(GameResult(b, seats, totals, (0, 1) if totals[0] >= totals[1] else (1, 0), cats))
+    mean, lo, hi = points_margin(games, 0, [1])
+    assert lo < 5 < hi and lo < mean < hi and hi - lo < 4
+    assert all(math.isnan(v) for v in points_margin(games, 0, [2]))  # never met
+    cats = category_means(games, 1)
+    assert len(cats) == 7 and cats[0] == (2.0, 2.0, 2.0)  # a constant: zero width
+    assert cats[6][1] < 1.5 < cats[6][2]
+    single = points_margin(games[:2], 0, [1])
+    assert not math.isnan(single[0]) and math.isnan(single[1])  # one block: no interval
+
+
+def test_pair_result_scores_and_margins():
+    a = GameResult(3, (0, 1), (50, 40), (0, 1), ((0,) * 7,) * 2)
+    b = GameResult(3, (1, 0), (45, 45), (0, 0), ((0,) * 7,) * 2)
+    assert pair_result([a, b], new=0, base=1) == (1.5, 5.0)
+    assert pair_result([a, b], new=1, base=0) == (0.5, -5.0)

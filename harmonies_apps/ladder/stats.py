@@ -11,14 +11,15 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 from itertools import permutations, product
+from statistics import NormalDist
 from typing import Iterable, Sequence
 
 import numpy as np
 
 __all__ = [
     "ELO_PER_NAT", "NUM_CATEGORIES", "PAIR_OUTCOMES", "GameResult", "SequentialTest", "bootstrap_intervals",
-    "elo_to_score", "fit_ratings", "pair_result", "pentanomial", "pentanomial_llr", "points_llr", "score_to_elo",
-    "sprt_bounds",
+    "category_means", "elo_to_score", "fit_ratings", "nash_average", "nash_payoff", "pair_result", "pairwise_counts",
+    "pentanomial", "pentanomial_llr", "points_llr", "points_margin", "score_to_elo", "sprt_bounds", "win_matrix",
 ]
 
 #: Elo points per natural-log unit of strength: P(i beats j) = 1 / (1 + 10 ** (-(R_i - R_j) / 400)).
@@ -455,3 +456,204 @@ class SequentialTest:
             self.verdict = "H1" if llr >= self.upper else "H0"
             self.decided_at = self.pairs
         return self.verdict
+
+
+# ------------------------------------------------------------------------------------ margins and categories
+
+
+def _t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (exact for 1 and 2 degrees of freedom, Cornish-Fisher to ~1e-4 beyond)."""
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+    z = NormalDist().inv_cdf(p)
+    g = [(z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+         (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+         (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160]
+    return z + sum(gk / df ** (k + 1) for k, gk in enumerate(g))
+
+
+def _clustered_mean(values: Sequence[float], blocks: Sequence[int], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean of `values` with a t interval whose standard error treats each block as one independent cluster
+    (games of one seed are correlated). (NaN, NaN, NaN) without values; NaN bounds with a single block."""
+    x = np.asarray(values, dtype=np.float64)
+    if not len(x):
+        return math.nan, math.nan, math.nan
+    mean = float(x.mean())
+    ids, inv = np.unique(np.asarray(blocks), return_inverse=True)
+    k = len(ids)
+    if k < 2:
+        return mean, math.nan, math.nan
+    resid = np.bincount(inv, weights=x - mean, minlength=k)
+    se = math.sqrt(float(resid @ resid) * k / (k - 1)) / len(x)
+    half = _t_quantile(0.5 + level / 2, k - 1) * se
+    return mean, mean - half, mean + half
+
+
+def points_margin(games: Iterable[GameResult], bot: int, opponents: Iterable[int]) -> tuple[float, float, float]:
+    """Mean points margin of `bot` against `opponents` with its 95% interval (blocks as clusters).
+
+    Per game where `bot` met at least one of `opponents` (other than itself): its total (mean over its seats)
+    minus the mean total of the opponents' seats at that table.
+    """
+    opp = set(opponents) - {bot}
+    values, blocks = [], []
+    for g in games:
+        mine = [t for b, t in zip(g.bots, g.totals) if b == bot]
+        theirs = [t for b, t in zip(g.bots, g.totals) if b in opp]
+        if mine and theirs:
+            values.append(sum(mine) / len(mine) - sum(theirs) / len(theirs))
+            blocks.append(g.block)
+    return _clustered_mean(values, blocks)
+
+
+def category_means(games: Iterable[GameResult], bot: int) -> list[tuple[float, float, float]]:
+    """Per scoring category, `bot`'s mean score per seat with its 95% interval (blocks as clusters)."""
+    rows, blocks = [], []
+    for g in games:
+        for b, cats in zip(g.bots, g.categories):
+            if b == bot:
+                rows.append(cats)
+                blocks.append(g.block)
+    if not rows:
+        return [(math.nan, math.nan, math.nan)] * NUM_CATEGORIES
+    cols = np.asarray(rows, dtype=np.float64).T
+    return [_clustered_mean(c, blocks) for c in cols]
+
+
+# --------------------------------------------------------------------------------- pairwise matrix and Nash
+
+
+def pairwise_counts(games: Iterable[GameResult], num_bots: int) -> tuple[np.ndarray, np.ndarray]:
+    """(score, meetings): for every two seats of distinct bots at a table, the row bot scores 1 for a better place
+    than the column bot, 1/2 for the same place (a 2-player game is one meeting; a 4-player game six)."""
+    score = np.zeros((num_bots, num_bots))
+    met = np.zeros((num_bots, num_bots))
+    for g in games:
+        n = len(g.bots)
+        for i in range(n):
+            for j in range(n):
+                a, b = g.bots[i], g.bots[j]
+                if a != b:
+                    met[a, b] += 1
+                    score[a, b] += 1.0 if g.ranks[i] < g.ranks[j] else 0.5 if g.ranks[i] == g.ranks[j] else 0.0
+    return score, met
+
+
+def win_matrix(games: Iterable[GameResult], num_bots: int) -> np.ndarray:
+    """Row bot's score rate against the column bot (see `pairwise_counts`); NaN where they never met."""
+    score, met = pairwise_counts(games, num_bots)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(met > 0, score / np.where(met > 0, met, 1), np.nan)
+
+
+def nash_payoff(games: Iterable[GameResult], num_bots: int) -> np.ndarray:
+    """The antisymmetric payoff matrix for `nash_average`: the logit of the row bot's score rate against the column
+    bot, smoothed by half a virtual win each way (finite for sweeps); 0 where they never met."""
+    score, met = pairwise_counts(games, num_bots)
+    rate = (score + 0.5) / (met + 1.0)
+    return np.where(met > 0, np.log(rate) - np.log1p(-rate), 0.0)
+
+
+def _lp_max(c: np.ndarray, a_eq: np.ndarray, b_eq: np.ndarray) -> float:
+    """max c @ x subject to a_eq @ x = b_eq (b_eq >= 0), x >= 0: a two-phase dense simplex with Bland's rule
+    (no cycling). Raises ValueError when infeasible or unbounded."""
+    m, n = a_eq.shape
+    t = np.zeros((m + 1, n + m + 1))
+    t[:m, :n], t[:m, n:n + m], t[:m, -1] = a_eq, np.eye(m), b_eq
+    basis = list(range(n, n + m))
+
+    def pivot(r: int, j: int) -> None:
+        t[r] /= t[r, j]
+        for k in range(m + 1):
+            if k != r and t[k, j] != 0.0:
+                t[k] -= t[k, j] * t[r]
+        basis[r] = j
+
+    def run(cols: int) -> None:
+        while True:
+            enter = next((j for j in range(cols) if t[-1, j] < -1e-11), None)
+            if enter is None:
+                return
+            col = t[:m, enter]
+            rows = [r for r in range(m) if col[r] > 1e-11]
+            if not rows:
+                raise ValueError("linear program is unbounded")
+            best = min(t[r, -1] / col[r] for r in rows)
+            pivot(min((r for r in rows if t[r, -1] / col[r] <= best + 1e-12), key=lambda r: basis[r]), enter)
+
+    t[-1, :n], t[-1, -1] = -a_eq.sum(axis=0), -b_eq.sum()  # phase 1: minimise the artificials' sum
+    run(n + m)
+    if t[-1, -1] < -1e-9:
+        raise ValueError("linear program is infeasible")
+    for r in range(m):  # drive artificials out of the basis where the row allows it
+        if basis[r] >= n:
+            j = next((j for j in range(n) if abs(t[r, j]) > 1e-9), None)
+            if j is not None:
+                pivot(r, j)
+    t[-1] = 0.0
+    t[-1, :n] = -c  # phase 2: minimise -c @ x over the original columns
+    for r in range(m):
+        if basis[r] < n:
+            t[-1] += c[basis[r]] * t[r]
+    run(n)
+    x = np.zeros(n + m)
+    x[basis] = t[:m, -1]
+    return float(c @ x[:n])
+
+
+def _maxent(e: np.ndarray) -> np.ndarray:
+    """The maximum-entropy distribution q with e @ q = 0, by Newton on the dual (q = softmax(e.T @ mu))."""
+    mu = np.zeros(len(e))
+
+    def dual(m: np.ndarray) -> float:
+        z = e.T @ m
+        return float(z.max() + np.log(np.exp(z - z.max()).sum()))
+
+    for _ in range(100):
+        z = e.T @ mu
+        q = np.exp(z - z.max())
+        q /= q.sum()
+        g = e @ q
+        if np.max(np.abs(g), initial=0.0) < 1e-13:
+            break
+        h = (e * q) @ e.T - np.outer(g, g)
+        d = -np.linalg.lstsq(h, g, rcond=None)[0]
+        step, cur = 1.0, dual(mu)
+        while dual(mu + step * d) > cur + 1e-4 * step * float(g @ d) and step > 1e-12:
+            step *= 0.5
+        mu = mu + step * d
+    z = e.T @ mu
+    q = np.exp(z - z.max())
+    return q / q.sum()
+
+
+def nash_average(payoff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The maximum-entropy Nash equilibrium of the symmetric zero-sum game with antisymmetric `payoff` (row's gain)
+    and each bot's Nash average, its payoff against that mixture (Balduzzi et al. 2018, "Re-evaluating evaluation").
+
+    The equilibria are the distributions p with payoff @ p <= 0. Which bots any equilibrium plays is found by one
+    linear program per bot (max p_i); every equilibrium scores 0 against exactly those, so the maxent one is the
+    maxent distribution on them with those rows = 0 (Newton on the dual), adding any other row it would break.
+    A bot in the support scores 0; one outside it scores below 0. A cycle (rock-paper-scissors) gives uniform
+    weights; a transitive pool puts all weight on the strongest. Returns (weights, scores).
+    """
+    a = np.asarray(payoff, dtype=np.float64)
+    n = len(a)
+    if a.shape != (n, n) or not np.allclose(a, -a.T, atol=1e-9):
+        raise ValueError("the Nash payoff matrix must be square and antisymmetric")
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    a_eq = np.vstack([np.hstack([a, np.eye(n)]), np.concatenate([np.ones(n), np.zeros(n)])])
+    b_eq = np.concatenate([np.zeros(n), [1.0]])
+    support = [i for i in range(n) if _lp_max(np.eye(2 * n)[i], a_eq, b_eq) > 1e-9]
+    rows = list(support)
+    while True:
+        q = _maxent(a[np.ix_(rows, support)])
+        p = np.zeros(n)
+        p[support] = q
+        broken = [i for i in range(n) if i not in rows and a[i] @ p > 1e-9]
+        if not broken:
+            return p, a @ p
+        rows.append(broken[0])
