@@ -34,21 +34,8 @@ def _num(x: float) -> float | None:
 
 def _history(games: Sequence[GameResult], num_bots: int, anchor: int) -> dict[str, Any]:
     """Ratings refitted on the games of blocks <= b, for up to HISTORY_POINTS block numbers b."""
-    blocks = sorted({g.block for g in games})
-    if not blocks:
-        return {"blocks": [], "games": [], "ratings": []}
-    step = max(1, math.ceil(len(blocks) / HISTORY_POINTS))
-    marks = blocks[step - 1::step]
-    if marks[-1] != blocks[-1]:
-        marks.append(blocks[-1])
-    order = sorted(games, key=lambda g: g.block)
-    block_of = np.array([g.block for g in order])
-    out: dict[str, Any] = {"blocks": marks, "games": [], "ratings": []}
-    for b in marks:
-        n = int(np.searchsorted(block_of, b, side="right"))
-        out["games"].append(n)
-        out["ratings"].append([_num(r) for r in stats.fit_ratings(order[:n], num_bots, anchor)])
-    return out
+    blocks, counts, ratings = stats.rating_history(games, num_bots, anchor, HISTORY_POINTS)
+    return {"blocks": blocks, "games": counts, "ratings": [[_num(r) for r in row] for row in ratings]}
 
 
 def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], references: list[int], seed: int,
