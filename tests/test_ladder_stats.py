@@ -100,6 +100,18 @@ def test_two_seat_plackett_luce_is_bradley_terry_with_half_wins():
     assert abs(r[1] - score_to_elo(14 / 22)) < 1e-9
 
 
+def test_a_shared_place_counts_as_the_mixture_of_its_orders():
+    """Two 3-player games with bots 1 and 2 sharing first place weigh exactly as one game of each order."""
+    base = simulate(TRUE[:4], 3, 30, seed=8)
+    cats = ((0,) * 7,) * 3
+    tied = [GameResult(99, (1, 2, 3), (50, 50, 40), (0, 0, 1), cats)] * 2
+    both = [GameResult(99, (1, 2, 3), (50, 49, 40), (0, 1, 2), cats),
+            GameResult(99, (2, 1, 3), (50, 49, 40), (0, 1, 2), cats)]
+    a, b = fit_ratings(base + tied, 4), fit_ratings(base + both, 4)
+    assert np.max(np.abs(a - b)) < 1e-9
+    assert np.max(np.abs(a - fit_ratings(base, 4))) > 1  # and the games do count
+
+
 def test_bootstrap_is_deterministic_per_seed():
     games = simulate(TRUE, 2, 60, seed=3)
     a = bootstrap_intervals(games, len(TRUE), seed=5, samples=50)

@@ -69,7 +69,7 @@ def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], r
             "categories": [{"name": c, "mean": _num(m), "low": _num(a), "high": _num(b)}
                            for c, (m, a, b) in zip(CATEGORY_NAMES, stats.category_means(games, i))],
         })
-    score, met = stats.pairwise_counts(games, n)
+    _, met = stats.pairwise_counts(games, n)
     rate = stats.win_matrix(games, n)
     pay = stats.nash_payoff(games, n)
     met_any = [i for i in order if met[i].sum() > 0]
@@ -81,11 +81,12 @@ def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], r
     name = {i: bots[i]["name"] for i in range(n)}
     out_tests = []
     for t in tests:
-        lower, upper = stats.sprt_bounds(t.get("alpha", 0.05), t.get("beta", 0.05))
+        alpha, beta = t.get("alpha", 0.05), t.get("beta", 0.05)
+        lower, upper = stats.sprt_bounds(alpha, beta)
         out_tests.append({**t, "new": name.get(t["new"], t["new"]), "base": name.get(t["base"], t["base"]),
-                          "bounds": list(t["bounds"]), "lower": lower, "upper": upper,
-                          "llr": _num(t.get("llr", math.nan)),
-                          "trajectory": [_num(v) for v in t.get("trajectory", [])]})
+                          "bounds": list(t["bounds"]), "alpha": alpha, "beta": beta, "lower": lower, "upper": upper,
+                          "verdict": t.get("verdict"), "llr": _num(t.get("llr", math.nan)),
+                          "games": int(t.get("games", 0)), "trajectory": [_num(v) for v in t.get("trajectory", [])]})
     return {
         "anchor": bots[anchor]["name"] if n else None, "seed": seed, "games": len(games),
         "blocks": len({g.block for g in games}), "players": sorted({len(g.bots) for g in games}),

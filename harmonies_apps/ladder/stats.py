@@ -56,8 +56,8 @@ class GameResult:
 
 def elo_to_score(elo: float | np.ndarray) -> float | np.ndarray:
     """Expected score of a bot `elo` points stronger than its opponent (logistic Elo)."""
-    return 1.0 / (1.0 + 10.0 ** (-np.asarray(elo, dtype=float) / 400.0)) if np.ndim(elo) else \
-        1.0 / (1.0 + 10.0 ** (-float(elo) / 400.0))
+    s = 1.0 / (1.0 + 10.0 ** (-np.asarray(elo, dtype=float) / 400.0))
+    return s if np.ndim(elo) else float(s)
 
 
 def score_to_elo(score: float | np.ndarray) -> float | np.ndarray:
