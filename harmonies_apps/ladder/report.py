@@ -108,14 +108,16 @@ def _f(x: float | None, fmt: str = "{:.0f}") -> str:
 def text_table(report: dict) -> str:
     """The leaderboard as aligned text: rank, bot, rating with its 95% interval, games, points margin against the
     references, Nash average; then one line per test."""
-    head = ["#", "bot", "rating", "95% interval", "games", "margin vs refs", "nash", ""]
+    head = ["#", "bot", "rating", "95% interval", "games", "margin vs refs", "nash", "notes"]
     rows = [head]
     nash = dict(zip(report["nash"]["bots"], report["nash"]["scores"]))
     for k, b in enumerate(report["bots"], 1):
         m = b["margin"]
         flags = ("ref" if b.get("reference") else "") + ("" if b["reproducible"] else " not-reproducible")
-        rows.append([str(k), b["name"], _f(b["rating"]), f"[{_f(b['ci_low'])}, {_f(b['ci_high'])}]", str(b["games"]),
-                     f"{_f(m['mean'], '{:+.1f}')} [{_f(m['low'], '{:+.1f}')}, {_f(m['high'], '{:+.1f}')}]",
+        ci = "-" if b["ci_low"] is None else f"[{_f(b['ci_low'])}, {_f(b['ci_high'])}]"
+        margin = "-" if m["mean"] is None else (f"{m['mean']:+.1f}" + ("" if m["low"] is None else
+                                                                       f" [{m['low']:+.1f}, {m['high']:+.1f}]"))
+        rows.append([str(k), b["name"], _f(b["rating"]), ci, str(b["games"]), margin,
                      _f(nash.get(b["name"]), "{:+.2f}"), flags.strip()])
     width = [max(len(r[c]) for r in rows) for c in range(len(head))]
     right = {0, 2, 4, 6}
