@@ -76,6 +76,10 @@ def test_fit_is_order_free_and_anchored():
     r3 = fit_ratings(games, len(TRUE), anchor=3)
     assert r3[3] == 0.0
     assert np.max(np.abs((r - r[3]) - r3)) < 1e-6  # the anchor only shifts the scale
+    with pytest.raises(ValueError, match="anchor 6"):
+        fit_ratings(games, len(TRUE), anchor=6)
+    with pytest.raises(ValueError, match="out of range"):
+        fit_ratings(games, 3)
 
 
 def test_prior_keeps_an_undefeated_bot_finite_and_unrated_bots_are_nan():

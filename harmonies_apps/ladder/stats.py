@@ -114,7 +114,9 @@ class _Stats:
     games: np.ndarray  # games per block
 
 
-def _aggregate(games: Iterable[GameResult], num_bots: int) -> _Stats:
+def _aggregate(games: Iterable[GameResult], num_bots: int, anchor: int = 0) -> _Stats:
+    if not 0 <= anchor < num_bots:
+        raise ValueError(f"anchor {anchor} is not a bot index (0..{num_bots - 1})")
     games = list(games)
     unit = math.factorial(max((len(g.bots) for g in games), default=1))
     per_block: dict[int, tuple[dict, dict]] = {}
@@ -206,6 +208,7 @@ def _fit(members: np.ndarray, set_w: np.ndarray, wins: np.ndarray, unit: int, nu
             r[fidx] += d
             if np.max(np.abs(d)) < 1e-14:
                 break
+            cur = loglik(r)
             continue
         t = 1.0
         while True:
@@ -231,9 +234,7 @@ def fit_ratings(games: Iterable[GameResult], num_bots: int, anchor: int = 0,
     precision). A bot with no games, or one not linked to the anchor through games, gets NaN: it has no rating on
     the anchor's scale. Everything is NaN when the anchor has no games.
     """
-    st = _aggregate(games, num_bots)
-    if not 0 <= anchor < num_bots:
-        raise ValueError(f"anchor {anchor} is not a bot index (0..{num_bots - 1})")
+    st = _aggregate(games, num_bots, anchor)
     r = _fit(st.members, st.set_w.sum(axis=0), st.wins.sum(axis=0), st.unit, num_bots, anchor, prior_games)
     return r * ELO_PER_NAT
 
@@ -242,7 +243,7 @@ def rating_history(games: Iterable[GameResult], num_bots: int, anchor: int = 0, 
                    prior_games: float = PRIOR_GAMES) -> tuple[list[int], list[int], np.ndarray]:
     """Ratings refitted on the games of blocks <= b, for b every k-th block (and the last), at most `points` + 1
     refits: (block numbers b, games up to each, ratings with one row per b). One aggregation, prefix sums."""
-    st = _aggregate(games, num_bots)
+    st = _aggregate(games, num_bots, anchor)
     nb = len(st.blocks)
     if nb == 0:
         return [], [], np.zeros((0, num_bots))
@@ -262,9 +263,10 @@ def bootstrap_intervals(games: Iterable[GameResult], num_bots: int, anchor: int 
     """Percentile intervals (95% by default) of `fit_ratings`, by a bootstrap that resamples whole blocks.
 
     Blocks (one seed, every seating) are the independent units, so resampling them keeps the pairing's correlation.
-    Deterministic for a `seed` and order-free (blocks are drawn from their sorted ids). NaN where the bot is unrated.
+    Deterministic for a `seed` and order-free (blocks are drawn from their sorted ids). NaN where the bot is unrated;
+    a resample that leaves a bot unlinked to the anchor does not count for it.
     """
-    st = _aggregate(games, num_bots)
+    st = _aggregate(games, num_bots, anchor)
     point = _fit(st.members, st.set_w.sum(axis=0), st.wins.sum(axis=0), st.unit, num_bots, anchor, prior_games)
     nb = len(st.blocks)
     if nb == 0:
