@@ -187,7 +187,7 @@ def test_sequential_test_accepts_h1_for_a_clearly_better_bot_and_h0_for_equals(k
 def test_identical_deterministic_bots_are_confirmed_equal():
     """Every pair exactly 1-1. The points test and the normal-approximation pentanomial GLR accept H0 within 16
     pairs (32 games); the exact GLR cannot (H1 could still be a rare 2-0 sweep): about log(1 - 2 (s1 - s0)) per
-    pair, as Fishtest's own LLR_logistic gives."""
+    pair, as Fishtest's own LLR_logistic gives (see pentanomial_llr for what the normal GLR risks instead)."""
     for test in (SequentialTest("points", (0, 1)), SequentialTest("elo", (0, 10), method="normal")):
         for _ in range(16):
             if test.add(1.0, 0.0):
