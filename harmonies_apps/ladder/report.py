@@ -203,8 +203,8 @@ function board() {
   R.nash.bots.forEach((b, i) => { nash[b] = R.nash.scores[i]; weight[b] = R.nash.weights[i]; });
   const cols = [['#', r => r.rank], ['bot', r => r.name, 'name'], ['rating', r => r.rating],
     ['95% low', r => r.ci_low], ['95% high', r => r.ci_high], ['games', r => r.games],
-    ['margin vs refs', r => r.margin.mean, '', r => fmt(r.margin.mean, 1) + ' [' + fmt(r.margin.low, 1) + ', ' +
-      fmt(r.margin.high, 1) + ']'],
+    ['margin vs refs', r => r.margin.mean, '', r => fmt(r.margin.mean, 1) + (r.margin.low === null ? '' :
+      ' [' + fmt(r.margin.low, 1) + ', ' + fmt(r.margin.high, 1) + ']')],
     ['nash', r => nash[r.name], '', r => fmt(nash[r.name], 2)],
     ['nash weight', r => weight[r.name], '', r => fmt(weight[r.name], 2)],
     ['reproducible', r => r.reproducible ? 1 : 0, '', r => r.reproducible ? 'yes' : 'no'],
@@ -225,8 +225,10 @@ function board() {
     body.textContent = '';
     for (const r of rows) {
       const row = html(body, 'tr', {'data-bot': r.name});
-      for (const c of cols) html(row, 'td', {class: c[2] || ''}, c[3] ? c[3](r) : (typeof c[1](r) === 'number' ?
-        fmt(c[1](r)) : c[1](r)));
+      for (const c of cols) {
+        const v = c[1](r);
+        html(row, 'td', {class: c[2] || ''}, c[3] ? c[3](r) : typeof v === 'number' ? fmt(v) : v === null ? '-' : v);
+      }
     }
     tr.querySelectorAll('th').forEach((th, i) => th.className = (cols[i][2] || '') +
       (i === key ? ' sorted' + (asc ? ' asc' : '') : ''));
@@ -259,7 +261,7 @@ function forest() {
 function heat() {
   const sec = document.getElementById('heatmap');
   const names = R.win_matrix.bots, n = names.length, c = 46, left = 170, top = 110;
-  const s = svg(sec, 'svg', {width: left + c * n + 10, height: top + c * n + 10});
+  const s = svg(sec, 'svg', {width: left + c * n + 90, height: top + c * n + 10});
   names.forEach((b, j) => svg(s, 'text', {x: 0, y: 0, transform: `translate(${left + c * j + c / 2},${top - 6}) ` +
     'rotate(-45)'}, b));
   for (let i = 0; i < n; i++) {
