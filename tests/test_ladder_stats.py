@@ -104,6 +104,27 @@ def test_two_seat_plackett_luce_is_bradley_terry_with_half_wins():
     assert abs(r[1] - score_to_elo(14 / 22)) < 1e-9
 
 
+def test_two_seat_fit_matches_an_independent_bradley_terry_mm_fit():
+    """Hunter's (2004) MM iterations for Bradley-Terry on wins (1/2 per shared victory) and games, with the same 2
+    virtual draws per pair that met, give the same ratings."""
+    games = simulate(TRUE, 2, 120, seed=11, ties=0.1)
+    n = len(TRUE)
+    won, met = np.zeros(n), np.zeros((n, n))
+    for g in games:
+        a, b = g.bots
+        met[a, b] += 1
+        met[b, a] += 1
+        won[a] += 1.0 if g.ranks[0] < g.ranks[1] else 0.5 if g.ranks[0] == g.ranks[1] else 0.0
+        won[b] += 1.0 if g.ranks[1] < g.ranks[0] else 0.5 if g.ranks[0] == g.ranks[1] else 0.0
+    prior = 2.0 * (met > 0)
+    met, won = met + prior, won + prior.sum(axis=1) / 2
+    gamma = np.ones(n)
+    for _ in range(20000):
+        gamma = won / (met / (gamma[:, None] + gamma[None, :])).sum(axis=1)
+        gamma /= gamma[0]
+    assert np.max(np.abs(400 * np.log10(gamma) - fit_ratings(games, n))) < 1e-6
+
+
 def test_a_shared_place_counts_as_the_mixture_of_its_orders():
     """Two 3-player games with bots 1 and 2 sharing first place weigh exactly as one game of each order."""
     base = simulate(TRUE[:4], 3, 30, seed=8)
