@@ -232,13 +232,14 @@ class MatchTask(NamedTuple):
     seed: int
     indices: list[int]
     extra: Any = None
+    paired: bool = False  # every seed from every seating (`game_seed`)
 
 
 def play_share(task: MatchTask) -> list[dict]:
     """Worker of `run_match`: play the games `task.indices` of a match of agent specs, `report` each as it ends, and
     return their results."""
     return play_match(list(task.specs), games=list(task.indices), seed=task.seed, config=task.config,
-                      names=task.names, on_result=report)
+                      paired=task.paired, names=task.names, on_result=report)
 
 
 #: Where `report` hands a finished game while a task of `run_match` runs in this process (None: nowhere).
@@ -307,9 +308,13 @@ def jobs_note(jobs: int) -> str | None:
 def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None,
               config: GameConfig | None = None, ray_address: str | None = None, collect: list[dict] | None = None,
-              on_result: Callable[[dict], None] | None = None, **loose: Any) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None, paired: bool = False, **loose: Any) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
+
+    paired: every seed played from every seating (`play_match`'s: game i has seed `seed + i // seats` and rotation
+    i % seats, so games k*seats .. k*seats + seats - 1 are one block of the seed `seed + k`); `games` must then be a
+    whole number of blocks (a multiple of the seats).
 
     config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it;
     `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, worker, extra positionally,
@@ -344,6 +349,9 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
+    if paired and num_players > 1 and games % num_players:
+        raise ValueError(f"paired games come in blocks of every seating: games must be a multiple of the "
+                         f"{num_players} seats, got {games}")
     if ray_address is not None and jobs != 1:
         raise ValueError(f"jobs ({jobs}) are processes of this machine: give jobs or a Ray cluster, not both")
     worker = worker or play_share
@@ -360,7 +368,7 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     if num_players == 1:
         tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
     else:
-        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
+        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra, bool(paired)) for idx in shares]
     jobs = min(jobs, len(tasks))
     bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = [] if collect is None else collect

@@ -188,7 +188,8 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     played: list[dict] = []
     try:
         results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
-                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played)
+                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played,
+                            paired=getattr(args, "paired", False))
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: keep what finished, say it in the one line main prints
         raise _stopped(e, args, played, config, stem) from None
     summary = _summary(results, args, config)
@@ -207,7 +208,7 @@ def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig) 
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": config.num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
-                         "games": args.games}
+                         "games": args.games, "paired": getattr(args, "paired", False)}
     return summary
 
 
@@ -312,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
                        "(one JSON per game; view them with `harmonies replay DIR`)")
+        if name == "tournament":
+            p.add_argument("--paired", action="store_true",
+                           help="play each seed from every seating (2 players: 2 games, seats swapped; 3-4: every "
+                                "rotation), so seat and deal luck cancel; --games must be a multiple of the players")
         add_game_options(p, players=(2, 3, 4) if name == "tournament" else None)
         add_seed(p)
         p.set_defaults(func=fn)

@@ -2,11 +2,12 @@
 
 The games are played by the match engine (`agents.match.play_match`; its seeding, seat rotation, winner rule and summary
 statistics are re-exported here). Every game is a pure function of (agent specs, configuration, base seed, game index):
-game i uses game seed `seed + i`, seat rotation `i % n`, and agent seeds derived from both, so results are identical for
-any number of worker processes (`jobs`: each plays a share of the game indices). Agents with a wall-clock budget
-(`mcts`, `mcts:0.5`) are the exception: how much they search depends on the machine's speed and load
-(`time_budget_specs` names them); `mcts:Nit`, greedy, random, ppo, the learned agents (`learned`, `learned-search`,
-`learned-search:Nit`, `learned-win`) and the MLP (`mlp`, `mlp-search:Nit`) are reproducible.
+game i uses game seed `seed + i` (`seed + i // n` when paired), seat rotation `i % n`, and agent seeds derived from
+both, so results are identical for any number of worker processes (`jobs`: each plays a share of the game
+indices). Agents with a wall-clock budget (`mcts`, `mcts:0.5`) are the exception: how much they search depends on
+the machine's speed and load (`time_budget_specs` names them); `mcts:Nit`, greedy, random, ppo, the learned agents
+(`learned`, `learned-search`, `learned-search:Nit`, `learned-win`) and the MLP (`mlp`, `mlp-search:Nit`) are
+reproducible.
 
 OpenSkill ratings need the `openskill` package and the PNG needs `matplotlib` (the "train" extra); without
 them the summary and outputs leave those parts out and say so in `summary["notes"]`.
@@ -86,8 +87,8 @@ def _play_share(task: MatchTask) -> list[dict]:
         res["_record"] = (_record_name(config, names, res["game"]), json.dumps(record))
         report(res)
 
-    return play_match(policies, games=list(task.indices), seed=task.seed, config=config, names=names,
-                      record=True, on_result=finished)
+    return play_match(policies, games=list(task.indices), seed=task.seed, config=config, paired=task.paired,
+                      names=names, record=True, on_result=finished)
 
 
 def _safe(name: str) -> str:
@@ -97,14 +98,17 @@ def _safe(name: str) -> str:
 
 def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, save_games: str | Path | None = None, config: GameConfig | None = None,
-              ray_address: str | None = None, collect: list[dict] | None = None, **loose: Any) -> list[dict]:
+              ray_address: str | None = None, collect: list[dict] | None = None, paired: bool = False,
+              **loose: Any) -> list[dict]:
     """Play `games` seeded games (seats rotated) over `jobs` processes, or on a Ray cluster (`ray_address`: "local",
     "auto" or HOST:PORT, `agents.distributed`), and return per-game results in game order (`agents.match.run_match`,
     identical for any `jobs` or cluster with reproducible agents).
 
     config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
-    spec). `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, save_games
-    positionally, river_loops=...) for one more release, with a FutureWarning.
+    spec). paired: each seed played from every seating, in blocks of `seats` consecutive games (2 players: the
+    seats swapped; 3-4: the seat rotations with the seed held), so seat and deal luck cancel within a block; games
+    must be a multiple of the seats. `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs,
+    progress, save_games positionally, river_loops=...) for one more release, with a FutureWarning.
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically by
@@ -121,7 +125,7 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     config = match_config(config, len(specs), fields)
     if save_games is None:
         return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, config=config,
-                         ray_address=ray_address, collect=collect)
+                         ray_address=ray_address, collect=collect, paired=paired)
     save = Path(save_games)
     save.mkdir(parents=True, exist_ok=True)
 
@@ -130,7 +134,7 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
         write_text_atomic(save / name, text)
 
     return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, worker=_play_share,
-                     config=config, ray_address=ray_address, collect=collect, on_result=write_record)
+                     config=config, ray_address=ray_address, collect=collect, on_result=write_record, paired=paired)
 
 
 def write_outputs(results: list[dict], summary: dict, out_dir: str | Path, stem: str = "tournament") -> list[Path]:

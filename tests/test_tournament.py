@@ -61,3 +61,29 @@ def test_fixed_iteration_mcts_is_identical_across_jobs():
     specs = ["mcts:2it", "greedy:2"]
     one = run_games(specs, games=2, seed=3, jobs=1, progress=False)
     assert one == run_games(specs, games=2, seed=3, jobs=2, progress=False)
+
+
+def test_paired_games_play_each_seed_from_every_seating_identically_across_jobs():
+    specs = ["greedy:2", "random"]
+    one = run_games(specs, games=4, seed=5, jobs=1, progress=False, paired=True)
+    assert one == run_games(specs, games=4, seed=5, jobs=2, progress=False, paired=True)
+    assert [r["seed"] for r in one] == [5, 5, 6, 6]
+    assert [r["seats"] for r in one[:2]] == [["greedy:2", "random"], ["random", "greedy:2"]]
+    unpaired = run_games(specs, games=2, seed=5, progress=False)
+    assert one[0] == unpaired[0] and one[1] != unpaired[1]  # game 1: seed 5 again, not 6
+    three = run_games(["random", "greedy:2", "random"], games=3, seed=9, progress=False, paired=True,
+                      config=GameConfig(3))
+    assert [r["seed"] for r in three] == [9, 9, 9]
+    assert [r["seats"] for r in three] == [["random#1", "greedy:2", "random#2"], ["greedy:2", "random#2", "random#1"],
+                                           ["random#2", "random#1", "greedy:2"]]
+    with pytest.raises(ValueError, match="multiple of the 3 seats, got 4"):
+        run_games(["random", "greedy:2", "random"], games=4, progress=False, paired=True, config=GameConfig(3))
+
+
+def test_cli_paired_needs_whole_blocks(capsys):
+    from harmonies_apps import cli
+
+    assert cli.main(["tournament", "--agents", "random", "greedy:2", "--games", "3", "--paired", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("harmonies tournament: paired games come in blocks of every seating: games must be a multiple of "
+                   "the 2 seats, got 3")
