@@ -22,7 +22,8 @@ exception.
 Results: one dict per game, `Game`'s own words: "game", "seed", "seats" (policy names by seat), "scores" (breakdown
 per seat), "winners" (`Game.winners`: most points, then most animal cubes, else shared), "animal_cubes", "turns",
 "suns" (solo) and, with `record=True`, "actions" (every micro-action: `Game.replay` of the record rebuilds the game).
-`summarize` turns them into per-policy win rates with Wilson intervals, score statistics and OpenSkill ratings.
+`describe` turns them into per-policy win rates with Wilson intervals and score statistics;
+`harmonies_apps.tournament.summarize` adds order-free ratings and intervals on the means.
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config, old_arguments
-from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.stops import held, ignore_in_worker
@@ -478,41 +478,21 @@ def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarize(results: list[dict]) -> dict:
-    """Per policy: games, wins (shared victories count 1/k), win rate with Wilson 95% interval, mean and
-    standard deviation of each score category, suns (solo), and an OpenSkill (Plackett-Luce) rating when
-    the `openskill` package is installed (otherwise `summary["notes"]` says the ratings were left out)."""
-    try:
-        from openskill.models import PlackettLuce
-    except ImportError:
-        PlackettLuce = None
-
-    names: list[str] = []
-    for r in results:
-        for nm in r["seats"]:
-            if nm not in names:
-                names.append(nm)
-    model = PlackettLuce() if PlackettLuce is not None else None
-    ratings = {nm: model.rating(name=nm) for nm in names} if model is not None else {}
+def describe(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per policy (in order of first appearance): games, and with 2-4 seats wins (a shared victory counts 1/k) and win
+    rate with its Wilson 95% interval; mean and standard deviation of each score category, and suns (solo). Ratings
+    and intervals on the means need all the games at once: `harmonies_apps.tournament.summarize` adds them."""
+    names = list(dict.fromkeys(nm for r in results for nm in r["seats"]))
     per: dict[str, dict[str, list]] = {nm: {"scores": [], "wins": [], "suns": []} for nm in names}
     for r in results:
-        seats = r["seats"]
         w = r["winners"]
-        for p, nm in enumerate(seats):
+        for p, nm in enumerate(r["seats"]):
             per[nm]["scores"].append(r["scores"][p])
             per[nm]["wins"].append(1.0 / len(w) if p in w else 0.0)
             if "suns" in r:
                 per[nm]["suns"].append(r["suns"])
-        if len(seats) > 1 and model is not None:
-            keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in range(len(seats))]
-            ranks = [1 + sum(k2 > k for k2 in keys) for k in keys]
-            new = model.rate([[ratings[nm]] for nm in seats], ranks=ranks)
-            for nm, team in zip(seats, new):
-                ratings[nm] = team[0]
     summary: dict[str, Any] = {"games": len(results), "agents": {}}
     multi = bool(results) and len(results[0]["seats"]) > 1
-    if multi and model is None:
-        summary["notes"] = [f"no OpenSkill ratings: the openskill package is not installed ({install_hint('train')})"]
     for nm in names:
         d = per[nm]
         n = len(d["scores"])
@@ -521,9 +501,6 @@ def summarize(results: list[dict]) -> dict:
             wins = float(sum(d["wins"]))
             lo, hi = wilson_interval(wins, n)
             entry.update(wins=wins, win_rate=wins / n, win_rate_ci95=[lo, hi])
-            if model is not None:
-                rt = ratings[nm]
-                entry["openskill"] = {"mu": rt.mu, "sigma": rt.sigma, "ordinal": rt.ordinal()}
         for cat in CATEGORIES:
             vals = np.array([sc[cat] for sc in d["scores"]], dtype=float)
             entry[cat] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if n > 1 else 0.0}
@@ -534,6 +511,6 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
-__all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
+__all__ = ["play_match", "play_game", "policy_of", "describe", "wilson_interval", "agent_seed", "game_seed",
            "unique_names", "win_shares", "totals_of", "replay_result", "match_config", "run_match",
            "MatchTask", "play_share", "report"]

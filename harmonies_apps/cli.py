@@ -68,7 +68,7 @@ def forwarded_module(command: str) -> str:
 #: Optional top-level modules -> the pyproject extra that installs them.
 EXTRA_OF: dict[str, str] = {
     "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
-    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
+    "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
 def agents_help() -> str:

@@ -31,7 +31,9 @@ def test_tiny_tournament_reproducible_and_identical_across_jobs(tmp_path):
     assert g["wins"] + r["wins"] == pytest.approx(4)
     assert g["win_rate_ci95"][0] <= g["win_rate"] <= g["win_rate_ci95"][1]
     assert g["total"]["mean"] > r["total"]["mean"]
-    assert g["openskill"]["mu"] > r["openskill"]["mu"]
+    assert g["elo"] > r["elo"] == 0.0 and s["ratings"]["anchor"] == "random"  # random is the anchor
+    assert g["elo_ci95"][0] <= g["elo"] <= g["elo_ci95"][1]
+    assert g["margin"]["mean"] == pytest.approx(g["total"]["mean"] - r["total"]["mean"])
     totals = [res["scores"][res["seats"].index("random")]["total"] for res in one]
     assert r["total"]["mean"] == pytest.approx(sum(totals) / 4)
     paths = write_outputs(one, s, tmp_path)
@@ -87,3 +89,39 @@ def test_cli_paired_needs_whole_blocks(capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("harmonies tournament: paired games come in blocks of every seating: games must be a multiple of "
                    "the 2 seats, got 3")
+
+
+def test_ratings_are_order_free_and_every_mean_has_an_interval():
+    """The ladder's batch fit, not a game-by-game update: the same games in any order give the same summary."""
+    import random as pyrandom
+
+    from harmonies_apps.tournament import default_anchor
+    from harmonies_env.scoring import CATEGORIES
+
+    res = run_games(["greedy:2", "random", "random"], games=6, seed=2, progress=False, paired=True,
+                    config=GameConfig(3))
+    s = summarize(res)
+    assert s["ratings"]["anchor"] == "random#1" and s["agents"]["random#1"]["elo"] == 0.0
+    for k in range(3):
+        shuffled = list(res)
+        pyrandom.Random(k).shuffle(shuffled)
+        t = summarize(shuffled)
+        assert list(t["agents"]) == list(s["agents"]) == ["greedy:2", "random#1", "random#2"]
+        for nm, e in s["agents"].items():
+            f = t["agents"][nm]
+            assert f["elo"] == pytest.approx(e["elo"], abs=1e-9)
+            assert f["elo_ci95"] == pytest.approx(e["elo_ci95"], abs=1e-9)
+            assert f["margin"]["ci95"] == pytest.approx(e["margin"]["ci95"], abs=1e-9)
+            assert f["total"]["ci95"] == pytest.approx(e["total"]["ci95"], abs=1e-9)
+    g = s["agents"]["greedy:2"]
+    assert g["elo"] > s["agents"]["random#2"]["elo"] and g["margin"]["mean"] > 0
+    for c in CATEGORIES:  # clustered by seed: the 2 seeds of 3 seatings each
+        lo, hi = g[c]["ci95"]
+        assert lo <= g[c]["mean"] <= hi
+    assert g["total"]["ci95"][0] < g["total"]["ci95"][1]
+    other = summarize(res, anchor="greedy:2")
+    assert other["agents"]["greedy:2"]["elo"] == 0.0
+    assert other["agents"]["random#1"]["elo"] == pytest.approx(-g["elo"], abs=1e-6)
+    with pytest.raises(ValueError, match="anchor 'mcts' is not one of the agents"):
+        summarize(res, anchor="mcts")
+    assert default_anchor(["greedy", "mlp"]) == "greedy"
