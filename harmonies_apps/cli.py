@@ -171,6 +171,7 @@ def _check_specs(specs: list[str]) -> None:
 def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     from agents.match import jobs_note
 
+    from .provenance import cpu_seconds, provenance
     from .tournament import format_summary, run_games, write_outputs
 
     if args.ray is not None:
@@ -185,6 +186,9 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
     if note:
         print(f"note: {note}", file=sys.stderr)
+    # the weights hashed and the date taken as the games start
+    args.provenance = provenance(args.agents, argv=getattr(args, "argv", None))
+    args.cpu_start = cpu_seconds()
     played: list[dict] = []
     try:
         results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
@@ -203,12 +207,15 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
 
 
 def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig) -> dict:
+    """The summary written to --out: the statistics, the run's configuration and its provenance."""
+    from .provenance import cpu_seconds
     from .tournament import summarize
 
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": config.num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
                          "games": args.games, "paired": getattr(args, "paired", False)}
+    summary["provenance"] = {**args.provenance, "cpu_seconds": round(cpu_seconds() - args.cpu_start, 3)}
     return summary
 
 
@@ -370,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             if command in FORWARDED:
                 return forward(command, argv[1:])
             args = parser.parse_args(argv)
+            args.argv = ["harmonies", *argv]  # as typed, for the provenance of what it writes
             say_if_compiling()  # a first run's 30 s compile, said on a terminal
             _apply_trust_option(args)
             _prepare_out(args)

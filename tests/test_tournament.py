@@ -125,3 +125,17 @@ def test_ratings_are_order_free_and_every_mean_has_an_interval():
     with pytest.raises(ValueError, match="anchor 'mcts' is not one of the agents"):
         summarize(res, anchor="mcts")
     assert default_anchor(["greedy", "mlp"]) == "greedy"
+
+
+def test_cli_json_carries_the_provenance(tmp_path, capsys):
+    from harmonies_apps import cli
+
+    argv = ["tournament", "--agents", "greedy:2", "random", "--games", "2", "--paired", "--quiet", "--out",
+            str(tmp_path)]
+    assert cli.main(argv) == 0
+    summary = json.loads((tmp_path / "tournament.json").read_text())["summary"]
+    prov = summary["provenance"]
+    assert summary["config"]["paired"] is True and prov["command"] == ["harmonies", *argv]
+    assert prov["weights"] == {}  # neither plays weights (test_provenance: the weights' SHA-256 of those that do)
+    assert prov["version"] and set(prov) >= {"git", "machine", "package"}
+    assert prov["cpu_seconds"] > 0 and prov["date"].endswith("+00:00") and prov["machine"]["cores"] >= 1
