@@ -276,9 +276,30 @@ def _apply_trust_option(args: argparse.Namespace) -> None:
         os.environ[TRUST_ENV] = "1"
 
 
+#: The files a run writes into --out (`write_outputs`), by stem ({stem} is the command).
+OUT_FILES = ("{stem}.json", "{stem}_games.csv", "{stem}.png")
+
+
+def _earlier_outputs(args: argparse.Namespace) -> list[Path]:
+    """The files of an earlier run that this one would replace: its outputs in --out, game records in --save-games."""
+    found = []
+    if args.out and Path(args.out).is_dir():
+        found += [p for name in OUT_FILES if (p := Path(args.out) / name.format(stem=args.command)).exists()]
+    if args.save_games and Path(args.save_games).is_dir():
+        found += sorted(p for pattern in ("game_*.json", "solo_*.json") for p in Path(args.save_games).glob(pattern))
+    return found
+
+
 def _prepare_out(args: argparse.Namespace) -> None:
-    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
-    if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games; refuse
+    (nothing touched) to replace an earlier run's outputs or records unless --force."""
+    if getattr(args, "command", None) not in ("tournament", "solo"):
+        return
+    earlier = [] if args.force else _earlier_outputs(args)
+    if earlier:
+        raise ValueError(f"{earlier[0].parent} already holds {earlier[0].name} of an earlier run: give another folder, "
+                         "or --force to replace its files")
+    if args.out:
         args.made_out = not Path(args.out).exists()  # a stop before any game removes it again
         Path(args.out).mkdir(parents=True, exist_ok=True)
 
@@ -316,7 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
                             "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "
                             "cluster (docs/distributed.md); the same results as --jobs")
-        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
+        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs; one that holds an "
+                       "earlier run's is refused unless --force")
+        p.add_argument("--force", action="store_true", help="replace the outputs of an earlier run in --out and "
+                       "its game records in --save-games (other files there are left alone)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
                        "(one JSON per game; view them with `harmonies replay DIR`)")

@@ -139,3 +139,23 @@ def test_cli_json_carries_the_provenance(tmp_path, capsys):
     assert prov["weights"] == {}  # neither plays weights (test_provenance: the weights' SHA-256 of those that do)
     assert prov["version"] and set(prov) >= {"git", "machine", "package"}
     assert prov["cpu_seconds"] > 0 and prov["date"].endswith("+00:00") and prov["machine"]["cores"] >= 1
+
+
+def test_a_second_run_into_the_same_folders_is_refused_unless_forced(tmp_path, capsys):
+    from harmonies_apps import cli
+
+    out, games = tmp_path / "out", tmp_path / "games"
+    argv = ["tournament", "--agents", "greedy:2", "random", "--games", "2", "--quiet", "--out", str(out)]
+    assert cli.main(argv) == 0
+    first = (out / "tournament.json").read_bytes()
+    capsys.readouterr()
+    assert cli.main([*argv, "--seed", "1"]) == 2
+    assert capsys.readouterr().err.strip() == (f"harmonies tournament: {out} already holds tournament.json of an "
+                                               "earlier run: give another folder, or --force to replace its files")
+    assert (out / "tournament.json").read_bytes() == first  # untouched
+    assert cli.main(["solo", "--agents", "random", "--games", "1", "--quiet", "--out", str(out)]) == 0  # solo.*
+    assert cli.main([*argv, "--seed", "1", "--force"]) == 0
+    assert json.loads((out / "tournament.json").read_text())["summary"]["config"]["seed"] == 1
+    rec = ["tournament", "--agents", "random", "random", "--games", "1", "--quiet", "--save-games", str(games)]
+    assert cli.main(rec) == 0 and cli.main(rec) == 2
+    assert f"{games} already holds game_00000.json" in capsys.readouterr().err
