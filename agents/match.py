@@ -22,7 +22,8 @@ exception.
 Results: one dict per game, `Game`'s own words: "game", "seed", "seats" (policy names by seat), "scores" (breakdown
 per seat), "winners" (`Game.winners`: most points, then most animal cubes, else shared), "animal_cubes", "turns",
 "suns" (solo) and, with `record=True`, "actions" (every micro-action: `Game.replay` of the record rebuilds the game).
-`summarize` turns them into per-policy win rates with Wilson intervals, score statistics and OpenSkill ratings.
+`describe` turns them into per-policy win rates with Wilson intervals and score statistics;
+`harmonies_apps.tournament.summarize` adds order-free ratings and intervals on the means.
 """
 from __future__ import annotations
 
@@ -37,7 +38,6 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config, old_arguments
-from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.stops import held, ignore_in_worker
@@ -232,13 +232,14 @@ class MatchTask(NamedTuple):
     seed: int
     indices: list[int]
     extra: Any = None
+    paired: bool = False  # every seed from every seating (`game_seed`)
 
 
 def play_share(task: MatchTask) -> list[dict]:
     """Worker of `run_match`: play the games `task.indices` of a match of agent specs, `report` each as it ends, and
     return their results."""
     return play_match(list(task.specs), games=list(task.indices), seed=task.seed, config=task.config,
-                      names=task.names, on_result=report)
+                      paired=task.paired, names=task.names, on_result=report)
 
 
 #: Where `report` hands a finished game while a task of `run_match` runs in this process (None: nowhere).
@@ -307,9 +308,13 @@ def jobs_note(jobs: int) -> str | None:
 def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None,
               config: GameConfig | None = None, ray_address: str | None = None, collect: list[dict] | None = None,
-              on_result: Callable[[dict], None] | None = None, **loose: Any) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None, paired: bool = False, **loose: Any) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
+
+    paired: every seed played from every seating (`play_match`'s: game i has seed `seed + i // seats` and rotation
+    i % seats, so games k*seats .. k*seats + seats - 1 are one block of the seed `seed + k`); `games` must then be a
+    whole number of blocks (a multiple of the seats).
 
     config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it;
     `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, worker, extra positionally,
@@ -344,6 +349,9 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
+    if paired and num_players > 1 and games % num_players:
+        raise ValueError(f"paired games come in blocks of every seating: games must be a multiple of the "
+                         f"{num_players} seats, got {games}")
     if ray_address is not None and jobs != 1:
         raise ValueError(f"jobs ({jobs}) are processes of this machine: give jobs or a Ray cluster, not both")
     worker = worker or play_share
@@ -360,7 +368,7 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     if num_players == 1:
         tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
     else:
-        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
+        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra, bool(paired)) for idx in shares]
     jobs = min(jobs, len(tasks))
     bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = [] if collect is None else collect
@@ -475,41 +483,21 @@ def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarize(results: list[dict]) -> dict:
-    """Per policy: games, wins (shared victories count 1/k), win rate with Wilson 95% interval, mean and
-    standard deviation of each score category, suns (solo), and an OpenSkill (Plackett-Luce) rating when
-    the `openskill` package is installed (otherwise `summary["notes"]` says the ratings were left out)."""
-    try:
-        from openskill.models import PlackettLuce
-    except ImportError:
-        PlackettLuce = None
-
-    names: list[str] = []
-    for r in results:
-        for nm in r["seats"]:
-            if nm not in names:
-                names.append(nm)
-    model = PlackettLuce() if PlackettLuce is not None else None
-    ratings = {nm: model.rating(name=nm) for nm in names} if model is not None else {}
+def describe(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per policy (in order of first appearance): games, and with 2-4 seats wins (a shared victory counts 1/k) and win
+    rate with its Wilson 95% interval; mean and standard deviation of each score category, and suns (solo). Ratings
+    and intervals on the means need all the games at once: `harmonies_apps.tournament.summarize` adds them."""
+    names = list(dict.fromkeys(nm for r in results for nm in r["seats"]))
     per: dict[str, dict[str, list]] = {nm: {"scores": [], "wins": [], "suns": []} for nm in names}
     for r in results:
-        seats = r["seats"]
         w = r["winners"]
-        for p, nm in enumerate(seats):
+        for p, nm in enumerate(r["seats"]):
             per[nm]["scores"].append(r["scores"][p])
             per[nm]["wins"].append(1.0 / len(w) if p in w else 0.0)
             if "suns" in r:
                 per[nm]["suns"].append(r["suns"])
-        if len(seats) > 1 and model is not None:
-            keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in range(len(seats))]
-            ranks = [1 + sum(k2 > k for k2 in keys) for k in keys]
-            new = model.rate([[ratings[nm]] for nm in seats], ranks=ranks)
-            for nm, team in zip(seats, new):
-                ratings[nm] = team[0]
     summary: dict[str, Any] = {"games": len(results), "agents": {}}
     multi = bool(results) and len(results[0]["seats"]) > 1
-    if multi and model is None:
-        summary["notes"] = [f"no OpenSkill ratings: the openskill package is not installed ({install_hint('train')})"]
     for nm in names:
         d = per[nm]
         n = len(d["scores"])
@@ -518,9 +506,6 @@ def summarize(results: list[dict]) -> dict:
             wins = float(sum(d["wins"]))
             lo, hi = wilson_interval(wins, n)
             entry.update(wins=wins, win_rate=wins / n, win_rate_ci95=[lo, hi])
-            if model is not None:
-                rt = ratings[nm]
-                entry["openskill"] = {"mu": rt.mu, "sigma": rt.sigma, "ordinal": rt.ordinal()}
         for cat in CATEGORIES:
             vals = np.array([sc[cat] for sc in d["scores"]], dtype=float)
             entry[cat] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if n > 1 else 0.0}
@@ -531,6 +516,6 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
-__all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
+__all__ = ["play_match", "play_game", "policy_of", "describe", "wilson_interval", "agent_seed", "game_seed",
            "unique_names", "win_shares", "totals_of", "replay_result", "match_config", "run_match",
            "MatchTask", "play_share", "report"]

@@ -68,7 +68,7 @@ def forwarded_module(command: str) -> str:
 #: Optional top-level modules -> the pyproject extra that installs them.
 EXTRA_OF: dict[str, str] = {
     "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
-    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
+    "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
 def agents_help() -> str:
@@ -171,6 +171,7 @@ def _check_specs(specs: list[str]) -> None:
 def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     from agents.match import jobs_note
 
+    from .provenance import cpu_seconds, provenance
     from .tournament import format_summary, run_games, write_outputs
 
     if args.ray is not None:
@@ -185,10 +186,14 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
     note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
     if note:
         print(f"note: {note}", file=sys.stderr)
+    # the weights hashed and the date taken as the games start
+    args.provenance = provenance(args.agents, argv=getattr(args, "argv", None))
+    args.cpu_start = cpu_seconds()
     played: list[dict] = []
     try:
         results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
-                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played)
+                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played,
+                            paired=getattr(args, "paired", False))
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: keep what finished, say it in the one line main prints
         raise _stopped(e, args, played, config, stem) from None
     summary = _summary(results, args, config)
@@ -202,12 +207,15 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
 
 
 def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig) -> dict:
+    """The summary written to --out: the statistics, the run's configuration and its provenance."""
+    from .provenance import cpu_seconds
     from .tournament import summarize
 
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": config.num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
-                         "games": args.games}
+                         "games": args.games, "paired": getattr(args, "paired", False)}
+    summary["provenance"] = {**args.provenance, "cpu_seconds": round(cpu_seconds() - args.cpu_start, 3)}
     return summary
 
 
@@ -268,9 +276,30 @@ def _apply_trust_option(args: argparse.Namespace) -> None:
         os.environ[TRUST_ENV] = "1"
 
 
+#: The files a run writes into --out (`write_outputs`), by stem ({stem} is the command).
+OUT_FILES = ("{stem}.json", "{stem}_games.csv", "{stem}.png")
+
+
+def _earlier_outputs(args: argparse.Namespace) -> list[Path]:
+    """The files of an earlier run that this one would replace: its outputs in --out, game records in --save-games."""
+    found = []
+    if args.out and Path(args.out).is_dir():
+        found += [p for name in OUT_FILES if (p := Path(args.out) / name.format(stem=args.command)).exists()]
+    if args.save_games and Path(args.save_games).is_dir():
+        found += sorted(p for pattern in ("game_*.json", "solo_*.json") for p in Path(args.save_games).glob(pattern))
+    return found
+
+
 def _prepare_out(args: argparse.Namespace) -> None:
-    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
-    if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games; refuse
+    (nothing touched) to replace an earlier run's outputs or records unless --force."""
+    if getattr(args, "command", None) not in ("tournament", "solo"):
+        return
+    earlier = [] if args.force else _earlier_outputs(args)
+    if earlier:
+        raise ValueError(f"{earlier[0].parent} already holds {earlier[0].name} of an earlier run: give another folder, "
+                         "or --force to replace its files")
+    if args.out:
         args.made_out = not Path(args.out).exists()  # a stop before any game removes it again
         Path(args.out).mkdir(parents=True, exist_ok=True)
 
@@ -308,10 +337,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
                             "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "
                             "cluster (docs/distributed.md); the same results as --jobs")
-        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
+        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs; one that holds an "
+                       "earlier run's is refused unless --force")
+        p.add_argument("--force", action="store_true", help="replace the outputs of an earlier run in --out and "
+                       "its game records in --save-games (other files there are left alone)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
                        "(one JSON per game; view them with `harmonies replay DIR`)")
+        if name == "tournament":
+            p.add_argument("--paired", action="store_true",
+                           help="play each seed from every seating (2 players: 2 games, seats swapped; 3-4: every "
+                                "rotation), so seat and deal luck cancel; --games must be a multiple of the players")
         add_game_options(p, players=(2, 3, 4) if name == "tournament" else None)
         add_seed(p)
         p.set_defaults(func=fn)
@@ -365,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             if command in FORWARDED:
                 return forward(command, argv[1:])
             args = parser.parse_args(argv)
+            args.argv = ["harmonies", *argv]  # as typed, for the provenance of what it writes
             say_if_compiling()  # a first run's 30 s compile, said on a terminal
             _apply_trust_option(args)
             _prepare_out(args)

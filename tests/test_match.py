@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents import GreedyAgent, RandomAgent, make_agent
-from agents.match import agent_seed, play_match, policy_of, replay_result, summarize, totals_of, win_shares
+from agents.match import agent_seed, describe, play_match, policy_of, replay_result, totals_of, win_shares
 from agents.policy import AgentPolicy, BatchView, is_native
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, GameConfig
@@ -48,7 +48,7 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_64_against_the
     res = play_match([Policy(), "greedy"], games=1024, seed=0, threads=2)
     assert len(res) == 1024 and [r["game"] for r in res] == list(range(1024))
     assert [r["seats"] for r in res[:2]] == [["mine", "greedy"], ["greedy", "mine"]]
-    s = summarize(res)
+    s = describe(res)
     assert s["agents"]["mine"]["games"] == s["agents"]["greedy"]["games"] == 1024
     assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
     again = play_match([Policy(), "greedy"], games=[5, 700], seed=0)  # any subset of the games: the same games
@@ -90,7 +90,7 @@ def test_seat_rotation_and_paired_seeds():
         i = r["game"]
         assert r["seats"] == [names[(k + i) % 4] for k in range(4)]  # seat k holds policy (k + i) % 4
         assert r["seed"] == 100 + i // 4  # every seed from every seating
-    assert all(summarize(res)["agents"][nm]["games"] == 8 for nm in names)
+    assert all(describe(res)["agents"][nm]["games"] == 8 for nm in names)
     assert [r["seed"] for r in play_match([GreedyAgent(beam=2)], games=3, seed=9)] == [9, 10, 11]
 
 
