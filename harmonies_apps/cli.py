@@ -39,6 +39,7 @@ APP_MODULES: list[str] = [
     "harmonies_apps.play",     # a person against bots in the terminal
     "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
     "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
+    "harmonies_apps.ladder.cli",  # a persistent rating ladder (docs/ladder.md)
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
