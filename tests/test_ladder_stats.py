@@ -141,7 +141,7 @@ def test_sprt_bounds_and_pentanomial_counts():
         pentanomial([0.25])
 
 
-def _pairs(elo: float, n: int, seed: int, draw: float = 0.2):
+def simulate_pairs(elo: float, n: int, seed: int, draw: float = 0.2):
     """Pairs of games between NEW (`elo` better) and BASE: per game win/draw/loss, margin ~ N(elo / 20, 12)."""
     rng = np.random.default_rng(seed)
     s = elo_to_score(elo)
@@ -155,13 +155,13 @@ def _pairs(elo: float, n: int, seed: int, draw: float = 0.2):
 @pytest.mark.parametrize("kind,bounds", [("elo", (0, 10)), ("points", (0, 1))])
 def test_sequential_test_accepts_h1_for_a_clearly_better_bot_and_h0_for_equals(kind, bounds):
     better = SequentialTest(kind, bounds)
-    for score, margin in _pairs(120, 2000, seed=1):
+    for score, margin in simulate_pairs(120, 2000, seed=1):
         if better.add(score, margin):
             break
     assert better.verdict == "H1" and better.pairs < 400
     assert better.llr >= better.upper and better.trajectory[-1] == better.llr and len(better.trajectory) == better.pairs
     equal = SequentialTest(kind, bounds)
-    for score, margin in _pairs(0, 5000, seed=2):
+    for score, margin in simulate_pairs(0, 5000, seed=2):
         if equal.add(score, margin):
             break
     assert equal.verdict == "H0" and equal.llr <= equal.lower
