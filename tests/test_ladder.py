@@ -125,6 +125,12 @@ def test_ladder_test_identical_bots_equal_and_greedy_above_random(tmp_path, caps
         assert [t["verdict"] for t in tests] == ["H0", "H1"]
         assert len(tests[1]["trajectory"]) == apart["pairs"] and tests[1]["trajectory"][-1] == apart["llr"]
         assert ladder.game_count() == same["games"] + apart["games"]  # a test's games count in the ladder
+    page = tmp_path / "ladder.html"
+    assert main(["ladder", "show", str(db), "--json", "--html", str(page)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    rows = {b["name"]: b for b in shown["bots"]}
+    assert rows["random"]["rating"] == 0 and rows["greedy:2"]["ci_low"] > 0 and rows["twin"]["games"] == same["games"]
+    assert [t["verdict"] for t in shown["tests"]] == ["H0", "H1"] and page.read_text().startswith("<!DOCTYPE html>")
 
 
 @pytest.mark.parametrize("players", [3, 4])

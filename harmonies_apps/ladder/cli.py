@@ -186,6 +186,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _database_errors(func: Any) -> Any:
+    """`func` with SQLite's errors (a damaged file, a full disk) as the one-line ValueError the CLI prints."""
+    import functools
+    import sqlite3
+
+    @functools.wraps(func)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except sqlite3.Error as e:
+            raise ValueError(f"{args.db}: {type(e).__name__}: {e}") from None
+
+    return run
+
+
 def add_parser(sub: Any) -> None:
     """`harmonies ladder` and its commands (harmonies_apps.cli's APP_MODULES)."""
     from harmonies_apps.cli import HelpFormatter, agents_help
@@ -199,7 +214,7 @@ def add_parser(sub: Any) -> None:
         p = cmds.add_parser(name, help=hlp, description=hlp + ".", formatter_class=HelpFormatter,
                             epilog=agents_help() if name in ("init", "add", "test") else None)
         p.add_argument("db", metavar="DB", help="the ladder's file (SQLite)")
-        p.set_defaults(func=func)
+        p.set_defaults(func=_database_errors(func))
         return p
 
     def jobs(p: argparse.ArgumentParser, ray: bool = True) -> None:

@@ -204,10 +204,9 @@ def report(ladder: Ladder) -> dict[str, Any]:
     from .report import build_report
 
     bots = ladder.bots()
-    names = {b.id: b.name for b in bots}
     bot_rows = [{"name": b.name, "spec": b.spec, "sha256": b.sha256, "reproducible": b.reproducible,
                  "reference": b.reference} for b in bots]
-    tests = [{**t, "new": names[t["new"]], "base": names[t["base"]]} for t in ladder.tests()]
+    tests = [{**t, "kind": t["statistic"], "bounds": [t["bound0"], t["bound1"]]} for t in ladder.tests()]
     return build_report(bot_rows, game_results(ladder.games()), tests, [b.id for b in bots if b.reference],
                         ladder.pool.seed)
 
