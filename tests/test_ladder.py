@@ -93,6 +93,31 @@ def test_sigkilled_play_run_again_ends_as_uninterrupted(tmp_path):
     assert np.array_equal(ratings_of(killed), ratings_of(whole))
 
 
+INTERRUPTER = textwrap.dedent("""
+    import os, signal, sys
+    from harmonies_apps import cli
+    from harmonies_apps.ladder import commands
+    played = commands.play_blocks
+    def interrupted(*args, **kw):  # Ctrl-C right after the first block is committed
+        kw["on_block"] = lambda number, games: os.kill(os.getpid(), signal.SIGINT)
+        return played(*args, **kw)
+    commands.play_blocks = interrupted
+    sys.exit(cli.main(["ladder", "play", sys.argv[1], "--until-games", "30", "--quiet"]))
+""")
+
+
+def test_ctrl_c_stops_play_in_one_line_keeping_committed_blocks(tmp_path):
+    db = make(tmp_path / "l.db")
+    proc = subprocess.run([sys.executable, "-c", INTERRUPTER, str(db)], capture_output=True, text=True)
+    assert proc.returncode == 130, proc.stderr
+    err = proc.stderr.strip()
+    assert len(err.splitlines()) == 1 and "stopped by SIGINT" in err and "run the same command again" in err, err
+    kept = games_of(db)
+    assert 2 <= len(kept) < 30
+    play(db, 30)
+    assert games_of(db)[:len(kept)] == kept and len(games_of(db)) == 30
+
+
 def test_verify_replays_identically_and_catches_a_tampered_score(tmp_path, capsys):
     db = make(tmp_path / "l.db")
     play(db, 16)
