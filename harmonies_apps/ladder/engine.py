@@ -7,11 +7,12 @@ games in 2 players, the n cyclic rotations in 3–4, each bot once in every seat
 (`SeatSeeded`: identical bots mirror each other within a block). So a game is a function of (specs, rules, pool
 seed, block, r) alone, and blocks of the same bots are batched into one `play_match` call whatever else is being
 played. Tasks (whole blocks, at most `agents.match.MAX_SHARE` games each) run in this process, in `jobs` processes
-or on a Ray cluster; each block is committed in one transaction as soon as its task returns (`Ladder.commit_block`),
+or on a Ray cluster; each block is committed in one transaction as soon as its task returns (`Ladder.commit_blocks`),
 so a killed run loses only the blocks in flight.
 """
 from __future__ import annotations
 
+import functools
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ def base_seed(pool_seed: int) -> int:
     return int(pool_seed) * SEED_STRIDE
 
 
+@functools.lru_cache(maxsize=1)
 def git_commit() -> str | None:
     """The commit of this checkout ("+dirty" when it has uncommitted changes), or None outside a git checkout."""
     root = Path(__file__).resolve().parents[2]
@@ -170,10 +172,10 @@ def run_tasks(tasks: Sequence[MatchTask], jobs: int = 1, ray_address: str | None
 
 def play_blocks(ladder: Ladder, blocks: Sequence[tuple[int, Sequence[int]]], jobs: int = 1,
                 ray_address: str | None = None, on_block: Callable[[int, list[dict[str, Any]]], None] | None = None,
-                test: int | None = None, commit: bool = True) -> dict[int, list[dict[str, Any]]]:
-    """Play `blocks` (number, bot ids in slot order) and commit each as its task returns (`commit`; a test's blocks,
-    not planned before, are inserted as they are committed); on_block(number, rows) after each. Returns
-    block -> game rows."""
+                commit: bool = True) -> dict[int, list[dict[str, Any]]]:
+    """Play planned `blocks` (number, bot ids in slot order) and commit each task's blocks in one transaction as the
+    task returns (unless not `commit`: a test commits its own, in order); on_block(number, rows) after each.
+    Returns block -> game rows."""
     from harmonies_env.stops import held
 
     bots = ladder.bots()
@@ -182,19 +184,18 @@ def play_blocks(ladder: Ladder, blocks: Sequence[tuple[int, Sequence[int]]], job
     tasks = tasks_of(blocks, bots, ladder.pool.config, ladder.pool.seed)
     slots = jobs if ray_address is None else 8
     tasks = split_for(tasks, slots, n)
-    ids = {int(b): tuple(x) for b, x in blocks}
     version, sha = ladder.pool.version, git_commit()
     out: dict[int, list[dict[str, Any]]] = {}
     for results in run_tasks(tasks, jobs, ray_address):
-        rows = game_rows(results, by_name, n, version, sha)
+        rows = {b: sorted(g, key=lambda x: x["game_index"]) for b, g in game_rows(results, by_name, n, version,
+                                                                                    sha).items()}
+        if commit:
+            with held():  # a Ctrl-C during the commit waits for it: blocks are stored whole or not at all
+                ladder.commit_blocks(rows)
         for number in sorted(rows):
-            games = sorted(rows[number], key=lambda g: g["game_index"])
-            if commit:
-                with held():  # a Ctrl-C during the commit waits for it: a block is stored whole or not at all
-                    ladder.commit_block(number, games, test=test, bots=ids[number] if test is not None else None)
-            out[number] = games
+            out[number] = rows[number]
             if on_block is not None:
-                on_block(number, games)
+                on_block(number, rows[number])
     return out
 
 

@@ -6,10 +6,10 @@ stored. So the same file and the same commands give the same blocks for any `--j
 and for a killed run finished by running it again (it plays the recorded blocks first).
 
 Within a round each block is built around the bot with the fewest games (planned blocks counted), the widest
-95% interval breaking ties, then its lowest id; its opponents are drawn without replacement with probability
-∝ p(1−p) (p: the expected score between the two, from the fitted ratings: the most informative games), a reference's
-weight never under `REFERENCE_FLOOR` (references are always eligible, however far off they stand). The draws use a
-generator seeded by the ladder's seed and the round's number.
+interval breaking ties (`interval_widths`), then its lowest id; its opponents are drawn without replacement with
+probability ∝ p(1−p) (p: the expected score between the two, from the fitted ratings: the most informative games), a
+reference's weight never under `REFERENCE_FLOOR` (references are always eligible, however far off they stand). The
+draws use a generator seeded by the ladder's seed and the round's number.
 """
 from __future__ import annotations
 
@@ -21,16 +21,31 @@ from .stats import GameResult, bootstrap_intervals, fit_ratings
 from .store import Bot
 
 #: Blocks in a pairing round (fixed, not a function of --jobs: the rounds must not depend on it).
-ROUND_BLOCKS = 16
+ROUND_BLOCKS = 32
 #: Least pairing weight of a reference (p(1-p) is at most 0.25).
 REFERENCE_FLOOR = 0.05
-#: Bootstrap resamples behind the pairing's interval widths (cheaper than `show`'s: they only order the bots).
-PAIRING_SAMPLES = 50
 
 
 def expected(ratings: np.ndarray, a: int, b: int) -> float:
     """The expected score of bot a against bot b on the Elo scale."""
     return 1.0 / (1.0 + 10.0 ** ((ratings[b] - ratings[a]) / 400.0))
+
+
+def interval_widths(games: Sequence[GameResult], ratings: np.ndarray) -> np.ndarray:
+    """Each bot's interval width up to a constant, for ordering bots only: 1/sqrt of its Fisher information
+    Σ p(1−p) over its meetings (every two seats at a table) at the fitted ratings; infinite without games, 0 for
+    the anchor. A cheap stand-in for `show`'s bootstrap, refitted every round."""
+    info = np.zeros(len(ratings))
+    for g in games:
+        for a in g.bots:
+            for b in g.bots:
+                if a != b:
+                    p = expected(ratings, a, b)
+                    info[a] += p * (1.0 - p)
+    with np.errstate(divide="ignore"):
+        width = np.where(info > 0, 1.0 / np.sqrt(info), np.inf)
+    width[0] = 0.0
+    return width
 
 
 def plan_round(bots: Sequence[Bot], games: Sequence[GameResult], players: int, seed: int, round_no: int,
@@ -43,13 +58,10 @@ def plan_round(bots: Sequence[Bot], games: Sequence[GameResult], players: int, s
     for g in games:
         for b in g.bots:
             count[b] += 1
-    if games:
-        ratings = np.nan_to_num(np.asarray(fit_ratings(list(games), k), dtype=float))  # unrated: at the anchor
-        low, high = bootstrap_intervals(list(games), k, seed=seed + round_no, samples=PAIRING_SAMPLES)
-        width = np.nan_to_num(np.asarray(high) - np.asarray(low), nan=np.inf)
-        width[count == 0] = np.inf
-    else:
-        ratings, width = np.zeros(k), np.full(k, np.inf)
+    if k == players:  # one possible block: nothing to choose
+        return [tuple(range(k))] * blocks
+    ratings = np.nan_to_num(np.asarray(fit_ratings(list(games), k), dtype=float)) if games else np.zeros(k)
+    width = interval_widths(games, ratings)
     reference = np.array([b.reference for b in bots])
     rng = np.random.default_rng([int(seed), int(round_no), 44])
     out = []
@@ -74,4 +86,4 @@ def widest_interval(games: Sequence[GameResult], num_bots: int, seed: int) -> fl
     return float(np.max(np.nan_to_num((np.asarray(high) - np.asarray(low)) / 2.0, nan=np.inf)))
 
 
-__all__ = ["PAIRING_SAMPLES", "REFERENCE_FLOOR", "ROUND_BLOCKS", "expected", "plan_round", "widest_interval"]
+__all__ = ["REFERENCE_FLOOR", "ROUND_BLOCKS", "expected", "interval_widths", "plan_round", "widest_interval"]

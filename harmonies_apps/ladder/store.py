@@ -2,7 +2,7 @@
 
 Why SQLite: one file that holds the pool, the bots, every game and every test, written in transactions, so a
 killed `play` leaves every committed block whole and nothing half-written (a block's games are inserted in one
-transaction, `commit_block`). Every number the ladder shows is recomputed from these rows.
+transaction, `commit_blocks`). Every number the ladder shows is recomputed from these rows.
 
 Never two writers: a writing command (`open_ladder(..., write=True)`) holds an exclusive advisory lock (`flock`) on
 the database file itself for as long as it runs (the kernel drops it when the process dies, SIGKILL included); a
@@ -210,19 +210,21 @@ class Ladder:
         row = self.conn.execute("SELECT MAX(round) FROM blocks").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def commit_block(self, number: int, games: Sequence[dict[str, Any]], test: int | None = None,
-                     bots: Sequence[int] | None = None) -> None:
-        """Store a finished block's games (rows of `game_row`) and mark it done, in one transaction; a block not
-        planned before (a test's) is inserted with `bots`."""
+    def commit_blocks(self, blocks: dict[int, Sequence[dict[str, Any]]], test: int | None = None,
+                      bots: Sequence[int] | None = None) -> None:
+        """Store finished blocks' games (number -> rows of `store.GAME_COLUMNS`) and mark them done, in one
+        transaction (each block whole, or none of them: one fsync for a worker's batch of blocks); blocks not
+        planned before (a test's) are inserted with `bots`."""
+        marks = ", ".join("?" * len(GAME_COLUMNS))
         with self.transaction() as c:
-            if bots is not None:
-                c.execute("INSERT INTO blocks (number, round, bots, test, done) VALUES (?, NULL, ?, ?, 1)",
-                          (int(number), json.dumps([int(x) for x in bots]), test))
-            else:
-                c.execute("UPDATE blocks SET done = 1 WHERE number = ?", (int(number),))
-            marks = ", ".join("?" * len(GAME_COLUMNS))
-            c.executemany(f"INSERT INTO games ({', '.join(GAME_COLUMNS)}) VALUES ({marks})",
-                          [tuple(_encode(g[k]) for k in GAME_COLUMNS) for g in games])
+            for number, games in sorted(blocks.items()):
+                if bots is not None:
+                    c.execute("INSERT INTO blocks (number, round, bots, test, done) VALUES (?, NULL, ?, ?, 1)",
+                              (int(number), json.dumps([int(x) for x in bots]), test))
+                else:
+                    c.execute("UPDATE blocks SET done = 1 WHERE number = ?", (int(number),))
+                c.executemany(f"INSERT INTO games ({', '.join(GAME_COLUMNS)}) VALUES ({marks})",
+                              [tuple(_encode(g[k]) for k in GAME_COLUMNS) for g in games])
 
     # ------------------------------------------------------------------------------------------------ games
 
