@@ -159,6 +159,35 @@ def test_ladder_test_identical_bots_equal_and_greedy_above_random(tmp_path, caps
     assert [t["verdict"] for t in shown["tests"]] == ["H0", "H1"] and page.read_text().startswith("<!DOCTYPE html>")
 
 
+TEST_KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from harmonies_apps.ladder import commands
+    from harmonies_apps.ladder.store import open_ladder
+    def on_block(number, games):
+        if number == int(sys.argv[2]):
+            os.kill(os.getpid(), signal.SIGKILL)
+    with open_ladder(sys.argv[1], write=True) as ladder:
+        commands.run_test(ladder, "greedy:2", "greedy:1", "points", (0.0, 1.0), 0.05, 0.05, 400, on_block=on_block)
+""")
+
+
+def test_a_killed_test_is_resumed_by_the_same_command(tmp_path):
+    whole, killed = make(tmp_path / "whole.db"), make(tmp_path / "killed.db")
+    with open_ladder(whole, write=True) as ladder:
+        done = commands.run_test(ladder, "greedy:2", "greedy:1", "points", (0.0, 1.0), 0.05, 0.05, 400)
+    assert done["pairs"] > 3
+    proc = subprocess.run([sys.executable, "-c", TEST_KILLER, str(killed), "2"], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert len(games_of(killed)) == 6  # blocks 0, 1 and 2 were committed
+    with open_ladder(killed, write=True) as ladder:
+        again = commands.run_test(ladder, "greedy:2", "greedy:1", "points", (0.0, 1.0), 0.05, 0.05, 400)
+        tests = ladder.tests()
+    assert {k: again[k] for k in ("verdict", "games", "llr", "counts")} == \
+        {k: done[k] for k in ("verdict", "games", "llr", "counts")}
+    assert len(tests) == 1 and tests[0]["finished"] and len(tests[0]["trajectory"]) == done["pairs"]
+    assert games_of(killed) == games_of(whole)
+
+
 @pytest.mark.parametrize("players", [3, 4])
 def test_multiplayer_pools_rated_with_anchor_and_intervals(tmp_path, players):
     db = make(tmp_path / "l.db", players, refs=["random", "greedy:2"], extra=("greedy:1", "greedy:3")[:players - 1])

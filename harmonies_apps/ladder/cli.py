@@ -129,7 +129,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             out = run_test(ladder, args.new, args.base, kind, bounds, args.alpha, args.beta, args.max_games,
                            args.jobs, args.ray, args.llr, on_block=lambda n, g: bar.update(len(g)))
         except KeyboardInterrupt as e:
-            raise _stopped(e, "the test's committed pairs are stored (marked undecided)") from None
+            raise _stopped(e, "the test's committed pairs are stored; the same command resumes it") from None
         finally:
             bar.close()
     if args.json:

@@ -102,7 +102,8 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
              max_games: int, jobs: int = 1, ray_address: str | None = None, method: str = "normal",
              on_block: Callable[[int, list[dict]], None] | None = None) -> dict[str, Any]:
     """A sequential test of NEW against BASE on paired blocks (one seed, seats swapped), looked at after every
-    block: stops at a bound or `max_games`; stored with its LLR trajectory, and its games count in the ladder.
+    block: stops at a bound or `max_games`; stored with its LLR trajectory, and its games count in the ladder. A test
+    of the same settings that was stopped before it finished (Ctrl-C, a kill) is resumed from its stored pairs.
 
     method: the pentanomial LLR (`stats.pentanomial_llr`): "normal" (Fishtest's LLR_alt, the default: it takes a
     zero spread at its word, so two identical bots are confirmed equal in a few pairs) or "exact" (Fishtest's
@@ -118,7 +119,14 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
     if a.id == b.id:
         raise LadderError(f"NEW and BASE are the same bot ({a.name!r})")
     seq = SequentialTest(kind, bounds, alpha, beta, method=method)  # checked before anything is stored
-    test = ladder.start_test(a.id, b.id, kind, method, bounds, alpha, beta, max_games)
+    settings = (a.id, b.id, kind, method, bounds, alpha, beta, max_games)
+    test = ladder.unfinished_test(*settings)
+    if test is None:
+        test = ladder.start_test(*settings)
+    else:  # the same test stopped before: its stored pairs first, then on from there
+        for games in ladder.test_blocks(test).values():
+            if seq.add(*pair_result(game_results(games), a.id, b.id)) is not None:
+                break
     results: dict[str, Any] = {}
     try:
         while seq.verdict is None and 2 * seq.pairs + 2 <= max_games:
@@ -135,8 +143,10 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
                 seq.add(*pair_result(game_results(games), a.id, b.id))
                 if seq.verdict is not None:
                     break
-    finally:
-        ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory)
+    except BaseException:  # stopped (Ctrl-C) or failed: its progress kept, the same command resumes it
+        ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory, finished=False)
+        raise
+    ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory)
     results.update(test=test, new=a.name, base=b.name, statistic=kind, method=method, bounds=list(bounds),
                    alpha=alpha, beta=beta, verdict=seq.verdict or "undecided", games=2 * seq.pairs, pairs=seq.pairs,
                    llr=seq.llr, llr_bounds=[seq.lower, seq.upper], counts=seq.counts,
@@ -208,7 +218,9 @@ def report(ladder: Ladder) -> dict[str, Any]:
     bots = ladder.bots()
     bot_rows = [{"name": b.name, "spec": b.spec, "sha256": b.sha256, "reproducible": b.reproducible,
                  "reference": b.reference} for b in bots]
-    tests = [{**t, "kind": t["statistic"], "bounds": [t["bound0"], t["bound1"]]} for t in ladder.tests()]
+    tests = [{**t, "kind": t["statistic"], "bounds": [t["bound0"], t["bound1"]],
+              "verdict": t["verdict"] or "stopped (the same command resumes it)",
+              "llr": math.nan if t["llr"] is None else t["llr"]} for t in ladder.tests()]
     return build_report(bot_rows, game_results(ladder.games()), tests, [b.id for b in bots if b.reference],
                         ladder.pool.seed)
 

@@ -247,12 +247,31 @@ class Ladder:
                             (new, base, statistic, method, bounds[0], bounds[1], alpha, beta, max_games, now()))
             return int(cur.lastrowid)
 
+    def unfinished_test(self, new: int, base: int, statistic: str, method: str, bounds: tuple[float, float],
+                        alpha: float, beta: float, max_games: int) -> int | None:
+        """The id of a test with exactly these settings that was stopped before it finished (the latest), or None."""
+        row = self.conn.execute(
+            "SELECT MAX(id) FROM tests WHERE finished IS NULL AND new = ? AND base = ? AND statistic = ? AND "
+            "method = ? AND bound0 = ? AND bound1 = ? AND alpha = ? AND beta = ? AND max_games = ?",
+            (new, base, statistic, method, bounds[0], bounds[1], alpha, beta, max_games)).fetchone()
+        return None if row[0] is None else int(row[0])
+
+    def test_blocks(self, test: int) -> dict[int, list[dict[str, Any]]]:
+        """A test's stored blocks: number -> its games, in block order."""
+        out: dict[int, list[dict[str, Any]]] = {}
+        for g in self.games("WHERE block IN (SELECT number FROM blocks WHERE test = ?)", (int(test),)):
+            out.setdefault(int(g["block"]), []).append(g)
+        return out
+
     def finish_test(self, test: int, verdict: str | None, llr: float, games: int, counts: Any,
-                    trajectory: Sequence[float]) -> None:
+                    trajectory: Sequence[float], finished: bool = True) -> None:
+        """Record a test's result (`finished`), or its progress so far (a stopped test, resumed by the same
+        command: verdict and finish time left empty)."""
         with self.transaction() as c:
             c.execute("UPDATE tests SET verdict = ?, llr = ?, games = ?, counts = ?, trajectory = ?, finished = ? "
-                      "WHERE id = ?", (verdict or "undecided", float(llr), int(games), json.dumps(counts),
-                                       json.dumps([float(x) for x in trajectory]), now(), int(test)))
+                      "WHERE id = ?", ((verdict or "undecided") if finished else None, float(llr), int(games),
+                                       json.dumps(counts), json.dumps([float(x) for x in trajectory]),
+                                       now() if finished else None, int(test)))
 
     def tests(self) -> list[dict[str, Any]]:
         cols = ("id", "new", "base", "statistic", "method", "bound0", "bound1", "alpha", "beta", "max_games", "verdict",
