@@ -67,6 +67,18 @@ def test_same_games_and_ratings_for_any_jobs_and_split(tmp_path):
     assert r[1] > r[0]  # greedy:2 above random
 
 
+def test_until_ci_plays_until_every_interval_is_that_narrow(tmp_path):
+    db = make(tmp_path / "l.db", refs=["random"], extra=())
+    with open_ladder(db, write=True) as ladder:  # two random players: intervals narrow as 1/sqrt(games)
+        commands.add(ladder, "random", name="other")
+        commands.play(ladder, until_ci=150.0)
+        rows = commands.report(ladder)["bots"]
+        games = ladder.game_count()
+    assert games % 64 == 0 and all(b["ci_high"] - b["ci_low"] <= 300.0 for b in rows)
+    with open_ladder(db, write=True) as ladder:  # already there: nothing more to play
+        assert commands.play(ladder, until_ci=150.0) == 0 and ladder.game_count() == games
+
+
 KILLER = textwrap.dedent("""
     import os, signal, sys
     from harmonies_apps.ladder import commands

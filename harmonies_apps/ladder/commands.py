@@ -84,7 +84,7 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
             continue
         results = game_results(ladder.games())
         if until_ci is not None:
-            widest = widest_interval(results, len(bots), ladder.pool.seed)
+            widest = widest_interval(results, len(bots), ladder.pool.seed, until_ci)
             say(f"{len(results)} games, widest 95% interval ±{widest:.1f} Elo")
             if widest <= until_ci:
                 return committed
