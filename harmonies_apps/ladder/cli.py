@@ -32,10 +32,36 @@ def _open(args: argparse.Namespace, write: bool) -> Any:
     return open_ladder(args.db, write=write)
 
 
-def _bar(args: argparse.Namespace, total: int | None, what: str) -> Any:
-    from tqdm import tqdm
+class _Bar:
+    """A progress bar on stderr that appears with the first finished block (so a refusal stays one line)."""
 
-    return tqdm(total=total, desc=what, unit="game", disable=args.quiet, leave=False, file=sys.stderr)
+    def __init__(self, args: argparse.Namespace, total: int | None, what: str):
+        self.quiet, self.total, self.what, self.bar = args.quiet, total, what, None
+
+    def update(self, n: int) -> None:
+        if self.quiet:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, desc=self.what, unit="game", leave=False, file=sys.stderr)
+        self.bar.update(n)
+
+    def write(self, line: str) -> None:
+        if self.quiet:
+            return
+        if self.bar is None:
+            print(line, file=sys.stderr)
+        else:
+            self.bar.write(line, file=sys.stderr)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _bar(args: argparse.Namespace, total: int | None, what: str) -> _Bar:
+    return _Bar(args, total, what)
 
 
 def _check_jobs(args: argparse.Namespace) -> None:
@@ -93,11 +119,9 @@ def cmd_play(args: argparse.Namespace) -> int:
         def on_block(number: int, games: list) -> None:
             bar.update(len(games))
 
-        def say(line: str) -> None:
-            bar.write(line, file=sys.stderr) if not args.quiet else None
-
         try:
-            blocks = play(ladder, args.until_games, args.until_ci, args.jobs, args.ray, say=say, on_block=on_block)
+            blocks = play(ladder, args.until_games, args.until_ci, args.jobs, args.ray, say=bar.write,
+                          on_block=on_block)
         except KeyboardInterrupt as e:
             raise _stopped(e, f"{ladder.game_count() - before} games committed by this run, {ladder.game_count()} in "
                               f"{args.db}; run the same command again to go on") from None

@@ -190,7 +190,7 @@ def verify(ladder: Ladder, sample: int, jobs: int = 1, say: Callable[[str], None
             bad.append(f"game {g['id']} (block {g['block']}, seating {g['game_index']}): stored "
                        + ", ".join(f"{k} {g[k]}" for k in diff) + " but re-played " +
                        ", ".join(f"{k} {got[k]}" for k in diff))
-    say(f"re-played {len(games)} games")
+    say(f"re-played {len(games)} games" if games else "no stored games to re-play")
     return bad
 
 
