@@ -5,8 +5,8 @@
     python -m benchmarks.bench_ladder --cases ladder_test --matchup greedy:800 greedy --seeds 0 1 2 3 4
 
 Cases:
-* `ladder_speed`: `ladder play --until-games N --jobs 1` on a fresh ladder of `--agents` (pairing fits, the planned round
-  and every block's commit included) against the match engine alone playing the very same games (the ladder's
+* `ladder_speed`: `ladder play --until-games N --jobs 1` on a fresh ladder of `--agents` (pairing fits, the planned
+  rounds and every block's commit included) against the match engine alone playing the very same games (the ladder's
   worker, `engine.play_share`, in calls of `agents.match.MAX_SHARE` games, as `run_match --jobs 1` batches them;
   the script checks the games are equal). Process CPU seconds of each, alternated `--repeats` times after an
   untimed warm-up; `ratio` = engine seconds / ladder seconds (1.0: the ladder costs nothing on top).
@@ -84,7 +84,8 @@ def test_games(args: argparse.Namespace) -> list[dict]:
                     cpu = time.process_time() - t0
                 used[kind] = out["games"]
                 lines.append({"table": "ladder", "case": "ladder_test", "new": new, "base": base, "seed": seed,
-                              "statistic": kind, "bounds": list(bounds), "verdict": out["verdict"],
+                              "statistic": kind, "method": out["method"], "bounds": list(bounds),
+                              "verdict": out["verdict"],
                               "games": out["games"], "llr": round(out["llr"], 3), "cpu_s": round(cpu, 1),
                               "max_games": args.max_games, "load1": round(os.getloadavg()[0], 2),
                               "command": COMMAND})
