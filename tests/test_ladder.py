@@ -131,6 +131,30 @@ def test_ctrl_c_stops_play_in_one_line_keeping_committed_blocks(tmp_path):
     assert len(final) == 30 and all(g in final for g in kept)
 
 
+HALF_WRITE = textwrap.dedent("""
+    import os, signal, sqlite3, sys
+    c = sqlite3.connect(sys.argv[1], isolation_level=None)
+    c.execute("PRAGMA cache_size=1")  # pages spill into the file before the commit
+    c.execute("BEGIN IMMEDIATE")
+    for i in range(3000):
+        c.execute("INSERT INTO meta VALUES (?, 'x')", ("junk%d" % i,))
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+
+def test_a_write_killed_mid_transaction_is_rolled_back(tmp_path):
+    db = make(tmp_path / "l.db")
+    play(db, 8)
+    before = games_of(db)
+    proc = subprocess.run([sys.executable, "-c", HALF_WRITE, str(db)], capture_output=True, text=True)
+    assert proc.returncode == -signal.SIGKILL and Path(str(db) + "-journal").exists()
+    assert games_of(db) == before  # the reader rolled the half-done transaction back
+    with open_ladder(db) as ladder:
+        assert not any(k.startswith("junk") for k in ladder.meta())
+    play(db, 12)
+    assert len(games_of(db)) == 12
+
+
 def test_verify_replays_identically_and_catches_a_tampered_score(tmp_path, capsys):
     db = make(tmp_path / "l.db")
     play(db, 16)

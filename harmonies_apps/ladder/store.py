@@ -324,17 +324,20 @@ def _check_ladder(path: Path, conn: sqlite3.Connection) -> None:
 
 def open_ladder(path: str | Path, write: bool = False) -> Ladder:
     """An existing ladder file, checked (LadderError: missing, not a ladder, another schema); `write`: also take
-    the writer's lock (LadderBusy when another process holds it). Nothing is written here."""
+    the writer's lock (LadderBusy when another process holds it). Nothing is written here, except that a
+    transaction a killed writer left half done (its rollback journal beside the file) is rolled back: the file is
+    then as its last commit left it."""
     p = Path(path)
     if not p.is_file():
         raise LadderError(f"{p}: no such ladder (make one with `harmonies ladder init {p}`)")
     fd = _lock(p) if write else None
     try:
-        ro = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+        recover = p.with_name(p.name + "-journal").exists()  # read-only, SQLite could not roll it back
+        check = sqlite3.connect(p) if recover else sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
         try:
-            _check_ladder(p, ro)
+            _check_ladder(p, check)
         finally:
-            ro.close()
+            check.close()
         conn = sqlite3.connect(p, isolation_level=None, timeout=60) if write else \
             sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
         return Ladder(p, conn, fd)
