@@ -77,6 +77,8 @@ def test_until_ci_plays_until_every_interval_is_that_narrow(tmp_path):
     assert games % 64 == 0 and all(b["ci_high"] - b["ci_low"] <= 300.0 for b in rows)
     with open_ladder(db, write=True) as ladder:  # already there: nothing more to play
         assert commands.play(ladder, until_ci=150.0) == 0 and ladder.game_count() == games
+        commands.play(ladder, until_ci=1.0, until_games=games + 10)  # both: whichever comes first
+        assert ladder.game_count() == games + 10
 
 
 KILLER = textwrap.dedent("""
@@ -252,6 +254,7 @@ def unchanged(path: Path, argv: list[str], capsys, what: str) -> None:
 def test_bad_input_is_one_line_exit_2_file_unchanged(tmp_path, capsys, monkeypatch):
     db = make(tmp_path / "l.db", extra=())
     unchanged(db, ["ladder", "add", str(db), "nonsense:3"], capsys, "unknown agent")
+    unchanged(db, ["ladder", "play", str(db)], capsys, "give --until-games N, --until-ci ELO or both")
     text = tmp_path / "notes.txt"
     text.write_text("not a ladder\n")
     unchanged(text, ["ladder", "play", str(text), "--until-games", "2"], capsys, "not a ladder")

@@ -56,10 +56,10 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
          ray_address: str | None = None, say: Callable[[str], None] = lambda s: None,
          on_block: Callable[[int, list[dict]], None] | None = None) -> int:
     """Play rounds until the ladder holds `until_games` games, or every bot's 95% interval is at most ±`until_ci`
-    Elo (checked between rounds); the recorded blocks of an unfinished round are played first. Returns the blocks
-    committed by this call."""
-    if (until_games is None) == (until_ci is None):
-        raise LadderError("give one of --until-games N and --until-ci ELO")
+    Elo (checked between rounds), whichever comes first when both are given; the recorded blocks of an unfinished
+    round are played first. Returns the blocks committed by this call."""
+    if until_games is None and until_ci is None:
+        raise LadderError("give --until-games N, --until-ci ELO or both (whichever is reached first)")
     if until_games is not None and until_games < 1:
         raise LadderError(f"--until-games must be at least 1, got {until_games}")
     if until_ci is not None and not until_ci > 0:
@@ -71,16 +71,12 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
     committed = 0
     while True:
         pending = ladder.pending_blocks()
-        if until_games is not None:
-            stored = ladder.game_count()
-            if stored >= until_games:
-                return committed
-            if pending:
-                todo = pending[:math.ceil((until_games - stored) / n)]
-                committed += len(play_blocks(ladder, todo, jobs, ray_address, on_block=on_block))
-                continue
-        elif pending:
-            committed += len(play_blocks(ladder, pending, jobs, ray_address, on_block=on_block))
+        stored = ladder.game_count()
+        if until_games is not None and stored >= until_games:
+            return committed
+        if pending:
+            todo = pending if until_games is None else pending[:math.ceil((until_games - stored) / n)]
+            committed += len(play_blocks(ladder, todo, jobs, ray_address, on_block=on_block))
             continue
         results = game_results(ladder.games())
         if until_ci is not None:
