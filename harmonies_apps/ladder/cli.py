@@ -206,7 +206,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .commands import export
 
     with _open(args, write=False) as ladder:
-        export(ladder, sys.stdout)
+        try:
+            export(ladder, sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
