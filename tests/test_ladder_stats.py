@@ -76,6 +76,10 @@ def test_fit_is_order_free_and_anchored():
     r3 = fit_ratings(games, len(TRUE), anchor=3)
     assert r3[3] == 0.0
     assert np.max(np.abs((r - r[3]) - r3)) < 1e-6  # the anchor only shifts the scale
+    with pytest.raises(ValueError, match="anchor 6"):
+        fit_ratings(games, len(TRUE), anchor=6)
+    with pytest.raises(ValueError, match="out of range"):
+        fit_ratings(games, 3)
 
 
 def test_prior_keeps_an_undefeated_bot_finite_and_unrated_bots_are_nan():
@@ -98,6 +102,39 @@ def test_two_seat_plackett_luce_is_bradley_terry_with_half_wins():
         games.append(GameResult(b, (1, 0), (50, 40), ranks, ((0,) * 7,) * 2))
     r = fit_ratings(games, 2)
     assert abs(r[1] - score_to_elo(14 / 22)) < 1e-9
+
+
+def test_two_seat_fit_matches_an_independent_bradley_terry_mm_fit():
+    """Hunter's (2004) MM iterations for Bradley-Terry on wins (1/2 per shared victory) and games, with the same 2
+    virtual draws per pair that met, give the same ratings."""
+    games = simulate(TRUE, 2, 120, seed=11, ties=0.1)
+    n = len(TRUE)
+    won, met = np.zeros(n), np.zeros((n, n))
+    for g in games:
+        a, b = g.bots
+        met[a, b] += 1
+        met[b, a] += 1
+        won[a] += 1.0 if g.ranks[0] < g.ranks[1] else 0.5 if g.ranks[0] == g.ranks[1] else 0.0
+        won[b] += 1.0 if g.ranks[1] < g.ranks[0] else 0.5 if g.ranks[0] == g.ranks[1] else 0.0
+    prior = 2.0 * (met > 0)
+    met, won = met + prior, won + prior.sum(axis=1) / 2
+    gamma = np.ones(n)
+    for _ in range(20000):
+        gamma = won / (met / (gamma[:, None] + gamma[None, :])).sum(axis=1)
+        gamma /= gamma[0]
+    assert np.max(np.abs(400 * np.log10(gamma) - fit_ratings(games, n))) < 1e-6
+
+
+def test_a_shared_place_counts_as_the_mixture_of_its_orders():
+    """Two 3-player games with bots 1 and 2 sharing first place weigh exactly as one game of each order."""
+    base = simulate(TRUE[:4], 3, 30, seed=8)
+    cats = ((0,) * 7,) * 3
+    tied = [GameResult(99, (1, 2, 3), (50, 50, 40), (0, 0, 1), cats)] * 2
+    both = [GameResult(99, (1, 2, 3), (50, 49, 40), (0, 1, 2), cats),
+            GameResult(99, (2, 1, 3), (50, 49, 40), (0, 1, 2), cats)]
+    a, b = fit_ratings(base + tied, 4), fit_ratings(base + both, 4)
+    assert np.max(np.abs(a - b)) < 1e-9
+    assert np.max(np.abs(a - fit_ratings(base, 4))) > 1  # and the games do count
 
 
 def test_bootstrap_is_deterministic_per_seed():
@@ -171,7 +208,7 @@ def test_sequential_test_accepts_h1_for_a_clearly_better_bot_and_h0_for_equals(k
 def test_identical_deterministic_bots_are_confirmed_equal():
     """Every pair exactly 1-1. The points test and the normal-approximation pentanomial GLR accept H0 within 16
     pairs (32 games); the exact GLR cannot (H1 could still be a rare 2-0 sweep): about log(1 - 2 (s1 - s0)) per
-    pair, as Fishtest's own LLR_logistic gives."""
+    pair, as Fishtest's own LLR_logistic gives (see pentanomial_llr for what the normal GLR risks instead)."""
     for test in (SequentialTest("points", (0, 1)), SequentialTest("elo", (0, 10), method="normal")):
         for _ in range(16):
             if test.add(1.0, 0.0):

@@ -34,21 +34,8 @@ def _num(x: float) -> float | None:
 
 def _history(games: Sequence[GameResult], num_bots: int, anchor: int) -> dict[str, Any]:
     """Ratings refitted on the games of blocks <= b, for up to HISTORY_POINTS block numbers b."""
-    blocks = sorted({g.block for g in games})
-    if not blocks:
-        return {"blocks": [], "games": [], "ratings": []}
-    step = max(1, math.ceil(len(blocks) / HISTORY_POINTS))
-    marks = blocks[step - 1::step]
-    if marks[-1] != blocks[-1]:
-        marks.append(blocks[-1])
-    order = sorted(games, key=lambda g: g.block)
-    block_of = np.array([g.block for g in order])
-    out: dict[str, Any] = {"blocks": marks, "games": [], "ratings": []}
-    for b in marks:
-        n = int(np.searchsorted(block_of, b, side="right"))
-        out["games"].append(n)
-        out["ratings"].append([_num(r) for r in stats.fit_ratings(order[:n], num_bots, anchor)])
-    return out
+    blocks, counts, ratings = stats.rating_history(games, num_bots, anchor, HISTORY_POINTS)
+    return {"blocks": blocks, "games": counts, "ratings": [[_num(r) for r in row] for row in ratings]}
 
 
 def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], references: list[int], seed: int,
@@ -82,7 +69,7 @@ def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], r
             "categories": [{"name": c, "mean": _num(m), "low": _num(a), "high": _num(b)}
                            for c, (m, a, b) in zip(CATEGORY_NAMES, stats.category_means(games, i))],
         })
-    score, met = stats.pairwise_counts(games, n)
+    _, met = stats.pairwise_counts(games, n)
     rate = stats.win_matrix(games, n)
     pay = stats.nash_payoff(games, n)
     met_any = [i for i in order if met[i].sum() > 0]
@@ -94,11 +81,12 @@ def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], r
     name = {i: bots[i]["name"] for i in range(n)}
     out_tests = []
     for t in tests:
-        lower, upper = stats.sprt_bounds(t.get("alpha", 0.05), t.get("beta", 0.05))
+        alpha, beta = t.get("alpha", 0.05), t.get("beta", 0.05)
+        lower, upper = stats.sprt_bounds(alpha, beta)
         out_tests.append({**t, "new": name.get(t["new"], t["new"]), "base": name.get(t["base"], t["base"]),
-                          "bounds": list(t["bounds"]), "lower": lower, "upper": upper,
-                          "llr": _num(t.get("llr", math.nan)),
-                          "trajectory": [_num(v) for v in t.get("trajectory", [])]})
+                          "bounds": list(t["bounds"]), "alpha": alpha, "beta": beta, "lower": lower, "upper": upper,
+                          "verdict": t.get("verdict"), "llr": _num(t.get("llr", math.nan)),
+                          "games": int(t.get("games", 0)), "trajectory": [_num(v) for v in t.get("trajectory", [])]})
     return {
         "anchor": bots[anchor]["name"] if n else None, "seed": seed, "games": len(games),
         "blocks": len({g.block for g in games}), "players": sorted({len(g.bots) for g in games}),
@@ -120,14 +108,16 @@ def _f(x: float | None, fmt: str = "{:.0f}") -> str:
 def text_table(report: dict) -> str:
     """The leaderboard as aligned text: rank, bot, rating with its 95% interval, games, points margin against the
     references, Nash average; then one line per test."""
-    head = ["#", "bot", "rating", "95% interval", "games", "margin vs refs", "nash", ""]
+    head = ["#", "bot", "rating", "95% interval", "games", "margin vs refs", "nash", "notes"]
     rows = [head]
     nash = dict(zip(report["nash"]["bots"], report["nash"]["scores"]))
     for k, b in enumerate(report["bots"], 1):
         m = b["margin"]
         flags = ("ref" if b.get("reference") else "") + ("" if b["reproducible"] else " not-reproducible")
-        rows.append([str(k), b["name"], _f(b["rating"]), f"[{_f(b['ci_low'])}, {_f(b['ci_high'])}]", str(b["games"]),
-                     f"{_f(m['mean'], '{:+.1f}')} [{_f(m['low'], '{:+.1f}')}, {_f(m['high'], '{:+.1f}')}]",
+        ci = "-" if b["ci_low"] is None else f"[{_f(b['ci_low'])}, {_f(b['ci_high'])}]"
+        margin = "-" if m["mean"] is None else (f"{m['mean']:+.1f}" + ("" if m["low"] is None else
+                                                                       f" [{m['low']:+.1f}, {m['high']:+.1f}]"))
+        rows.append([str(k), b["name"], _f(b["rating"]), ci, str(b["games"]), margin,
                      _f(nash.get(b["name"]), "{:+.2f}"), flags.strip()])
     width = [max(len(r[c]) for r in rows) for c in range(len(head))]
     right = {0, 2, 4, 6}
@@ -213,8 +203,8 @@ function board() {
   R.nash.bots.forEach((b, i) => { nash[b] = R.nash.scores[i]; weight[b] = R.nash.weights[i]; });
   const cols = [['#', r => r.rank], ['bot', r => r.name, 'name'], ['rating', r => r.rating],
     ['95% low', r => r.ci_low], ['95% high', r => r.ci_high], ['games', r => r.games],
-    ['margin vs refs', r => r.margin.mean, '', r => fmt(r.margin.mean, 1) + ' [' + fmt(r.margin.low, 1) + ', ' +
-      fmt(r.margin.high, 1) + ']'],
+    ['margin vs refs', r => r.margin.mean, '', r => fmt(r.margin.mean, 1) + (r.margin.low === null ? '' :
+      ' [' + fmt(r.margin.low, 1) + ', ' + fmt(r.margin.high, 1) + ']')],
     ['nash', r => nash[r.name], '', r => fmt(nash[r.name], 2)],
     ['nash weight', r => weight[r.name], '', r => fmt(weight[r.name], 2)],
     ['reproducible', r => r.reproducible ? 1 : 0, '', r => r.reproducible ? 'yes' : 'no'],
@@ -235,8 +225,10 @@ function board() {
     body.textContent = '';
     for (const r of rows) {
       const row = html(body, 'tr', {'data-bot': r.name});
-      for (const c of cols) html(row, 'td', {class: c[2] || ''}, c[3] ? c[3](r) : (typeof c[1](r) === 'number' ?
-        fmt(c[1](r)) : c[1](r)));
+      for (const c of cols) {
+        const v = c[1](r);
+        html(row, 'td', {class: c[2] || ''}, c[3] ? c[3](r) : typeof v === 'number' ? fmt(v) : v === null ? '-' : v);
+      }
     }
     tr.querySelectorAll('th').forEach((th, i) => th.className = (cols[i][2] || '') +
       (i === key ? ' sorted' + (asc ? ' asc' : '') : ''));
@@ -269,7 +261,7 @@ function forest() {
 function heat() {
   const sec = document.getElementById('heatmap');
   const names = R.win_matrix.bots, n = names.length, c = 46, left = 170, top = 110;
-  const s = svg(sec, 'svg', {width: left + c * n + 10, height: top + c * n + 10});
+  const s = svg(sec, 'svg', {width: left + c * n + 90, height: top + c * n + 10});
   names.forEach((b, j) => svg(s, 'text', {x: 0, y: 0, transform: `translate(${left + c * j + c / 2},${top - 6}) ` +
     'rotate(-45)'}, b));
   for (let i = 0; i < n; i++) {

@@ -19,7 +19,8 @@ import numpy as np
 __all__ = [
     "ELO_PER_NAT", "NUM_CATEGORIES", "PAIR_OUTCOMES", "GameResult", "SequentialTest", "bootstrap_intervals",
     "category_means", "elo_to_score", "fit_ratings", "nash_average", "nash_payoff", "pair_result", "pairwise_counts",
-    "pentanomial", "pentanomial_llr", "points_llr", "points_margin", "score_to_elo", "sprt_bounds", "win_matrix",
+    "pentanomial", "pentanomial_llr", "points_llr", "points_margin", "rating_history", "score_to_elo",
+    "sprt_bounds", "win_matrix",
 ]
 
 #: Elo points per natural-log unit of strength: P(i beats j) = 1 / (1 + 10 ** (-(R_i - R_j) / 400)).
@@ -55,8 +56,8 @@ class GameResult:
 
 def elo_to_score(elo: float | np.ndarray) -> float | np.ndarray:
     """Expected score of a bot `elo` points stronger than its opponent (logistic Elo)."""
-    return 1.0 / (1.0 + 10.0 ** (-np.asarray(elo, dtype=float) / 400.0)) if np.ndim(elo) else \
-        1.0 / (1.0 + 10.0 ** (-float(elo) / 400.0))
+    s = 1.0 / (1.0 + 10.0 ** (-np.asarray(elo, dtype=float) / 400.0))
+    return s if np.ndim(elo) else float(s)
 
 
 def score_to_elo(score: float | np.ndarray) -> float | np.ndarray:
@@ -70,31 +71,34 @@ def score_to_elo(score: float | np.ndarray) -> float | np.ndarray:
 # -------------------------------------------------------------------------------------------- sufficient stats
 
 
-def _orders(ranks: Sequence[int]) -> list[tuple[int, ...]]:
-    """Every strict seat order consistent with `ranks` (tied seats in every order among themselves)."""
-    places = sorted(set(ranks))
-    groups = [[s for s, r in enumerate(ranks) if r == p] for p in places]
-    return [tuple(s for g in combo for s in g) for combo in product(*(permutations(g) for g in groups))]
+_ORDERS: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
 
 
-def _game_stats(game: GameResult, unit: int) -> tuple[Counter, Counter]:
-    """Plackett-Luce sufficient statistics of one game, in integer units of 1/`unit` game.
+def _orders(ranks: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every strict seat order consistent with `ranks` (tied seats in every order among themselves), cached."""
+    if ranks not in _ORDERS:
+        groups = [[s for s, r in enumerate(ranks) if r == p] for p in sorted(set(ranks))]
+        _ORDERS[ranks] = [tuple(s for g in combo for s in g)
+                          for combo in product(*(permutations(g) for g in groups))]
+    return _ORDERS[ranks]
+
+
+def _add_game(game: GameResult, unit: int, sets: dict, wins: dict) -> None:
+    """Add one game's Plackett-Luce sufficient statistics to `sets` and `wins`, in integer units of 1/`unit` game.
 
     A tie is the uniform mixture of its consistent strict orders (each weighted 1/k! for k tied seats), so the
     log-likelihood stays concave, a 2-player shared victory counts exactly 1/2 each (Bradley-Terry with half wins),
-    and the result does not depend on how the ladder seats tied bots.
-    Returns (choice-set weights keyed by the sorted tuple of bots still in, wins per bot).
+    and the result does not depend on how the ladder seats tied bots. `sets` is keyed by the sorted tuple of the
+    bots still in at each choice; `wins` by the bot chosen.
     """
-    orders = _orders(game.ranks)
+    orders = _orders(tuple(game.ranks))
     w = unit // len(orders)
-    sets: Counter = Counter()
-    wins: Counter = Counter()
     for order in orders:
         seated = [game.bots[s] for s in order]
         for j in range(len(seated) - 1):
-            sets[tuple(sorted(seated[j:]))] += w
-            wins[seated[j]] += w
-    return sets, wins
+            key = tuple(sorted(seated[j:]))
+            sets[key] = sets.get(key, 0) + w
+            wins[seated[j]] = wins.get(seated[j], 0) + w
 
 
 @dataclass
@@ -107,19 +111,19 @@ class _Stats:
     set_w: np.ndarray  # (blocks, sets) int64
     wins: np.ndarray  # (blocks, bots) int64
     unit: int
+    games: np.ndarray  # games per block
 
 
-def _aggregate(games: Iterable[GameResult], num_bots: int) -> _Stats:
+def _aggregate(games: Iterable[GameResult], num_bots: int, anchor: int = 0) -> _Stats:
+    if not 0 <= anchor < num_bots:
+        raise ValueError(f"anchor {anchor} is not a bot index (0..{num_bots - 1})")
     games = list(games)
     unit = math.factorial(max((len(g.bots) for g in games), default=1))
-    per_block: dict[int, tuple[Counter, Counter]] = {}
+    per_block: dict[int, tuple[dict, dict]] = {}
     for g in games:
         if any(not 0 <= b < num_bots for b in g.bots):
             raise ValueError(f"game of block {g.block}: bot index out of range 0..{num_bots - 1}: {g.bots}")
-        s, w = _game_stats(g, unit)
-        bs, bw = per_block.setdefault(g.block, (Counter(), Counter()))
-        bs.update(s)
-        bw.update(w)
+        _add_game(g, unit, *per_block.setdefault(g.block, ({}, {})))
     blocks = sorted(per_block)
     sets = sorted({k for bs, _ in per_block.values() for k in bs})
     index = {k: i for i, k in enumerate(sets)}
@@ -135,35 +139,25 @@ def _aggregate(games: Iterable[GameResult], num_bots: int) -> _Stats:
             set_w[r, index[k]] = v
         for b, v in bw.items():
             wins[r, b] = v
-    return _Stats(np.array(blocks, dtype=np.int64), sets, members, set_w, wins, unit)
+    per_games = Counter(g.block for g in games)
+    return _Stats(np.array(blocks, dtype=np.int64), sets, members, set_w, wins, unit,
+                  np.array([per_games[b] for b in blocks], dtype=np.int64))
 
 
-def _components(members: np.ndarray, weights: np.ndarray, num_bots: int) -> np.ndarray:
-    """Connected-component label per bot through the choice sets of positive weight (-1: no games)."""
-    parent = list(range(num_bots))
-
-    def find(a: int) -> int:
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    played = np.zeros(num_bots, dtype=bool)
-    for row in members[weights > 0]:
-        idx = np.flatnonzero(row)
-        played[idx] = True
-        for b in idx[1:]:
-            parent[find(int(b))] = find(int(idx[0]))
-    return np.array([find(b) if played[b] else -1 for b in range(num_bots)])
-
-
-def _prior_rows(members: np.ndarray, weights: np.ndarray, num_bots: int) -> np.ndarray:
-    """The pairs (i < j) of bots that shared a table, as a (pairs, 2) array, sorted."""
-    pairs = set()
-    for row in members[weights > 0]:
-        idx = np.flatnonzero(row)
-        pairs.update((int(a), int(b)) for k, a in enumerate(idx) for b in idx[k + 1:])
-    return np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+def _links(members: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(component label per bot, -1 without games; the pairs i < j that shared a table, sorted), through the choice
+    sets of positive weight."""
+    occ = (members[weights > 0] > 0).astype(np.float64)
+    met = occ.T @ occ > 0
+    n = len(met)
+    comp = np.where(np.diag(met), np.arange(n), -1)
+    for _ in range(n):  # label propagation: each bot takes the smallest label among those it met
+        new = np.where(met, comp[None, :], n).min(axis=1, initial=n)
+        new = np.where(comp < 0, -1, new)
+        if np.array_equal(new, comp):
+            break
+        comp = new
+    return comp, np.argwhere(np.triu(met, 1))
 
 
 def _fit(members: np.ndarray, set_w: np.ndarray, wins: np.ndarray, unit: int, num_bots: int, anchor: int,
@@ -171,13 +165,12 @@ def _fit(members: np.ndarray, set_w: np.ndarray, wins: np.ndarray, unit: int, nu
     """Maximum a-posteriori Plackett-Luce strengths (natural-log units, anchor 0, NaN off the anchor's component)."""
     w = set_w.astype(np.float64) / unit
     won = wins.astype(np.float64) / unit
-    comp = _components(members, set_w, num_bots)
+    comp, pairs = _links(members, set_w)
     out = np.full(num_bots, np.nan)
     if comp[anchor] < 0:
         return out
     live = w > 0
     m, w = members[live], w[live]
-    pairs = _prior_rows(m, w, num_bots)
     if prior_games > 0 and len(pairs):
         pm = np.zeros((len(pairs), num_bots))
         pm[np.arange(len(pairs)), pairs[:, 0]] = 1.0
@@ -215,6 +208,7 @@ def _fit(members: np.ndarray, set_w: np.ndarray, wins: np.ndarray, unit: int, nu
             r[fidx] += d
             if np.max(np.abs(d)) < 1e-14:
                 break
+            cur = loglik(r)
             continue
         t = 1.0
         while True:
@@ -240,11 +234,27 @@ def fit_ratings(games: Iterable[GameResult], num_bots: int, anchor: int = 0,
     precision). A bot with no games, or one not linked to the anchor through games, gets NaN: it has no rating on
     the anchor's scale. Everything is NaN when the anchor has no games.
     """
-    st = _aggregate(games, num_bots)
-    if not 0 <= anchor < num_bots:
-        raise ValueError(f"anchor {anchor} is not a bot index (0..{num_bots - 1})")
+    st = _aggregate(games, num_bots, anchor)
     r = _fit(st.members, st.set_w.sum(axis=0), st.wins.sum(axis=0), st.unit, num_bots, anchor, prior_games)
     return r * ELO_PER_NAT
+
+
+def rating_history(games: Iterable[GameResult], num_bots: int, anchor: int = 0, points: int = 24,
+                   prior_games: float = PRIOR_GAMES) -> tuple[list[int], list[int], np.ndarray]:
+    """Ratings refitted on the games of blocks <= b, for b every k-th block (and the last), at most `points` + 1
+    refits: (block numbers b, games up to each, ratings with one row per b). One aggregation, prefix sums."""
+    st = _aggregate(games, num_bots, anchor)
+    nb = len(st.blocks)
+    if nb == 0:
+        return [], [], np.zeros((0, num_bots))
+    step = max(1, math.ceil(nb / points))
+    marks = list(range(step - 1, nb, step))
+    if marks[-1] != nb - 1:
+        marks.append(nb - 1)
+    cum_w, cum_wins = np.cumsum(st.set_w, axis=0), np.cumsum(st.wins, axis=0)
+    out = np.array([_fit(st.members, cum_w[k], cum_wins[k], st.unit, num_bots, anchor, prior_games) for k in marks])
+    return ([int(st.blocks[k]) for k in marks], [int(v) for v in np.cumsum(st.games)[marks]],
+            out.reshape(len(marks), num_bots) * ELO_PER_NAT)
 
 
 def bootstrap_intervals(games: Iterable[GameResult], num_bots: int, anchor: int = 0, seed: int = 0,
@@ -253,9 +263,10 @@ def bootstrap_intervals(games: Iterable[GameResult], num_bots: int, anchor: int 
     """Percentile intervals (95% by default) of `fit_ratings`, by a bootstrap that resamples whole blocks.
 
     Blocks (one seed, every seating) are the independent units, so resampling them keeps the pairing's correlation.
-    Deterministic for a `seed` and order-free (blocks are drawn from their sorted ids). NaN where the bot is unrated.
+    Deterministic for a `seed` and order-free (blocks are drawn from their sorted ids). NaN where the bot is unrated;
+    a resample that leaves a bot unlinked to the anchor does not count for it.
     """
-    st = _aggregate(games, num_bots)
+    st = _aggregate(games, num_bots, anchor)
     point = _fit(st.members, st.set_w.sum(axis=0), st.wins.sum(axis=0), st.unit, num_bots, anchor, prior_games)
     nb = len(st.blocks)
     if nb == 0:
@@ -263,10 +274,15 @@ def bootstrap_intervals(games: Iterable[GameResult], num_bots: int, anchor: int 
         return nan, nan.copy()
     rng = np.random.default_rng(seed)
     draws = np.empty((samples, num_bots))
+    # Each block touches few choice sets: resample through its nonzero entries (float sums of integers: exact).
+    blk, col = np.nonzero(st.set_w)
+    val = st.set_w[blk, col].astype(np.float64)
+    wins = st.wins.astype(np.float64)
     for k in range(samples):
-        counts = np.bincount(rng.integers(0, nb, size=nb), minlength=nb)
-        draws[k] = _fit(st.members, counts @ st.set_w, counts @ st.wins, st.unit, num_bots, anchor, prior_games,
-                        start=point)
+        counts = np.bincount(rng.integers(0, nb, size=nb), minlength=nb).astype(np.float64)
+        set_w = np.bincount(col, weights=counts[blk] * val, minlength=len(st.sets))
+        draws[k] = _fit(st.members, set_w, (counts[:, None] * wins).sum(axis=0), st.unit, num_bots, anchor,
+                        prior_games, start=point)
     tail = 50.0 * (1.0 - level)
     with np.errstate(invalid="ignore"):
         ok = ~np.isnan(point)
@@ -316,19 +332,30 @@ _NELO_PER_NT = 800.0 / math.log(10.0)
 
 
 def _secular(a: np.ndarray, p: np.ndarray) -> float:
-    """The root x of sum_i p_i a_i / (1 + x a_i) = 0 between -1/max(a) and -1/min(a) (bisection to the last bit)."""
-    lo, hi = -1.0 / a.max() + 1e-9, -1.0 / a.min() - 1e-9
+    """The root x of f(x) = sum_i p_i a_i / (1 + x a_i) = 0 between -1/max(a) and -1/min(a) (f decreases there):
+    Newton's method kept inside a shrinking bracket (bisection when a step would leave it), to the last bit."""
+    av, pv = [float(v) for v in a], [float(v) for v in p]
+    lo, hi = -1.0 / max(av) + 1e-9, -1.0 / min(av) - 1e-9
     if not lo < hi:
         raise ValueError("secular equation requires support straddling zero")
+    x = 0.0 if lo < 0.0 < hi else 0.5 * (lo + hi)
     for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if float(np.sum(p * a / (1.0 + mid * a))) > 0:  # the sum decreases in x
-            lo = mid
+        terms = [pi * ai / (1.0 + x * ai) for ai, pi in zip(av, pv)]
+        f = sum(terms)
+        if f == 0.0:
+            return x
+        if f > 0:
+            lo = x
         else:
-            hi = mid
-    return 0.5 * (lo + hi)
+            hi = x
+        df = -sum(t * ai / (1.0 + x * ai) for t, ai in zip(terms, av))
+        nx = x - f / df if df < 0 else 0.5 * (lo + hi)
+        if not lo < nx < hi:
+            nx = 0.5 * (lo + hi)
+        if nx == x or abs(nx - x) <= 1e-16 * max(1.0, abs(x)) or not lo < hi:
+            return nx
+        x = nx
+    return x
 
 
 def _mle_mean(values: np.ndarray, phat: np.ndarray, s: float) -> np.ndarray:
@@ -362,10 +389,11 @@ def pentanomial_llr(counts: Sequence[float], elo0: float, elo1: float, model: st
 
     `method` "normal" is Fishtest's LLR_alt instead: the GLR of a normal model with unknown variance on the same
     regularised distribution, n/2 log(r0 / r1) with r_k its mean squared deviation from each hypothesis' score.
-    They agree when results vary; they part when they do not. If every pair is 1-1 (identical deterministic bots
-    on paired seeds) the exact GLR gains only about log(1 - 2 (s1 - s0)) per pair (-0.029 for [0, 10] Elo, ~100
-    pairs to accept H0), because H1 can still be a rare 2-0 sweep it has not seen; the normal GLR takes the zero
-    spread at its word and accepts H0 within 6 pairs."""
+    They agree when results vary, not when they do not. If every pair is 1-1 (identical deterministic bots on paired
+    seeds) the exact GLR gains only about log(1 - 2 (s1 - s0)) per pair (-0.029 for [0, 10] Elo: ~100 pairs to
+    accept H0; all 2-0 sweeps likewise need ~104 pairs for H1), as H1 may still be a rare sweep not yet seen; the
+    normal GLR takes the zero spread at its word and accepts H0 in 6 pairs, but is fooled by exactly that: a +10
+    Elo bot drawing every pair but a 2.9% of sweeps got H0 in 52 of 60 runs (the exact test: 5 of 60)."""
     c = np.asarray(counts, dtype=np.float64)
     if c.shape != (5,) or np.any(c < 0):
         raise ValueError(f"pentanomial counts must be 5 non-negative numbers, got {counts}")
@@ -421,6 +449,8 @@ class SequentialTest:
             raise ValueError(f"unknown test kind {kind!r}: elo or points")
         if not bounds[0] < bounds[1]:
             raise ValueError(f"test bounds must increase, got {bounds}")
+        if model not in ("logistic", "normalized") or method not in ("exact", "normal"):
+            raise ValueError(f"unknown Elo model {model!r} or LLR method {method!r}")
         self.kind, self.bounds, self.alpha, self.beta = kind, (float(bounds[0]), float(bounds[1])), alpha, beta
         self.model, self.method = model, method
         self.lower, self.upper = sprt_bounds(alpha, beta)
@@ -429,11 +459,12 @@ class SequentialTest:
         self.trajectory: list[float] = []
         self.verdict: str | None = None
         self.decided_at: int | None = None  # pairs played when the verdict was reached
+        self._counts = np.zeros(5, dtype=np.int64)
 
     @property
     def counts(self) -> list[int]:
         """Pentanomial counts of NEW's pair scores so far."""
-        return [int(c) for c in pentanomial(self.scores)]
+        return [int(c) for c in self._counts]
 
     @property
     def pairs(self) -> int:
@@ -445,10 +476,11 @@ class SequentialTest:
 
     def add(self, score: float, margin: float) -> str | None:
         """Count one pair: NEW's score over it (0 .. 2) and its mean points margin per game; returns the verdict."""
+        self._counts += pentanomial([score])
         self.scores.append(float(score))
         self.margins.append(float(margin))
         if self.kind == "elo":
-            llr = pentanomial_llr(pentanomial(self.scores), *self.bounds, model=self.model, method=self.method)
+            llr = pentanomial_llr(self._counts, *self.bounds, model=self.model, method=self.method)
         else:
             llr = points_llr(self.margins, *self.bounds)
         self.trajectory.append(llr)
