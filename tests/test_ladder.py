@@ -177,7 +177,7 @@ def test_ladder_test_identical_bots_equal_and_greedy_above_random(tmp_path, caps
     db = make(tmp_path / "l.db", extra=())
     with open_ladder(db, write=True) as ladder:
         commands.add(ladder, "greedy:2", name="twin")
-    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--json", "--quiet"]) == 0
+    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--llr", "normal", "--json", "--quiet"]) == 0
     same = json.loads(capsys.readouterr().out)
     assert same["verdict"] == "H0" and same["games"] <= 32 and same["counts"][2] == same["pairs"]
     # bounds far apart, since a sweep lies far beyond both of [0, 10] and each pair then moves the LLR by ~0.03

@@ -282,9 +282,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--points1", type=float, default=None, help="H1: at least this many points a game (default 1)")
     p.add_argument("--alpha", type=float, default=0.05, help="false positive rate")
     p.add_argument("--beta", type=float, default=0.05, help="false negative rate")
-    p.add_argument("--llr", choices=("normal", "exact"), default="normal",
-                   help="the pentanomial LLR: normal (Fishtest's LLR_alt: identical bots confirmed equal in a few "
-                        "pairs) or exact (Fishtest's LLR_logistic: ~100 pairs for that)")
+    p.add_argument("--llr", choices=("exact", "normal"), default="exact",
+                   help="the pentanomial LLR: exact (Fishtest's) or normal (Fishtest's LLR_alt: identical "
+                        "deterministic bots confirmed equal in a few pairs instead of ~100, but a bot that rarely "
+                        "shows its edge is wrongly found equal: docs/ladder.md)")
     p.add_argument("--max-games", type=int, default=1000, help="stop undecided after this many games")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     jobs(p)

@@ -95,15 +95,16 @@ TEST_STEP = 4
 
 
 def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float, float], alpha: float, beta: float,
-             max_games: int, jobs: int = 1, ray_address: str | None = None, method: str = "normal",
+             max_games: int, jobs: int = 1, ray_address: str | None = None, method: str = "exact",
              on_block: Callable[[int, list[dict]], None] | None = None) -> dict[str, Any]:
     """A sequential test of NEW against BASE on paired blocks (one seed, seats swapped), looked at after every
     block: stops at a bound or `max_games`; stored with its LLR trajectory, and its games count in the ladder. A test
     of the same settings that was stopped before it finished (Ctrl-C, a kill) is resumed from its stored pairs.
 
-    method: the pentanomial LLR (`stats.pentanomial_llr`): "normal" (Fishtest's LLR_alt, the default: it takes a
-    zero spread at its word, so two identical bots are confirmed equal in a few pairs) or "exact" (Fishtest's
-    LLR_logistic, which needs ~100 pairs for that)."""
+    method: the pentanomial LLR (`stats.pentanomial_llr`): "exact" (Fishtest's LLR_logistic, the default, with its
+    error rates) or "normal" (Fishtest's LLR_alt: it takes a zero spread at its word, so two identical bots are
+    confirmed equal in a few pairs where exact needs ~100, but it wrongly accepts H0 for a bot that rarely shows its
+    edge)."""
     n = ladder.pool.config.num_players
     if n != 2:
         raise LadderError(f"ladder test plays head-to-head pairs: it needs a 2-player ladder, {ladder.path} has {n} "
