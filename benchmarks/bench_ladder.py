@@ -6,10 +6,11 @@
 
 Cases:
 * `ladder_speed`: `ladder play --until-games N --jobs 1` on a fresh ladder of `--agents` (pairing fits, the planned
-  rounds and every block's commit included) against the match engine alone playing the very same games (the ladder's
-  worker, `engine.play_share`, in calls of `agents.match.MAX_SHARE` games, as `run_match --jobs 1` batches them;
-  the script checks the games are equal). Process CPU seconds of each, alternated `--repeats` times after an
-  untimed warm-up; `ratio` = engine seconds / ladder seconds (1.0: the ladder costs nothing on top).
+  rounds and every block's commit included) against the match engine alone playing the very same games as one match
+  per pairing of bots (the ladder's worker, `engine.play_share`, on each pairing's blocks in calls of
+  `agents.match.MAX_SHARE` games, as `run_match --jobs 1` batches one match; the script checks the games are equal).
+  Process CPU seconds of each, alternated `--repeats` times after an untimed warm-up; `ratio` = engine seconds /
+  ladder seconds (1.0: the ladder costs nothing on top).
 * `ladder_test`: `ladder test NEW BASE` on ladders of seeds `--seeds`, once with Elo bounds [0, 10] and once with
   points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, and the mean ratio of points
   games to Elo games.
@@ -23,7 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from agents.match import MAX_SHARE
 from harmonies_env.config import GameConfig
 
 COMMAND = "python -m benchmarks.bench_ladder"
@@ -49,12 +49,15 @@ def speed(args: argparse.Namespace) -> dict:
                 blocks = [(int(n), tuple(json.loads(b))) for n, b in ladder.conn.execute(
                     "SELECT number, bots FROM blocks WHERE done = 1 ORDER BY number")]
                 stored = [(g["block"], g["game_index"], g["totals"]) for g in ladder.games()]
-                tasks = tasks_of(blocks, ladder.bots(), ladder.pool.config, ladder.pool.seed)
+                pairs: dict[tuple, list] = {}
+                for b, ids in blocks:
+                    pairs.setdefault(ids, []).append((b, ids))
+                tasks = [t for group in pairs.values()
+                         for t in tasks_of(group, ladder.bots(), ladder.pool.config, ladder.pool.seed)]
             t0 = time.process_time()
             replayed = []
-            for t in tasks:
-                for j in range(0, len(t.indices), MAX_SHARE):
-                    replayed += play_share(t._replace(indices=t.indices[j:j + MAX_SHARE]))
+            for t in tasks:  # one match per pairing, MAX_SHARE games a call
+                replayed += play_share(t)
             eng = time.process_time() - t0
             again = sorted((r["game"] // 2, r["game"] % 2, [s["total"] for s in r["scores"]]) for r in replayed)
             assert again == sorted(stored), "the match engine's games differ from the ladder's"

@@ -97,12 +97,12 @@ KILLER = textwrap.dedent("""
 
 def test_sigkilled_play_run_again_ends_as_uninterrupted(tmp_path):
     whole, killed = make(tmp_path / "whole.db"), make(tmp_path / "killed.db")
-    play(whole, 36)
-    # killed after its 5th committed block, in the middle of a task (the rest of that task is lost in flight)
-    proc = subprocess.run([sys.executable, "-c", KILLER, str(killed), "5", "36"], capture_output=True, text=True)
+    play(whole, 100)
+    # killed once its first match-engine call (the first round's 32 blocks) is committed, the next round planned
+    proc = subprocess.run([sys.executable, "-c", KILLER, str(killed), "5", "100"], capture_output=True, text=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert 10 <= len(games_of(killed)) < 36  # the blocks committed before the kill are kept
-    play(killed, 36)
+    assert len(games_of(killed)) == 64  # the blocks committed before the kill are kept
+    play(killed, 100)
     assert games_of(killed) == games_of(whole)
     assert np.array_equal(ratings_of(killed), ratings_of(whole))
 
@@ -116,7 +116,7 @@ INTERRUPTER = textwrap.dedent("""
         kw["on_block"] = lambda number, games: os.kill(os.getpid(), signal.SIGINT)
         return played(*args, **kw)
     commands.play_blocks = interrupted
-    sys.exit(cli.main(["ladder", "play", sys.argv[1], "--until-games", "30", "--quiet"]))
+    sys.exit(cli.main(["ladder", "play", sys.argv[1], "--until-games", "100", "--quiet"]))
 """)
 
 
@@ -127,10 +127,10 @@ def test_ctrl_c_stops_play_in_one_line_keeping_committed_blocks(tmp_path):
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1 and "stopped by SIGINT" in err and "run the same command again" in err, err
     kept = games_of(db)
-    assert 2 <= len(kept) < 30
-    play(db, 30)
+    assert len(kept) == 64  # the first match-engine call's 32 blocks, committed before the stop
+    play(db, 100)
     final = games_of(db)
-    assert len(final) == 30 and all(g in final for g in kept)
+    assert len(final) == 100 and all(g in final for g in kept)
 
 
 HALF_WRITE = textwrap.dedent("""

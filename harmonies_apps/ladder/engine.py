@@ -4,11 +4,11 @@ A block is one seed played from every seating of its bots: game r of block b (r 
 engine's game index i = b·n + r of a paired match (`agents.match.play_match(paired=True)`) with base seed
 `pool seed × SEED_STRIDE`: game seed base + b, seats rotated by r (seat k holds the block's bot (k + r) mod n: 2
 games in 2 players, the n cyclic rotations in 3–4, each bot once in every seat), each bot seeded by its seat
-(`SeatSeeded`: identical bots mirror each other within a block). So a game is a function of (specs, rules, pool
-seed, block, r) alone, and blocks of the same bots are batched into one `play_match` call whatever else is being
-played. Tasks (whole blocks, at most `agents.match.MAX_SHARE` games each) run in this process, in `jobs` processes
-or on a Ray cluster; each block is committed in one transaction as soon as its task returns (`Ladder.commit_blocks`),
-so a killed run loses only the blocks in flight.
+(`BlockSlot`: identical bots mirror each other within a block). So a game is a function of (specs, rules, pool
+seed, block, r) alone, and blocks of any bots are batched into one `play_match` call (each bot deciding all its
+games of the call at once), whatever else is being played. Tasks (whole blocks, at most `agents.match.MAX_SHARE`
+games each) run in this process, in `jobs` processes or on a Ray cluster; a task's blocks are committed in one
+transaction as soon as it returns (`Ladder.commit_blocks`), so a killed run loses only the blocks in flight.
 """
 from __future__ import annotations
 
@@ -57,20 +57,31 @@ def ranks_of(totals: Sequence[int], cubes: Sequence[int]) -> list[int]:
     return [sum(k2 > k for k2 in keys) for k in keys]
 
 
-class SeatSeeded:
-    """A batch policy whose per-game seeds are those of the seat it holds in each game (`seat_seeds`), not of its
-    slot in the block: two copies of one deterministic bot then play the two games of a 2-player block as exact
-    mirror images (common random numbers), so a pair between equals scores exactly 1 : 1."""
+class BlockSlot:
+    """Slot j of every block in one match-engine call: each game is played by its own block's bot in that slot, so
+    blocks of different bots share one `play_match` call and each bot decides all its games of the call at once
+    (`BatchView.subset`). Each bot is seeded by the seat it holds (`seat_seeds`), not by its slot: two copies of one
+    deterministic bot then play a 2-player block's games as exact mirror images (common random numbers), a pair
+    between equals scoring exactly 1 : 1. A game's moves depend on its own state and seeds only, so they are the
+    same whatever other blocks share the call."""
 
-    def __init__(self, policy: Any, seeds: np.ndarray):
-        self.policy, self.seeds, self.name = policy, seeds, getattr(policy, "name", "policy")
+    def __init__(self, policies: dict[int, Any], bot_of_row: np.ndarray, seeds: np.ndarray, name: str):
+        self.policies, self.bot_of_row, self.seeds, self.name = policies, bot_of_row, seeds, name
 
     def reset_batch(self, seeds: np.ndarray) -> None:
-        if callable(getattr(self.policy, "reset_batch", None)):
-            self.policy.reset_batch(self.seeds)
+        for p in self.policies.values():
+            if callable(getattr(p, "reset_batch", None)):
+                p.reset_batch(self.seeds)
 
-    def act_batch(self, batch: Any) -> Any:
-        return self.policy.act_batch(batch)
+    def act_batch(self, batch: Any) -> np.ndarray:
+        if len(self.policies) == 1:
+            return next(iter(self.policies.values())).act_batch(batch)
+        bots = self.bot_of_row[np.asarray(batch.rows)]
+        out = np.empty(len(batch), dtype=np.int64)
+        for b in np.unique(bots):
+            idx = np.flatnonzero(bots == b)
+            out[idx] = np.asarray(self.policies[int(b)].act_batch(batch.subset(idx)))
+        return out
 
 
 def seat_seeds(base: int, indices: Sequence[int], slot: int, n: int) -> np.ndarray:
@@ -80,16 +91,23 @@ def seat_seeds(base: int, indices: Sequence[int], slot: int, n: int) -> np.ndarr
 
 
 def play_share(task: MatchTask) -> list[dict[str, Any]]:
-    """Worker: play the games `task.indices` (whole blocks of the same bots) of the ladder's paired match, each bot
-    seeded by its seat (`SeatSeeded`); the match engine's results, each with the CPU seconds of the call shared out
-    over its games ("cpu_seconds")."""
+    """Worker: play the games `task.indices` of the ladder's paired match in one `play_match` call (`task.extra`:
+    (block, bot ids in slot order) of its blocks; `task.names` the ids of `task.specs`), each slot a `BlockSlot`;
+    the match engine's results with "seats" as bot ids, each with the CPU seconds of the call shared out over its
+    games ("cpu_seconds")."""
     start = time.process_time()
     n = task.config.num_players
-    policies = [SeatSeeded(policy_of(s), seat_seeds(task.seed, task.indices, j, n)) for j, s in enumerate(task.specs)]
-    out = play_match(policies, games=list(task.indices), seed=task.seed, config=task.config,
-                     names=list(task.names), paired=True)
+    slots_of = {int(b): tuple(ids) for b, ids in task.extra}
+    spec_of = dict(zip(task.names, task.specs))
+    index = [int(i) for i in task.indices]
+    bot_rows = np.array([slots_of[i // n] for i in index], dtype=np.int64).reshape(len(index), n)
+    players = [BlockSlot({int(b): policy_of(spec_of[str(b)]) for b in np.unique(bot_rows[:, j])}, bot_rows[:, j],
+                         seat_seeds(task.seed, index, j, n), f"slot {j}") for j in range(n)]
+    out = play_match(players, games=index, seed=task.seed, config=task.config, paired=True)
     cpu = (time.process_time() - start) / max(1, len(out))
     for r in out:
+        ids = slots_of[r["game"] // n]
+        r["seats"] = [str(ids[(k + r["game"]) % n]) for k in range(n)]
         r["cpu_seconds"] = cpu
     return out
 
@@ -117,19 +135,17 @@ def game_rows(results: Sequence[dict[str, Any]], bots: dict[str, Bot], n: int, v
 
 def tasks_of(blocks: Sequence[tuple[int, Sequence[int]]], bots: Sequence[Bot], config: GameConfig,
              pool_seed: int) -> list[MatchTask]:
-    """The blocks as match tasks: blocks of the same bots (in slot order) together, at most MAX_SHARE games each,
-    in the order of their first block."""
+    """The blocks as match tasks for `play_share`, in block order, at most MAX_SHARE games each (blocks of any bots
+    together: `BlockSlot`)."""
     n = config.num_players
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for number, ids in blocks:
-        groups.setdefault(tuple(ids), []).append(int(number))
+    blocks = [(int(b), tuple(int(x) for x in ids)) for b, ids in blocks]
     per = max(1, MAX_SHARE // n)
     tasks = []
-    for ids, numbers in groups.items():
-        for k in range(0, len(numbers), per):
-            chunk = numbers[k:k + per]
-            tasks.append(MatchTask(tuple(bots[i].spec for i in ids), tuple(str(i) for i in ids), config,
-                                   base_seed(pool_seed), [b * n + r for b in chunk for r in range(n)]))
+    for k in range(0, len(blocks), per):
+        chunk = blocks[k:k + per]
+        used = sorted({i for _, ids in chunk for i in ids})
+        tasks.append(MatchTask(tuple(bots[i].spec for i in used), tuple(str(i) for i in used), config,
+                               base_seed(pool_seed), [b * n + r for b, _ in chunk for r in range(n)], tuple(chunk)))
     return tasks
 
 
@@ -205,5 +221,5 @@ def game_results(games: Sequence[dict[str, Any]]) -> list[GameResult]:
                        ranks=tuple(g["ranks"]), categories=tuple(tuple(c) for c in g["categories"])) for g in games]
 
 
-__all__ = ["SEED_STRIDE", "SeatSeeded", "base_seed", "game_results", "game_rows", "git_commit", "play_blocks",
+__all__ = ["SEED_STRIDE", "BlockSlot", "base_seed", "game_results", "game_rows", "git_commit", "play_blocks",
            "play_share", "ranks_of", "run_tasks", "seat_seeds", "split_for", "tasks_of"]
