@@ -1,4 +1,4 @@
-"""The tables of benchmarks/STRENGTH.md and benchmarks/RESULTS.md, generated from the benchmarks' JSON lines.
+"""The tables of benchmarks/STRENGTH.md, RESULTS.md and LADDER.md, generated from the benchmarks' JSON lines.
 
 Why: the reference pages show current figures only, each with the command that printed it, and a figure cannot drift
 from its data. The data are the JSON lines the benchmark scripts print (`benchmarks.strength`, `bench_*`,
@@ -7,7 +7,7 @@ shows the line), `command` (what printed it), `machine`, `date`, and where known
 wording), `transcribed` (copied from an older table, so fields that table did not record are absent) and `note`.
 Lines of retired or superseded measurements live in `benchmarks/results/history.jsonl` (docs/history.md).
 
-    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md and RESULTS.md
+    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md, RESULTS.md, LADDER.md
     python -m benchmarks.tables --check    # exit 1, naming the page, if a block is not what the lines give
 
 A generated block sits between `<!-- table NAME -->` and `<!-- end table -->`; everything else on the pages is
@@ -168,6 +168,13 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                             f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
     "iteration_mlp": lambda r: ("`mlp` trainer's loop (self-play step + 2 Adam steps)",
                                 f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
+    "ladder_speed": lambda r: (f"`ladder play --until-games {r['games']}` (`--jobs 1`), bots "
+                               f"{', '.join(r['agents'])}, against the match engine alone on the same games",
+                               f"{r['ladder_games_per_cpu_s']} vs {r['engine_games_per_cpu_s']} games/CPU-s: "
+                               f"ratio {r['ratio']} (best of {r['repeats']})"),
+    "ladder_test": lambda r: (f"`ladder test {r['new']} {r['base']}`, {r['statistic']} bounds "
+                              f"[{r['bounds'][0]:g}, {r['bounds'][1]:g}], ladder seed {r['seed']}",
+                              f"{r['verdict']} after {r['games']} games (LLR {r['llr']}, {r['cpu_s']} CPU-s)"),
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -234,8 +241,9 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "learned": ("speed", speed_table),
     "distributed": ("speed", speed_table),
     "chance": ("speed", speed_table),
+    "ladder": ("speed", speed_table),
 }
-PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
+PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md", HERE / "LADDER.md")
 
 
 def render(table: str) -> str:

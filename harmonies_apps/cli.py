@@ -1,4 +1,4 @@
-"""The `harmonies` command: demo, play, tournament, solo, replay, serve, bench, train.
+"""The `harmonies` command: demo, play, tournament, solo, replay, serve, ladder, bench, train.
 
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
@@ -7,6 +7,7 @@
     harmonies solo --agents greedy random --games 50
     harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
     harmonies serve                                        (play against the bots in a browser; the "web" extra)
+    harmonies ladder play ladder.db --until-ci 25 --jobs 2  (a persistent rating ladder: init, add, play, test, show)
     harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
     harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
 
@@ -39,6 +40,7 @@ APP_MODULES: list[str] = [
     "harmonies_apps.play",     # a person against bots in the terminal
     "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
     "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
+    "harmonies_apps.ladder.cli",  # a persistent rating ladder (docs/ladder.md)
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:

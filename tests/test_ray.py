@@ -307,3 +307,17 @@ def test_learned_workers_on_ray_give_the_processes_weights(cluster, tmp_path):
     assert np.abs(want).sum() > 0
     assert np.array_equal(N.load_checkpoint(tmp_path / "ray" / "model.npz")[1], want)
     assert ray.is_initialized()  # --ray local used the running instance and left it running
+
+
+def test_ladder_on_ray_plays_the_games_of_jobs(cluster, tmp_path):
+    """`harmonies ladder play --ray local` stores the same games as in this process (issue 44)."""
+    from harmonies_apps.ladder import commands
+    from harmonies_env import GameConfig
+
+    stored = []
+    for name, ray_address in (("ray.db", "local"), ("here.db", None)):
+        with commands.init(tmp_path / name, GameConfig(2), 3, ["random", "greedy:2"]) as ladder:
+            commands.play(ladder, until_games=12, ray_address=ray_address)
+            stored.append([{k: v for k, v in g.items() if k not in ("id", "played", "cpu_seconds")}
+                           for g in ladder.games()])
+    assert len(stored[0]) == 12 and stored[0] == stored[1]
