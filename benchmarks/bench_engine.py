@@ -5,18 +5,30 @@ plain-Python reference scorer of the tests against the scoring kernel on the sam
 engine's habitat matcher against the placement-by-placement kernel kept as a test reference.
 
     python -m benchmarks.bench_engine [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
+    python -m benchmarks.bench_engine --against REV [--engine REV2] [--rounds 5] [--games 20000]
 
-(or `harmonies bench ...`). The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py`
-from the checkout this module is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each
-says on stderr, in one line, that it is skipped and why, and its JSON row has `skipped`.
+(or `harmonies bench ...`). `--against REV` is the guard of the engine's speed: it plays the same seeded random
+games (2p A, and 4p B beside it) with this checkout's engine (or REV2's) and with REV's, each engine imported in its
+own process from its own tree (REV as a clean `git worktree` in a temp dir) with its own fresh numba cache, both
+pinned to one core, alternated in one run (A B A B ..., after a warm-up), and prints per case the ratio of games per
+thread-CPU-second and both engines' actions per game (equal: the same games). Run it on every change to
+`harmonies_env/` and to a numba kernel the agents use, and put the ratio in the commit message.
+
+The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py` from the checkout this module
+is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each says on stderr, in one line,
+that it is skipped and why, and its JSON row has `skipped`.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import os
 import platform
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -203,6 +215,118 @@ def bench_habitat(boards: int) -> None:
          ratio=round(best["placements"] / best["grid"], 2))
 
 
+#: The cases of `--against`: (players, side, spirits).
+AGAINST_CASES = [(2, "A", False), (4, "B", False)]
+#: The first game seed of the guard's games (each round plays the same games).
+AGAINST_SEED = 12345
+
+
+class EngineProcess:
+    """One engine in its own process (`engine_worker.py`), importing `harmonies_env` from `root`, with its own numba
+    cache in `cache_dir`."""
+
+    def __init__(self, root: Path, cache_dir: str) -> None:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, NUMBA_NUM_THREADS="1", PYTHONPATH=str(root))
+        worker = Path(__file__).resolve().with_name("engine_worker.py")
+        self.proc = subprocess.Popen([sys.executable, str(worker), str(root)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=root)
+        self.imported = self.read()["harmonies_env"]
+
+    def send(self, **ask) -> None:
+        self.proc.stdin.write(json.dumps(ask) + "\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the engine process of {self.imported if hasattr(self, 'imported') else '?'} "
+                               f"ended (exit {self.proc.wait()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def resolve(root: Path, rev: str) -> str:
+    """rev's full commit hash, or ValueError naming it."""
+    try:
+        return git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise ValueError(f"unknown revision {rev!r} in {root}") from None
+
+
+def bench_against(against: str, engine: str | None, games: int, rounds: int, core: int, argv: list[str]) -> bool:
+    """The guard: this checkout's engine (or `engine`'s) against `against`'s on the same games; one JSON line per
+    case. Returns whether both engines played the same games (same actions each round)."""
+    root = Path(__file__).resolve().parents[1]
+    revs = {"against": resolve(root, against)}
+    if engine is not None:
+        revs["engine"] = resolve(root, engine)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    trees: list[Path] = []
+    procs: dict[str, EngineProcess] = {}
+    load = os.getloadavg()
+    try:
+        roots = {"engine": root}
+        for name, sha in revs.items():
+            roots[name] = tmp / f"{name}-{sha[:10]}"
+            git(root, "worktree", "add", "--detach", str(roots[name]), sha)
+            trees.append(roots[name])
+        for name in ("engine", "against"):
+            procs[name] = EngineProcess(roots[name], str(tmp / f"numba-cache-{name}"))
+        for players, side, spirits in AGAINST_CASES:  # warm up: compile, both at once (not yet pinned)
+            for p in procs.values():
+                p.send(players=players, side="AB".index(side), spirits=int(spirits), seed=0, games=50)
+            for p in procs.values():
+                p.read()
+        for p in procs.values():
+            p.send(core=core)
+            p.read()
+        same = True
+        for players, side, spirits in AGAINST_CASES:
+            cpu = {name: [] for name in procs}
+            actions = {name: [] for name in procs}
+            for _ in range(rounds + 1):  # A B A B ...; the first round warms both up and is not counted
+                for name, p in procs.items():
+                    p.send(players=players, side="AB".index(side), spirits=int(spirits), seed=AGAINST_SEED,
+                           games=games)
+                    answer = p.read()
+                    cpu[name].append(answer["cpu_s"])
+                    actions[name].append(answer["actions"])
+            cpu = {name: c[1:] for name, c in cpu.items()}
+            same_here = actions["engine"] == actions["against"]
+            same = same and same_here
+            speed = {name: games * rounds / sum(c) for name, c in cpu.items()}
+            emit(case="engine_against", players=players, side=side, spirits=spirits, games=games, rounds=rounds,
+                 engine=revs.get("engine", f"working tree of {git(root, 'rev-parse', 'HEAD')}"
+                                 + (" (modified)" if git(root, "status", "--porcelain", "--untracked-files=no")
+                                    else "")),
+                 against=revs["against"],
+                 engine_games_per_cpu_s=round(speed["engine"]), against_games_per_cpu_s=round(speed["against"]),
+                 ratio=round(speed["engine"] / speed["against"], 3),
+                 round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])],
+                 engine_actions_per_game=round(actions["engine"][0] / games, 2),
+                 against_actions_per_game=round(actions["against"][0] / games, 2), same_games=same_here,
+                 core=core, load=[round(x, 2) for x in load], load_after=[round(x, 2) for x in os.getloadavg()],
+                 command=" ".join([PROG, *argv]))
+        return same
+    finally:
+        for p in procs.values():
+            p.close()
+        for tree in trees:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], check=False,
+                           capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse argv (None: sys.argv[1:]) and run every case; `harmonies bench` calls this with its arguments.
     A count below 1 is one line on stderr naming the option, and 2."""
@@ -213,11 +337,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-games", type=int, default=300, help="finished games scored by both scorers")
     ap.add_argument("--habitat-boards", type=int, default=100000,
                     help="boards on which the habitat matcher and its test reference are timed")
+    ap.add_argument("--against", metavar="REV", help="only the guard: this engine against REV's on the same games")
+    ap.add_argument("--engine", metavar="REV", help="with --against: REV's engine instead of this working tree's")
+    ap.add_argument("--rounds", type=int, default=5, help="with --against: timed rounds per engine and case")
+    ap.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)),
+                    help="with --against: the core both engines are pinned to")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
-    for option in ("games", "api_actions", "reference_games", "habitat_boards"):
+    for option in ("games", "api_actions", "reference_games", "habitat_boards", "rounds"):
         if getattr(a, option) < 1:
             print(f"{ap.prog}: --{option.replace('_', '-')} must be >= 1, got {getattr(a, option)}", file=sys.stderr)
             return 2
+    if a.engine is not None and a.against is None:
+        print(f"{ap.prog}: --engine needs --against", file=sys.stderr)
+        return 2
+    if a.core not in os.sched_getaffinity(0):
+        print(f"{ap.prog}: --core {a.core} is not a core this process may use", file=sys.stderr)
+        return 2
+    if a.against is not None:
+        try:
+            same = bench_against(a.against, a.engine, a.games, a.rounds, a.core, argv)
+        except ValueError as e:
+            print(f"{ap.prog}: {e}", file=sys.stderr)
+            return 2
+        if not same:
+            print(f"{ap.prog}: the two engines played different games (actions differ)", file=sys.stderr)
+            return 1
+        return 0
     say_if_compiling()  # a first run's 30 s compile, said on a terminal
     bench_numba(a.games)
     bench_api(a.api_actions)
