@@ -8,11 +8,12 @@ engine's habitat matcher against the placement-by-placement kernel kept as a tes
     python -m benchmarks.bench_engine --against REV [--engine REV2] [--rounds 5] [--games 20000]
 
 (or `harmonies bench ...`). `--against REV` is the guard of the engine's speed: it plays the same seeded random
-games (2p A, and 4p B beside it) with this checkout's engine (or REV2's) and with REV's, each engine imported in its
-own process from its own tree (REV as a clean `git worktree` in a temp dir) with its own fresh numba cache, both
-pinned to one core, alternated in one run (A B A B ..., after a warm-up), and prints per case the ratio of games per
-thread-CPU-second and both engines' actions per game (equal: the same games). Run it on every change to
-`harmonies_env/` and to a numba kernel the agents use, and put the ratio in the commit message.
+games (2p A, and 4p B beside it; `--cases` adds `rollout_batch` and `mcts:200it`) with this checkout's engine (or
+REV2's) and with REV's, each engine imported in its own process from its own tree (REV as a clean `git worktree` in
+a temp dir) with its own fresh numba cache, both pinned to one core, alternated in one run (A B A B ..., after a
+warm-up), and prints per case the ratio of games per thread-CPU-second and both engines' actions per game (equal:
+the same games). Run it on every change to `harmonies_env/` and to a numba kernel the agents use, and put the ratio
+in the commit message.
 
 The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py` from the checkout this module
 is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each says on stderr, in one line,
@@ -215,8 +216,10 @@ def bench_habitat(boards: int) -> None:
          ratio=round(best["placements"] / best["grid"], 2))
 
 
-#: The cases of `--against`: (players, side, spirits).
-AGAINST_CASES = [(2, "A", False), (4, "B", False)]
+#: The cases of `--against`: name -> (kind, players, side, spirits). "random": `rules.random_games`; "rollout":
+#: `batch.rollout_batch` on fresh states in one thread; "mcts": seat 0 `mcts:200it` against a random seat 1.
+AGAINST_CASES = {"random_2pA": ("random", 2, "A", False), "random_4pB": ("random", 4, "B", False),
+                 "rollout_2pA": ("rollout", 2, "A", False), "mcts200it_2pA": ("mcts", 2, "A", False)}
 #: The first game seed of the guard's games (each round plays the same games).
 AGAINST_SEED = 12345
 
@@ -263,17 +266,25 @@ def resolve(root: Path, rev: str) -> str:
         raise ValueError(f"unknown revision {rev!r} in {root}") from None
 
 
-def bench_against(against: str, engine: str | None, games: int, rounds: int, core: int, argv: list[str]) -> bool:
+def against_games(kind: str, games: int, mcts_games: int) -> int:
+    """Games per round of a case: --games random games, a tenth of them as rollout rows, --mcts-games searches."""
+    return {"random": games, "rollout": max(1, games // 10), "mcts": mcts_games}[kind]
+
+
+def bench_against(against: str, engine: str | None, cases: list[str], games: int, mcts_games: int, rounds: int,
+                  core: int, argv: list[str]) -> bool:
     """The guard: this checkout's engine (or `engine`'s) against `against`'s on the same games; one JSON line per
-    case. Returns whether both engines played the same games (same actions each round)."""
+    case. Returns whether both engines played the same games (same actions, or same choices, each round)."""
     root = Path(__file__).resolve().parents[1]
     revs = {"against": resolve(root, against)}
     if engine is not None:
         revs["engine"] = resolve(root, engine)
+    label = revs.get("engine") or (f"working tree of {git(root, 'rev-parse', 'HEAD')}"
+                                   + (" (modified)" if git(root, "status", "--porcelain", "--untracked-files=no")
+                                      else ""))
     tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     trees: list[Path] = []
     procs: dict[str, EngineProcess] = {}
-    load = os.getloadavg()
     try:
         roots = {"engine": root}
         for name, sha in revs.items():
@@ -282,41 +293,47 @@ def bench_against(against: str, engine: str | None, games: int, rounds: int, cor
             trees.append(roots[name])
         for name in ("engine", "against"):
             procs[name] = EngineProcess(roots[name], str(tmp / f"numba-cache-{name}"))
-        for players, side, spirits in AGAINST_CASES:  # warm up: compile, both at once (not yet pinned)
+        for case in cases:  # warm up: compile, both at once (not yet pinned)
+            kind, players, side, spirits = AGAINST_CASES[case]
             for p in procs.values():
-                p.send(players=players, side="AB".index(side), spirits=int(spirits), seed=0, games=50)
+                p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=0,
+                       games=1 if kind == "mcts" else 50)
             for p in procs.values():
                 p.read()
         for p in procs.values():
             p.send(core=core)
             p.read()
         same = True
-        for players, side, spirits in AGAINST_CASES:
+        for case in cases:
+            kind, players, side, spirits = AGAINST_CASES[case]
+            n = against_games(kind, games, mcts_games)
+            load = os.getloadavg()
             cpu = {name: [] for name in procs}
             actions = {name: [] for name in procs}
             for _ in range(rounds + 1):  # A B A B ...; the first round warms both up and is not counted
                 for name, p in procs.items():
-                    p.send(players=players, side="AB".index(side), spirits=int(spirits), seed=AGAINST_SEED,
-                           games=games)
+                    p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=AGAINST_SEED,
+                           games=n)
                     answer = p.read()
                     cpu[name].append(answer["cpu_s"])
                     actions[name].append(answer["actions"])
             cpu = {name: c[1:] for name, c in cpu.items()}
             same_here = actions["engine"] == actions["against"]
             same = same and same_here
-            speed = {name: games * rounds / sum(c) for name, c in cpu.items()}
-            emit(case="engine_against", players=players, side=side, spirits=spirits, games=games, rounds=rounds,
-                 engine=revs.get("engine", f"working tree of {git(root, 'rev-parse', 'HEAD')}"
-                                 + (" (modified)" if git(root, "status", "--porcelain", "--untracked-files=no")
-                                    else "")),
-                 against=revs["against"],
-                 engine_games_per_cpu_s=round(speed["engine"]), against_games_per_cpu_s=round(speed["against"]),
-                 ratio=round(speed["engine"] / speed["against"], 3),
-                 round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])],
-                 engine_actions_per_game=round(actions["engine"][0] / games, 2),
-                 against_actions_per_game=round(actions["against"][0] / games, 2), same_games=same_here,
-                 core=core, load=[round(x, 2) for x in load], load_after=[round(x, 2) for x in os.getloadavg()],
-                 command=" ".join([PROG, *argv]))
+            speed = {name: n * rounds / sum(c) for name, c in cpu.items()}
+            row = dict(case="engine_against", what=case, kind=kind, players=players, side=side, spirits=spirits,
+                       games=n, rounds=rounds, engine=label, against=revs["against"],
+                       engine_games_per_cpu_s=round(speed["engine"], 1 if kind == "mcts" else None),
+                       against_games_per_cpu_s=round(speed["against"], 1 if kind == "mcts" else None),
+                       ratio=round(speed["engine"] / speed["against"], 3),
+                       round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])])
+            if kind == "mcts":
+                row.update(same_choices=same_here)
+            else:
+                row.update(engine_actions_per_game=round(actions["engine"][0] / n, 2),
+                           against_actions_per_game=round(actions["against"][0] / n, 2), same_games=same_here)
+            emit(**row, core=core, load=[round(x, 2) for x in load],
+                 load_after=[round(x, 2) for x in os.getloadavg()], command=" ".join([PROG, *argv]))
         return same
     finally:
         for p in procs.values():
@@ -340,11 +357,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--against", metavar="REV", help="only the guard: this engine against REV's on the same games")
     ap.add_argument("--engine", metavar="REV", help="with --against: REV's engine instead of this working tree's")
     ap.add_argument("--rounds", type=int, default=5, help="with --against: timed rounds per engine and case")
+    ap.add_argument("--cases", nargs="+", choices=list(AGAINST_CASES), default=["random_2pA", "random_4pB"],
+                    help="with --against: the cases (rollout_2pA plays a tenth of --games as rows)")
+    ap.add_argument("--mcts-games", type=int, default=2,
+                    help="with --against: games per round of mcts200it_2pA (seat 0 searches)")
     ap.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)),
                     help="with --against: the core both engines are pinned to")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
-    for option in ("games", "api_actions", "reference_games", "habitat_boards", "rounds"):
+    for option in ("games", "api_actions", "reference_games", "habitat_boards", "rounds", "mcts_games"):
         if getattr(a, option) < 1:
             print(f"{ap.prog}: --{option.replace('_', '-')} must be >= 1, got {getattr(a, option)}", file=sys.stderr)
             return 2
@@ -356,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.against is not None:
         try:
-            same = bench_against(a.against, a.engine, a.games, a.rounds, a.core, argv)
+            same = bench_against(a.against, a.engine, a.cases, a.games, a.mcts_games, a.rounds, a.core, argv)
         except ValueError as e:
             print(f"{ap.prog}: {e}", file=sys.stderr)
             return 2
