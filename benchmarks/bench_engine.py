@@ -1,6 +1,6 @@
 """Engine speed: whole random games inside numba, and the Python API (Game.step + action_mask()).
 
-Warms up (compiles) first, then times each case; prints one JSON line per case. Also times the
+Warms up (compiles) first, then times each case in thread CPU time; prints one JSON line per case. Also times the
 plain-Python reference scorer of the tests against the scoring kernel on the same boards, for a ratio, and the
 engine's habitat matcher against the placement-by-placement kernel kept as a test reference.
 
@@ -87,7 +87,9 @@ def skip(case: str, name: str) -> None:
 
 
 def emit(**row) -> None:
+    """One JSON line, with the machine and its load average now (a shared machine's figures move with it)."""
     row["machine"] = platform.machine()
+    row.setdefault("load1", round(os.getloadavg()[0], 2))
     print(json.dumps(row), flush=True)
 
 
@@ -95,11 +97,11 @@ def bench_numba(games: int) -> None:
     for n, side, sp in CONFIGS:
         sc = 0 if side == "A" else 1
         rules.random_games(n, sc, int(sp), 0, 50)  # warm up
-        t = time.perf_counter()
+        t = time.thread_time()
         actions = rules.random_games(n, sc, int(sp), 12345, games)
-        dt = time.perf_counter() - t
+        dt = time.thread_time() - t
         emit(case="numba_random_games", players=n, side=side, spirits=sp, games=games,
-             games_per_s=round(games / dt), actions_per_s=round(actions / dt),
+             games_per_cpu_s=round(games / dt), actions_per_cpu_s=round(actions / dt),
              actions_per_game=round(actions / games, 1))
 
 
@@ -112,15 +114,15 @@ def bench_api(target_actions: int) -> None:
         while done < target_actions:
             g = Game(n, side, sp, seed=seed)
             seed += 1
-            t = time.perf_counter()
+            t = time.thread_time()
             while not g.is_over:
                 mask = g.action_mask()
                 legal = np.flatnonzero(mask)
                 g.step(int(legal[rng.integers(len(legal))]))
                 done += 1
-            elapsed += time.perf_counter() - t
+            elapsed += time.thread_time() - t
         emit(case="python_api_step_and_mask", players=n, side=side, spirits=sp, actions=done,
-             actions_per_s=round(done / elapsed), games=seed)
+             actions_per_cpu_s=round(done / elapsed), games=seed)
 
 
 def _board_for_reference(g: Game, p: int) -> tuple:
@@ -148,15 +150,15 @@ def bench_reference(boards: int) -> None:
     out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
     for g in games[:5]:
         rules.scores_into(g.state, out)
-    t = time.perf_counter()
+    t = time.thread_time()
     for g in games:
         rules.scores_into(g.state, out)
-    kernel = (time.perf_counter() - t) / len(games)
+    kernel = (time.thread_time() - t) / len(games)
     inputs = [_board_for_reference(g, p) for g in games for p in range(2)]
-    t = time.perf_counter()
+    t = time.thread_time()
     for args in inputs:
         reference.score(*args)
-    ref = (time.perf_counter() - t) / len(games)
+    ref = (time.thread_time() - t) / len(games)
     emit(case="reference_ratio", what="score both boards of a finished 2p game", games=len(games),
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))
 
@@ -207,9 +209,9 @@ def bench_habitat(boards: int) -> None:
     best = dict.fromkeys(runs, np.inf)
     for _ in range(5):  # interleaved, best of 5: both see the same machine load
         for name, f in runs.items():
-            t = time.perf_counter()
+            t = time.thread_time()
             f(bbs, cubes, sides, cards)
-            best[name] = min(best[name], time.perf_counter() - t)
+            best[name] = min(best[name], time.thread_time() - t)
     emit(case="habitat_matcher", what="cells one card's habitat offers, boards from random 2p games",
          boards=boards, grid_ns=round(best["grid"] / boards * 1e9, 1),
          placements_reference_ns=round(best["placements"] / boards * 1e9, 1),
@@ -321,7 +323,7 @@ def bench_against(against: str, engine: str | None, cases: list[str], games: int
             same_here = actions["engine"] == actions["against"]
             same = same and same_here
             speed = {name: n * rounds / sum(c) for name, c in cpu.items()}
-            row = dict(case="engine_against", what=case, kind=kind, players=players, side=side, spirits=spirits,
+            row = dict(case=case, guard=True, kind=kind, players=players, side=side, spirits=spirits,
                        games=n, rounds=rounds, engine=label, against=revs["against"],
                        engine_games_per_cpu_s=round(speed["engine"], 1 if kind == "mcts" else None),
                        against_games_per_cpu_s=round(speed["against"], 1 if kind == "mcts" else None),
