@@ -124,7 +124,8 @@ def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict
     cfg["selfplay"]["threads"] = 1
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, seed=seed, run=Path(tmp), progress=False)
-        tr.step()  # warm-up: the kernels load
+        while tr.games_done == 0:  # warm-up until games finish: their TD updates (learn_game) compile too
+            tr.step()
         d0, g0, t0 = tr.decisions, tr.games_done, time.process_time()
         while time.process_time() - t0 < cpu_seconds:
             tr.step()

@@ -124,6 +124,19 @@ def _workers(r: dict[str, Any], what: str, plural: str) -> str:
     return f"{r['workers']} {what}{plural if r['workers'] > 1 else ''}"
 
 
+def _against(r: dict[str, Any]) -> str:
+    """What one case of `bench_engine --against` played."""
+    what = {"random": "random games", "rollout": "`rollout_batch`, one thread",
+            "mcts": "`mcts:200it` vs random"}[r["kind"]]
+    return f"{what}, {_config(r)}"
+
+
+def _guard(r: dict[str, Any]) -> tuple[str, str]:
+    """A line of `bench_engine --against` (its case names the games it played)."""
+    return (f"guard vs `{r['against'][:7]}`: {_against(r)}, {r['rounds']}×{r['games']:,}",
+            f"{r['engine_games_per_cpu_s']:,} vs {r['against_games_per_cpu_s']:,} games/CPU-s: **{r['ratio']}×**")
+
+
 def _selfplay(r: dict[str, Any]) -> str:
     return f"each {r['games']} games, beam {r['beam']}, {r['candidates']} candidates, {_threads(r)}"
 
@@ -131,9 +144,12 @@ def _selfplay(r: dict[str, Any]) -> str:
 #: case -> (configuration, result) of one speed line.
 SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "numba_random_games": lambda r: (f"whole random games inside numba, {_config(r)}",
+                                     f"{r['games_per_cpu_s']:,} games/CPU-s ({r['actions_per_game']} actions a game)"
+                                     if "games_per_cpu_s" in r else
                                      f"{r['games_per_s']:,} games/s ({r['actions_per_game']} actions a game)"),
     "python_api_step_and_mask": lambda r: (f"`Game.step` + `action_mask()` from Python, {_config(r)}",
-                                           f"{r['actions_per_s']:,} actions/s"),
+                                           f"{r['actions_per_cpu_s']:,} actions/CPU-s" if "actions_per_cpu_s" in r
+                                           else f"{r['actions_per_s']:,} actions/s"),
     "reference_ratio": lambda r: (f"scoring kernel vs the plain-Python reference: {r['what']}",
                                   f"{r['kernel_us']} µs vs {r['reference_us']} µs: {r['ratio']}×"),
     "habitat_matcher": lambda r: (f"habitat matcher (grid) vs the placement reference: {r['what']}",
@@ -219,6 +235,8 @@ def speed_table(rows: list[dict[str, Any]]) -> str:
             continue
         if r["case"].endswith("_decision") and "agent" in r:
             config, result = _decision(r)
+        elif r.get("guard"):
+            config, result = _guard(r)
         elif r["case"] in SPEED:
             config, result = SPEED[r["case"]](r)
         else:

@@ -141,7 +141,8 @@ def init_blank(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     central board and market, the 32 cards in the draw pile in id order (not yet shuffled), no Spirit dealt, and the
     generator seeded. `init_state` then deals; explicit chance (`chance.init_explicit`) leaves the deal as chance
     nodes. Writes no generator draw beyond the seed's first mix, so both modes draw the same numbers after it."""
-    s[:] = 0
+    for i in range(s.shape[0]):  # a loop: numba's `s[:] = 0` is not vectorised (docs/engine.md, hot kernels)
+        s[i] = 0
     s[NUM_PLAYERS] = num_players
     s[SIDE] = side
     s[SPIRITS] = spirits
