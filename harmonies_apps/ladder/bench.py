@@ -1,8 +1,8 @@
 """The ladder's cost (`harmonies ladder`, docs/ladder.md): one JSON line per case.
 
-    python -m benchmarks.bench_ladder                                   # both cases, small
-    python -m benchmarks.bench_ladder --cases ladder_speed --games 400 --repeats 3
-    python -m benchmarks.bench_ladder --cases ladder_test --matchup greedy:800 greedy --seeds 0 1 2 3 4
+    python -m harmonies_apps.ladder.bench                                   # both cases, small
+    python -m harmonies_apps.ladder.bench --cases ladder_speed --games 400 --repeats 3
+    python -m harmonies_apps.ladder.bench --cases ladder_test --matchup greedy:800 greedy --seeds 0 1 2 3 4
 
 Cases:
 * `ladder_speed`: `ladder play --until-games N --jobs 1` on a fresh ladder of `--agents` (pairing fits, the planned
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harmonies_env.config import GameConfig
 
-COMMAND = "python -m benchmarks.bench_ladder"
+COMMAND = "python -m harmonies_apps.ladder.bench"
 
 
 def _ladder(folder: Path, name: str, specs: list[str], seed: int):
