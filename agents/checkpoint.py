@@ -3,8 +3,8 @@
 Why one module: the n-tuple network, the MLP, the PPO export and the trainers' checkpoints all store weights + JSON +
 SHA-256; one writer and one reader treat the pair the same way for all of them (sizes checked before anything is
 read, the hash before the weights are parsed) and refuse anything else with one `CheckpointError` line naming the
-file. The weights' own parsers (np.load without pickles, torch.load weights-only) stay with the agents that read
-them.
+file. The weights themselves are parsed by `agents.archive`, the one reader that checks every declared size before
+inflating anything.
 
 The sidecar (`NAME.json` beside `NAME.<suffix>`), one schema for every kind:
 
@@ -130,24 +130,6 @@ def read_checked_weights(p: Path, meta: Path, want: Any, max_bytes: int, what: s
     return data
 
 
-def check_npz_members(data: bytes, max_bytes: int, where: Any) -> None:
-    """Before `np.load` of an .npz's bytes: it is a readable zip whose members' declared (uncompressed) sizes add up
-    to at most `max_bytes` (what the sidecar's shapes allow), so a small compressed file cannot make the reader
-    allocate gigabytes (a zip bomb); else CheckpointError naming `where`."""
-    import io
-    import zipfile
-    import zlib
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            total = sum(i.file_size for i in zf.infolist())
-    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as e:
-        raise CheckpointError(f"{where}: not a readable .npz ({type(e).__name__})") from None
-    if total > max_bytes:
-        raise CheckpointError(f"{where}: its arrays would take {total:,} bytes, more than the {max_bytes:,} its "
-                              f"declared shapes allow")
-
-
 def sidecar(fmt: str, weights_name: str, data: bytes, config: dict[str, Any],
             shapes: dict[str, list[int]] | None = None, training: dict[str, Any] | None = None,
             **extra: Any) -> dict[str, Any]:
@@ -219,6 +201,6 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
     return Checkpoint(p, meta, data, fmt, config, shapes, training)
 
 
-__all__ = ["Checkpoint", "CheckpointError", "OLD_SHIPPED_NAMES", "SHIPPED", "check_npz_members", "MAX_SIDECAR_BYTES",
+__all__ = ["Checkpoint", "CheckpointError", "OLD_SHIPPED_NAMES", "SHIPPED", "MAX_SIDECAR_BYTES",
            "SCHEMA_VERSION", "SIDECAR_KEYS", "checkpoint_pair", "read_checked_weights", "read_checkpoint",
            "read_sidecar", "sidecar", "weights_match", "weights_sha256", "write_checkpoint"]

@@ -117,6 +117,8 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
 
     from harmonies_env.validate import parse_json
 
+    from .archive import check_zip
+
     p = Path(path)
     try:
         with zipfile.ZipFile(p) as zf:
@@ -124,6 +126,7 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
             for member in ("data", "policy.pth"):
                 if member not in names:
                     raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
+            check_zip(zf, p.stat().st_size, MAX_DATA_BYTES + MAX_WEIGHTS_BYTES + (1 << 20), p)
             size = zf.getinfo("policy.pth").file_size
             if zf.getinfo("data").file_size > MAX_DATA_BYTES or size > MAX_WEIGHTS_BYTES:
                 raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
@@ -310,11 +313,15 @@ def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs:
                          device: str, risk: str = "") -> Any:
     """A MaskableActorCriticPolicy of the given spaces and keyword arguments with `weights` (a `torch.save` of its
     state dict) loaded strictly by the weights-only unpickler; `what` names the weights in errors."""
-    import torch
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
+    from .archive import read_torch
+    from .checkpoint import CheckpointError
+
     try:
-        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
+        state = read_torch(weights, MAX_WEIGHTS_BYTES, f"{p}: {what}", device)
+    except CheckpointError as e:
+        raise (UntrustedCheckpointError if risk else ValueError)(f"{e}{risk}") from None
     except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
         raise UntrustedCheckpointError(f"{p}: {what} holds more than tensors ({type(e).__name__}: "
                                        f"{str(e).splitlines()[0][:200]}){risk}") from None

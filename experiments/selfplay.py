@@ -41,6 +41,7 @@ from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from agents.archive import read_npz
 from agents.base import PlanAgent
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
 from harmonies_env import actions as A
@@ -388,8 +389,7 @@ def load_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray
     from agents.checkpoint import read_checkpoint
 
     ck = read_checkpoint(path, ".npz", WEIGHTS_FORMAT, "an evaluator's weights", MAX_WEIGHTS_BYTES)
-    with np.load(io.BytesIO(ck.data), allow_pickle=False) as z:
-        return ck.config, {k: z[k] for k in z.files}
+    return ck.config, dict(read_npz(ck.data, MAX_WEIGHTS_BYTES, ck.weights_path))
 
 
 def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
