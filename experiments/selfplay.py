@@ -750,7 +750,7 @@ class Learner:
     def load(self, path: Path, record: dict[str, Any]) -> None:
         """Take back a checkpoint `save` wrote: its .npz `path` and its JSON record."""
         meta = record["state"]
-        with np.load(path, allow_pickle=False) as z:
+        with read_npz(path, path.stat().st_size, path, stored_only=True) as z:
             mine = {"states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n", "pend_target"}
             for name in sorted(mine):
                 if name == "pend_target" and name not in z.files:  # written before expert iteration existed

@@ -133,8 +133,8 @@ def torch_bomb(declared: int, pad: int = 0) -> bytes:
     return zip_of(members)
 
 
-def npz_bomb(declared: int, pad: int = 0) -> bytes:
-    """An .npz whose one array 'weights' declares `declared` bytes (float32), deflated as a bomb (see torch_bomb)."""
+def npz_bomb(declared: int, pad: int = 0, name: str = "weights") -> bytes:
+    """An .npz whose one array `name` declares `declared` bytes (float32), deflated as a bomb (see torch_bomb)."""
     import zlib
 
     from numpy.lib import format as npf
@@ -144,7 +144,7 @@ def npz_bomb(declared: int, pad: int = 0) -> bytes:
     h = head.getvalue()
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
     stream = c.compress(h) + c.flush(zlib.Z_FULL_FLUSH) + deflated_zeros(declared)
-    members = [("weights.npy", stream, 8, len(h) + declared)]
+    members = [(f"{name}.npy", stream, 8, len(h) + declared)]
     if pad:
         members.append(("pad.npy", bytes(pad), 0, pad))
     return zip_of(members)

@@ -153,3 +153,49 @@ def test_a_torch_zip_loads_and_a_tensor_declaring_more_than_its_record_is_refuse
                                               r"1,048,576 bytes, more than any record in the file holds \(4\)"):
         read_torch(zip_of(members), GIB, "t.pt")
 
+
+
+_RESUME = r"""
+import hashlib, json, sys
+from pathlib import Path
+sys.path.insert(0, "tests")
+from bad_checkpoints import npz_bomb
+from experiments.common import latest_checkpoint, load_config
+from experiments.train_ntuple import Trainer, settings
+run = Path(sys.argv[1])
+cfg = settings(load_config("experiments/configs/learned_tiny.toml"))
+t = Trainer(cfg, 5, run, progress=False)
+t.step()
+t.iteration += 1
+t.save()
+step, record = latest_checkpoint(run / "checkpoints")
+bomb = npz_bomb(1 << 30, name="kinds")  # a trainer state whose first array read declares 1 GiB, its record true
+step.write_bytes(bomb)
+record.update(bytes=len(bomb), sha256=hashlib.sha256(bomb).hexdigest())
+step.with_suffix(".json").write_text(json.dumps(record))
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) / 1024
+again = Trainer(cfg, 5, run, progress=False)
+before = hwm()
+try:
+    again.load(*latest_checkpoint(run / "checkpoints"))
+    said = "loaded"
+except Exception as e:
+    said = f"{type(e).__name__}: {e}"
+print(json.dumps({"mib": round(hwm() - before, 1), "said": said}))
+"""
+
+
+def test_resume_refuses_a_trainer_state_declaring_a_gigabyte_before_inflating_it(tmp_path):
+    """`--resume` (`Learner.load`) reads the trainer's step_*.npz through the same reader: it is written stored,
+    so no member may declare more than the file holds."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", _RESUME, str(tmp_path / "run")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
+    rows = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert rows, out.stderr[-2000:]
+    assert rows[0]["mib"] < 48 and "\n" not in rows[0]["said"], rows
+    assert rows[0]["said"].startswith("CheckpointError: ") and "step_" in rows[0]["said"], rows
+    assert "is compressed (this file is written stored)" in rows[0]["said"], rows
