@@ -169,7 +169,7 @@ def _check_specs(specs: list[str]) -> None:
 
 
 def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
-    from agents.match import jobs_note
+    from agents.match import cores, jobs_note
 
     from .tournament import format_summary, run_games, write_outputs
 
@@ -182,6 +182,10 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
         check_address(args.ray)
         import ray  # noqa: F401  (a missing "distributed" extra is reported before any agent is built)
     _check_specs(list(args.agents))
+    if args.ray is None and args.jobs > cores() and not args.jobs_oversubscribe:
+        print(f"note: --jobs {args.jobs} is more than the {cores()} core(s) here: running --jobs {cores()} "
+              f"(--jobs-oversubscribe runs {args.jobs})", file=sys.stderr)
+        args.jobs = cores()
     note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -303,7 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
         p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
         p.add_argument("--jobs", type=int, default=1,
-                       help="worker processes; results are identical for any --jobs with reproducible agents")
+                       help="worker processes, at most the usable cores; results are identical for any --jobs "
+                            "with reproducible agents")
+        p.add_argument("--jobs-oversubscribe", action="store_true",
+                       help="run --jobs processes even if they are more than the usable cores")
         p.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
                             "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "

@@ -141,9 +141,9 @@ def test_worker_flags_are_one_line_errors(reference, tmp_path, capsys):
 
     base = ["learned", "--config", str(TINY), "--no-progress"]
     for extra, want in ((["--ray", "auto"], "give selfplay.workers (--workers N) too"),
-                        (["--workers", "-1"], "[selfplay] workers must be a whole number >= 0"),
+                        (["--workers", "-1"], "selfplay.workers = -1 is outside its range 0..1,024"),
                         (["--workers", "2", "--ray", "not an address"], "--ray takes local, auto or a cluster"),
-                        (["--workers", "2", "--set", "selfplay.sync_every=0"], "sync_every must be a whole number")):
+                        (["--workers", "2", "--set", "selfplay.sync_every=0"], "sync_every = 0 is outside its range")):
         assert train.cli([*base, "--run", str(tmp_path / "a"), *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and want in err[0], err
