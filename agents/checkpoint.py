@@ -142,7 +142,7 @@ def sidecar(fmt: str, weights_name: str, data: bytes, config: dict[str, Any],
 
 def weights_match(data: bytes, record: Any) -> bool:
     """Whether `data` are the weights a sidecar record describes (size and SHA-256): a torn or swapped file is not."""
-    return isinstance(record, dict) and len(data) == record.get("bytes") and \
+    return isinstance(record, dict) and type(record.get("bytes")) is int and len(data) == record["bytes"] and \
         weights_sha256(data) == record.get("sha256")
 
 
@@ -183,12 +183,12 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
         doc = legacy(doc, meta)  # an older sidecar: its own checks, then this schema's fields
     if doc.get("format") != fmt:
         raise CheckpointError(f"{meta}: a {str(doc.get('format'))[:40]!r} checkpoint, not {what} ({fmt!r})")
-    if not (isinstance(doc.get("version"), int) and 1 <= doc["version"] <= SCHEMA_VERSION):
+    if not (type(doc.get("version")) is int and 1 <= doc["version"] <= SCHEMA_VERSION):  # exactly: true is no 1
         raise CheckpointError(f"{meta}: sidecar version {str(doc.get('version'))[:20]!r} is not one this code reads "
                               f"(1..{SCHEMA_VERSION})")
     shapes, config, training = doc.get("shapes", {}), doc.get("config"), doc.get("training", {})
     if not isinstance(shapes, dict) or not isinstance(training, dict) or not all(
-            isinstance(v, list) and all(isinstance(d, int) and d >= 0 for d in v) for v in shapes.values()):
+            isinstance(v, list) and all(type(d) is int and d >= 0 for d in v) for v in shapes.values()):
         raise CheckpointError(f"{meta}: 'shapes' and 'training' must be objects (shapes: lists of sizes)")
     if before_read is not None:
         try:

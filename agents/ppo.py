@@ -301,7 +301,7 @@ def _legacy_export(c: dict[str, Any], cpath: Path) -> dict[str, Any]:
     if c.get("format") != POLICY_FORMAT:
         raise CheckpointError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume "
                               f"checkpoint's step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
-    if c.get("version") != POLICY_VERSION:
+    if type(c.get("version")) is not int or c["version"] != POLICY_VERSION:
         raise CheckpointError(f"{cpath}: policy export version {str(c.get('version'))[:20]!r} is not "
                               f"{POLICY_VERSION} (written by another version of harmonies-env)")
     config = {k: v for k, v in c.items() if k not in ("format", "version", "weights", "weights_bytes",

@@ -216,7 +216,7 @@ def _legacy_weights(folder: Path) -> tuple[bytes, dict[str, Any]]:
     cpath = folder / "checkpoint.json"
     c = read_sidecar(cpath, ("format", "version", "iteration", "module", "settings", "weights", "weights_bytes",
                              "weights_sha256"), "format", "an RLlib checkpoint")
-    if c.get("format") != LEGACY_FORMAT or c.get("version") != LEGACY_VERSION:
+    if c.get("format") != LEGACY_FORMAT or type(c.get("version")) is not int or c["version"] != LEGACY_VERSION:
         raise CheckpointError(f"{cpath}: not a {LEGACY_FORMAT!r} version {LEGACY_VERSION} checkpoint")
     path = folder / "module.pt"
     if path.is_file() and path.stat().st_size != c.get("weights_bytes"):

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
-from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
@@ -378,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line saying what was kept, exit 130 / 143
         print(stop_message(f"harmonies {command}", e), file=sys.stderr)
+        quiet_exit()  # and nothing after it (a stop inside numba's compiler leaves noisy finalizers)
         return exit_status(e)
     except ImportError as e:
         found = missing_extra(e)

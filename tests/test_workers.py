@@ -149,10 +149,16 @@ def test_worker_flags_are_one_line_errors(reference, tmp_path, capsys):
         assert len(err) == 1 and want in err[0], err
     import shutil
 
-    run = shutil.copytree(reference, tmp_path / "copy")  # (a refused resume still rewrites its config.json)
+    run = shutil.copytree(reference, tmp_path / "copy")
+    saved = (run / "config.json").read_bytes()
     assert train.cli(["learned", "--run", str(run), "--resume", "--workers", "3", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "with 2 self-play workers cannot go on with selfplay.workers = 3" in err[0], err
+    assert (run / "config.json").read_bytes() == saved  # a refused command leaves its run as it was
+    fresh = tmp_path / "fresh"  # and a refused new run leaves no folder (refused inside the command, not its flags)
+    assert train.cli(["learned", "--config", str(TINY), "--run", str(fresh), "--no-progress", "--workers", "2",
+                      "--set", "selfplay.threads=300"]) == 2
+    assert not fresh.exists(), list(fresh.rglob("*"))
 
 
 def test_ray_missing_names_the_distributed_extra(tmp_path, monkeypatch, capsys):

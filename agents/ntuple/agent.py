@@ -151,6 +151,7 @@ def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
 def _declared_fits(cfg: Any, shapes: dict[str, list[int]], size: int) -> None:
     """Before the weights are read: the config is a layout this code has, and any declared shape is its length."""
     version = cfg.get("version") if isinstance(cfg, dict) else None
+    version = version if type(version) is int else None  # exactly an int: true is not layout 1
     want_layout = {k: v for k, v in network_config(layout=version if version in LAYOUT_WEIGHTS else NTUPLE_VERSION)
                    .items() if k != "play"}
     if not isinstance(cfg, dict) or {k: cfg.get(k) for k in want_layout} != want_layout:
