@@ -21,9 +21,10 @@ HTTP API (JSON), all under /api (docs/web.md has the whole table, the limits and
 Limits: request bodies over MAX_BODY_BYTES get 413 (counted as they arrive, so a body without Content-Length is cut
 off too); JSON nested deeper than MAX_JSON_DEPTH, integers longer than MAX_INT_DIGITS digits, NaN/Infinity and
 malformed JSON get 400 naming what was wrong. A game needs its token (missing or wrong: 403). The table holds
-`max_games` games; to make room for a new one the server forgets the least recently used finished game, else the
-least recently used game idle for `idle_seconds`; when every game is in play it refuses the new one (503) and
-never evicts a game being played. One client (IP address) holds at most MAX_CLIENT_GAMES games in play (429), and
+`max_games` games; to make room for a new one the server forgets the least recently used game idle for
+`idle_seconds`, finished ones first (a finished game's record outlives it no less than an idle game); when every
+game is in play or recently used it refuses the new one (503). One client (its connection's IP address: forwarded
+headers count only from the `--proxy-headers` proxies) holds at most MAX_CLIENT_GAMES games in play (429), and
 bots move one decision at a time, in turn across clients (`BotScheduler`). A connection must send each request's head
 within HEAD_SECONDS and its body within BODY_SECONDS (408), and is closed after KEEP_ALIVE_SECONDS idle; `Host` must
 name the bound address (400) and `Origin`, when sent, this server's page (403): no DNS rebinding.
@@ -40,6 +41,7 @@ import asyncio
 import contextlib
 import errno
 import json
+import logging
 import secrets
 import socket
 import threading
@@ -60,7 +62,7 @@ DEFAULT_OPPONENTS = ("greedy", "learned", "learned-search", "mlp", "mcts:1.0", "
 #: Games the server keeps at once (see Manager for what is forgotten, and when, to make room).
 MAX_GAMES = 64
 #: A game nobody has touched (no request, no bot move) for this long may be forgotten to make room for a new one.
-IDLE_SECONDS = 1800.0
+IDLE_SECONDS = 600.0
 #: Request bodies larger than this get 413 (the largest the page sends is a new game's ~150 bytes).
 MAX_BODY_BYTES = 16 * 1024
 #: JSON nested deeper than this ([[[...]]] or {"a": {...}}) gets 400; the API's own bodies are 2 deep.
@@ -461,10 +463,10 @@ def request_config(data: dict[str, Any], num_players: int) -> GameConfig:
 class Manager:
     """Sessions, and the worker thread pool in which bots move.
 
-    Holds at most `max_games` games. A new game beyond that takes the place of the least recently used finished
-    game, else of the least recently used game idle (no request, no bot move) for `idle_seconds`; a game whose bots
-    are thinking, or that was used more recently, is never forgotten for it: with no such game the new one is
-    refused (TableFull, 503).
+    Holds at most `max_games` games. A new game beyond that takes the place of a game idle (no request, no bot
+    move) for `idle_seconds`: the least recently used finished one, else the least recently used one in play; a
+    game whose bots are thinking, or that was used more recently, is never forgotten for it: with no such game the
+    new one is refused (TableFull, 503).
     """
 
     def __init__(self, opponents: list[str], bot_delay: float = 0.5, workers: int = 2, max_games: int = MAX_GAMES,
@@ -534,14 +536,14 @@ class Manager:
                              f"idle for {self.idle_seconds:g} s, before starting another")
 
     def _room(self) -> None:
-        """Make room for one more game (caller holds self.lock): forget the least recently used finished game, else
-        the least recently used game idle for idle_seconds; TableFull when every game is in play."""
+        """Make room for one more game (caller holds self.lock): forget the least recently used game idle for
+        idle_seconds, finished ones first (a finished game's record stays fetchable as long as its player's session
+        would); TableFull when every game is in play or recently used."""
         if len(self.sessions) < self.max_games:
             return
         now = time.monotonic()
-        finished = [s for s in self.sessions.values() if s.game.is_over and not s.thinking]
         idle = [s for s in self.sessions.values() if not s.thinking and now - s.last_used >= self.idle_seconds]
-        victims = finished or idle
+        victims = [s for s in idle if s.game.is_over] or idle  # a finished game lives as long as an idle one
         if not victims:
             raise TableFull(f"the server is full: all {self.max_games} games it holds are being played; a game "
                             f"can take the place of one that is finished or idle for {self.idle_seconds:g} s. "
@@ -814,14 +816,64 @@ def _timed_protocol() -> type:
     return TimedH11Protocol
 
 
-def serve_config(app: Any, host: str, port: int, **kwargs: Any) -> Any:
+def trusted_proxies(addresses: Any) -> list[str]:
+    """The `--proxy-headers` addresses, each an IP address or network (ValueError naming one that is not): only
+    connections from them may set the client's address with X-Forwarded-For / X-Forwarded-Proto."""
+    import ipaddress
+
+    out = []
+    for a in addresses or ():
+        try:
+            out.append(str(ipaddress.ip_network(str(a), strict=False)))
+        except ValueError:
+            raise ValueError(f"--proxy-headers takes IP addresses or networks of trusted proxies, got "
+                             f"{_short(a)}") from None
+    return out
+
+
+class RefusedConnections(logging.Filter):
+    """uvicorn logs one warning per connection refused over MAX_CONNECTIONS ("Exceeded concurrency limit."): 4,274
+    lines in a minute under load. This counts them (`count`, `app.state.refused`) and lets through one line per
+    `every` seconds saying how many, instead."""
+
+    MESSAGE = "Exceeded concurrency limit."
+
+    def __init__(self, every: float = 60.0):
+        super().__init__()
+        self.every, self.count, self._since, self._last = every, 0, 0, time.monotonic()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage() != self.MESSAGE:
+            return True
+        self.count += 1
+        self._since += 1
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return False
+        record.msg, record.args = (f"refused {self._since} connection(s) over the limit of {MAX_CONNECTIONS} in the "
+                                   f"last {now - self._last:.0f} s ({self.count} since start)"), ()
+        self._since, self._last = 0, now
+        return True
+
+
+def serve_config(app: Any, host: str, port: int, proxy: Any = (), **kwargs: Any) -> Any:
     """The one uvicorn configuration of the play server (`harmonies serve` and `browser.serve_in_thread`): its
-    connection limits and timeouts, and the app's `allowed_hosts` for the address it is bound to."""
+    connection limits and timeouts, and the app's `allowed_hosts` for the address it is bound to. Forwarded headers
+    (X-Forwarded-For) are ignored, so a client's address is its connection's (the per-client limit cannot be
+    dodged by naming another), unless `proxy` names the trusted proxies (`--proxy-headers`). Refused connections
+    are counted (`RefusedConnections`, `app.state.refused`), not logged one line each."""
     import uvicorn
 
     app.state.allowed_hosts = allowed_hosts(host, port)
+    trusted = trusted_proxies(proxy)
+    log = logging.getLogger("uvicorn.error")
+    for f in [f for f in log.filters if isinstance(f, RefusedConnections)]:
+        log.removeFilter(f)
+    app.state.refused = RefusedConnections()
+    log.addFilter(app.state.refused)
     return uvicorn.Config(app, host=host, port=port, log_level="warning", limit_concurrency=MAX_CONNECTIONS,
-                          timeout_keep_alive=KEEP_ALIVE_SECONDS, http=_timed_protocol(), **kwargs)
+                          timeout_keep_alive=KEEP_ALIVE_SECONDS, http=_timed_protocol(),
+                          proxy_headers=bool(trusted), forwarded_allow_ips=",".join(trusted) or None, **kwargs)
 
 
 def bind_port(host: str, port: int) -> socket.socket:
@@ -865,13 +917,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-games must be at least 1, got {args.max_games}")
     if not args.idle_minutes >= 0:
         raise ValueError(f"--idle-minutes must be >= 0, got {args.idle_minutes}")
+    proxy = trusted_proxies(args.proxy_headers)
     app = create_app(args.opponents, bot_delay=args.bot_delay, max_games=args.max_games,
                      idle_seconds=args.idle_minutes * 60)
     sock = bind_port(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Harmonies: open http://{host}:{port}/ in a browser (Ctrl-C stops the server)", flush=True)
-    config = serve_config(app, args.host, port)
+    config = serve_config(app, args.host, port, proxy=proxy)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -898,7 +951,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                    help="games held at once; a new game beyond takes the place of a finished or idle one, else is "
                         "refused (503)")
     p.add_argument("--idle-minutes", type=float, default=IDLE_SECONDS / 60,
-                   help="a game untouched this long may be forgotten to make room for a new game")
+                   help="a game (in play or finished) untouched this long may be forgotten to make room for a new game")
+    p.add_argument("--proxy-headers", nargs="+", default=None, metavar="ADDRESS",
+                   help="behind a reverse proxy: the proxies' IP addresses (or networks) whose X-Forwarded-For names "
+                        "the client; without it forwarded headers are ignored")
     p.set_defaults(func=cmd_serve)
     return p
 
