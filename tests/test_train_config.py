@@ -110,3 +110,12 @@ def test_jobs_above_the_usable_cores_are_capped_unless_oversubscribed(extra, wan
     err = capsys.readouterr().err
     if want == "cores" and cores() < 64:
         assert f"running --jobs {cores()} (--jobs-oversubscribe runs 64)" in err, err
+
+
+def test_a_new_run_refused_by_its_command_leaves_no_run_folder(tmp_path, capsys):
+    """Refused inside the command (its init checkpoint is missing), after the run folder and config.json were made:
+    both go again (they were left behind)."""
+    run = tmp_path / "run"
+    assert train.cli(["learned", "--config", str(CONFIGS / "learned_tiny.toml"), "--run", str(run), "--no-progress",
+                      "--set", f'train.init="{tmp_path / "missing.npz"}"']) == 2
+    assert "missing.npz" in capsys.readouterr().err and not run.exists()
