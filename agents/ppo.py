@@ -144,6 +144,25 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
                          f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'ends early'})") from None
 
 
+def _check_torch_members(p: Path) -> None:
+    """The torch zips inside an SB3 zip (`*.pth`: the policy, its optimizer, torch variables) declare no more than
+    they hold (`agents.archive.check_zip`, stored only as torch writes them), before `MaskablePPO.load` reads them;
+    else ValueError naming the member."""
+    from .archive import check_zip
+    from .checkpoint import CheckpointError
+
+    with zipfile.ZipFile(p) as zf:
+        for name in [n for n in zf.namelist() if n.endswith(".pth")]:
+            raw = zf.read(name)  # its declared size was checked by read_checkpoint_zip's check_zip
+            try:
+                with zipfile.ZipFile(io.BytesIO(raw)) as inner:
+                    check_zip(inner, len(raw), MAX_WEIGHTS_BYTES, f"{p}: {name}", stored_only=True)
+            except zipfile.BadZipFile:
+                continue  # not a torch zip: SB3's own reader says what it is
+            except CheckpointError as e:
+                raise ValueError(str(e)) from None
+
+
 def _net_arch(kwargs: dict, where: Any) -> tuple[list[int], list[int]]:
     """The (policy, value) hidden widths a checkpoint's `net_arch` declares, each within MAX_LAYERS x MAX_WIDTH;
     else ValueError naming the file."""
@@ -405,6 +424,7 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     if trust:
         from sb3_contrib import MaskablePPO
         read_checkpoint_zip(p, lambda data, size: None)  # a damaged zip or deep JSON: one line, before SB3 reads it
+        _check_torch_members(p)  # trusted to run code, still not to inflate a zip bomb
         try:
             policy = MaskablePPO.load(str(p), device=device).policy
         except Exception as e:  # what the file holds decides; say it in one line

@@ -199,3 +199,17 @@ def test_resume_refuses_a_trainer_state_declaring_a_gigabyte_before_inflating_it
     assert rows[0]["mib"] < 48 and "\n" not in rows[0]["said"], rows
     assert rows[0]["said"].startswith("CheckpointError: ") and "step_" in rows[0]["said"], rows
     assert "is compressed (this file is written stored)" in rows[0]["said"], rows
+
+
+def test_a_trusted_sb3_zip_is_still_refused_before_a_bomb_inside_it_is_inflated(tmp_path, tiny_zip):
+    """--trust-checkpoint lets the file run code through SB3, not make it inflate 1 GiB first."""
+    from agents.ppo import load_policy
+    from bad_checkpoints import torch_bomb
+
+    bomb = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(tiny_zip) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info) if info.filename != "policy.pth" else torch_bomb(GIB))
+    with pytest.raises(ValueError, match=r"bomb\.zip: policy\.pth: zip member '.*data/0' is compressed"):
+        load_policy(bomb, trust=True)
+    assert load_policy(tiny_zip, trust=True) is not None
