@@ -203,8 +203,9 @@ def test_resume_refuses_a_trainer_state_declaring_a_gigabyte_before_inflating_it
 
 def test_a_trusted_sb3_zip_is_still_refused_before_a_bomb_inside_it_is_inflated(tmp_path, tiny_zip):
     """--trust-checkpoint lets the file run code through SB3, not make it inflate 1 GiB first."""
-    from agents.ppo import load_policy
     from bad_checkpoints import torch_bomb
+
+    from agents.ppo import load_policy
 
     bomb = tmp_path / "bomb.zip"
     with zipfile.ZipFile(tiny_zip) as src, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as dst:
