@@ -61,6 +61,8 @@ CHECKPOINT_FORMAT = "harmonies-ppo-checkpoint-2"
 #: Checkpoints of the previous version (no games in flight): still resumed, with new games.
 _OLD_FORMAT = "harmonies-ppo-checkpoint-1"
 
+#: Largest resume checkpoint (`step_*.pt`) read, in bytes; its members may declare no more than it holds.
+MAX_CHECKPOINT_BYTES = 2 << 30
 #: The [run] section: how long to train and how often to evaluate / checkpoint (steps), torch threads.
 RUN_DEFAULTS: dict[str, Any] = {"timesteps": 100_000, "eval_every": 50_000, "eval_episodes": 64,
                                 "checkpoint_every": 50_000, "keep_checkpoints": 2, "threads": 1,
@@ -164,10 +166,16 @@ def export_policy(model: Any, path: str | Path) -> Path:
 
 
 def _read_weights(path: Path, device: str) -> dict[str, Any]:
-    import torch
+
+    from agents.archive import read_torch
+    from agents.checkpoint import CheckpointError
 
     try:
-        obj = torch.load(path, map_location=device, weights_only=True)
+        if path.stat().st_size > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(f"{path}: larger than a checkpoint can be ({MAX_CHECKPOINT_BYTES:,} bytes at most)")
+        obj = read_torch(path.read_bytes(), MAX_CHECKPOINT_BYTES, path, device)
+    except CheckpointError as e:
+        raise ConfigError(str(e)) from None
     except Exception as e:  # noqa: BLE001 - torch raises UnpicklingError, RuntimeError, EOFError ...
         raise ConfigError(f"{path}: not a weights-only checkpoint written by these commands "
                           f"({str(e).splitlines()[0][:200]})") from None

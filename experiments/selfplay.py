@@ -41,6 +41,7 @@ from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from agents.archive import read_npz
 from agents.base import PlanAgent
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
 from harmonies_env import actions as A
@@ -388,8 +389,7 @@ def load_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray
     from agents.checkpoint import read_checkpoint
 
     ck = read_checkpoint(path, ".npz", WEIGHTS_FORMAT, "an evaluator's weights", MAX_WEIGHTS_BYTES)
-    with np.load(io.BytesIO(ck.data), allow_pickle=False) as z:
-        return ck.config, {k: z[k] for k in z.files}
+    return ck.config, dict(read_npz(ck.data, MAX_WEIGHTS_BYTES, ck.weights_path))
 
 
 def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
@@ -750,7 +750,7 @@ class Learner:
     def load(self, path: Path, record: dict[str, Any]) -> None:
         """Take back a checkpoint `save` wrote: its .npz `path` and its JSON record."""
         meta = record["state"]
-        with np.load(path, allow_pickle=False) as z:
+        with read_npz(path, path.stat().st_size, path, stored_only=True) as z:
             mine = {"states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n", "pend_target"}
             for name in sorted(mine):
                 if name == "pend_target" and name not in z.files:  # written before expert iteration existed

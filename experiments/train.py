@@ -37,9 +37,10 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from harmonies_env.firstrun import say_if_compiling
-from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
 from .common import (
     ConfigError,
@@ -196,6 +197,31 @@ def command_line(argv: list[str]) -> str:
     return " ".join([prog(), *map(shlex.quote, argv)])
 
 
+def _run_as_found(run: Path) -> tuple[bool, bytes | None, Any]:
+    """What a refusal must leave as it is: whether the run folder existed, its config.json, its newest checkpoint."""
+    config = run / "config.json"
+    return run.exists(), config.read_bytes() if config.is_file() else None, latest_checkpoint(run / "checkpoints")
+
+
+def _leave_as_found(run: Path, before: tuple[bool, bytes | None, Any]) -> None:
+    """After a refused command (a config the command itself refused, e.g. `--resume --workers 3` of a run with 2):
+    its config.json as it was (or gone), and a run folder it made removed if nothing else was written there. Not
+    once a new checkpoint exists (the run went on with that config)."""
+    from harmonies_env.io import atomic_write_bytes
+
+    existed, config, newest = before
+    if latest_checkpoint(run / "checkpoints") != newest:
+        return
+    if config is not None:
+        atomic_write_bytes(run / "config.json", config)
+        return
+    (run / "config.json").unlink(missing_ok=True)
+    if not existed and run.is_dir() and not any(p.is_file() for p in run.rglob("*")):
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. A bad setting, config file or run
     folder raises SystemExit with one line naming it (`cli()` and `harmonies train` print it, exit status 2)."""
@@ -211,9 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
-    args = None
+    args = before = None
     try:
         args = resolve(ns)
+        before = _run_as_found(args.run)
         args.command = command_line(argv)
         module, function, _, _ = COMMANDS[args.algo]
         fn = getattr(importlib.import_module(module, __package__), function)
@@ -231,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         kept = (f"its newest checkpoint, {ck[0].name}, is kept: --resume goes on from it" if ck is not None
                 else "no checkpoint yet: the run starts afresh")
         raise Stopped(e.signum if isinstance(e, Stopped) else signal.SIGINT, kept) from None
-    except ConfigError as e:  # a bad config: say which, no traceback
+    except ConfigError as e:  # a bad config: say which, no traceback, and leave the run folder as it was
+        if before is not None:
+            _leave_as_found(args.run, before)
         raise SystemExit(f"{ns.algo}: {e}") from None
     except OSError as e:  # an unusable --run or a missing file: say which, no traceback
         raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
@@ -255,6 +284,7 @@ def cli(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept), exit 130 / 143
         print(stop_message(prog(), e), file=sys.stderr)
+        quiet_exit()  # and nothing after it (a stop inside numba's compiler leaves noisy finalizers)
         return exit_status(e)
 
 

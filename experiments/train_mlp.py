@@ -99,6 +99,8 @@ from .common import check_config as check_settings
 from .common import load_config as _load_config
 from .runner import RunArgs
 
+#: Largest trainer state (`step_*.pt`) read on --resume, in bytes; its members may declare no more than it holds.
+MAX_STATE_BYTES = 4 << 30
 #: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
 #: overrides them.
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -549,9 +551,11 @@ class Trainer:
 
     def load(self, path: Path, meta: dict[str, Any]) -> None:
         """Take back the state of a checkpoint: its tensors file `path` (read weights-only) and its `meta`."""
-        import torch
+        from agents.archive import read_torch
 
-        st = torch.load(path, map_location="cpu", weights_only=True)
+        if path.stat().st_size > MAX_STATE_BYTES:
+            raise ConfigError(f"{path}: larger than a trainer state can be ({MAX_STATE_BYTES:,} bytes at most)")
+        st = read_torch(path.read_bytes(), MAX_STATE_BYTES, path)
         self.net.load_state_dict(st["net"])
         self.opt.load_state_dict(st["opt"])
         self.states[:] = st["states"].numpy()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
-from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
@@ -171,7 +171,7 @@ def _check_specs(specs: list[str]) -> None:
 
 
 def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
-    from agents.match import jobs_note
+    from agents.match import cores, jobs_note
 
     from .provenance import cpu_seconds, provenance
     from .tournament import format_summary, run_games, write_outputs
@@ -185,6 +185,10 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
         check_address(args.ray)
         import ray  # noqa: F401  (a missing "distributed" extra is reported before any agent is built)
     _check_specs(list(args.agents))
+    if args.ray is None and args.jobs > cores() and not args.jobs_oversubscribe:
+        print(f"note: --jobs {args.jobs} is more than the {cores()} core(s) here: running --jobs {cores()} "
+              f"(--jobs-oversubscribe runs {args.jobs})", file=sys.stderr)
+        args.jobs = cores()
     note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
     if note:
         print(f"note: {note}", file=sys.stderr)
@@ -334,7 +338,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
         p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
         p.add_argument("--jobs", type=int, default=1,
-                       help="worker processes; results are identical for any --jobs with reproducible agents")
+                       help="worker processes, at most the usable cores; results are identical for any --jobs "
+                            "with reproducible agents")
+        p.add_argument("--jobs-oversubscribe", action="store_true",
+                       help="run --jobs processes even if they are more than the usable cores")
         p.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
                             "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "
@@ -410,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line saying what was kept, exit 130 / 143
         print(stop_message(f"harmonies {command}", e), file=sys.stderr)
+        quiet_exit()  # and nothing after it (a stop inside numba's compiler leaves noisy finalizers)
         return exit_status(e)
     except ImportError as e:
         found = missing_extra(e)

@@ -179,6 +179,9 @@ def test_train_command_line_errors(tmp_path, capsys):
         train.main(["solo-ppo", "--run", str(tmp_path / "b"), "--resume"])
     with pytest.raises(SystemExit, match=r"\[env\] vec must be"):
         train.main(["solo-ppo", "--run", str(tmp_path / "c"), "--set", 'env.vec="fast"'])
+    assert not (tmp_path / "c").exists()  # a refused new run leaves no folder
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text(json.dumps({"algo": "solo-ppo", "seed": 0, "config": {}}))
     with pytest.raises(SystemExit, match="is a solo-ppo run, not versus-ppo"):
         train.main(["versus-ppo", "--run", str(tmp_path / "c"), "--resume"])
     with pytest.raises(SystemExit):  # argparse: unknown command

@@ -188,7 +188,7 @@ PUBLIC_CONSTRUCTORS = {
 #: Where loose values from outside (arguments, a command line, an HTTP request, a run's [env] settings) become the
 #: config: each takes the players it counted (agents given, opponents), nothing else loose.
 CONFIG_BUILDERS = {"harmonies_env.config.game_config_from",
-                   "harmonies_apps.serve.request_config", "experiments.flat_ppo.env_config"}
+                   "harmonies_apps.serve.sessions.request_config", "experiments.flat_ppo.env_config"}
 #: The functions that still accept the old loose form for one release (a FutureWarning, then the config); the
 #: release after next removes it.
 DEPRECATED_FORMS = {"agents.match.play_match", "agents.match.run_match", "agents.match.play_game",

@@ -77,7 +77,8 @@ def test_config_sections_are_checked_once_with_one_line_errors():
     assert sp.games == 3 and sp.players == (2,)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sp.games = 4  # type: ignore[misc]
-    for bad, words in (({"selfplay": {"games": 0}}, "[selfplay] games"), ({"train": {"lam": 2}}, "[train] lam"),
+    for bad, words in (({"selfplay": {"games": 0}}, "selfplay.games = 0 is outside its range"),
+                       ({"train": {"lam": 2}}, "train.lam = 2 is outside its range 0..1"),
                        ({"selfplay": {"nope": 1}}, "nope"), ({"nope": {}}, "nope")):
         with pytest.raises(ConfigError) as e:
             settings(bad)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -343,3 +344,38 @@ def test_every_file_with_a_module_fixture_runs_whole_on_one_xdist_worker():
     fixture = re.compile(r'@pytest\.fixture\(scope="module"')
     files = {p.name for p in (ROOT / "tests").glob("test_*.py") if fixture.search(p.read_text())}
     assert files == conftest.WHOLE_FILES | conftest.RAY_FILES
+
+
+def _interrupt_harmonies(tmp_path: Path, when: str) -> tuple[int, list[str]]:
+    """The `harmonies` console command (a demo game, numba's cache empty) sent SIGINT `when` = "import" (as it
+    imports numba: Python reports each import, PYTHONPROFILEIMPORTTIME) or "compile" (once numba cached its first
+    kernel, mid-compilation); its exit status and stderr lines other than the import reports."""
+    exe = Path(sys.executable).with_name("harmonies")
+    if not exe.is_file():
+        pytest.skip("the harmonies console script is not installed beside this Python")
+    cache = tmp_path / f"numba-{when}"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPROFILEIMPORTTIME": "1" if when == "import" else ""}
+    env.pop("PYTHONPROFILEIMPORTTIME") if when != "import" else None
+    p = subprocess.Popen([str(exe), "demo", "--agents", "random", "random", "--seed", "1"], cwd=tmp_path, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    if when == "import":
+        for line in p.stderr:
+            lines.append(line)
+            if "numba" in line:
+                break
+    else:
+        while not any(cache.rglob("*.nbi")):
+            assert p.poll() is None, p.stderr.read()
+            time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    rest = p.stderr.read()
+    lines += rest.splitlines()
+    return p.wait(timeout=120), [s.strip() for s in lines if s.strip() and not s.startswith("import time:")]
+
+
+@pytest.mark.parametrize("when", ["import", "compile"])
+def test_ctrl_c_while_importing_or_compiling_is_one_line_and_exit_130(tmp_path, when):
+    rc, lines = _interrupt_harmonies(tmp_path, when)
+    assert rc == 130 and len(lines) == 1 and re.fullmatch(r"harmonies( demo)?: stopped by SIGINT \(Ctrl-C\)",
+                                                            lines[0]), (rc, lines)

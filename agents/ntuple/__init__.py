@@ -43,7 +43,7 @@ layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`)
 the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Layout 3 is a layout-2 vector
 per game stage (multistage weights: the stage of an afterstate is where the mover's own turn stands in
 `STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Checkpoints are `NAME.npz`
-(one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json` (its config with the layout, and the
+(one array `weights`, read by `agents.archive.read_npz`) + `NAME.json` (its config with the layout, and the
 SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 

@@ -13,10 +13,10 @@ from harmonies_env import state as S
 from harmonies_env.batch import run_rows
 
 from ..afterstate import FEATURE_VERSION
+from ..archive import read_npz
 from ..base import PlanAgent
 from ..checkpoint import (
     CheckpointError,
-    check_npz_members,
     read_checkpoint,
     write_checkpoint,
 )
@@ -151,6 +151,7 @@ def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
 def _declared_fits(cfg: Any, shapes: dict[str, list[int]], size: int) -> None:
     """Before the weights are read: the config is a layout this code has, and any declared shape is its length."""
     version = cfg.get("version") if isinstance(cfg, dict) else None
+    version = version if type(version) is int else None  # exactly an int: true is not layout 1
     want_layout = {k: v for k, v in network_config(layout=version if version in LAYOUT_WEIGHTS else NTUPLE_VERSION)
                    .items() if k != "play"}
     if not isinstance(cfg, dict) or {k: cfg.get(k) for k in want_layout} != want_layout:
@@ -179,13 +180,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     if head not in HEADS:
         raise CheckpointError(f"{ck.sidecar_path}: head must be one of {HEADS}, got {str(head)[:40]!r}")
     n = LAYOUT_WEIGHTS[version]
-    check_npz_members(data, 4 * n + 4096, p)  # the one array's bytes and its .npy header
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            names = sorted(z.files)
-            w = z["weights"] if names == ["weights"] else None
-    except Exception as e:  # a damaged archive, or an object array refused without pickle
-        raise CheckpointError(f"{p}: not an npz of plain arrays ({type(e).__name__}: {str(e)[:120]})") from None
+    z = read_npz(data, 4 * n + 4096, p)  # the one array's bytes and its .npy header, checked before inflating
+    names = sorted(z.files)
+    w = z["weights"] if names == ["weights"] else None
     if w is None:
         raise CheckpointError(f"{p}: must hold exactly one array 'weights', got {names[:5]}")
     if w.dtype != np.float32 or w.shape != (n,) or not np.isfinite(w).all():
