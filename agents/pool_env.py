@@ -6,7 +6,7 @@ MaskablePPO snapshots (checkpoint paths: the weights-only `.pt` exports self-pla
 weights-only by `agents.ppo.load_policy`). `PoolVecEnv` steps all games on the batched engine
 (`harmonies_env.batch.SelfPlayBatch`): the learner's actions for all games go in one numba call, then the
 opponents of every game that is not at a learner decision move together until all are (one torch forward per
-frozen snapshot for all its games, one numba call for all greedy games (`agents.batched_greedy`), one for all
+frozen snapshot for all its games, one numba call for all greedy games (`agents.greedy.GreedyPlans`), one for all
 random ones, then one batched step). The game, the learner's seat and the opponents of every episode follow
 from the seed (`draw_episode`).
 
@@ -36,8 +36,8 @@ from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observ
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.vector import BatchVecEnvMethods, batch_state, set_batch_state
 
-from .batched_greedy import GreedyPlans, random_rows
-from .greedy import GreedyAgent
+from .greedy import GreedyAgent, GreedyPlans
+from .policy.kernels import random_rows
 from .random_agent import RandomAgent
 
 #: Mixed into a game's seed to draw that episode's seats and opponents (see `draw_episode`).

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
-from typing import Any
 
-import numpy as np
+from .decisions import decision_line
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learned-win", 4),
@@ -27,31 +24,6 @@ DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learn
 #: The MLP's cases this module ran before issue 35 -> their name in `benchmarks.bench_mlp` (one release).
 MOVED = {"selfplay": "selfplay_mlp", "train": "train_mlp", "iteration": "iteration_mlp",
          "mlp_decision": "mlp_decision", "mlp_search_decision": "mlp_search_decision"}
-
-
-def decision_line(case: str, spec: str, games: int) -> dict[str, Any]:
-    """The JSON line of case `case`: agent `spec` deciding every turn of `games` 2-player Side A games (seeds 0..),
-    timed per decision (the first two, which compile, left out)."""
-    from agents import make_agent
-    from agents.base import private_copy
-    from harmonies_env import Game, GameConfig
-    from harmonies_env.view import PlayerView
-
-    agent = make_agent(spec)
-    times = []
-    for seed in range(games):
-        g = Game(seed=seed, config=GameConfig(2, "A"))
-        while not g.is_over:
-            view = PlayerView(g, g.current_player)
-            t0 = time.perf_counter()
-            plan = agent.choose_plan(view, private_copy(view, 0))
-            times.append(time.perf_counter() - t0)
-            for a in plan:
-                g.step(a)
-    t = np.array(times[2:])  # the first decisions include compilation
-    return {"case": case, "agent": spec, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
-            "median_ms": round(1000 * float(np.median(t)), 1), "p95_ms": round(1000 * np.percentile(t, 95), 1),
-            "max_ms": round(1000 * t.max(), 1), "load1": round(os.getloadavg()[0], 2)}
 
 
 def main(argv: list[str] | None = None) -> int:

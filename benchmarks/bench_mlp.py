@@ -27,7 +27,7 @@ from pathlib import Path
 
 from experiments.train_mlp import Trainer, load_config
 
-from .bench_learned import decision_line
+from .decisions import decision_line
 
 ROOT = Path(__file__).resolve().parents[1]
 

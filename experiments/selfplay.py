@@ -884,7 +884,7 @@ class SelfPlayWorker:
 
 def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
     """A training command of a `Learner` (`python -m experiments.train NAME ...`, `args` an
-    `experiments.runner.RunArgs`): resume, connect the workers, train, summarise (summary.json)."""
+    `experiments.commands.RunArgs`): resume, connect the workers, train, summarise (summary.json)."""
     from .common import atomic_write_json, latest_checkpoint
 
     learner.command = args.command or learner.command

@@ -28,7 +28,7 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
-`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`experiments.selfplay_workers`: each
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`experiments.mlp_workers`: each
 with its own `selfplay.games` games; local processes, as for `learned`, or Ray actors with `--ray ADDRESS`,
 `run.ray`): each iteration every worker makes one decision in each of its games, the ended games' samples go into
 the replay buffer in worker order, and the weights are published to the workers every `selfplay.publish_every` Adam
@@ -84,6 +84,7 @@ from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 
+from .commands import RunArgs
 from .common import (
     ConfigError,
     Setting,
@@ -97,7 +98,6 @@ from .common import (
 )
 from .common import check_config as check_settings
 from .common import load_config as _load_config
-from .runner import RunArgs
 
 #: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
 #: overrides them.
@@ -347,12 +347,12 @@ class Trainer:
 
     # ---- self-play on workers ----
     def connect(self, address: str) -> None:
-        """Start `selfplay.workers` self-play actors (`experiments.selfplay_workers`): local processes
+        """Start `selfplay.workers` self-play actors (`experiments.mlp_workers`): local processes
         ("processes"), or Ray actors at a Ray address ("local": this machine); put back the checkpoint's games in
         flight when resuming, and publish the weights they played with (the network's own when starting)."""
-        from .selfplay_workers import SelfPlayWorkers
+        from .mlp_workers import MLPWorkers
 
-        self.pool = SelfPlayWorkers(self.cfg, self.seed, int(self.sp["workers"]), address)
+        self.pool = MLPWorkers(type(self), self.cfg, self.seed, int(self.sp["workers"]), address)
         if self.worker_snaps is not None:
             self.pool.restore(self.worker_snaps)
             self.worker_snaps = None
@@ -368,7 +368,7 @@ class Trainer:
 
     def collect_step(self) -> None:
         """One decision in every game of every worker; the ended games' samples into the buffer, worker order."""
-        from .selfplay_workers import feed
+        from .mlp_workers import feed
 
         feed(self, self.pool.collect(1))
 

@@ -31,6 +31,8 @@ from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
+from .options import HelpFormatter, OptionHelp, add_seed, agents_help, print_scores  # noqa: F401  (serve's parser)
+
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
 
@@ -71,26 +73,6 @@ EXTRA_OF: dict[str, str] = {
     "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
 
-def agents_help() -> str:
-    """The agent-spec help shown under every command that takes specs: from the registry (`agents.registry`)."""
-    from agents.registry import agents_help as registry_help
-
-    return registry_help()
-
-
-class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False or "default" in (action.help or "").lower():
-            return action.help
-        return super()._get_help_string(action)
-
-
-class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
-    """Help shows every option's default once and keeps the description's line breaks."""
-
-
 def missing_extra(err: ImportError) -> tuple[str, str] | None:
     """(module, extra) when `err` is an optional module that a pyproject extra installs, else None."""
     name = getattr(err, "name", None)
@@ -104,23 +86,6 @@ def missing_extra(err: ImportError) -> tuple[str, str] | None:
 def extra_message(command: str, module: str, extra: str) -> str:
     """The one line printed instead of a traceback when an optional module is missing."""
     return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
-
-
-def add_seed(p: argparse.ArgumentParser) -> None:
-    """--seed, beside the game options (`harmonies_env.config.add_game_options`) of the game-playing subcommands."""
-    p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
-
-
-def print_scores(game, out: TextIO) -> None:
-    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
-    from harmonies_env.demo import winner_line
-    from harmonies_env.scoring import CATEGORIES
-
-    for p, sc in enumerate(game.scores()):
-        print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
-    print(winner_line(game), file=out)
-    if game.num_players == 1:
-        print(f"suns: {game.suns()}", file=out)
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -302,7 +302,7 @@ def play(opponents: list[str], seat: int = 0, *old: Any, seed: int = 0, input_fn
     FutureWarning."""
     from agents import make_agent
 
-    from .cli import print_scores
+    from .options import print_scores
     from .tournament import agent_seed
 
     fields, given = old_arguments("play", old, ("side", "spirits", "seed", "input_fn", "out"), loose)
@@ -391,7 +391,7 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, o
 
 def add_parser(sub) -> None:
     """Add the `play` subcommand to the `harmonies` parser (see cli.APP_MODULES)."""
-    from .cli import HelpFormatter, add_seed, agents_help
+    from .options import HelpFormatter, add_seed, agents_help
 
     p = sub.add_parser("play", help="play against bots in the terminal", formatter_class=HelpFormatter,
                        description=__doc__.split("\n\n")[0] + "\n\n" + HELP.split("A turn:")[0], epilog=agents_help())

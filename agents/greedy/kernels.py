@@ -1326,3 +1326,20 @@ def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
     if not np.isfinite(w).all():
         raise ValueError("weights must be finite numbers")
     return int(beam), w
+
+
+@njit(cache=True, nogil=True)
+def greedy_plans(lo: int, hi: int, states, weights, beam: int, diverse: bool, plans, lens) -> None:
+    """The greedy planner's turn for the player to move in rows lo..hi-1 of states (int64 (M, STATE_SIZE), read
+    only): plans int64 (M, MAX_PLAN), lens int64 (M,) (0 where the position has no legal action, which a live game
+    never has). weights float64 (NUM_TERMS,), beam: as `GreedyAgent(beam=...)`; diverse: `plan_candidates`' first
+    plan (a beam per central space) instead of `plan_turn`'s. Releases the GIL: `run_rows` splits rows over threads.
+    """
+    values = np.zeros(1, dtype=np.float64)
+    for j in range(lo, hi):
+        if diverse:
+            n = plan_candidates(states[j], weights, beam, plans[j:j + 1], lens[j:j + 1], values)
+        else:
+            n = plan_turn(states[j], weights, beam, plans[j:j + 1], lens[j:j + 1], values)
+        if n == 0:
+            lens[j] = 0
