@@ -30,7 +30,7 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import SelfPlayBatch, episode_seed
-from harmonies_env.config import GameConfig, make_config, old_arguments
+from harmonies_env.config import GameConfig, make_config
 from harmonies_env.env_gym import VersusEnv
 from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -95,16 +95,14 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     next episode starts.
 
     `reset()` seeds row r's games from base seed b + r (`seed(b)` first, SB3 style), as `SelfPlayBatch`.
-    config: the games' `GameConfig` (default: 2 players, Side A); the old loose num_players, side, spirits work one
-    more release, with a FutureWarning.
+    config: the games' `GameConfig` (default: 2 players, Side A).
     """
 
     def __init__(self, num_envs: int = 32, config: GameConfig | None = None, reward: str = "score",
                  pool: Sequence[str] = ("random", "greedy"), greedy_beam: int = 8, opponent_sample: bool = False,
                  seat: int | None = None, illegal_reward: float = -0.01, max_steps: int = 5000,
-                 seed: int | None = None, device: str = "cpu", **loose: Any):
-        fields, _ = old_arguments("PoolVecEnv", (), (), loose)
-        config = make_config(config, **fields)
+                 seed: int | None = None, device: str = "cpu"):
+        config = make_config(config)
         self.batch = SelfPlayBatch(num_envs, config=config, seed=0, reward=reward, illegal_reward=0.0, max_steps=0)
         n = self.batch.num_games
         self.num_players = self.batch.num_players

@@ -252,8 +252,7 @@ register(AgentKind(
     "learned", _learned,
     "learned or learned:PATH (the n-tuple network: an n-tuple checkpoint's .npz, next to its .json; the MLP's .pt "
     "is mlp:PATH)",
-    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz", aliases=("ntuple",),
-    example="learned"))
+    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz", example="learned"))
 register(AgentKind(
     "learned-search", _learned_search,
     "learned-search, learned-search:Nit (N sampled worlds per candidate, a whole number 1..10000; default 8it) or "
@@ -264,17 +263,14 @@ register(AgentKind(
     "learned-win", _learned_win,
     "learned-win or learned-win:C (C points per unit of win probability, a number 0..1000, default 20; the shipped "
     "n-tuple network and win head)",
-    "learned-win[:C] (with the win head: C points per unit of win probability, 20 if not given)",
-    aliases=("ntuple-win",)))
+    "learned-win[:C] (with the win head: C points per unit of win probability, 20 if not given)"))
 register(AgentKind("mlp", _mlp, "mlp or mlp:PATH (an MLP checkpoint's .pt, next to its .json)",
-                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt", aliases=("learned-mlp",),
-                   example="mlp"))
+                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt", example="mlp"))
 register(AgentKind(
     "mlp-search", _mlp_search,
     "mlp-search, mlp-search:SECONDS (a number > 0; default 1) or mlp-search:Nit (N a whole number >= 1; the shipped "
     "MLP)",
-    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True, aliases=("learned-mlp-search",),
-    example="mlp-search:200it"))
+    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True, example="mlp-search:200it"))
 
 __all__ = ["ALIASES", "KINDS", "AgentKind", "agents_help", "all_names", "budget", "is_timed", "lookup", "make_agent",
            "path_kinds", "register", "timed_kinds", "unregister", "whole"]

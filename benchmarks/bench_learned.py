@@ -6,43 +6,24 @@
 
 Cases: `SPEC_decision` (`learned_decision` times `learned`): the agent deciding a turn with its checkpoint's play
 settings, ms per decision: `learned` (the shipped n-tuple network), `learned-win` and `learned-search:8it`. The line
-names the spec it timed (`agent`). The MLP's cases, which this module ran before issue 35 (`selfplay`, `train`,
-`iteration`, `mlp_decision`, `mlp_search_decision`), still run when named here, with a one-line note, for one
-release: they are `benchmarks.bench_mlp`'s now.
+names the spec it timed (`agent`).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from .decisions import decision_line
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learned-win", 4),
              "learned_search_decision": ("learned-search:8it", 2)}
-#: The MLP's cases this module ran before issue 35 -> their name in `benchmarks.bench_mlp` (one release).
-MOVED = {"selfplay": "selfplay_mlp", "train": "train_mlp", "iteration": "iteration_mlp",
-         "mlp_decision": "mlp_decision", "mlp_search_decision": "mlp_search_decision"}
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--cases", nargs="*", default=list(DECISIONS), choices=[*DECISIONS, *MOVED])
-    ap.add_argument("--config", default=None, help="(the moved MLP trainer cases only) bench_mlp's --config")
-    ap.add_argument("--threads", type=int, default=None, help="(the moved MLP trainer cases only) bench_mlp's")
-    ap.add_argument("--seconds", type=float, default=None, help="(the moved MLP trainer cases only) bench_mlp's")
+    ap.add_argument("--cases", nargs="*", default=list(DECISIONS), choices=list(DECISIONS))
     args = ap.parse_args(argv)
-    moved = [c for c in args.cases if c in MOVED]
-    if moved:
-        print(f"note: {', '.join(moved)} are benchmarks.bench_mlp's cases now ("
-              f"{', '.join(MOVED[c] for c in moved)}); this name works until the next release", file=sys.stderr)
-        from . import bench_mlp
-
-        extra = [opt for key, opt in (("config", "--config"), ("threads", "--threads"), ("seconds", "--seconds"))
-                 for opt in ((opt, str(getattr(args, key))) if getattr(args, key) is not None else ())]
-        bench_mlp.main(["--cases", *(MOVED[c] for c in moved), *extra])
     for case, (spec, games) in DECISIONS.items():
         if case in args.cases:
             print(json.dumps(decision_line(case, spec, games)), flush=True)

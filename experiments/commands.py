@@ -60,8 +60,8 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
     "mlp": (".train_mlp", "run", "mlp.toml",
             "the MLP baseline `mlp` (agents/mlp/) from scratch by batched self-play"),
 }
-#: Old command names, kept for one release: old name -> command (a one-line note on stderr when used).
-ALIASES: dict[str, str] = {"ntuple": "learned"}
+#: Commands renamed since a run could be saved: the name a run folder's config.json records -> today's (read only).
+_SAVED_BEFORE_RENAME: dict[str, str] = {"ntuple": "learned"}
 
 
 def schema(algo: str) -> Schema | None:
@@ -71,8 +71,9 @@ def schema(algo: str) -> Schema | None:
 
 
 def saved_run(run: Path) -> dict | None:
-    """The run's config.json record (command, seed, config), or None: no run there. Runs saved before the commands
-    were renamed read under today's names: `ntuple` is `learned`, and an MLP run saved as `learned` is `mlp`."""
+    """The run's config.json record (command, seed, config), or None: no run there. Runs saved by earlier versions,
+    before the commands were renamed, read under today's names: `ntuple` is `learned`, and an MLP run saved as
+    `learned` is `mlp` (the run folder's file is read, never rewritten)."""
     path = run / "config.json"
     if not path.exists():
         return None
@@ -81,5 +82,5 @@ def saved_run(run: Path) -> dict | None:
     if old == "learned" and isinstance(saved.get("config"), dict) and "selfplay" in saved["config"] \
             and "network" in saved["config"]:  # the MLP's trainer was `learned` until the rename
         saved["algo"] = "mlp"
-    saved["algo"] = ALIASES.get(saved["algo"], saved["algo"])
+    saved["algo"] = _SAVED_BEFORE_RENAME.get(saved["algo"], saved["algo"])
     return saved

@@ -41,7 +41,7 @@ from pathlib import Path
 from harmonies_env.firstrun import say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
 
-from .commands import ALIASES, COMMANDS, CONFIGS, RunArgs, save_run_config, saved_run, schema
+from .commands import COMMANDS, CONFIGS, RunArgs, save_run_config, saved_run, schema
 from .common import (
     ConfigError,
     apply_overrides,
@@ -160,10 +160,6 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
-    if argv[0] in ALIASES:
-        print(f"note: `train {argv[0]}` is now `train {ALIASES[argv[0]]}`; the old name works until the next release",
-              file=sys.stderr)
-        argv[0] = ALIASES[argv[0]]
     if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)

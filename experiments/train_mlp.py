@@ -9,8 +9,7 @@ It runs under `experiments.train` like every training command: the run-level fla
 --resume --max-minutes --device --no-progress) are parsed there, the config is validated there against `SCHEMAS`
 (`experiments.common.check_config`), the run folder holds config.json, checkpoints/ (`experiments.common`'s
 atomic checkpoints: `step_<iteration>.pt` + its `.json` record with size and SHA-256), tb/ (when tensorboard is
-installed) and summary.json as every run does. `python -m experiments.train_mlp ARGS` is an alias of
-`python -m experiments.train mlp ARGS` (`--iterations N` there is `--set run.iterations=N`).
+installed) and summary.json as every run does.
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
 (`agents.mlp.Candidates`, the MLP agents' proposer: threads over row ranges) and writes each candidate's
@@ -707,25 +706,3 @@ def run(args: RunArgs) -> dict[str, Any]:
     atomic_write_json(folder / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m experiments.train_mlp ARGS`: an alias of `python -m experiments.train mlp ARGS`
-    (`--iterations N` is `--set run.iterations=N`); the exit status."""
-    from .train import cli
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    out: list[str] = []
-    while args:
-        a = args.pop(0)
-        if a == "--iterations" and args:
-            out += ["--set", f"run.iterations={args.pop(0)}"]
-        elif a.startswith("--iterations="):
-            out += ["--set", f"run.iterations={a.partition('=')[2]}"]
-        else:
-            out.append(a)
-    return cli(["mlp", *out])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -453,16 +453,15 @@ def test_make_agent_specs_and_errors():
 
 
 def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
-    """`learned` / `learned-search` are the n-tuple agents (the same as `ntuple` / `learned-search`), the MLP plays on
-    as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
+    """`learned` / `learned-search` are the n-tuple agents (the shipped network and its play settings), the MLP plays
+    on as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
     from agents.ntuple import NTupleAgent, NTupleSearchAgent, NTupleWinAgent
 
     learned = make_agent("learned")
-    with pytest.warns(FutureWarning, match="'ntuple' is now 'learned'"):
-        ntuple = make_agent("ntuple")
+    shipped = NTupleAgent()
     assert type(learned) is NTupleAgent and learned.name == "learned"
-    assert np.array_equal(learned.weights, ntuple.weights)
-    assert (learned.beam, learned.candidates) == (ntuple.beam, ntuple.candidates)
+    assert np.array_equal(learned.weights, shipped.weights)
+    assert (learned.beam, learned.candidates) == (shipped.beam, shipped.candidates)
     search = make_agent("learned-search")
     assert type(search) is NTupleSearchAgent and search.worlds == make_agent("learned-search").worlds == 8
     assert make_agent("learned-search:3it").worlds == 3 and make_agent("learned-search:0.5").seconds == 0.5

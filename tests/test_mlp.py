@@ -569,11 +569,11 @@ def test_config_errors():
         load_config(TINY, ["run.threads=true"])
 
 
-def _train(run: Path, iterations: int, extra: list[str] | None = None, alias: bool = False) -> subprocess.Popen:
+def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
     """`python -m experiments.train mlp` on the tiny config, seed 5, up to `iterations`; with --resume when the
-    run folder holds a run (config.json). alias: through `python -m experiments.train_mlp --iterations N`."""
-    until = ["--iterations", str(iterations)] if alias else ["--set", f"run.iterations={iterations}"]
-    cmd = [sys.executable, "-m", *(["experiments.train_mlp"] if alias else ["experiments.train", "mlp"]),
+    run folder holds a run (config.json)."""
+    until = ["--set", f"run.iterations={iterations}"]
+    cmd = [sys.executable, "-m", "experiments.train", "mlp",
            "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -654,7 +654,7 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     training, the play settings) resumes: they read as their defaults. The run plays the plain beam's candidates
     (the defaults), so this also trains that way; changing only how the result is played does not stop a resume."""
     plain = ["--set", "selfplay.diverse=false", "--set", "train.augment=false"]
-    p = _train(tmp_path, 10, plain, alias=True)
+    p = _train(tmp_path, 10, plain)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     ck = sorted((tmp_path / "checkpoints").glob("step_*.json"))[-1]
     record = json.loads(ck.read_text())
