@@ -41,14 +41,15 @@ from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from agents.afterstate import own_total
 from agents.base import PlanAgent
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
+from agents.td import lambda_returns
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
-from harmonies_env.cards import NUM_CARDS
 from harmonies_env.config import GameConfig
-from harmonies_env.scoring import NUM_CATEGORIES, score_into
+from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
 
@@ -247,24 +248,10 @@ def td_targets(game: Finished, lam: float) -> np.ndarray:
     out = np.zeros(m)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     own = np.array([own_total(game.afters[i], int(game.seats[i]), sc) for i in range(m)], dtype=np.float64)
-    nxt: dict[int, int] = {}
-    for i in range(m - 1, -1, -1):
-        p = int(game.seats[i])
-        j = nxt.get(p)
-        if j is None:
-            out[i] = float(game.totals[p]) - own[i]
-        else:
-            out[i] = own[j] - own[i] + lam * out[j] + (1.0 - lam) * float(game.preds[j])
-        nxt[p] = i
+    lambda_returns(np.ascontiguousarray(game.seats[:m], dtype=np.int64), m, own,
+                   np.asarray(game.preds[:m], dtype=np.float64), np.asarray(game.totals, dtype=np.float64),
+                   1.0 - lam, lam, np.full(m, np.nan), 0.0, out)
     return out
-
-
-def own_total(s: np.ndarray, p: int, sc: np.ndarray) -> int:
-    """Seat p's total score in state s (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board."""
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], sc,
-               s[S.RIVER_LOOPS])
-    return int(sc[NUM_CATEGORIES - 1])
 
 
 # ------------------------------------------------------------------------------------------------ the loop's parts
@@ -618,8 +605,9 @@ class Learner:
         self.decisions += int(b.recorded.sum())
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
+        sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
-            final_totals(self.states[r], totals, won)
+            outcome(self.states[r], totals, sc, won)
             finish(Finished(self.pend[r], self.pend_seat[r], self.pend_pred[r], self.pend_target[r],
                             int(self.pend_n[r]), totals, won))
             self.games_done += 1
@@ -803,11 +791,6 @@ class Learner:
                 lambda bar: self._record(self.evaluate(), log, bar),
                 lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}", "dec/s": f"{self.rate():.0f}"},
                 every_ev, self.rn.checkpoint_every, self.name, self.progress)
-
-
-def final_totals(s: np.ndarray, totals: np.ndarray, won: np.ndarray) -> None:
-    """Every seat's final total and who won (int64 (4,) each) of a finished game (the engine's `outcome`)."""
-    outcome(s, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), won)
 
 
 class SelfPlayWorker:

@@ -76,6 +76,7 @@ from agents.mlp import (
     torch_net,
 )
 from agents.mlp import save_checkpoint as save_checkpoint_files
+from agents.td import lambda_returns
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
 from harmonies_env.config import GameConfig
@@ -377,20 +378,19 @@ class Trainer:
         cap = self.buf_x.shape[0]
         nw = max(1, int(won[:n].sum()))
         lam = float(self.tr["lam"])
-        target = np.zeros((m, 8), dtype=np.float32)
-        nxt: dict[int, np.ndarray] = {}  # seat -> lambda-return of its next afterstate
-        for j in range(m - 1, -1, -1):  # backwards: G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome
-            p = int(self.pend_seat[r, j])
-            if p not in nxt:
-                rel = [(p + q) % n for q in range(n)]
-                z = np.zeros(8, dtype=np.float32)
-                z[:n] = totals[rel] / 100.0
-                z[4: 4 + n] = won[rel] / nw
-                target[j] = z
-            else:
-                g_next, v_next = nxt[p]
-                target[j] = (1.0 - lam) * v_next + lam * g_next
-            nxt[p] = (target[j].copy(), self.pend_v[r, j])
+        final = np.zeros((8, S.MAX_PLAYERS), dtype=np.float32)  # each output's outcome, for each seat's view
+        for p in range(n):
+            rel = [(p + q) % n for q in range(n)]
+            final[:n, p] = totals[rel] / 100.0
+            final[4: 4 + n, p] = won[rel] / nw
+        # each output's lambda-returns (G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome), in float32
+        seats = np.ascontiguousarray(self.pend_seat[r, :m], dtype=np.int64)
+        own, none = np.zeros(m, dtype=np.float32), np.full(m, np.nan)
+        target = np.zeros((8, m), dtype=np.float32)
+        for c in range(8):
+            lambda_returns(seats, m, own, np.ascontiguousarray(self.pend_v[r, :m, c]), final[c],
+                           np.float32(1.0 - lam), np.float32(lam), none, 0.0, target[c])
+        target = target.T
         for j in range(m):
             i = self.buf_pos
             self.buf_x[i] = self.pend_x[r, j]

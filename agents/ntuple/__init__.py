@@ -96,7 +96,6 @@ from .kernels import (
     choose_rows,
     decide_rows,
     evaluate_batch,
-    final_totals,
     learn_game,
     learn_win,
     linear_features,
@@ -120,6 +119,6 @@ __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values"
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
            "heuristic_weights",
-           "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play", "final_totals",
+           "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play",
            "MAX_CANDIDATES", "COUNTS", "ORBIT", "PAIRS", "TRIANGLES", "LINES", "RHOMBI", "cell_values", "no_turn_left",
            "own_total", "selected_norm", "value_of", "weights_sha256"]

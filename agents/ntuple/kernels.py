@@ -12,11 +12,20 @@ from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
-from harmonies_env.scoring import NUM_CATEGORIES, score_into
+from harmonies_env.scoring import NUM_CATEGORIES
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_total
+from ..afterstate import (
+    GLOBAL,
+    NUM_FEATURES,
+    SEAT,
+    SEAT_HEAD,
+    afterstate_head_features,
+    candidate_head_total,
+    own_total,
+)
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 from ..greedy.kernels import TERMS_SCRATCH
+from ..td import lambda_returns
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays; layout 3 = a layout-2 vector per game
@@ -249,14 +258,6 @@ def value_of(w, idx, k: int, lin) -> float:
     for j in range(k):
         v += float(w[idx[j]])
     return v
-
-
-@njit(cache=True)
-def own_total(s, p: int, sc) -> int:
-    """Seat p's total score now (sc int64 (NUM_CATEGORIES,) scratch)."""
-    cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
-    return sc[NUM_CATEGORIES - 1]
 
 
 @njit(cache=True)
@@ -653,17 +654,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for j in range(m):
         tot[j] = own_total(afters[j], seats[j], sc)
-    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
-    for j in range(m - 1, -1, -1):
-        p = seats[j]
-        q = nxt[p]
-        if q < 0:
-            ret[j] = final[p] - tot[j]
-        else:
-            ret[j] = (tot[q] - tot[j]) + (1.0 - lam) * preds[q] + lam * ret[q]
-        if not np.isnan(targets[j]):
-            ret[j] = mix * targets[j] + (1.0 - mix) * ret[j]
-        nxt[p] = j
+    lambda_returns(seats, m, tot, preds, final, 1.0 - lam, lam, targets, mix, ret)
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
@@ -673,18 +664,32 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
         p = seats[j]
         if no_turn_left(s, p):
             continue
-        lo = stage_start(w, s)
-        hi = lo + stage_length(w)
-        ws = w[lo:hi]
-        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
-        linear_features(s, p, feats, lin)
-        err = ret[j] - value_of(ws, idx, k, lin)
+        lo, k = _stage_inputs(w, s, p, idx, feats, lin)
+        err = ret[j] - value_of(w[lo:lo + stage_length(w)], idx, k, lin)
         sse += err * err
-        if coherence is None:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
-        else:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
+        _learn_step(w, lo, idx, k, lin, err, alpha_tuple, alpha_linear, coherence)
     return sse
+
+
+@njit(cache=True)
+def _stage_inputs(w, s, p: int, idx, feats, lin):
+    """(start of s's stage block in w, active tuple count): the active tuple indices written to idx and the linear
+    inputs to lin for seat p at afterstate s (a learning step's inputs, `learn_game`'s and `learn_win`'s)."""
+    lo = stage_start(w, s)
+    k = tuple_indices(s, p, idx, stage_length(w) > CARD_FROM)
+    linear_features(s, p, feats, lin)
+    return lo, k
+
+
+@njit(cache=True)
+def _learn_step(w, lo: int, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: float, coherence) -> None:
+    """One normalized-LMS step of the stage block of w starting at lo (`td_step`), with the block's temporal-coherence
+    step sizes when coherence is given."""
+    hi = lo + stage_length(w)
+    if coherence is None:
+        td_step(w[lo:hi], idx, k, lin, err, alpha_tuple, alpha_linear)
+    else:
+        td_step(w[lo:hi], idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
 
 
 @njit(cache=True)
@@ -732,38 +737,18 @@ def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, a
     for j in range(m):
         prob[j] = 1.0 / (1.0 + np.exp(-win_logit(afters[j], seats[j], w, idx, feats, lin)))
     ret = np.zeros(m, dtype=np.float64)
-    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
-    for j in range(m - 1, -1, -1):
-        p = seats[j]
-        q = nxt[p]
-        ret[j] = share[p] if q < 0 else (1.0 - lam) * prob[q] + lam * ret[q]
-        nxt[p] = j
+    lambda_returns(seats, m, np.zeros(m, dtype=np.float64), prob, share, 1.0 - lam, lam, np.full(m, np.nan), 0.0,
+                   ret)
     loss = 0.0
     for j in range(m):
         s = afters[j]
         p = seats[j]
-        lo = stage_start(w, s)
-        hi = lo + stage_length(w)
-        ws = w[lo:hi]
-        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
-        linear_features(s, p, feats, lin)
-        pr = 1.0 / (1.0 + np.exp(-value_of(ws, idx, k, lin)))
+        lo, k = _stage_inputs(w, s, p, idx, feats, lin)
+        pr = 1.0 / (1.0 + np.exp(-value_of(w[lo:lo + stage_length(w)], idx, k, lin)))
         pc = min(max(pr, 1e-7), 1.0 - 1e-7)
         loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
-        err = ret[j] - pr
-        if coherence is None:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
-        else:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
+        _learn_step(w, lo, idx, k, lin, ret[j] - pr, alpha_tuple, alpha_linear, coherence)
     return loss
-
-
-@njit(cache=True)
-def final_totals(s, totals, won) -> None:
-    """Every seat's final total (and who won) of a finished game."""
-    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    outcome(s, totals, tmp, won)
-
 
 
 @njit(cache=True)
