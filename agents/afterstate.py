@@ -34,17 +34,9 @@ from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CA
 from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, popcount
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from .greedy.kernels import (
-    MAX_PLAN,
-    NUM_TERMS,
-    TERMS_SCRATCH,
-    habitat_near,
-    habitat_slot,
-    no_turn_left,
-    plan_candidates,
-    plan_turn,
-    terms_and_needs,
-)
+from .greedy.habitats import habitat_near
+from .greedy.planner import MAX_PLAN, plan_candidates, plan_turn
+from .greedy.terms import NUM_TERMS, TERMS_SCRATCH, habitat_slot, no_turn_left, terms_and_needs
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
 FEATURE_VERSION = 1

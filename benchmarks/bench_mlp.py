@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.train_mlp import Trainer, load_config
+from experiments.mlp_config import load_config
+from experiments.train_mlp import Trainer
 
 from .decisions import decision_line
 

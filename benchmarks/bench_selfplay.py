@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(path: str, threads: int) -> dict:
-    from experiments.train_mlp import load_config
+    from experiments.mlp_config import load_config
 
     cfg = load_config(path, [f"run.threads={threads}"])
     cfg["train"]["buffer"] = 2 * int(cfg["selfplay"]["games"]) * int(cfg["selfplay"]["max_decisions"])

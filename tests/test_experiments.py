@@ -127,7 +127,7 @@ def test_one_typed_config_loader_for_every_command(tmp_path):
     values of the wrong kind are refused by name, once, at load (the same words for every command); left-out settings
     read as their defaults, optional ones ([ppo]'s) stay out; `--set` reaches into a table setting."""
     from experiments.flat_ppo import SCHEMAS
-    from experiments.train_mlp import DEFAULTS
+    from experiments.mlp_config import DEFAULTS
 
     solo = SCHEMAS["solo-ppo"]
     f = tmp_path / "c.toml"

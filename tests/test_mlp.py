@@ -49,7 +49,8 @@ from agents.mlp import (  # noqa: E402
 )
 from experiments.eval_mlp import main as eval_main  # noqa: E402
 from experiments.eval_mlp import play_vs_greedy  # noqa: E402
-from experiments.train_mlp import Trainer, load_config, save_agent_checkpoint  # noqa: E402
+from experiments.mlp_config import load_config  # noqa: E402
+from experiments.train_mlp import Trainer, save_agent_checkpoint  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402

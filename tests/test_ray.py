@@ -111,8 +111,9 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
     exactly, a killed worker is restarted and the run goes on, and the samples train the learner."""
     import numpy as np
 
+    from experiments.mlp_config import load_config
     from experiments.mlp_workers import MLPWorkers, feed
-    from experiments.train_mlp import Trainer, load_config
+    from experiments.train_mlp import Trainer
 
     cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "mlp_tiny.toml"), [])
     learner = Trainer(cfg, seed=0, run=tmp_path, progress=False)

@@ -1,4 +1,4 @@
-"""The greedy planner as an agent: `GreedyAgent` plans its whole turn with the kernels of `agents.greedy.kernels`;
+"""The greedy planner as an agent: `GreedyAgent` plans its whole turn with the kernels of `agents.greedy.planner`;
 `GreedyPlans` plans the greedy players of many games in one numba call.
 
 Why batched: in a batched match (`agents.match.play_match`: `GreedyAgent.act_batch`) and in batched self-play
@@ -19,7 +19,7 @@ from harmonies_env.batch import run_rows
 
 from ..base import PlanAgent
 from ..policy import PlanRows
-from .kernels import MAX_PLAN, greedy_plans, plan_candidates, plan_turn, planner_settings
+from .planner import MAX_PLAN, greedy_plans, plan_candidates, plan_turn, planner_settings
 
 
 class GreedyAgent(PlanAgent):

@@ -96,19 +96,17 @@ from .kernels import (
     choose_rows,
     decide_rows,
     evaluate_batch,
-    learn_game,
-    learn_win,
     linear_features,
     no_turn_left,
     own_total,
     remaining,
     search_values,
-    selected_norm,
     stage_of,
     tuple_indices,
     value_of,
     win_logit,
 )
+from .learning import learn_game, learn_win, selected_norm
 from .search import NTupleSearchAgent
 
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
