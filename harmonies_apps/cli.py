@@ -44,27 +44,17 @@ APP_MODULES: list[str] = [
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
-#: name -> (module, help line). The repository's `benchmarks/` and `experiments/` folders are installed as
-#: `harmonies_benchmarks` and `harmonies_experiments` (generic top-level names would collide with other
-#: distributions and users' own modules); a checkout run without installing has only the folders' own names.
+#: name -> (module, help line).
 FORWARDED: dict[str, tuple[str, str]] = {
-    "bench": ("harmonies_benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
-                                                   "(harmonies bench --help)"),
-    "train": ("harmonies_experiments.train", "training entry point; options are experiments/train.py's "
-                                             "(harmonies train --help)"),
+    "bench": ("benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                         "(harmonies bench --help)"),
+    "train": ("experiments.train", "training entry point; options are experiments/train.py's (harmonies train --help)"),
 }
-#: Installed package name -> the repository folder it is, for a checkout that was not installed.
-CHECKOUT_NAME: dict[str, str] = {"harmonies_benchmarks": "benchmarks", "harmonies_experiments": "experiments"}
 
 
 def forwarded_module(command: str) -> str:
-    """The module `command` forwards to: its installed name, else (an uninstalled checkout) the folder's own."""
-    name = FORWARDED[command][0]
-    top, _, rest = name.partition(".")
-    checkout = Path(__file__).resolve().parents[1] / CHECKOUT_NAME[top]
-    if importlib.util.find_spec(top) is None and checkout.is_dir():
-        return f"{CHECKOUT_NAME[top]}.{rest}"
-    return name
+    """The module `command` forwards to (the same name installed and in a checkout)."""
+    return FORWARDED[command][0]
 
 
 #: Optional top-level modules -> the pyproject extra that installs them.

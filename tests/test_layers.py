@@ -17,8 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PACKAGES = ["harmonies_env", "agents", "experiments", "benchmarks", "harmonies_apps"]
-#: The names the wheel installs `agents`, `experiments` and `benchmarks` under (setup.py): the same layers.
-ALIASES = {"harmonies_agents": "agents", "harmonies_experiments": "experiments", "harmonies_benchmarks": "benchmarks"}
 
 #: harmonies_env modules that hold the jitted kernels and the data they read: pure functions over arrays, no classes
 #: that wrap them. Every other harmonies_env module is the game-and-envs layer.
@@ -26,13 +24,13 @@ KERNELS = {"data", "geometry", "stacks", "cards", "actions", "state", "scoring",
            "validate", "io", "batch_kernels"}
 
 RANK = {"kernels": 0, "harmonies_env": 1, "agents": 2, "experiments": 3, "benchmarks": 4, "harmonies_apps": 5}
-MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES + list(ALIASES)))
+MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES))
 
 
 def layer(module: str) -> str | None:
     """The layer of a dotted module name, or None for a module outside the project."""
     parts = module.split(".")
-    top = ALIASES.get(parts[0], parts[0])
+    top = parts[0]
     if top not in PACKAGES:
         return None
     if top == "harmonies_env" and len(parts) > 1 and parts[1] in KERNELS:
@@ -81,10 +79,7 @@ def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
             continue
         for target in sorted(imports(module, source, is_package)):
             theirs = layer(target)
-            if target.split(".")[0] in ALIASES and own != "harmonies_apps" and \
-                    not (is_package and target == "harmonies_agents"):  # the wheel's bootstrap of `import agents`
-                bad.append(f"{module} -> {target} (the installed alias is for the CLI only)")
-            elif RANK[theirs] > RANK[own]:
+            if RANK[theirs] > RANK[own]:
                 bad.append(f"{module} -> {target} ({own} may not import {theirs})")
     return bad
 
