@@ -41,10 +41,8 @@ from .terms import (
     TERMS_SCRATCH,
     _assemble,
     _building_term,
-    _card_gain,
     _card_terms,
     _mountain_term,
-    _tally_gain,
     _yellow_term,
     no_turn_left_board,
 )
@@ -121,9 +119,13 @@ def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
         if card < 0:
             continue
         t10 += 1.0
-        gain = _card_gain(s, p, side, bb, card)
-        if gain < 0.0:
-            continue
+        if card >= C.FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
         d = near_after_token(CARD_CLASSES[side, card], g, old, new, pc, _PC_NEAR + _NEAR_W * h)
         if d < 0:
             if not built:  # the parent's need grids with cell i moved from old's levels to new's
@@ -139,7 +141,17 @@ def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
                         scratch[4 * cls + kn] |= g
                 built = True
             d = habitat_near(side, cubes, card, need)
-        t7, t8, t11, t12, t13 = _tally_gain(d, card >= C.FIRST_SPIRIT, gain, t7, t8, t11, t12, t13)
+        if d == 0:
+            t7 += gain
+            continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
+        t8 += gain
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
     return t7, t8, t10, t11, t12, t13
 
 

@@ -173,36 +173,6 @@ def _building_term(side: int, bb) -> float:
     return t5
 
 
-@njit(cache=True, inline="always")
-def _card_gain(s, p: int, side: int, bb, card: int) -> float:
-    """What p's held card `card` pays next: a Spirit its score on board bb, an animal card the points of its next cube;
-    -1.0 for an animal card already complete (nothing left to gain). `_card_terms`' and `_card_terms_token`'s,
-    inlined into both by numba (a call in this hot loop cost self-play 3-4%)."""
-    if card >= C.FIRST_SPIRIT:
-        return float(spirit_score(side, bb, card))
-    k = s[S.CUBES_PLACED + _NC * p + card]
-    if k >= C.CUBES_ON_CARD[card]:
-        return -1.0
-    return float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
-
-
-@njit(cache=True, inline="always")
-def _tally_gain(d: int, spirit: bool, gain: float, t7: float, t8: float, t11: float, t12: float, t13: float):
-    """A held card's gain added to the card terms by its habitat's distance d (0: it stands, term 7; a Spirit that
-    does not stand, term 11; else term 8, and 12 / 13 at distance 1 / 2): (t7, t8, t11, t12, t13)."""
-    if d == 0:
-        t7 += gain
-    elif spirit:
-        t11 += gain
-    else:
-        t8 += gain
-        if d == 1:
-            t12 += gain
-        elif d == 2:
-            t13 += gain
-    return t7, t8, t11, t12, t13
-
-
 @njit(cache=True)
 def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, changed_cls: int, changed_need: int,
                 redo: int = 0):
@@ -226,9 +196,13 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             continue
         t10 += 1.0
         reads = CARD_CLASSES[side, card]
-        gain = _card_gain(s, p, side, bb, card)
-        if gain < 0.0:
-            continue
+        if card >= C.FIRST_SPIRIT:
+            gain = float(spirit_score(side, bb, card))
+        else:
+            k = s[S.CUBES_PLACED + _NC * p + card]
+            if k >= C.CUBES_ON_CARD[card]:
+                continue
+            gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
         fresh = (redo >> h) & 1
         was = 0 if fresh else scratch[_SLOT_AT + 2 * h]
         if fresh or changed_cls == _ALL or reads & changed_cls:
@@ -240,10 +214,13 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
             stands = was != 0
         scratch[_SLOT_AT + 2 * h] = stands
         if stands:
-            d = 0
-        elif card >= C.FIRST_SPIRIT:
-            d = -1  # (a Spirit's distance is not read)
-        elif not fresh and was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
+            t7 += gain
+            continue
+        if card >= C.FIRST_SPIRIT:
+            t11 += gain
+            continue
+        t8 += gain
+        if not fresh and was == 0 and changed_need != _ALL and (reads & changed_need) == 0:
             d = scratch[_SLOT_AT + 2 * h + 1]
         else:
             if not have_need:
@@ -251,7 +228,10 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
                 have_need = True
             d = habitat_near(side, cubes, card, need)
             scratch[_SLOT_AT + 2 * h + 1] = d
-        t7, t8, t11, t12, t13 = _tally_gain(d, card >= C.FIRST_SPIRIT, gain, t7, t8, t11, t12, t13)
+        if d == 1:
+            t12 += gain
+        elif d == 2:
+            t13 += gain
     return t7, t8, t10, t11, t12, t13
 
 
