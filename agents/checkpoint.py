@@ -52,10 +52,8 @@ class CheckpointError(ValueError):
     and what is wrong."""
 
 
-#: The shipped folder, and its files' names before issue 35 (the n-tuple network became `learned`, the MLP `mlp`):
-#: a path to an old name there still loads, with a one-line note, for one release.
+#: The shipped checkpoints' folder.
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
-OLD_SHIPPED_NAMES = {"ntuple.npz": "learned.npz", "ntuple-win.npz": "learned-win.npz", "learned.pt": "mlp.pt"}
 
 
 def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Path]:
@@ -64,18 +62,6 @@ def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Pat
     p = Path(path)
     if p.suffix != suffix:
         p = p.with_suffix(suffix)
-    if p.name in OLD_SHIPPED_NAMES and not p.is_file():
-        try:
-            shipped = p.parent.resolve() == SHIPPED
-        except OSError:
-            shipped = False
-        if shipped:
-            import warnings
-
-            new = SHIPPED / OLD_SHIPPED_NAMES[p.name]
-            warnings.warn(f"{p} is now {new}; the old name works until the next release", FutureWarning,
-                          stacklevel=2)
-            p = new
     meta = p.with_suffix(".json")
     if not p.is_file() or not meta.is_file():
         raise FileNotFoundError(f"{what} is two files, {p.name} and {meta.name}; not found in {p.parent}")
@@ -201,6 +187,6 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
     return Checkpoint(p, meta, data, fmt, config, shapes, training)
 
 
-__all__ = ["Checkpoint", "CheckpointError", "OLD_SHIPPED_NAMES", "SHIPPED", "MAX_SIDECAR_BYTES",
+__all__ = ["Checkpoint", "CheckpointError", "SHIPPED", "MAX_SIDECAR_BYTES",
            "SCHEMA_VERSION", "SIDECAR_KEYS", "checkpoint_pair", "read_checked_weights", "read_checkpoint",
            "read_sidecar", "sidecar", "weights_match", "weights_sha256", "write_checkpoint"]

@@ -254,7 +254,7 @@ register(AgentKind(
     "learned", _learned,
     "learned or learned:PATH (the n-tuple network: an n-tuple checkpoint's .npz, next to its .json; the MLP's .pt "
     "is mlp:PATH)",
-    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz", aliases=("ntuple",),
+    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz",
     example="learned", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-search", _learned_search,
@@ -267,15 +267,15 @@ register(AgentKind(
     "learned-win or learned-win:C (C points per unit of win probability, a number 0..1000, default 20; the shipped "
     "n-tuple network and win head)",
     "learned-win[:C] (with the win head: C points per unit of win probability, 20 if not given)",
-    aliases=("ntuple-win",), shipped=("learned.npz", "learned-win.npz")))
+    shipped=("learned.npz", "learned-win.npz")))
 register(AgentKind("mlp", _mlp, "mlp or mlp:PATH (an MLP checkpoint's .pt, next to its .json)",
-                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt", aliases=("learned-mlp",),
+                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt",
                    example="mlp", shipped=("mlp.pt",)))
 register(AgentKind(
     "mlp-search", _mlp_search,
     "mlp-search, mlp-search:SECONDS (a number > 0; default 1) or mlp-search:Nit (N a whole number >= 1; the shipped "
     "MLP)",
-    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True, aliases=("learned-mlp-search",),
+    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True,
     example="mlp-search:200it", shipped=("mlp.pt",)))
 
 

@@ -207,7 +207,7 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                                           f"{r['decisions_per_cpu_s']:,} decisions/CPU-s"),
     "selfplay_processes": lambda r: (f"trainer's self-play, {_workers(r, 'worker process', 'es')}, {_selfplay(r)}",
                                      f"{r['decisions_per_s']} decisions/s"),
-    "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
+    "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`MLPWorkers`, "
                                f"{r['steps']} step{'s' * (r['steps'] != 1)} a round), {_selfplay(r)}",
                                f"{r['decisions_per_s']} decisions/s"),
     "chance_outcomes": lambda r: (f"listing one {r['node']} chance node's outcomes and probabilities "

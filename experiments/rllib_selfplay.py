@@ -53,8 +53,8 @@ from agents.checkpoint import CheckpointError, read_checked_weights, read_checkp
 from harmonies_env import env_aec
 from harmonies_env.config import GameConfig
 
+from .commands import RunArgs
 from .common import atomic_write_csv
-from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
 POLICY = "shared"

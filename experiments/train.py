@@ -23,10 +23,10 @@ torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in o
 learned and mlp finish the iteration and checkpoint it, the others keep their last checkpoint; either way
 `--resume` goes on. `harmonies train ALGO ...` forwards here.
 
-Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help), and its schema in
-the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded and validated)
-and returns a summary dict. A command whose module parses its own flags registers with default config None:
-`function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
+Adding a command: one line in `experiments.commands.COMMANDS`: name -> (module, function, default config, help),
+and its schema in the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded
+and validated) and returns a summary dict. A command whose module parses its own flags registers with default config
+None: `function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
 """
 from __future__ import annotations
 
@@ -42,61 +42,18 @@ from typing import Any
 from harmonies_env.firstrun import say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
+from .commands import COMMANDS, CONFIGS, RunArgs, save_run_config, saved_run, schema
 from .common import (
     ConfigError,
-    Schema,
     apply_overrides,
     check_config,
     latest_checkpoint,
     load_config,
     remove_temp_files,
 )
-from .runner import RunArgs, save_run_config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
 #: How usage lines and error messages name this command when it is run as a module.
 PROG = "python -m experiments.train"
-
-#: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
-#: parses its own flags), one-line help).
-COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
-    "solo-ppo": (".flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
-    "versus-ppo": (".flat_ppo", "versus", "versus_random_ppo.toml",
-                   "MaskablePPO against a fixed opponent (random or greedy)"),
-    "selfplay-ppo": (".flat_ppo", "selfplay", "selfplay_ppo.toml",
-                     "MaskablePPO against a pool of its past selves and the heuristics"),
-    "tune-greedy": (".tune_greedy", "run", "tune_greedy.toml",
-                    "compare / hill-climb the greedy planner's weights in numba"),
-    "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
-                  "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": (".train_ntuple", "run", "learned.toml",
-                "the n-tuple network `learned` (agents/ntuple/) by TD(lambda) from self-play"),
-    "mlp": (".train_mlp", "run", "mlp.toml",
-            "the MLP baseline `mlp` (agents/mlp/) from scratch by batched self-play"),
-}
-#: Old command names, kept for one release: old name -> command (a one-line note on stderr when used).
-ALIASES: dict[str, str] = {"ntuple": "learned"}
-
-
-def schema(algo: str) -> Schema | None:
-    """The command's settings (its module's `SCHEMAS[algo]`; None: a command that names none, its config unchecked)."""
-    module = importlib.import_module(COMMANDS[algo][0], __package__)
-    return getattr(module, "SCHEMAS", {}).get(algo)
-
-
-def saved_run(run: Path) -> dict | None:
-    """The run's config.json record (command, seed, config), or None: no run there. Runs saved before the commands
-    were renamed read under today's names: `ntuple` is `learned`, and an MLP run saved as `learned` is `mlp`."""
-    path = run / "config.json"
-    if not path.exists():
-        return None
-    saved = json.loads(path.read_text())
-    old = saved.get("algo")
-    if old == "learned" and isinstance(saved.get("config"), dict) and "selfplay" in saved["config"] \
-            and "network" in saved["config"]:  # the MLP's trainer was `learned` until the rename
-        saved["algo"] = "mlp"
-    saved["algo"] = ALIASES.get(saved["algo"], saved["algo"])
-    return saved
 
 
 def prog() -> str:
@@ -229,10 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
-    if argv[0] in ALIASES:
-        print(f"note: `train {argv[0]}` is now `train {ALIASES[argv[0]]}`; the old name works until the next release",
-              file=sys.stderr)
-        argv[0] = ALIASES[argv[0]]
     if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)

@@ -22,14 +22,3 @@ if _os.path.basename(_sys.argv[0] if _sys.argv else "") == "harmonies":  # the c
     for _s in (_signal.SIGINT, _signal.SIGTERM):
         if _signal.getsignal(_s) in (_signal.default_int_handler, _signal.SIG_DFL):
             _signal.signal(_s, _stop_now)
-
-import importlib as _importlib  # noqa: E402
-import importlib.util as _importlib_util  # noqa: E402
-from pathlib import Path as _Path  # noqa: E402
-
-_CHECKOUT_AGENTS = _Path(__file__).resolve().parents[1] / "agents" / "__init__.py"
-_AGENTS = _importlib_util.find_spec("agents") if _CHECKOUT_AGENTS.is_file() else None
-if _AGENTS is None or _AGENTS.origin is None or _Path(_AGENTS.origin).resolve() != _CHECKOUT_AGENTS:
-    # installed (the wheel, or an editable install run from outside the checkout, e.g. the `harmonies` command), where
-    # the agents package is harmonies_agents: importing it answers `import agents`
-    _importlib.import_module("harmonies_agents")

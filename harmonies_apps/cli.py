@@ -32,6 +32,8 @@ from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
+from .options import HelpFormatter, OptionHelp, add_seed, agents_help, print_scores  # noqa: F401  (serve's parser)
+
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
 
@@ -44,27 +46,17 @@ APP_MODULES: list[str] = [
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
-#: name -> (module, help line). The repository's `benchmarks/` and `experiments/` folders are installed as
-#: `harmonies_benchmarks` and `harmonies_experiments` (generic top-level names would collide with other
-#: distributions and users' own modules); a checkout run without installing has only the folders' own names.
+#: name -> (module, help line).
 FORWARDED: dict[str, tuple[str, str]] = {
-    "bench": ("harmonies_benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
-                                                   "(harmonies bench --help)"),
-    "train": ("harmonies_experiments.train", "training entry point; options are experiments/train.py's "
-                                             "(harmonies train --help)"),
+    "bench": ("benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                         "(harmonies bench --help)"),
+    "train": ("experiments.train", "training entry point; options are experiments/train.py's (harmonies train --help)"),
 }
-#: Installed package name -> the repository folder it is, for a checkout that was not installed.
-CHECKOUT_NAME: dict[str, str] = {"harmonies_benchmarks": "benchmarks", "harmonies_experiments": "experiments"}
 
 
 def forwarded_module(command: str) -> str:
-    """The module `command` forwards to: its installed name, else (an uninstalled checkout) the folder's own."""
-    name = FORWARDED[command][0]
-    top, _, rest = name.partition(".")
-    checkout = Path(__file__).resolve().parents[1] / CHECKOUT_NAME[top]
-    if importlib.util.find_spec(top) is None and checkout.is_dir():
-        return f"{CHECKOUT_NAME[top]}.{rest}"
-    return name
+    """The module `command` forwards to (the same name installed and in a checkout)."""
+    return FORWARDED[command][0]
 
 
 #: Optional top-level modules -> the pyproject extra that installs them.
@@ -72,26 +64,6 @@ EXTRA_OF: dict[str, str] = {
     "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
     "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
-
-def agents_help() -> str:
-    """The agent-spec help shown under every command that takes specs: from the registry (`agents.registry`)."""
-    from agents.registry import agents_help as registry_help
-
-    return registry_help()
-
-
-class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False or "default" in (action.help or "").lower():
-            return action.help
-        return super()._get_help_string(action)
-
-
-class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
-    """Help shows every option's default once and keeps the description's line breaks."""
-
 
 def missing_extra(err: ImportError) -> tuple[str, str] | None:
     """(module, extra) when `err` is an optional module that a pyproject extra installs, else None."""
@@ -106,23 +78,6 @@ def missing_extra(err: ImportError) -> tuple[str, str] | None:
 def extra_message(command: str, module: str, extra: str) -> str:
     """The one line printed instead of a traceback when an optional module is missing."""
     return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
-
-
-def add_seed(p: argparse.ArgumentParser) -> None:
-    """--seed, beside the game options (`harmonies_env.config.add_game_options`) of the game-playing subcommands."""
-    p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
-
-
-def print_scores(game, out: TextIO) -> None:
-    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
-    from harmonies_env.demo import winner_line
-    from harmonies_env.scoring import CATEGORIES
-
-    for p, sc in enumerate(game.scores()):
-        print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
-    print(winner_line(game), file=out)
-    if game.num_players == 1:
-        print(f"suns: {game.suns()}", file=out)
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -133,16 +133,3 @@ def test_a_trainer_checkpoint_round_trips_and_a_flipped_one_is_skipped(tmp_path)
     assert path == second and rec["format"] == "trainer" and rec["state"] == {"pool": [2]} and rec["timesteps"] == 2
     _flip(second)
     assert latest_checkpoint(tmp_path)[0] == first  # a torn or flipped newest one: the one before it
-
-
-def test_the_shipped_files_old_names_still_load_with_a_note():
-    """`learned:.../checkpoints/ntuple.npz` and `mlp:.../checkpoints/learned.pt`, as typed before the rename."""
-    from agents.checkpoint import SHIPPED, checkpoint_pair
-
-    with pytest.warns(FutureWarning, match="ntuple.npz is now .*learned.npz"):
-        assert checkpoint_pair(SHIPPED / "ntuple.npz", ".npz", "x") == (SHIPPED / "learned.npz",
-                                                                       SHIPPED / "learned.json")
-    with pytest.warns(FutureWarning, match="learned.pt is now .*mlp.pt"):
-        assert checkpoint_pair(SHIPPED / "learned", ".pt", "x")[0] == SHIPPED / "mlp.pt"
-    with pytest.raises(FileNotFoundError):  # elsewhere an old name is just a missing file
-        checkpoint_pair(SHIPPED.parent / "ntuple.npz", ".npz", "x")

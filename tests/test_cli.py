@@ -213,7 +213,7 @@ def test_bench_runs_with_its_options(capsys):
 
 
 def fake_train(monkeypatch, main):
-    name = cli.forwarded_module("train")  # harmonies_experiments.train when installed, experiments.train if not
+    name = cli.forwarded_module("train")  # experiments.train
     mod = types.ModuleType(name)
     mod.main = main
     monkeypatch.setitem(sys.modules, name, mod)
@@ -430,7 +430,7 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert out.startswith("usage: harmonies train solo-ppo")
     assert_each_default_said_once(out, options=8)
     # learned runs under experiments.train like the others (called as `harmonies train` calls it: sys.argv[0] set
-    # so; directly, as an installed `harmonies_experiments` may be another checkout's)
+    # so; directly, as an installed `experiments` may be another checkout's)
     monkeypatch.setattr(sys, "argv", ["harmonies train"])
     with pytest.raises(SystemExit):
         train.main(["learned", "--help"])
@@ -438,13 +438,12 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert out.startswith("usage: harmonies train learned") and "experiments/configs/learned.toml" in out
     assert "python -m experiments.train_mlp" not in out
     assert_each_default_said_once(out, options=8)
-    with pytest.raises(SystemExit):  # the MLP baseline trains as `mlp`; `ntuple` is the flagship's old name
+    with pytest.raises(SystemExit):  # the MLP baseline trains as `mlp`
         train.main(["mlp", "--help"])
     assert "experiments/configs/mlp.toml" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit):  # `ntuple`, the flagship's name before issue 35, is gone
         train.main(["ntuple", "--help"])
-    said = capsys.readouterr()
-    assert said.out.startswith("usage: harmonies train learned") and "`train ntuple` is now `train learned`" in said.err
+    assert "invalid choice: 'ntuple'" in capsys.readouterr().err
 
 
 def assert_each_default_said_once(help_text: str, options: int) -> None:

@@ -118,7 +118,8 @@ def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
 def test_the_mlp_trainer_evaluates_through_the_one_evaluation(tmp_path):
     """`mlp`'s periodic evaluation is `selfplay.vs_greedy`: the games `python -m experiments.eval_mlp` plays."""
     from experiments.eval_mlp import play_vs_greedy
-    from experiments.train_mlp import Trainer, load_config
+    from experiments.mlp_config import load_config
+    from experiments.train_mlp import Trainer
 
     cfg = load_config(str(ROOT / "experiments" / "configs" / "mlp_tiny.toml"), ["eval.games=2", "eval.beam=2",
                                                                                  "eval.candidates=2"])

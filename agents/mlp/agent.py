@@ -107,7 +107,7 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg = {**DEFAULT_CONFIG, **config}
     if cfg["feature_version"] != FEATURE_VERSION:
         raise ValueError(f"checkpoint features are version {cfg['feature_version']}, this code computes version "
-                         f"{FEATURE_VERSION}: retrain (python -m experiments.train_mlp)")
+                         f"{FEATURE_VERSION}: retrain (python -m experiments.train mlp)")
     if cfg["num_features"] != NUM_FEATURES:
         raise ValueError(f"checkpoint expects {cfg['num_features']} features, this code computes {NUM_FEATURES}")
     hidden = cfg["hidden"]

@@ -233,7 +233,7 @@ def _database_errors(func: Any) -> Any:
 
 def add_parser(sub: Any) -> None:
     """`harmonies ladder` and its commands (harmonies_apps.cli's APP_MODULES)."""
-    from harmonies_apps.cli import HelpFormatter, agents_help
+    from harmonies_apps.options import HelpFormatter, agents_help
 
     first = __doc__.split("\n\n")[0]
     ladder = sub.add_parser("ladder", help="a persistent, anchored, reproducible rating ladder (docs/ladder.md)",

@@ -101,7 +101,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Register `harmonies serve` on the CLI's subparsers."""
     from agents.registry import KINDS
 
-    from ..cli import HelpFormatter, agents_help
+    from ..options import HelpFormatter, agents_help
 
     p = sub.add_parser("serve", help="play against the bots in a browser (local web app)",
                        formatter_class=HelpFormatter, epilog=agents_help(),
