@@ -90,8 +90,8 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
 RAY_FILES = {"test_ray.py", "test_rllib.py"}
 #: Test files with a module-scoped fixture (a wheel built, a game or a run played once for the file): each runs on
 #: one worker, in order, so the fixture is built once.
-WHOLE_FILES = {"test_browser.py", "test_packaging.py", "test_play.py", "test_render.py", "test_training.py",
-               "test_workers.py"}
+WHOLE_FILES = {"test_browser.py", "test_ladder_report.py", "test_packaging.py", "test_play.py", "test_render.py",
+               "test_training.py", "test_workers.py"}
 
 
 def pytest_xdist_make_scheduler(config, log):

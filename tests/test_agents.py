@@ -487,7 +487,7 @@ def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
 
 def test_checkpoint_files_follow_each_kind_of_path_spec(tmp_path):
     """What a Ray tournament ships for a spec with a path (`agents.distributed.checkpoint_files`, no Ray needed):
-    `learned:` / `ntuple:` an n-tuple pair (.npz + .json), `mlp:` the MLP's (.pt + .json)."""
+    `learned:` an n-tuple pair (.npz + .json), `mlp:` the MLP's (.pt + .json)."""
     from agents.distributed import checkpoint_files, local_spec, ship_specs
     from agents.ntuple import DEFAULT_CHECKPOINT
 
@@ -495,9 +495,8 @@ def test_checkpoint_files_follow_each_kind_of_path_spec(tmp_path):
         (tmp_path / f"net{suffix}").write_bytes(DEFAULT_CHECKPOINT.with_suffix(suffix).read_bytes())
     (tmp_path / "mlp.pt").write_bytes(b"x")
     (tmp_path / "mlp.json").write_text("{}")
-    for kind in ("learned", "ntuple"):
-        for arg in ("net", "net.npz", "net.json"):
-            assert checkpoint_files(f"{kind}:{tmp_path / arg}") == [tmp_path / "net.npz", tmp_path / "net.json"]
+    for arg in ("net", "net.npz", "net.json"):
+        assert checkpoint_files(f"learned:{tmp_path / arg}") == [tmp_path / "net.npz", tmp_path / "net.json"]
     assert checkpoint_files(f"mlp:{tmp_path / 'mlp'}") == [tmp_path / "mlp.pt", tmp_path / "mlp.json"]
     assert all(checkpoint_files(s) == [] for s in ("learned", "learned-search:8it", "mlp", "learned-win"))
     with pytest.raises(FileNotFoundError, match="mlp.npz"):

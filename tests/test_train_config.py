@@ -10,7 +10,7 @@ import pytest
 from experiments import train
 from experiments.common import ConfigError, Setting, apply_overrides, load_config
 from experiments.ranges import RANGES, check_range
-from experiments.selfplay import SECTIONS, schema_of
+from experiments.selfplay_config import SECTIONS, schema_of
 
 CONFIGS = train.CONFIGS
 
