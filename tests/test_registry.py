@@ -19,8 +19,10 @@ def test_the_derived_tables_come_from_the_records():
     assert timed_kinds() == {"mcts": True, "learned-search": False, "mlp-search": True, "ntuple-search": False,
                              "learned-mlp-search": True}
     assert [s for s in ("mcts", "mcts:9it", "learned-search", "learned-search:2.5", "mlp-search", "mlp-search:3it",
-                        "greedy", "ntuple-search:1.0", "Learned-MLP-Search") if is_timed(s)] == \
-        ["mcts", "learned-search:2.5", "mlp-search", "ntuple-search:1.0", "Learned-MLP-Search"]
+                        "greedy", "ntuple-search:1.0", "Learned-MLP-Search", "learned-search:8it:root12",
+                        "learned-search:root12", "learned-search:root12:2.5") if is_timed(s)] == \
+        ["mcts", "learned-search:2.5", "mlp-search", "ntuple-search:1.0", "Learned-MLP-Search",
+         "learned-search:root12:2.5"]
     assert all(k.form and k.help and lookup(name) is k for name, k in KINDS.items())
     assert all(lookup(old) is KINDS[new] for old, new in ALIASES.items())
     with pytest.raises(ValueError, match="already registered"):
