@@ -16,6 +16,7 @@ import argparse
 import dataclasses
 import io
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from torch import nn
 
 import harmonies_env  # noqa: F401  (registers the envs)
 from agents.checkpoint import write_checkpoint
+from harmonies_env.stops import exit_status, stop_message, stop_on_signals
 
 
 @dataclass(frozen=True)
@@ -131,50 +133,53 @@ def train(args: Args, out: Path | None = None, log=print) -> tuple[Policy, list[
     obs, info = envs.reset(seed=args.seed)
     obs, mask, done = torch.as_tensor(obs), torch.as_tensor(info["action_mask"]), torch.zeros(E)
     returns, ep_ret, curve, steps, start = [], np.zeros(E), [], 0, time.process_time()
-    while time.process_time() - start < args.cpu_seconds and not (args.total_steps and steps >= args.total_steps):
-        for t in range(T):
-            obs_b[t], mask_b[t], done_b[t] = obs, mask, done
-            with torch.no_grad():
-                dist, v = policy(obs, mask)
-                a = dist.sample()
-            act_b[t], logp_b[t], val_b[t] = a, dist.log_prob(a), v
-            o, r, term, trunc, info = envs.step(a.numpy())
-            ep_ret += r
-            d = term | trunc
-            returns += list(ep_ret[d] / args.reward_scale)  # points
-            ep_ret[d] = 0.0
-            rew_b[t] = torch.as_tensor(r, dtype=torch.float32)
-            obs, mask = torch.as_tensor(o), torch.as_tensor(info["action_mask"])
-            done = torch.as_tensor(d, dtype=torch.float32)
-        steps += T * E
-        with torch.no_grad():  # generalised advantage estimation, cut where a game ended
-            _, nxt = policy(obs, mask)
-            adv, last = torch.zeros(T, E), torch.zeros(E)
-            for t in reversed(range(T)):
-                nonterminal = 1.0 - (done if t == T - 1 else done_b[t + 1])
-                nv = nxt if t == T - 1 else val_b[t + 1]
-                delta = rew_b[t] + args.gamma * nv * nonterminal - val_b[t]
-                adv[t] = last = delta + args.gamma * args.gae_lambda * nonterminal * last
-            ret = adv + val_b
-        b = (obs_b.reshape(T * E, n_obs), mask_b.reshape(T * E, n_act), act_b.reshape(-1), logp_b.reshape(-1),
-             adv.reshape(-1), ret.reshape(-1))
-        size = T * E // args.minibatches
-        for _ in range(args.epochs):
-            for idx in torch.randperm(T * E).split(size):
-                o_, m_, a_, lp_, ad_, rt_ = (x[idx] for x in b)
-                dist, v = policy(o_, m_)
-                ratio = (dist.log_prob(a_) - lp_).exp()
-                ad_ = (ad_ - ad_.mean()) / (ad_.std() + 1e-8)
-                pg = torch.max(-ad_ * ratio, -ad_ * ratio.clamp(1 - args.clip, 1 + args.clip)).mean()
-                loss = pg + args.vf_coef * ((v - rt_) ** 2).mean() - args.ent_coef * dist.entropy().mean()
-                opt.zero_grad()
-                loss.backward()
-                nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
-                opt.step()
-        row = {"steps": steps, "cpu_s": round(time.process_time() - start, 1), "episodes": len(returns),
-               "mean_return_last_50": round(float(np.mean(returns[-50:])), 2) if returns else None}
-        curve.append(row)
-        log(json.dumps(row))
+    try:  # Ctrl-C ends the run after the update in progress is dropped: the policy so far is saved and evaluated
+        while time.process_time() - start < args.cpu_seconds and not (args.total_steps and steps >= args.total_steps):
+            for t in range(T):
+                obs_b[t], mask_b[t], done_b[t] = obs, mask, done
+                with torch.no_grad():
+                    dist, v = policy(obs, mask)
+                    a = dist.sample()
+                act_b[t], logp_b[t], val_b[t] = a, dist.log_prob(a), v
+                o, r, term, trunc, info = envs.step(a.numpy())
+                ep_ret += r
+                d = term | trunc
+                returns += list(ep_ret[d] / args.reward_scale)  # points
+                ep_ret[d] = 0.0
+                rew_b[t] = torch.as_tensor(r, dtype=torch.float32)
+                obs, mask = torch.as_tensor(o), torch.as_tensor(info["action_mask"])
+                done = torch.as_tensor(d, dtype=torch.float32)
+            steps += T * E
+            with torch.no_grad():  # generalised advantage estimation, cut where a game ended
+                _, nxt = policy(obs, mask)
+                adv, last = torch.zeros(T, E), torch.zeros(E)
+                for t in reversed(range(T)):
+                    nonterminal = 1.0 - (done if t == T - 1 else done_b[t + 1])
+                    nv = nxt if t == T - 1 else val_b[t + 1]
+                    delta = rew_b[t] + args.gamma * nv * nonterminal - val_b[t]
+                    adv[t] = last = delta + args.gamma * args.gae_lambda * nonterminal * last
+                ret = adv + val_b
+            b = (obs_b.reshape(T * E, n_obs), mask_b.reshape(T * E, n_act), act_b.reshape(-1), logp_b.reshape(-1),
+                 adv.reshape(-1), ret.reshape(-1))
+            size = T * E // args.minibatches
+            for _ in range(args.epochs):
+                for idx in torch.randperm(T * E).split(size):
+                    o_, m_, a_, lp_, ad_, rt_ = (x[idx] for x in b)
+                    dist, v = policy(o_, m_)
+                    ratio = (dist.log_prob(a_) - lp_).exp()
+                    ad_ = (ad_ - ad_.mean()) / (ad_.std() + 1e-8)
+                    pg = torch.max(-ad_ * ratio, -ad_ * ratio.clamp(1 - args.clip, 1 + args.clip)).mean()
+                    loss = pg + args.vf_coef * ((v - rt_) ** 2).mean() - args.ent_coef * dist.entropy().mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    nn.utils.clip_grad_norm_(policy.parameters(), args.max_grad_norm)
+                    opt.step()
+            row = {"steps": steps, "cpu_s": round(time.process_time() - start, 1), "episodes": len(returns),
+                   "mean_return_last_50": round(float(np.mean(returns[-50:])), 2) if returns else None}
+            curve.append(row)
+            log(json.dumps(row))
+    except KeyboardInterrupt:
+        log(json.dumps({"stopped": "Ctrl-C", "steps": steps}))
     envs.close()
     if out is not None:
         save(policy, args, curve, out)
@@ -202,8 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         args = Args(**ns).check()
     except ValueError as e:
         ap.error(str(e))
-    policy, curve = train(args, out)
-    print(json.dumps({"final": curve[-1] if curve else None, **evaluate(policy, args)}), flush=True)
+    try:
+        with stop_on_signals():  # Ctrl-C or SIGTERM in training: the policy so far is saved and evaluated
+            policy, curve = train(args, out)
+            print(json.dumps({"final": curve[-1] if curve else None, **evaluate(policy, args)}), flush=True)
+    except KeyboardInterrupt as e:  # a second signal, or one in the evaluation
+        print(stop_message("ppo_clean", e), file=sys.stderr)
+        return exit_status(e)
     return 0
 
 
