@@ -5,8 +5,9 @@
     python -m benchmarks.bench_learned --cases learned_decision learned_win_decision learned_search_decision
 
 Cases: `SPEC_decision` (`learned_decision` times `learned`): the agent deciding a turn with its checkpoint's play
-settings, ms per decision: `learned` (the shipped n-tuple network), `learned-win` and `learned-search:8it`. The line
-names the spec it timed (`agent`). The MLP's cases, which this module ran before issue 35 (`selfplay`, `train`,
+settings, ms per decision (wall and the thread's CPU time): `learned` (the shipped n-tuple network), `learned-win`,
+`learned-search` (the shipped default) and `learned-search:8it:root6` (issue 48's choice). The line names the spec it
+timed (`agent`). The MLP's cases, which this module ran before issue 35 (`selfplay`, `train`,
 `iteration`, `mlp_decision`, `mlp_search_decision`), still run when named here, with a one-line note, for one
 release: they are `benchmarks.bench_mlp`'s now.
 """
@@ -23,7 +24,8 @@ import numpy as np
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learned-win", 4),
-             "learned_search_decision": ("learned-search:8it", 2)}
+             "learned_search_decision": ("learned-search", 4),
+             "learned_search_root6_decision": ("learned-search:8it:root6", 4)}
 #: The MLP's cases this module ran before issue 35 -> their name in `benchmarks.bench_mlp` (one release).
 MOVED = {"selfplay": "selfplay_mlp", "train": "train_mlp", "iteration": "iteration_mlp",
          "mlp_decision": "mlp_decision", "mlp_search_decision": "mlp_search_decision"}
@@ -31,27 +33,31 @@ MOVED = {"selfplay": "selfplay_mlp", "train": "train_mlp", "iteration": "iterati
 
 def decision_line(case: str, spec: str, games: int) -> dict[str, Any]:
     """The JSON line of case `case`: agent `spec` deciding every turn of `games` 2-player Side A games (seeds 0..),
-    timed per decision (the first two, which compile, left out)."""
+    timed per decision (the first two, which compile, left out): wall time, and the thread's CPU time, which the
+    machine's load does not inflate."""
     from agents import make_agent
     from agents.base import private_copy
     from harmonies_env import Game, GameConfig
     from harmonies_env.view import PlayerView
 
     agent = make_agent(spec)
-    times = []
+    times, cpu = [], []
     for seed in range(games):
         g = Game(seed=seed, config=GameConfig(2, "A"))
         while not g.is_over:
             view = PlayerView(g, g.current_player)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             plan = agent.choose_plan(view, private_copy(view, 0))
             times.append(time.perf_counter() - t0)
+            cpu.append(time.thread_time() - c0)
             for a in plan:
                 g.step(a)
-    t = np.array(times[2:])  # the first decisions include compilation
+    t, c = np.array(times[2:]), np.array(cpu[2:])  # the first decisions include compilation
     return {"case": case, "agent": spec, "decisions": len(t), "mean_ms": round(1000 * t.mean(), 1),
             "median_ms": round(1000 * float(np.median(t)), 1), "p95_ms": round(1000 * np.percentile(t, 95), 1),
-            "max_ms": round(1000 * t.max(), 1), "load1": round(os.getloadavg()[0], 2)}
+            "max_ms": round(1000 * t.max(), 1), "cpu_mean_ms": round(1000 * c.mean(), 1),
+            "cpu_p95_ms": round(1000 * np.percentile(c, 95), 1), "cpu_max_ms": round(1000 * c.max(), 1),
+            "load1": round(os.getloadavg()[0], 2)}
 
 
 def main(argv: list[str] | None = None) -> int:
