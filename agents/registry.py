@@ -291,10 +291,10 @@ register(AgentKind(
     "learned-search", _learned_search,
     "learned-search[:BUDGET][:rootN][:replybeamN][:replycandidatesN] (the shipped n-tuple network; BUDGET Nit: N "
     "sampled worlds per candidate, a whole number 1..10000, default 8it, or SECONDS: worlds until that much time, a "
-    "number in (0, 3600]; rootN: the N best distinct candidates searched, 1..1024, default 6; replybeamN 1..100000 "
+    "number in (0, 3600]; rootN: the N best distinct candidates searched, 1..1024, default 12; replybeamN 1..100000 "
     "and replycandidatesN 1..1024: the other seats' replies, default 8 and 32)",
     "learned-search[:SECONDS] or learned-search:Nit[:rootN] (it with a one-turn search, N sampled worlds per "
-    "candidate, default 8it; rootN: how many distinct candidates, default 6)", timed=False, aliases=("ntuple-search",),
+    "candidate, default 8it; rootN: how many distinct candidates, default 12)", timed=False, aliases=("ntuple-search",),
     example="learned-search:8it:root12"))
 register(AgentKind(
     "learned-win", _learned_win,

@@ -96,7 +96,7 @@ def test_the_spec_sets_the_root_and_the_replies():
     assert (s.worlds, s.root, s.reply_beam, s.reply_candidates) == (4, 12, 8, 32) and not is_timed(s.name)
     s = make_agent("learned-search:ROOT3:replybeam4:replycandidates16")
     assert (s.worlds, s.root, s.reply_beam, s.reply_candidates) == (8, 3, 4, 16)
-    assert make_agent("learned-search").root == 6 and not is_timed("learned-search:root12")
+    assert make_agent("learned-search").root == 12 and not is_timed("learned-search:root12")
     s = make_agent("learned-search:root12:0.5")
     assert s.seconds == 0.5 and s.root == 12 and is_timed("learned-search:root12:0.5")
     for spec, why in (("root0", "root must be a whole number 1..1024, got 0"),

@@ -53,7 +53,7 @@ class NTupleSearchAgent(NTupleAgent):
     `learned-search:SECONDS`): how many fit depends on the machine and its load.
     """
 
-    def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 6, reply_beam: int = 8,
+    def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 12, reply_beam: int = 8,
                  reply_candidates: int = 32, seed: int = 0, name: str | None = None, seconds: float | None = None,
                  **kwargs: Any):
         if worlds is None:  # 8 worlds; under a time budget, as many as fit
