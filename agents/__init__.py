@@ -10,17 +10,12 @@ seeded matches between any of them, or a user's own batch policy (docs/agents.md
 """
 from __future__ import annotations
 
-if __name__ != "agents":  # installed from the wheel as harmonies_agents: `import agents` gives this package too
-    from ._alias import answer_as
-
-    answer_as("agents", __name__)
-
-from .base import Agent, PlanAgent, private_copy  # noqa: E402
-from .greedy import GreedyAgent  # noqa: E402
-from .mcts import MCTSAgent  # noqa: E402
-from .policy import AgentPolicy, BatchPolicy, BatchView  # noqa: E402
-from .random_agent import RandomAgent  # noqa: E402
-from .registry import AgentKind, make_agent, register  # noqa: E402
+from .base import Agent, PlanAgent, private_copy
+from .greedy import GreedyAgent
+from .mcts import MCTSAgent
+from .policy import AgentPolicy, BatchPolicy, BatchView
+from .random_agent import RandomAgent
+from .registry import AgentKind, make_agent, register
 
 __all__ = ["Agent", "PlanAgent", "GreedyAgent", "MCTSAgent", "RandomAgent", "make_agent", "private_copy", "AgentKind",
            "register", "AgentPolicy", "BatchPolicy", "BatchView"]

@@ -34,17 +34,9 @@ from harmonies_env.cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CA
 from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, popcount
 from harmonies_env.scoring import NUM_CATEGORIES, score_into
 
-from .greedy.kernels import (
-    MAX_PLAN,
-    NUM_TERMS,
-    TERMS_SCRATCH,
-    habitat_near,
-    habitat_slot,
-    no_turn_left,
-    plan_candidates,
-    plan_turn,
-    terms_and_needs,
-)
+from .greedy.habitats import habitat_near
+from .greedy.planner import MAX_PLAN, plan_candidates, plan_turn
+from .greedy.terms import NUM_TERMS, TERMS_SCRATCH, habitat_slot, no_turn_left, terms_and_needs
 
 #: Layout version of `afterstate_features` (stored in checkpoints).
 FEATURE_VERSION = 1
@@ -62,6 +54,15 @@ SEAT = SEAT_HEAD + SEAT_BOARD
 NUM_FEATURES = GLOBAL + S.MAX_PLAYERS * SEAT
 #: Index of the board-side feature (0 = Side A, 1 = Side B).
 SIDE_FEATURE = 4
+
+
+@njit(cache=True)
+def own_total(s, p: int, sc) -> int:
+    """Seat p's total score in state s now (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board
+    (`scoring.score_into`), the "own total" every learner's value adds its predicted remaining points to."""
+    cp = S.CUBES_PLACED + _NC * p
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    return sc[NUM_CATEGORIES - 1]
 
 
 @njit(cache=True)
@@ -324,4 +325,4 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
            "afterstate_head_features", "candidate_head_features", "SEAT_HEAD",
            "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
-           "candidate_rows"]
+           "candidate_rows", "own_total"]

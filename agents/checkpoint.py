@@ -3,8 +3,8 @@
 Why one module: the n-tuple network, the MLP, the PPO export and the trainers' checkpoints all store weights + JSON +
 SHA-256; one writer and one reader treat the pair the same way for all of them (sizes checked before anything is
 read, the hash before the weights are parsed) and refuse anything else with one `CheckpointError` line naming the
-file. The weights' own parsers (np.load without pickles, torch.load weights-only) stay with the agents that read
-them.
+file. The weights themselves are parsed by `agents.archive`, the one reader that checks every declared size before
+inflating anything.
 
 The sidecar (`NAME.json` beside `NAME.<suffix>`), one schema for every kind:
 
@@ -52,10 +52,8 @@ class CheckpointError(ValueError):
     and what is wrong."""
 
 
-#: The shipped folder, and its files' names before issue 35 (the n-tuple network became `learned`, the MLP `mlp`):
-#: a path to an old name there still loads, with a one-line note, for one release.
+#: The shipped checkpoints' folder.
 SHIPPED = Path(__file__).resolve().parent / "checkpoints"
-OLD_SHIPPED_NAMES = {"ntuple.npz": "learned.npz", "ntuple-win.npz": "learned-win.npz", "learned.pt": "mlp.pt"}
 
 
 def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Path]:
@@ -64,18 +62,6 @@ def checkpoint_pair(path: str | Path, suffix: str, what: str) -> tuple[Path, Pat
     p = Path(path)
     if p.suffix != suffix:
         p = p.with_suffix(suffix)
-    if p.name in OLD_SHIPPED_NAMES and not p.is_file():
-        try:
-            shipped = p.parent.resolve() == SHIPPED
-        except OSError:
-            shipped = False
-        if shipped:
-            import warnings
-
-            new = SHIPPED / OLD_SHIPPED_NAMES[p.name]
-            warnings.warn(f"{p} is now {new}; the old name works until the next release", FutureWarning,
-                          stacklevel=2)
-            p = new
     meta = p.with_suffix(".json")
     if not p.is_file() or not meta.is_file():
         raise FileNotFoundError(f"{what} is two files, {p.name} and {meta.name}; not found in {p.parent}")
@@ -130,24 +116,6 @@ def read_checked_weights(p: Path, meta: Path, want: Any, max_bytes: int, what: s
     return data
 
 
-def check_npz_members(data: bytes, max_bytes: int, where: Any) -> None:
-    """Before `np.load` of an .npz's bytes: it is a readable zip whose members' declared (uncompressed) sizes add up
-    to at most `max_bytes` (what the sidecar's shapes allow), so a small compressed file cannot make the reader
-    allocate gigabytes (a zip bomb); else CheckpointError naming `where`."""
-    import io
-    import zipfile
-    import zlib
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            total = sum(i.file_size for i in zf.infolist())
-    except (zipfile.BadZipFile, zlib.error, EOFError, ValueError) as e:
-        raise CheckpointError(f"{where}: not a readable .npz ({type(e).__name__})") from None
-    if total > max_bytes:
-        raise CheckpointError(f"{where}: its arrays would take {total:,} bytes, more than the {max_bytes:,} its "
-                              f"declared shapes allow")
-
-
 def sidecar(fmt: str, weights_name: str, data: bytes, config: dict[str, Any],
             shapes: dict[str, list[int]] | None = None, training: dict[str, Any] | None = None,
             **extra: Any) -> dict[str, Any]:
@@ -160,7 +128,7 @@ def sidecar(fmt: str, weights_name: str, data: bytes, config: dict[str, Any],
 
 def weights_match(data: bytes, record: Any) -> bool:
     """Whether `data` are the weights a sidecar record describes (size and SHA-256): a torn or swapped file is not."""
-    return isinstance(record, dict) and len(data) == record.get("bytes") and \
+    return isinstance(record, dict) and type(record.get("bytes")) is int and len(data) == record["bytes"] and \
         weights_sha256(data) == record.get("sha256")
 
 
@@ -201,12 +169,12 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
         doc = legacy(doc, meta)  # an older sidecar: its own checks, then this schema's fields
     if doc.get("format") != fmt:
         raise CheckpointError(f"{meta}: a {str(doc.get('format'))[:40]!r} checkpoint, not {what} ({fmt!r})")
-    if not (isinstance(doc.get("version"), int) and 1 <= doc["version"] <= SCHEMA_VERSION):
+    if not (type(doc.get("version")) is int and 1 <= doc["version"] <= SCHEMA_VERSION):  # exactly: true is no 1
         raise CheckpointError(f"{meta}: sidecar version {str(doc.get('version'))[:20]!r} is not one this code reads "
                               f"(1..{SCHEMA_VERSION})")
     shapes, config, training = doc.get("shapes", {}), doc.get("config"), doc.get("training", {})
     if not isinstance(shapes, dict) or not isinstance(training, dict) or not all(
-            isinstance(v, list) and all(isinstance(d, int) and d >= 0 for d in v) for v in shapes.values()):
+            isinstance(v, list) and all(type(d) is int and d >= 0 for d in v) for v in shapes.values()):
         raise CheckpointError(f"{meta}: 'shapes' and 'training' must be objects (shapes: lists of sizes)")
     if before_read is not None:
         try:
@@ -219,6 +187,6 @@ def read_checkpoint(path: str | Path, suffix: str, fmt: str, what: str, max_weig
     return Checkpoint(p, meta, data, fmt, config, shapes, training)
 
 
-__all__ = ["Checkpoint", "CheckpointError", "OLD_SHIPPED_NAMES", "SHIPPED", "check_npz_members", "MAX_SIDECAR_BYTES",
+__all__ = ["Checkpoint", "CheckpointError", "SHIPPED", "MAX_SIDECAR_BYTES",
            "SCHEMA_VERSION", "SIDECAR_KEYS", "checkpoint_pair", "read_checked_weights", "read_checkpoint",
            "read_sidecar", "sidecar", "weights_match", "weights_sha256", "write_checkpoint"]

@@ -168,9 +168,10 @@ class RaySession:
             self.started = False
 
     def map(self, worker: Callable[[tuple], list[dict]], tasks: Sequence[tuple],
-            done: Callable[[int], None] | None = None) -> list[list[dict]]:
-        """worker(task) for every task on the cluster, one CPU each; done(i) as task i finishes (any order); the
-        results in task order. A task's own error is raised as itself (e.g. the ValueError of a bad checkpoint)."""
+            done: Callable[[int, list[dict]], None] | None = None) -> list[list[dict]]:
+        """worker(task) for every task on the cluster, one CPU each; done(i, results) as task i finishes (any order:
+        how `run_match` keeps each task's games at once); the results in task order. A task's own error is raised as
+        itself (e.g. the ValueError of a bad checkpoint)."""
         import ray
         from ray.exceptions import RayTaskError
 
@@ -196,7 +197,7 @@ class RaySession:
                             raise cause from None
                         raise
                     if done is not None:
-                        done(index[r])
+                        done(index[r], out[index[r]])
         finally:
             for r in pending:
                 ray.cancel(r, force=True)

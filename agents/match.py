@@ -22,7 +22,8 @@ exception.
 Results: one dict per game, `Game`'s own words: "game", "seed", "seats" (policy names by seat), "scores" (breakdown
 per seat), "winners" (`Game.winners`: most points, then most animal cubes, else shared), "animal_cubes", "turns",
 "suns" (solo) and, with `record=True`, "actions" (every micro-action: `Game.replay` of the record rebuilds the game).
-`summarize` turns them into per-policy win rates with Wilson intervals, score statistics and OpenSkill ratings.
+`describe` turns them into per-policy win rates with Wilson intervals and score statistics;
+`harmonies_apps.tournament.summarize` adds order-free ratings and intervals on the means.
 """
 from __future__ import annotations
 
@@ -37,10 +38,9 @@ from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config, old_arguments
-from harmonies_env.firstrun import install_hint
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
-from harmonies_env.stops import ignore_in_worker
+from harmonies_env.stops import held, ignore_in_worker
 
 from .policy import AgentPolicy, BatchView, is_native
 
@@ -126,7 +126,8 @@ def match_config(config: GameConfig | None, seats: int, loose: dict[str, Any] | 
 def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | None = None, seed: int = 0,
                config: GameConfig | None = None, paired: bool = False, names: Sequence[str] | None = None,
                record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
-               on_action: Callable[[int, int], None] | None = None, **loose: Any) -> list[dict[str, Any]]:
+               on_action: Callable[[int, int], None] | None = None,
+               on_result: Callable[[dict[str, Any]], None] | None = None, **loose: Any) -> list[dict[str, Any]]:
     """Play seeded games between batch policies, all at once; one result dict per game, in game order.
 
     config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
@@ -138,7 +139,8 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
     docstring for the seeding and seat rotation). names: the policies' names in the results (default: their
     `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many threads a policy may
     plan with. progress(k) is called with the number of finished games after every round; on_action(i, a) after
-    each action a played in game i (how `play_game` follows its one game live).
+    each action a played in game i (how `play_game` follows its one game live); on_result(result) with each game's
+    result as soon as that game ends (the games of a batch end in any order; how `run_match` streams them back).
 
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
@@ -183,6 +185,22 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
             p.reset_batch(np.array([agent_seed(seed, int(i), j) for i in index], dtype=np.int64))
     history: list[list[int]] = [[] for _ in range(G)] if record else []
     all_rows = np.arange(G)
+    out: list[dict[str, Any] | None] = [None] * G
+
+    def finish(rows: list[int]) -> None:
+        for r in rows:
+            g = Game.from_state(states[r])
+            res: dict[str, Any] = {"game": int(index[r]), "seed": int(seeds[r]),
+                                   "seats": [names[int(k)] for k in slot_of[r]], "winners": g.winners(),
+                                   "scores": g.scores(), "animal_cubes": g.animal_cubes(), "turns": g.turn}
+            if n == 1:
+                res["suns"] = g.suns()
+            if record:
+                res["actions"] = history[r]
+            out[r] = res
+            if on_result is not None:
+                on_result(res)
+
     while not states[:, S.GAME_OVER].all():
         for j, p in enumerate(pols):  # each policy plays a whole turn in every game where it is to move
             slot = slot_of[all_rows, states[:, S.CURRENT]]
@@ -192,20 +210,12 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
                 _turn_step(p, names[j], states, rows, threads, index, seeds, history, on_action)
                 going = (states[rows, S.GAME_OVER] == 0) & (states[rows, S.TURN] == turn)
                 rows, turn = rows[going], turn[going]
+        if on_result is not None:  # the games that ended this round, handed over now
+            finish([r for r in np.flatnonzero(states[:, S.GAME_OVER]).tolist() if out[r] is None])
         if progress is not None:
             progress(int(states[:, S.GAME_OVER].sum()))
-    out = []
-    for r in range(G):
-        g = Game.from_state(states[r])
-        res: dict[str, Any] = {"game": int(index[r]), "seed": int(seeds[r]),
-                               "seats": [names[int(k)] for k in slot_of[r]], "winners": g.winners(),
-                               "scores": g.scores(), "animal_cubes": g.animal_cubes(), "turns": g.turn}
-        if n == 1:
-            res["suns"] = g.suns()
-        if record:
-            res["actions"] = history[r]
-        out.append(res)
-    return out
+    finish([r for r in range(G) if out[r] is None])
+    return [res for res in out if res is not None]
 
 
 #: Most games in one task of `run_match` (one `play_match` call): batched agents decide a task's games together,
@@ -222,12 +232,59 @@ class MatchTask(NamedTuple):
     seed: int
     indices: list[int]
     extra: Any = None
+    paired: bool = False  # every seed from every seating (`game_seed`)
 
 
 def play_share(task: MatchTask) -> list[dict]:
-    """Worker of `run_match`: play the games `task.indices` of a match of agent specs and return their results."""
+    """Worker of `run_match`: play the games `task.indices` of a match of agent specs, `report` each as it ends, and
+    return their results."""
     return play_match(list(task.specs), games=list(task.indices), seed=task.seed, config=task.config,
-                      names=task.names)
+                      paired=task.paired, names=task.names, on_result=report)
+
+
+#: Where `report` hands a finished game while a task of `run_match` runs in this process (None: nowhere).
+_reporter: Callable[[dict], None] | None = None
+#: A pool worker's queue back to `run_match` (set by `_pool_init`).
+_queue: Any = None
+
+
+def report(result: dict) -> None:
+    """A worker of `run_match` hands one finished game's result back at once (`play_match(..., on_result=report)`),
+    so that a match stopped halfway keeps every game that ended, not only those of whole tasks."""
+    if _reporter is not None:
+        _reporter(result)
+
+
+def _run_task(worker: Callable[[MatchTask], list[dict]], task: MatchTask, emit: Callable[[dict], None]) -> None:
+    """Run one task, handing each game's result to `emit` once: as the worker reports it, or (a worker that does not
+    report) when it returns."""
+    global _reporter
+    seen: set[int] = set()
+
+    def reported(res: dict) -> None:
+        seen.add(res["game"])
+        emit(res)
+
+    before, _reporter = _reporter, reported
+    try:
+        results = worker(task)
+    finally:
+        _reporter = before
+    for res in results:
+        if res["game"] not in seen:
+            emit(res)
+
+
+def _pool_init(queue: Any) -> None:
+    """A pool worker's initializer: Ctrl-C is the parent's (`ignore_in_worker`); results go back through `queue`."""
+    global _queue
+    ignore_in_worker()
+    _queue = queue
+
+
+def _pool_task(worker: Callable[[MatchTask], list[dict]], task: MatchTask) -> None:
+    """A task in a pool worker: each game's result is sent to the parent as it ends."""
+    _run_task(worker, task, _queue.put)
 
 
 def cores() -> int:
@@ -251,9 +308,13 @@ def jobs_note(jobs: int) -> str | None:
 def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None,
               config: GameConfig | None = None, ray_address: str | None = None, collect: list[dict] | None = None,
-              **loose: Any) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None, paired: bool = False, **loose: Any) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
+
+    paired: every seed played from every seating (`play_match`'s: game i has seed `seed + i // seats` and rotation
+    i % seats, so games k*seats .. k*seats + seats - 1 are one block of the seed `seed + k`); `games` must then be a
+    whole number of blocks (a multiple of the seats).
 
     config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it;
     `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, worker, extra positionally,
@@ -266,8 +327,13 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     ray_address: play the tasks on a Ray cluster instead ("local", "auto" or HOST:PORT; `agents.distributed`:
     checkpoints shipped by value, the same results as `jobs`); `jobs` must then be 1. Never more processes start than
     there are tasks (`jobs` above the games is capped; `jobs_note` says when it is above the cores).
-    collect: a list the results are appended to as they come, in game order, so that a caller stopped by Ctrl-C or
-    SIGTERM (a KeyboardInterrupt; the worker processes are ended) keeps the games played so far."""
+
+    Results stream back one game at a time as each ends (a worker calls `report`; on Ray, one task at a time).
+    on_result(result), in this process, is called with each as it arrives (any order), before it is kept: a first
+    Ctrl-C or SIGTERM during it is held until it returns (`stops.held`), so e.g. a record written there and the
+    result kept go together. collect: a list the results are appended to as they come, sorted into game order when
+    the match ends or stops, so that a caller stopped by Ctrl-C or SIGTERM (a KeyboardInterrupt; the worker
+    processes are ended) keeps every game that came back."""
     from tqdm import tqdm
 
     fields, given = old_arguments("run_match", old, ("num_players", "games", "side", "spirits", "seed", "jobs",
@@ -283,6 +349,9 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
         raise ValueError(f"jobs must be an integer >= 1, got {jobs!r}")
     if num_players > 1 and len(specs) != num_players:
         raise ValueError(f"a {num_players}-player match needs {num_players} agents, got {len(specs)}")
+    if paired and num_players > 1 and games % num_players:
+        raise ValueError(f"paired games come in blocks of every seating: games must be a multiple of the "
+                         f"{num_players} seats, got {games}")
     if ray_address is not None and jobs != 1:
         raise ValueError(f"jobs ({jobs}) are processes of this machine: give jobs or a Ray cluster, not both")
     worker = worker or play_share
@@ -299,29 +368,49 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     if num_players == 1:
         tasks = [MatchTask((s,), (nm,), cfg, seed, idx, extra) for s, nm in zip(specs, names) for idx in shares]
     else:
-        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra) for idx in shares]
+        tasks = [MatchTask(tuple(specs), tuple(names), cfg, seed, idx, extra, bool(paired)) for idx in shares]
     jobs = min(jobs, len(tasks))
     bar = tqdm(total=sum(len(t.indices) for t in tasks), desc="games", disable=not progress, leave=False)
     out: list[dict] = [] if collect is None else collect
+    order = {nm: k for k, nm in enumerate(names)}
+
+    def take(res: dict) -> None:
+        with held():
+            if on_result is not None:
+                on_result(res)
+            out.append(res)
+        bar.update(1)
+
     try:
         if session is not None:
             with session:
-                for r in session.map(worker, tasks, done=lambda i: bar.update(len(tasks[i].indices))):
-                    out.extend(r)
+                session.map(worker, tasks, done=lambda i, results: [take(res) for res in results])
         elif jobs == 1:
             for t in tasks:
-                out.extend(worker(t))
-                bar.update(len(t.indices))
+                _run_task(worker, t, take)
         else:
             import multiprocessing as mp
 
+            ctx = mp.get_context("spawn")
+            queue = ctx.Queue()
+            errors: list[BaseException] = []
+
+            def failed(e: BaseException) -> None:  # the pool's result thread, here: the error as the pool gave it
+                errors.append(e)
+                queue.put(None)
+
             # the workers leave Ctrl-C to this process, which ends them (the pool's exit terminates them)
-            with mp.get_context("spawn").Pool(jobs, initializer=ignore_in_worker) as pool:
-                for t, r in zip(tasks, pool.imap(worker, tasks, chunksize=1)):
-                    out.extend(r)
-                    bar.update(len(t.indices))
+            with ctx.Pool(jobs, initializer=_pool_init, initargs=(queue,)) as pool:
+                for t in tasks:
+                    pool.apply_async(_pool_task, (worker, t), error_callback=failed)
+                for _ in range(sum(len(t.indices) for t in tasks)):
+                    res = queue.get()
+                    if res is None:
+                        raise errors[0]
+                    take(res)
     finally:
         bar.close()
+        out.sort(key=lambda res: (order[res["seats"][0]] if num_players == 1 else 0, res["game"]))
     return out
 
 
@@ -394,41 +483,21 @@ def wilson_interval(wins: float, n: int, z: float = 1.96) -> tuple[float, float]
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def summarize(results: list[dict]) -> dict:
-    """Per policy: games, wins (shared victories count 1/k), win rate with Wilson 95% interval, mean and
-    standard deviation of each score category, suns (solo), and an OpenSkill (Plackett-Luce) rating when
-    the `openskill` package is installed (otherwise `summary["notes"]` says the ratings were left out)."""
-    try:
-        from openskill.models import PlackettLuce
-    except ImportError:
-        PlackettLuce = None
-
-    names: list[str] = []
-    for r in results:
-        for nm in r["seats"]:
-            if nm not in names:
-                names.append(nm)
-    model = PlackettLuce() if PlackettLuce is not None else None
-    ratings = {nm: model.rating(name=nm) for nm in names} if model is not None else {}
+def describe(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per policy (in order of first appearance): games, and with 2-4 seats wins (a shared victory counts 1/k) and win
+    rate with its Wilson 95% interval; mean and standard deviation of each score category, and suns (solo). Ratings
+    and intervals on the means need all the games at once: `harmonies_apps.tournament.summarize` adds them."""
+    names = list(dict.fromkeys(nm for r in results for nm in r["seats"]))
     per: dict[str, dict[str, list]] = {nm: {"scores": [], "wins": [], "suns": []} for nm in names}
     for r in results:
-        seats = r["seats"]
         w = r["winners"]
-        for p, nm in enumerate(seats):
+        for p, nm in enumerate(r["seats"]):
             per[nm]["scores"].append(r["scores"][p])
             per[nm]["wins"].append(1.0 / len(w) if p in w else 0.0)
             if "suns" in r:
                 per[nm]["suns"].append(r["suns"])
-        if len(seats) > 1 and model is not None:
-            keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in range(len(seats))]
-            ranks = [1 + sum(k2 > k for k2 in keys) for k in keys]
-            new = model.rate([[ratings[nm]] for nm in seats], ranks=ranks)
-            for nm, team in zip(seats, new):
-                ratings[nm] = team[0]
     summary: dict[str, Any] = {"games": len(results), "agents": {}}
     multi = bool(results) and len(results[0]["seats"]) > 1
-    if multi and model is None:
-        summary["notes"] = [f"no OpenSkill ratings: the openskill package is not installed ({install_hint('train')})"]
     for nm in names:
         d = per[nm]
         n = len(d["scores"])
@@ -437,9 +506,6 @@ def summarize(results: list[dict]) -> dict:
             wins = float(sum(d["wins"]))
             lo, hi = wilson_interval(wins, n)
             entry.update(wins=wins, win_rate=wins / n, win_rate_ci95=[lo, hi])
-            if model is not None:
-                rt = ratings[nm]
-                entry["openskill"] = {"mu": rt.mu, "sigma": rt.sigma, "ordinal": rt.ordinal()}
         for cat in CATEGORIES:
             vals = np.array([sc[cat] for sc in d["scores"]], dtype=float)
             entry[cat] = {"mean": float(vals.mean()), "std": float(vals.std(ddof=1)) if n > 1 else 0.0}
@@ -450,6 +516,6 @@ def summarize(results: list[dict]) -> dict:
     return summary
 
 
-__all__ = ["play_match", "play_game", "policy_of", "summarize", "wilson_interval", "agent_seed", "game_seed",
+__all__ = ["play_match", "play_game", "policy_of", "describe", "wilson_interval", "agent_seed", "game_seed",
            "unique_names", "win_shares", "totals_of", "replay_result", "match_config", "run_match",
-           "MatchTask", "play_share"]
+           "MatchTask", "play_share", "report"]

@@ -6,7 +6,7 @@ MaskablePPO snapshots (checkpoint paths: the weights-only `.pt` exports self-pla
 weights-only by `agents.ppo.load_policy`). `PoolVecEnv` steps all games on the batched engine
 (`harmonies_env.batch.SelfPlayBatch`): the learner's actions for all games go in one numba call, then the
 opponents of every game that is not at a learner decision move together until all are (one torch forward per
-frozen snapshot for all its games, one numba call for all greedy games (`agents.batched_greedy`), one for all
+frozen snapshot for all its games, one numba call for all greedy games (`agents.greedy.GreedyPlans`), one for all
 random ones, then one batched step). The game, the learner's seat and the opponents of every episode follow
 from the seed (`draw_episode`).
 
@@ -30,14 +30,14 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import SelfPlayBatch, episode_seed
-from harmonies_env.config import GameConfig, make_config, old_arguments
+from harmonies_env.config import GameConfig, make_config
 from harmonies_env.env_gym import VersusEnv
 from harmonies_env.observation import OBS_HIGH, OBS_LOW, OBS_SIZE, encode_observation
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.vector import BatchVecEnvMethods, batch_state, set_batch_state
 
-from .batched_greedy import GreedyPlans, random_rows
-from .greedy import GreedyAgent
+from .greedy import GreedyAgent, GreedyPlans
+from .policy.kernels import random_rows
 from .random_agent import RandomAgent
 
 #: Mixed into a game's seed to draw that episode's seats and opponents (see `draw_episode`).
@@ -95,16 +95,14 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
     next episode starts.
 
     `reset()` seeds row r's games from base seed b + r (`seed(b)` first, SB3 style), as `SelfPlayBatch`.
-    config: the games' `GameConfig` (default: 2 players, Side A); the old loose num_players, side, spirits work one
-    more release, with a FutureWarning.
+    config: the games' `GameConfig` (default: 2 players, Side A).
     """
 
     def __init__(self, num_envs: int = 32, config: GameConfig | None = None, reward: str = "score",
                  pool: Sequence[str] = ("random", "greedy"), greedy_beam: int = 8, opponent_sample: bool = False,
                  seat: int | None = None, illegal_reward: float = -0.01, max_steps: int = 5000,
-                 seed: int | None = None, device: str = "cpu", **loose: Any):
-        fields, _ = old_arguments("PoolVecEnv", (), (), loose)
-        config = make_config(config, **fields)
+                 seed: int | None = None, device: str = "cpu"):
+        config = make_config(config)
         self.batch = SelfPlayBatch(num_envs, config=config, seed=0, reward=reward, illegal_reward=0.0, max_steps=0)
         n = self.batch.num_games
         self.num_players = self.batch.num_players

@@ -117,6 +117,8 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
 
     from harmonies_env.validate import parse_json
 
+    from .archive import check_zip
+
     p = Path(path)
     try:
         with zipfile.ZipFile(p) as zf:
@@ -124,6 +126,7 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
             for member in ("data", "policy.pth"):
                 if member not in names:
                     raise ValueError(f"{p}: not a Stable-Baselines3 checkpoint (no {member!r} in the zip)")
+            check_zip(zf, p.stat().st_size, MAX_DATA_BYTES + MAX_WEIGHTS_BYTES + (1 << 20), p)
             size = zf.getinfo("policy.pth").file_size
             if zf.getinfo("data").file_size > MAX_DATA_BYTES or size > MAX_WEIGHTS_BYTES:
                 raise ValueError(f"{p}: checkpoint members are implausibly large; refusing to read them")
@@ -139,6 +142,25 @@ def read_checkpoint_zip(path: str | Path, check: Any = None) -> tuple[dict, byte
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OverflowError) as e:
         raise ValueError(f"{p}: not a readable Stable-Baselines3 checkpoint (a damaged zip: "
                          f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else 'ends early'})") from None
+
+
+def _check_torch_members(p: Path) -> None:
+    """The torch zips inside an SB3 zip (`*.pth`: the policy, its optimizer, torch variables) declare no more than
+    they hold (`agents.archive.check_zip`, stored only as torch writes them), before `MaskablePPO.load` reads them;
+    else ValueError naming the member."""
+    from .archive import check_zip
+    from .checkpoint import CheckpointError
+
+    with zipfile.ZipFile(p) as zf:
+        for name in [n for n in zf.namelist() if n.endswith(".pth")]:
+            raw = zf.read(name)  # its declared size was checked by read_checkpoint_zip's check_zip
+            try:
+                with zipfile.ZipFile(io.BytesIO(raw)) as inner:
+                    check_zip(inner, len(raw), MAX_WEIGHTS_BYTES, f"{p}: {name}", stored_only=True)
+            except zipfile.BadZipFile:
+                continue  # not a torch zip: SB3's own reader says what it is
+            except CheckpointError as e:
+                raise ValueError(str(e)) from None
 
 
 def _net_arch(kwargs: dict, where: Any) -> tuple[list[int], list[int]]:
@@ -298,7 +320,7 @@ def _legacy_export(c: dict[str, Any], cpath: Path) -> dict[str, Any]:
     if c.get("format") != POLICY_FORMAT:
         raise CheckpointError(f"{cpath}: not a policy export (its format is not {POLICY_FORMAT!r}; a resume "
                               f"checkpoint's step_*.pt is read by --resume / [run] init, not as ppo:PATH)")
-    if c.get("version") != POLICY_VERSION:
+    if type(c.get("version")) is not int or c["version"] != POLICY_VERSION:
         raise CheckpointError(f"{cpath}: policy export version {str(c.get('version'))[:20]!r} is not "
                               f"{POLICY_VERSION} (written by another version of harmonies-env)")
     config = {k: v for k, v in c.items() if k not in ("format", "version", "weights", "weights_bytes",
@@ -310,11 +332,15 @@ def _policy_from_weights(weights: bytes, obs_space: Any, act_space: Any, kwargs:
                          device: str, risk: str = "") -> Any:
     """A MaskableActorCriticPolicy of the given spaces and keyword arguments with `weights` (a `torch.save` of its
     state dict) loaded strictly by the weights-only unpickler; `what` names the weights in errors."""
-    import torch
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
+    from .archive import read_torch
+    from .checkpoint import CheckpointError
+
     try:
-        state = torch.load(io.BytesIO(weights), map_location=device, weights_only=True)
+        state = read_torch(weights, MAX_WEIGHTS_BYTES, f"{p}: {what}", device)
+    except CheckpointError as e:
+        raise (UntrustedCheckpointError if risk else ValueError)(f"{e}{risk}") from None
     except Exception as e:  # the restricted unpickler refuses anything but tensors and plain containers
         raise UntrustedCheckpointError(f"{p}: {what} holds more than tensors ({type(e).__name__}: "
                                        f"{str(e).splitlines()[0][:200]}){risk}") from None
@@ -398,6 +424,7 @@ def load_policy(path: str | Path, device: str = "cpu", trust: bool | None = None
     if trust:
         from sb3_contrib import MaskablePPO
         read_checkpoint_zip(p, lambda data, size: None)  # a damaged zip or deep JSON: one line, before SB3 reads it
+        _check_torch_members(p)  # trusted to run code, still not to inflate a zip bomb
         try:
             policy = MaskablePPO.load(str(p), device=device).policy
         except Exception as e:  # what the file holds decides; say it in one line
@@ -424,6 +451,9 @@ def policy_actions(policy: Any, obs: np.ndarray, masks: np.ndarray,
     pool's frozen snapshots (`agents.pool_env`)."""
     import torch
 
+    # torch cannot wrap a read-only array (the engine's views are) without warning that writes to it would be
+    # undefined: hand it writable copies
+    obs, masks = (a if a.flags.writeable else a.copy() for a in (obs, masks))
     obs_t, _ = policy.obs_to_tensor(obs)
     with torch.no_grad():
         probs = policy.get_distribution(obs_t, action_masks=masks).distribution.probs.cpu().numpy()

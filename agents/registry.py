@@ -28,7 +28,8 @@ class AgentKind:
     finds itself, None: the argument is not a path), so remote workers get the files. timed: whether the agent
     searches for a wall-clock time (not reproducible): True with no argument too, False only given SECONDS, None
     never (an `Nit` argument is always reproducible). aliases: old names that still work for one release, each with
-    a one-line note when used. example: a spec shown in the unknown-kind message.
+    a one-line note when used. example: a spec shown in the unknown-kind message. shipped: the weights files (in
+    `agents/checkpoints`) the kind plays when its argument names none (what a ladder hashes).
     """
 
     name: str
@@ -39,6 +40,7 @@ class AgentKind:
     timed: bool | None = None
     aliases: tuple[str, ...] = ()
     example: str = ""
+    shipped: tuple[str, ...] = ()
 
 
 #: Canonical name -> kind, in the order help lists them.
@@ -285,8 +287,8 @@ register(AgentKind(
     "learned", _learned,
     "learned or learned:PATH (the n-tuple network: an n-tuple checkpoint's .npz, next to its .json; the MLP's .pt "
     "is mlp:PATH)",
-    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz", aliases=("ntuple",),
-    example="learned"))
+    "learned[:PATH] (the n-tuple network; PATH an n-tuple checkpoint's .npz)", weights=".npz",
+    example="learned", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-search", _learned_search,
     "learned-search[:BUDGET][:rootN][:replybeamN][:replycandidatesN] (the shipped n-tuple network; BUDGET Nit: N "
@@ -294,23 +296,34 @@ register(AgentKind(
     "number in (0, 3600]; rootN: the N best distinct candidates searched, 1..1024, default 12; replybeamN 1..100000 "
     "and replycandidatesN 1..1024: the other seats' replies, default 8 and 32)",
     "learned-search[:SECONDS] or learned-search:Nit[:rootN] (it with a one-turn search, N sampled worlds per "
-    "candidate, default 8it; rootN: how many distinct candidates, default 12)", timed=False, aliases=("ntuple-search",),
-    example="learned-search:8it:root12"))
+    "candidate, default 8it; rootN: how many distinct candidates, default 12)", timed=False,
+    example="learned-search:8it:root12", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-win", _learned_win,
     "learned-win or learned-win:C (C points per unit of win probability, a number 0..1000, default 20; the shipped "
     "n-tuple network and win head)",
     "learned-win[:C] (with the win head: C points per unit of win probability, 20 if not given)",
-    aliases=("ntuple-win",)))
+    shipped=("learned.npz", "learned-win.npz")))
 register(AgentKind("mlp", _mlp, "mlp or mlp:PATH (an MLP checkpoint's .pt, next to its .json)",
-                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt", aliases=("learned-mlp",),
-                   example="mlp"))
+                   "mlp[:PATH] (the earlier MLP, a baseline; PATH its .pt)", weights=".pt",
+                   example="mlp", shipped=("mlp.pt",)))
 register(AgentKind(
     "mlp-search", _mlp_search,
     "mlp-search, mlp-search:SECONDS (a number > 0; default 1) or mlp-search:Nit (N a whole number >= 1; the shipped "
     "MLP)",
-    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True, aliases=("learned-mlp-search",),
-    example="mlp-search:200it"))
+    "mlp-search[:SECONDS] or mlp-search:Nit (1 second if not given)", timed=True,
+    example="mlp-search:200it", shipped=("mlp.pt",)))
+
+
+def _py(arg: str, seed: int, name: str, trust: bool | None) -> Agent:
+    from .user import user_agent
+    return user_agent(arg, seed, name)
+
+
+register(AgentKind("py", _py, "py:MODULE:FACTORY (an importable module and a factory in it returning an object with "
+                              "act_batch; this runs that module's code)",
+                   "py:MODULE:FACTORY (your own policy: FACTORY() returns an object with act_batch; runs your code)",
+                   example="py:mybot:make"))
 
 __all__ = ["ALIASES", "KINDS", "SEARCH_OPTIONS", "AgentKind", "agents_help", "all_names", "budget", "is_timed",
            "lookup", "make_agent", "path_kinds", "register", "search_options", "timed_kinds", "unregister", "whole"]

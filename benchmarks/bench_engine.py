@@ -1,22 +1,35 @@
 """Engine speed: whole random games inside numba, and the Python API (Game.step + action_mask()).
 
-Warms up (compiles) first, then times each case; prints one JSON line per case. Also times the
+Warms up (compiles) first, then times each case in thread CPU time; prints one JSON line per case. Also times the
 plain-Python reference scorer of the tests against the scoring kernel on the same boards, for a ratio, and the
 engine's habitat matcher against the placement-by-placement kernel kept as a test reference.
 
     python -m benchmarks.bench_engine [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
+    python -m benchmarks.bench_engine --against REV [--engine REV2] [--rounds 5] [--games 20000]
 
-(or `harmonies bench ...`). The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py`
-from the checkout this module is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each
-says on stderr, in one line, that it is skipped and why, and its JSON row has `skipped`.
+(or `harmonies bench ...`). `--against REV` is the guard of the engine's speed: it plays the same seeded random
+games (2p A, and 4p B beside it; `--cases` adds `rollout_batch` and `mcts:200it`) with this checkout's engine (or
+REV2's) and with REV's, each engine imported in its own process from its own tree (REV as a clean `git worktree` in
+a temp dir) with its own fresh numba cache, both pinned to one core, alternated in one run (A B A B ..., after a
+warm-up), and prints per case the ratio of games per thread-CPU-second and both engines' actions per game (equal:
+the same games). Run it on every change to `harmonies_env/` and to a numba kernel the agents use, and put the ratio
+in the commit message.
+
+The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py` from the checkout this module
+is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each says on stderr, in one line,
+that it is skipped and why, and its JSON row has `skipped`.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import json
+import os
 import platform
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import ModuleType
@@ -74,7 +87,9 @@ def skip(case: str, name: str) -> None:
 
 
 def emit(**row) -> None:
+    """One JSON line, with the machine and its load average now (a shared machine's figures move with it)."""
     row["machine"] = platform.machine()
+    row.setdefault("load1", round(os.getloadavg()[0], 2))
     print(json.dumps(row), flush=True)
 
 
@@ -82,11 +97,11 @@ def bench_numba(games: int) -> None:
     for n, side, sp in CONFIGS:
         sc = 0 if side == "A" else 1
         rules.random_games(n, sc, int(sp), 0, 50)  # warm up
-        t = time.perf_counter()
+        t = time.thread_time()
         actions = rules.random_games(n, sc, int(sp), 12345, games)
-        dt = time.perf_counter() - t
+        dt = time.thread_time() - t
         emit(case="numba_random_games", players=n, side=side, spirits=sp, games=games,
-             games_per_s=round(games / dt), actions_per_s=round(actions / dt),
+             games_per_cpu_s=round(games / dt), actions_per_cpu_s=round(actions / dt),
              actions_per_game=round(actions / games, 1))
 
 
@@ -99,15 +114,15 @@ def bench_api(target_actions: int) -> None:
         while done < target_actions:
             g = Game(n, side, sp, seed=seed)
             seed += 1
-            t = time.perf_counter()
+            t = time.thread_time()
             while not g.is_over:
                 mask = g.action_mask()
                 legal = np.flatnonzero(mask)
                 g.step(int(legal[rng.integers(len(legal))]))
                 done += 1
-            elapsed += time.perf_counter() - t
+            elapsed += time.thread_time() - t
         emit(case="python_api_step_and_mask", players=n, side=side, spirits=sp, actions=done,
-             actions_per_s=round(done / elapsed), games=seed)
+             actions_per_cpu_s=round(done / elapsed), games=seed)
 
 
 def _board_for_reference(g: Game, p: int) -> tuple:
@@ -135,15 +150,15 @@ def bench_reference(boards: int) -> None:
     out = np.zeros((S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
     for g in games[:5]:
         rules.scores_into(g.state, out)
-    t = time.perf_counter()
+    t = time.thread_time()
     for g in games:
         rules.scores_into(g.state, out)
-    kernel = (time.perf_counter() - t) / len(games)
+    kernel = (time.thread_time() - t) / len(games)
     inputs = [_board_for_reference(g, p) for g in games for p in range(2)]
-    t = time.perf_counter()
+    t = time.thread_time()
     for args in inputs:
         reference.score(*args)
-    ref = (time.perf_counter() - t) / len(games)
+    ref = (time.thread_time() - t) / len(games)
     emit(case="reference_ratio", what="score both boards of a finished 2p game", games=len(games),
          kernel_us=round(kernel * 1e6, 2), reference_us=round(ref * 1e6, 1), ratio=round(ref / kernel))
 
@@ -194,13 +209,141 @@ def bench_habitat(boards: int) -> None:
     best = dict.fromkeys(runs, np.inf)
     for _ in range(5):  # interleaved, best of 5: both see the same machine load
         for name, f in runs.items():
-            t = time.perf_counter()
+            t = time.thread_time()
             f(bbs, cubes, sides, cards)
-            best[name] = min(best[name], time.perf_counter() - t)
+            best[name] = min(best[name], time.thread_time() - t)
     emit(case="habitat_matcher", what="cells one card's habitat offers, boards from random 2p games",
          boards=boards, grid_ns=round(best["grid"] / boards * 1e9, 1),
          placements_reference_ns=round(best["placements"] / boards * 1e9, 1),
          ratio=round(best["placements"] / best["grid"], 2))
+
+
+#: The cases of `--against`: name -> (kind, players, side, spirits). "random": `rules.random_games`; "rollout":
+#: `batch.rollout_batch` on fresh states in one thread; "mcts": seat 0 `mcts:200it` against a random seat 1.
+AGAINST_CASES = {"random_2pA": ("random", 2, "A", False), "random_4pB": ("random", 4, "B", False),
+                 "rollout_2pA": ("rollout", 2, "A", False), "mcts200it_2pA": ("mcts", 2, "A", False)}
+#: The first game seed of the guard's games (each round plays the same games).
+AGAINST_SEED = 12345
+
+
+class EngineProcess:
+    """One engine in its own process (`engine_worker.py`), importing `harmonies_env` from `root`, with its own numba
+    cache in `cache_dir`."""
+
+    def __init__(self, root: Path, cache_dir: str) -> None:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, NUMBA_NUM_THREADS="1", PYTHONPATH=str(root))
+        worker = Path(__file__).resolve().with_name("engine_worker.py")
+        self.proc = subprocess.Popen([sys.executable, str(worker), str(root)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, cwd=root)
+        self.imported = self.read()["harmonies_env"]
+
+    def send(self, **ask) -> None:
+        self.proc.stdin.write(json.dumps(ask) + "\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the engine process of {self.imported if hasattr(self, 'imported') else '?'} "
+                               f"ended (exit {self.proc.wait()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def resolve(root: Path, rev: str) -> str:
+    """rev's full commit hash, or ValueError naming it."""
+    try:
+        return git(root, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise ValueError(f"unknown revision {rev!r} in {root}") from None
+
+
+def against_games(kind: str, games: int, mcts_games: int) -> int:
+    """Games per round of a case: --games random games, a tenth of them as rollout rows, --mcts-games searches."""
+    return {"random": games, "rollout": max(1, games // 10), "mcts": mcts_games}[kind]
+
+
+def bench_against(against: str, engine: str | None, cases: list[str], games: int, mcts_games: int, rounds: int,
+                  core: int, argv: list[str]) -> bool:
+    """The guard: this checkout's engine (or `engine`'s) against `against`'s on the same games; one JSON line per
+    case. Returns whether both engines played the same games (same actions, or same choices, each round)."""
+    root = Path(__file__).resolve().parents[1]
+    revs = {"against": resolve(root, against)}
+    if engine is not None:
+        revs["engine"] = resolve(root, engine)
+    label = revs.get("engine") or (f"working tree of {git(root, 'rev-parse', 'HEAD')}"
+                                   + (" (modified)" if git(root, "status", "--porcelain", "--untracked-files=no")
+                                      else ""))
+    tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
+    trees: list[Path] = []
+    procs: dict[str, EngineProcess] = {}
+    try:
+        roots = {"engine": root}
+        for name, sha in revs.items():
+            roots[name] = tmp / f"{name}-{sha[:10]}"
+            git(root, "worktree", "add", "--detach", str(roots[name]), sha)
+            trees.append(roots[name])
+        for name in ("engine", "against"):
+            procs[name] = EngineProcess(roots[name], str(tmp / f"numba-cache-{name}"))
+        for case in cases:  # warm up: compile, both at once (not yet pinned)
+            kind, players, side, spirits = AGAINST_CASES[case]
+            for p in procs.values():
+                p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=0,
+                       games=1 if kind == "mcts" else 50)
+            for p in procs.values():
+                p.read()
+        for p in procs.values():
+            p.send(core=core)
+            p.read()
+        same = True
+        for case in cases:
+            kind, players, side, spirits = AGAINST_CASES[case]
+            n = against_games(kind, games, mcts_games)
+            load = os.getloadavg()
+            cpu = {name: [] for name in procs}
+            actions = {name: [] for name in procs}
+            for _ in range(rounds + 1):  # A B A B ...; the first round warms both up and is not counted
+                for name, p in procs.items():
+                    p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=AGAINST_SEED,
+                           games=n)
+                    answer = p.read()
+                    cpu[name].append(answer["cpu_s"])
+                    actions[name].append(answer["actions"])
+            cpu = {name: c[1:] for name, c in cpu.items()}
+            same_here = actions["engine"] == actions["against"]
+            same = same and same_here
+            speed = {name: n * rounds / sum(c) for name, c in cpu.items()}
+            row = dict(case=case, guard=True, kind=kind, players=players, side=side, spirits=spirits,
+                       games=n, rounds=rounds, engine=label, against=revs["against"],
+                       engine_games_per_cpu_s=round(speed["engine"], 1 if kind == "mcts" else None),
+                       against_games_per_cpu_s=round(speed["against"], 1 if kind == "mcts" else None),
+                       ratio=round(speed["engine"] / speed["against"], 3),
+                       round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])])
+            if kind == "mcts":
+                row.update(same_choices=same_here)
+            else:
+                row.update(engine_actions_per_game=round(actions["engine"][0] / n, 2),
+                           against_actions_per_game=round(actions["against"][0] / n, 2), same_games=same_here)
+            emit(**row, core=core, load=[round(x, 2) for x in load],
+                 load_after=[round(x, 2) for x in os.getloadavg()], command=" ".join([PROG, *argv]))
+        return same
+    finally:
+        for p in procs.values():
+            p.close()
+        for tree in trees:
+            subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)], check=False,
+                           capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,11 +356,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-games", type=int, default=300, help="finished games scored by both scorers")
     ap.add_argument("--habitat-boards", type=int, default=100000,
                     help="boards on which the habitat matcher and its test reference are timed")
+    ap.add_argument("--against", metavar="REV", help="only the guard: this engine against REV's on the same games")
+    ap.add_argument("--engine", metavar="REV", help="with --against: REV's engine instead of this working tree's")
+    ap.add_argument("--rounds", type=int, default=5, help="with --against: timed rounds per engine and case")
+    ap.add_argument("--cases", nargs="+", choices=list(AGAINST_CASES), default=["random_2pA", "random_4pB"],
+                    help="with --against: the cases (rollout_2pA plays a tenth of --games as rows)")
+    ap.add_argument("--mcts-games", type=int, default=2,
+                    help="with --against: games per round of mcts200it_2pA (seat 0 searches)")
+    ap.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)),
+                    help="with --against: the core both engines are pinned to")
+    argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
-    for option in ("games", "api_actions", "reference_games", "habitat_boards"):
+    for option in ("games", "api_actions", "reference_games", "habitat_boards", "rounds", "mcts_games"):
         if getattr(a, option) < 1:
             print(f"{ap.prog}: --{option.replace('_', '-')} must be >= 1, got {getattr(a, option)}", file=sys.stderr)
             return 2
+    if a.engine is not None and a.against is None:
+        print(f"{ap.prog}: --engine needs --against", file=sys.stderr)
+        return 2
+    if a.core not in os.sched_getaffinity(0):
+        print(f"{ap.prog}: --core {a.core} is not a core this process may use", file=sys.stderr)
+        return 2
+    if a.against is not None:
+        try:
+            same = bench_against(a.against, a.engine, a.cases, a.games, a.mcts_games, a.rounds, a.core, argv)
+        except ValueError as e:
+            print(f"{ap.prog}: {e}", file=sys.stderr)
+            return 2
+        if not same:
+            print(f"{ap.prog}: the two engines played different games (actions differ)", file=sys.stderr)
+            return 1
+        return 0
     say_if_compiling()  # a first run's 30 s compile, said on a terminal
     bench_numba(a.games)
     bench_api(a.api_actions)

@@ -25,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.train_mlp import Trainer, load_config
+from experiments.mlp_config import load_config
+from experiments.train_mlp import Trainer
 
-from .bench_learned import decision_line
+from .decisions import decision_line
 
 ROOT = Path(__file__).resolve().parents[1]
 

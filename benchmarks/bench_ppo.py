@@ -50,7 +50,7 @@ def measure(name: str, updates: int) -> dict[str, Any]:
 
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from experiments.runner import make_ppo
+    from experiments.ppo.runner import make_ppo
     from harmonies_env.vector import make_sb3_vec_env
 
     cfg = tomllib.loads((Path(__file__).resolve().parents[1] / "experiments/configs/solo_ppo.toml").read_text())

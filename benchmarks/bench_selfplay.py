@@ -24,7 +24,7 @@ The MLP's cases (each worker a `train_mlp.Trainer`'s self-play with its own `sel
 first):
 * `selfplay_processes`: N spawned processes, each timing its own `selfplay_step` loop for --seconds: the decisions/s
   summed;
-* `selfplay_ray`: `experiments.selfplay_workers.SelfPlayWorkers` with N actors on a local Ray instance of N CPUs:
+* `selfplay_ray`: `experiments.mlp_workers.MLPWorkers` with N actors on a local Ray instance of N CPUs:
   `collect` rounds (each actor a few steps with the published weights) for about --seconds: all decisions / wall
   time, the round trips included.
 """
@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(path: str, threads: int) -> dict:
-    from experiments.train_mlp import load_config
+    from experiments.mlp_config import load_config
 
     cfg = load_config(path, [f"run.threads={threads}"])
     cfg["train"]["buffer"] = 2 * int(cfg["selfplay"]["games"]) * int(cfg["selfplay"]["max_decisions"])
@@ -124,7 +124,8 @@ def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict
     cfg["selfplay"]["threads"] = 1
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, seed=seed, run=Path(tmp), progress=False)
-        tr.step()  # warm-up: the kernels load
+        while tr.games_done == 0:  # warm-up until games finish: their TD updates (learn_game) compile too
+            tr.step()
         d0, g0, t0 = tr.decisions, tr.games_done, time.process_time()
         while time.process_time() - t0 < cpu_seconds:
             tr.step()
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     if "selfplay_ray" in args.cases:
         import ray
 
-        from experiments.selfplay_workers import SelfPlayWorkers
+        from experiments.mlp_workers import MLPWorkers
         from experiments.train_mlp import Trainer
 
         with tempfile.TemporaryDirectory() as tmp:
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in args.workers:
             ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, logging_level="warning")
             try:
-                with SelfPlayWorkers(cfg, seed=0, workers=n) as pool:
+                with MLPWorkers(Trainer, cfg, seed=0, workers=n) as pool:
                     pool.publish(weights)
                     pool.collect(1)  # warm-up: the actors start, load the kernels and the weights
                     decisions, t0 = 0, time.perf_counter()

@@ -16,7 +16,7 @@ import argparse
 import json
 import time
 
-from agents.match import run_match, summarize
+from agents.match import describe, run_match
 from harmonies_env.config import GameConfig
 
 #: name -> (agent specs, players, side, spirits, default games)
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         results = run_match(specs, games=games, seed=args.seed, jobs=args.jobs, progress=True,
                             config=GameConfig(players, side, spirits))
         wall = time.perf_counter() - t0
-        summary = summarize(results)
+        summary = describe(results)
         row = {"case": name, "players": players, "side": side, "spirits": spirits, "games": games,
                "seed": args.seed, "jobs": args.jobs, "wall_s_per_game": round(wall / games * args.jobs, 3)}
         if players == 1:

@@ -1,4 +1,4 @@
-"""The tables of benchmarks/STRENGTH.md and benchmarks/RESULTS.md, generated from the benchmarks' JSON lines.
+"""The tables of benchmarks/STRENGTH.md, RESULTS.md and LADDER.md, generated from the benchmarks' JSON lines.
 
 Why: the reference pages show current figures only, each with the command that printed it, and a figure cannot drift
 from its data. The data are the JSON lines the benchmark scripts print (`benchmarks.strength`, `bench_*`,
@@ -7,7 +7,7 @@ shows the line), `command` (what printed it), `machine`, `date`, and where known
 wording), `transcribed` (copied from an older table, so fields that table did not record are absent) and `note`.
 Lines of retired or superseded measurements live in `benchmarks/results/history.jsonl` (docs/history.md).
 
-    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md and RESULTS.md
+    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md, RESULTS.md, LADDER.md
     python -m benchmarks.tables --check    # exit 1, naming the page, if a block is not what the lines give
 
 A generated block sits between `<!-- table NAME -->` and `<!-- end table -->`; everything else on the pages is
@@ -124,6 +124,19 @@ def _workers(r: dict[str, Any], what: str, plural: str) -> str:
     return f"{r['workers']} {what}{plural if r['workers'] > 1 else ''}"
 
 
+def _against(r: dict[str, Any]) -> str:
+    """What one case of `bench_engine --against` played."""
+    what = {"random": "random games", "rollout": "`rollout_batch`, one thread",
+            "mcts": "`mcts:200it` vs random"}[r["kind"]]
+    return f"{what}, {_config(r)}"
+
+
+def _guard(r: dict[str, Any]) -> tuple[str, str]:
+    """A line of `bench_engine --against` (its case names the games it played)."""
+    return (f"guard vs `{r['against'][:7]}`: {_against(r)}, {r['rounds']}×{r['games']:,}",
+            f"{r['engine_games_per_cpu_s']:,} vs {r['against_games_per_cpu_s']:,} games/CPU-s: **{r['ratio']}×**")
+
+
 def _selfplay(r: dict[str, Any]) -> str:
     return f"each {r['games']} games, beam {r['beam']}, {r['candidates']} candidates, {_threads(r)}"
 
@@ -131,9 +144,12 @@ def _selfplay(r: dict[str, Any]) -> str:
 #: case -> (configuration, result) of one speed line.
 SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "numba_random_games": lambda r: (f"whole random games inside numba, {_config(r)}",
+                                     f"{r['games_per_cpu_s']:,} games/CPU-s ({r['actions_per_game']} actions a game)"
+                                     if "games_per_cpu_s" in r else
                                      f"{r['games_per_s']:,} games/s ({r['actions_per_game']} actions a game)"),
     "python_api_step_and_mask": lambda r: (f"`Game.step` + `action_mask()` from Python, {_config(r)}",
-                                           f"{r['actions_per_s']:,} actions/s"),
+                                           f"{r['actions_per_cpu_s']:,} actions/CPU-s" if "actions_per_cpu_s" in r
+                                           else f"{r['actions_per_s']:,} actions/s"),
     "reference_ratio": lambda r: (f"scoring kernel vs the plain-Python reference: {r['what']}",
                                   f"{r['kernel_us']} µs vs {r['reference_us']} µs: {r['ratio']}×"),
     "habitat_matcher": lambda r: (f"habitat matcher (grid) vs the placement reference: {r['what']}",
@@ -168,6 +184,13 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                             f"{r['samples_per_s']:,.0f} samples/s ({r['ms_per_step']} ms a step)"),
     "iteration_mlp": lambda r: ("`mlp` trainer's loop (self-play step + 2 Adam steps)",
                                 f"{r['decisions_per_s']} decisions/s, {r['samples_per_s']:,.0f} samples/s"),
+    "ladder_speed": lambda r: (f"`ladder play --until-games {r['games']}` (`--jobs 1`), bots "
+                               f"{', '.join(r['agents'])}, against the match engine alone on the same games",
+                               f"{r['ladder_games_per_cpu_s']} vs {r['engine_games_per_cpu_s']} games/CPU-s: "
+                               f"ratio {r['ratio']} (best of {r['repeats']})"),
+    "ladder_test": lambda r: (f"`ladder test {r['new']} {r['base']}`, {r['statistic']} bounds "
+                              f"[{r['bounds'][0]:g}, {r['bounds'][1]:g}], ladder seed {r['seed']}",
+                              f"{r['verdict']} after {r['games']} games (LLR {r['llr']}, {r['cpu_s']} CPU-s)"),
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -184,7 +207,7 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                                           f"{r['decisions_per_cpu_s']:,} decisions/CPU-s"),
     "selfplay_processes": lambda r: (f"trainer's self-play, {_workers(r, 'worker process', 'es')}, {_selfplay(r)}",
                                      f"{r['decisions_per_s']} decisions/s"),
-    "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`SelfPlayWorkers`, "
+    "selfplay_ray": lambda r: (f"trainer's self-play, {_workers(r, 'Ray actor', 's')} (`MLPWorkers`, "
                                f"{r['steps']} step{'s' * (r['steps'] != 1)} a round), {_selfplay(r)}",
                                f"{r['decisions_per_s']} decisions/s"),
     "chance_outcomes": lambda r: (f"listing one {r['node']} chance node's outcomes and probabilities "
@@ -215,6 +238,8 @@ def speed_table(rows: list[dict[str, Any]]) -> str:
             continue
         if r["case"].endswith("_decision") and "agent" in r:
             config, result = _decision(r)
+        elif r.get("guard"):
+            config, result = _guard(r)
         elif r["case"] in SPEED:
             config, result = SPEED[r["case"]](r)
         else:
@@ -237,8 +262,9 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "learned": ("speed", speed_table),
     "distributed": ("speed", speed_table),
     "chance": ("speed", speed_table),
+    "ladder": ("speed", speed_table),
 }
-PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md")
+PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md", HERE / "LADDER.md")
 
 
 def render(table: str) -> str:

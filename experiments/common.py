@@ -165,18 +165,24 @@ _KINDS: tuple[tuple[Any, str], ...] = ((bool, "true or false"), ((int, float), "
                                        (list, "a list"), (dict, "a table"))
 
 
-def _check_kind(spec: Any, value: Any, what: str) -> None:
-    """ConfigError when `value` is not of the setting's kind (`spec`: its default or `Setting`)."""
+def _check_kind(spec: Any, value: Any, what: str, name: str = "") -> None:
+    """ConfigError when `value` is not of the setting's kind (`spec`: its default or `Setting`), or (`name`:
+    "section.key") outside the setting's range (`experiments.ranges`)."""
+    from .ranges import check_range
+
     like = spec
     if isinstance(spec, Setting):
         if value is None and spec.default is None:
             return
         like = spec.like
-    for typ, name in _KINDS:
+    for typ, kind in _KINDS:
         if isinstance(like, typ):
             if not isinstance(value, typ) or (typ is not bool and isinstance(value, bool)):
-                raise ConfigError(f"{what} takes {name}, got {value!r}")
-            return
+                raise ConfigError(f"{what} takes {kind}, got {value!r}")
+            break
+    out = check_range(name, value, what)
+    if out is not None:
+        raise ConfigError(out)
 
 
 def _unknown_section(sec: Any, schema: Schema) -> str:
@@ -199,7 +205,7 @@ def check_config(config: Mapping[str, Any], schema: Schema, where: str = "config
         for key, value in values.items():
             if key not in schema[sec]:
                 raise ConfigError(f"{where}: {_unknown_setting(sec, key, schema)}")
-            _check_kind(schema[sec][key], value, f"{where}: {sec}.{key}")
+            _check_kind(schema[sec][key], value, f"{where}: {sec}.{key}", f"{sec}.{key}")
     for sec, settings in schema.items():
         given = config.get(sec, {})
         out[sec] = {}
@@ -264,7 +270,7 @@ def apply_overrides(config: dict[str, Any], overrides: Iterable[str], schema: Sc
             if name not in schema[sec]:
                 raise ConfigError(f"{where}: {_unknown_setting(sec, name, schema)}")
             if len(parts) == 2:
-                _check_kind(schema[sec][name], value, f"{where}: {sec}.{name}")
+                _check_kind(schema[sec][name], value, f"{where}: {sec}.{name}", f"{sec}.{name}")
             elif not isinstance(out.get(sec, {}).get(name), dict):
                 raise ConfigError(f"{where}: {sec}.{name} is not a table")
             out.setdefault(sec, {})

@@ -13,7 +13,7 @@
 
 `[env] vec = "batched"` (default) steps every game in one numba call; "dummy" / "subproc" use one Gymnasium
 env per game in SB3's DummyVecEnv / SubprocVecEnv (the per-env path, for comparison); evaluation is a match on
-the match engine (`evaluation`, `experiments.evaluate`), on the seeds of `experiments.evaluate.EVAL_SEED`.
+the match engine (`evaluation`, `experiments.ppo.evaluate`), on the seeds of `experiments.ppo.evaluate.EVAL_SEED`.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from typing import Any
 from harmonies_env.config import GameConfig
 
 from .common import ConfigError
-from .evaluate import EvalMatch
-from .runner import PPO_SETTINGS, RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
+from .ppo.evaluate import EvalMatch
+from .ppo.runner import PPO_SETTINGS, RUN_DEFAULTS, PPOTask, RunArgs, export_policy, train_ppo
 
 SOLO_ENV = {"n_envs": 64, "side": "A", "spirits": False, "reward": "dense", "max_steps": 5000, "vec": "batched"}
 VERSUS_ENV = {"n_envs": 64, "players": 2, "side": "A", "spirits": False, "reward": "win", "opponent": "random",
@@ -121,7 +121,7 @@ def _versus_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def evaluation(algo: str, config: dict[str, Any], games: int) -> EvalMatch:
-    """The match a solo-ppo / versus-ppo / selfplay-ppo run's policy is evaluated in (`experiments.evaluate`):
+    """The match a solo-ppo / versus-ppo / selfplay-ppo run's policy is evaluated in (`experiments.ppo.evaluate`):
     solo alone; versus against its training opponent in every other seat; selfplay against the greedy planner at
     [selfplay] eval_beam."""
     threads = int(config["run"]["engine_threads"])

@@ -48,12 +48,13 @@ try:
 except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(f"experiments.rllib_selfplay needs Ray RLlib: {install_hint('distributed')}") from e
 
+from agents.archive import read_torch
 from agents.checkpoint import CheckpointError, read_checked_weights, read_checkpoint, read_sidecar, write_checkpoint
 from harmonies_env import env_aec
 from harmonies_env.config import GameConfig
 
+from .commands import RunArgs
 from .common import atomic_write_csv
-from .runner import RunArgs
 
 ENV_NAME = "harmonies_aec"
 POLICY = "shared"
@@ -215,7 +216,7 @@ def _legacy_weights(folder: Path) -> tuple[bytes, dict[str, Any]]:
     cpath = folder / "checkpoint.json"
     c = read_sidecar(cpath, ("format", "version", "iteration", "module", "settings", "weights", "weights_bytes",
                              "weights_sha256"), "format", "an RLlib checkpoint")
-    if c.get("format") != LEGACY_FORMAT or c.get("version") != LEGACY_VERSION:
+    if c.get("format") != LEGACY_FORMAT or type(c.get("version")) is not int or c["version"] != LEGACY_VERSION:
         raise CheckpointError(f"{cpath}: not a {LEGACY_FORMAT!r} version {LEGACY_VERSION} checkpoint")
     path = folder / "module.pt"
     if path.is_file() and path.stat().st_size != c.get("weights_bytes"):
@@ -230,7 +231,6 @@ def restore(path: str | Path, num_env_runners: int = 0) -> Any:
     its learner and synced to its env runners. Nothing from the folder is unpickled. `agents.checkpoint.
     CheckpointError` (a ValueError, one line naming the file) for a folder that is not such a checkpoint, or whose
     weights do not match their record (a torn write); a folder of the older `checkpoint.json` still restores."""
-    import io
 
     folder = Path(path)
     if folder.suffix in (".json", ".pt"):
@@ -248,7 +248,9 @@ def restore(path: str | Path, num_env_runners: int = 0) -> Any:
     else:
         raise FileNotFoundError(f"no module.json (or older checkpoint.json) in {folder}")
     try:
-        state = torch.load(io.BytesIO(weights), map_location="cpu", weights_only=True)
+        state = read_torch(weights, MAX_WEIGHTS_BYTES, folder / "module.pt")
+    except CheckpointError:
+        raise
     except Exception as e:  # noqa: BLE001 - the restricted unpickler refuses anything but tensors and containers
         raise CheckpointError(f"{folder / 'module.pt'}: holds more than tensors ({type(e).__name__})") from None
     algo = build_config(**settings, num_env_runners=num_env_runners).build_algo()

@@ -30,241 +30,31 @@ docs/training.md ("Your own evaluator") shows a torch evaluator trained through 
 """
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Callable
 
 import numpy as np
 
+from agents.afterstate import own_total
+from agents.archive import read_npz
 from agents.base import PlanAgent
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
-from harmonies_env.cards import NUM_CARDS
-from harmonies_env.config import GameConfig
-from harmonies_env.scoring import NUM_CATEGORIES, score_into
+from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
+from .evaluators.base import Evaluator, Finished, FusedEvaluator, load_weights, save_weights, td_targets, vs_greedy
+from .selfplay_config import EvalSection, RunSection, SelfPlaySection, TrainSection, settings, typed
 
-#: The `agents.checkpoint` format of an evaluator's weights saved by `save_weights`, and their largest size read.
-WEIGHTS_FORMAT = "selfplay-evaluator"
-MAX_WEIGHTS_BYTES = 1 << 30
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
 TRAIN_SEED_LOW = 2**40
-
-
-# ------------------------------------------------------------------------------------------------ config sections
-
-@dataclasses.dataclass(frozen=True)
-class SelfPlaySection:
-    """[selfplay]: the self-play games."""
-
-    games: int = 32  # games played at once (one whole turn each per iteration)
-    players: tuple = (2,)  # drawn per game
-    sides: tuple = ("A",)  # drawn per game
-    beam: int = 24  # candidate planner: greedy.plan_candidates, beam per central space
-    candidates: int = 128  # candidates valued per decision
-    epsilon: float = 0.05  # chance of a uniformly random candidate
-    greedy_games: float = 0.2  # fraction of games with one seat played by the greedy planner
-    max_decisions: int = 96  # afterstates kept per game
-    threads: int = 1  # threads sharing the games' turns (a fused evaluator's; the run is the same for any number)
-    workers: int = 0  # self-play workers, each with its own `games` games (0: in this process)
-    sync_every: int = 4  # with workers: iterations between two publications of the weights to them
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainSection:
-    """[train]: the learning schedule every learner has (an evaluator's own keys extend it)."""
-
-    iterations: int = 100_000
-    lam: float = 0.5  # TD(lambda): 1 = Monte-Carlo returns
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalSection:
-    """[eval]: the periodic evaluation against the greedy planner."""
-
-    every: int = 400  # iterations between evaluations (0: none)
-    games: int = 64  # fixed seeds (each with every seating), never used in training
-    seed: int = 1_000_000
-    opponent_beam: int = 24  # the greedy planner's beam (also the greedy seats' in self-play)
-
-
-@dataclasses.dataclass(frozen=True)
-class RunSection:
-    """[run]: checkpoints and where the workers run."""
-
-    checkpoint_every: int = 100
-    keep: int = 2
-    ray: str = ""  # with selfplay.workers: "" local processes; a Ray address ("local", "auto", HOST:PORT)
-
-
-def schema_of(cls: type) -> dict[str, Any]:
-    """A section's schema for `experiments.common`'s loader: its fields' defaults (tuples as TOML lists)."""
-    return {f.name: list(f.default) if isinstance(f.default, tuple) else f.default for f in dataclasses.fields(cls)}
-
-
-def typed(cls: type, values: dict[str, Any], name: str) -> Any:
-    """The frozen section `cls` of a checked config section (lists as tuples); ConfigError naming an unknown key."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"[{name}] unknown key(s) {', '.join(unknown)}")
-    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-
-
-def check_whole(sec: str, values: dict[str, Any], keys: tuple[tuple[str, int], ...]) -> None:
-    """ConfigError unless every (key, low) of `values` is a whole number >= low."""
-    for key, low in keys:
-        v = values[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ConfigError(f"[{sec}] {key} must be a whole number >= {low}, got {v!r}")
-
-
-def check_unit(sec: str, values: dict[str, Any], keys: tuple[str, ...]) -> None:
-    """ConfigError unless every key of `values` is a number in [0, 1]."""
-    for key in keys:
-        v = values[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-            raise ConfigError(f"[{sec}] {key} must be a number in [0, 1], got {v!r}")
-
-
-def check_sections(cfg: dict[str, dict[str, Any]]) -> None:
-    """The framework's own checks of the selfplay, train, eval and run sections (ConfigError naming section and key)."""
-    sp = cfg["selfplay"]
-    check_whole("selfplay", sp, (("games", 1), ("beam", 1), ("candidates", 1), ("threads", 1), ("workers", 0),
-                                 ("sync_every", 1), ("max_decisions", 1)))
-    check_whole("train", cfg["train"], (("iterations", 1),))
-    check_whole("eval", cfg["eval"], (("every", 0), ("games", 0), ("opponent_beam", 1)))
-    check_whole("run", cfg["run"], (("checkpoint_every", 1), ("keep", 1)))
-    if not (isinstance(sp["players"], list) and sp["players"] and all(p in (2, 3, 4) for p in sp["players"])):
-        raise ConfigError(f"[selfplay] players must be a list of 2..4, got {sp['players']!r}")
-    if not (isinstance(sp["sides"], list) and sp["sides"] and all(s in ("A", "B") for s in sp["sides"])):
-        raise ConfigError(f"[selfplay] sides must be a list of \"A\" / \"B\", got {sp['sides']!r}")
-    check_unit("selfplay", sp, ("epsilon", "greedy_games"))
-    check_unit("train", cfg["train"], ("lam",))
-    ray = cfg["run"]["ray"]
-    if ray:
-        from agents.distributed import check_address
-
-        try:
-            check_address(ray)
-        except ValueError as e:
-            raise ConfigError(f"[run] ray: {e}") from None
-        if not sp["workers"]:
-            raise ConfigError(f"run.ray (--ray {ray}) runs self-play workers on Ray: give selfplay.workers "
-                              "(--workers N) too")
-
-
-#: The framework's own sections: what a learner whose evaluator has no settings of its own reads (`settings`).
-SECTIONS: dict[str, type] = {"selfplay": SelfPlaySection, "train": TrainSection, "eval": EvalSection,
-                             "run": RunSection}
-
-
-def settings(config: dict[str, Any], sections: dict[str, type] | None = None) -> dict[str, dict[str, Any]]:
-    """A config checked once against typed sections (default `SECTIONS`; an evaluator's own extend them): every
-    section and key known, every value of its kind and range, the rest at its default (ConfigError naming section
-    and key)."""
-    from .common import section
-
-    known = sections or SECTIONS
-    unknown = sorted(set(config) - set(known))
-    if unknown:
-        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    cfg = {name: section(config, name, schema_of(cls)) for name, cls in known.items()}
-    check_sections(cfg)
-    return cfg
-
-
-# ------------------------------------------------------------------------------------------------ evaluators
-
-class Finished(NamedTuple):
-    """A finished game, as `Evaluator.learn` reads it: its recorded afterstates afters[:m] (int64, STATE_SIZE wide),
-    their movers, the predictions (remaining points) made for them at play time, the expert targets (NaN: none),
-    every seat's final total and who won (int64 (4,))."""
-
-    afters: np.ndarray
-    seats: np.ndarray
-    preds: np.ndarray
-    targets: np.ndarray
-    m: int
-    totals: np.ndarray
-    won: np.ndarray
-
-
-@runtime_checkable
-class Evaluator(Protocol):
-    """What a self-play learner learns: a value of afterstates for their movers. The framework plays, records and
-    checkpoints; the evaluator values, learns and saves. Its weights travel to the workers as a dict of arrays."""
-
-    def values(self, afters: np.ndarray, movers: np.ndarray, out: np.ndarray) -> None:
-        """out[i] (float64): the points mover[i] still scores after afterstate afters[i] (int64 (B, STATE_SIZE))."""
-
-    def learn(self, game: Finished, scale: float) -> float:
-        """Learn from one finished game (`td_targets` gives TD(lambda) targets), step sizes times `scale`; its loss."""
-
-    def get_weights(self) -> dict[str, np.ndarray]:
-        """The weights the workers play with (arrays; copied by the pool)."""
-
-    def set_weights(self, weights: dict[str, np.ndarray]) -> None:
-        """Play with these weights (a worker's copy of the learner's)."""
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The learner-side state a checkpoint holds (weights, optimizer state, ...), by name."""
-
-    def load_arrays(self, arrays: dict[str, np.ndarray], where: str) -> None:
-        """Take back `arrays()` from a checkpoint (ConfigError naming `where` and what does not fit)."""
-
-    def save(self, path: Path, play: dict[str, int], info: dict[str, Any]) -> None:
-        """The agent's checkpoint at `path` (weights + JSON sidecar, `agents.checkpoint`; `save_weights` does it
-        for a dict of arrays). Optional, beside these: `agent(beam, candidates)` (an agent playing these weights, for
-        the evaluation; default `EvaluatorAgent`), `after_iteration()`, `metrics()`, `meta()` / `load_meta(meta)`
-        (plain values for the eval rows and the checkpoint's record), `expert_share` + `expert_turn(learner, row)`."""
-
-
-
-@runtime_checkable
-class FusedEvaluator(Evaluator, Protocol):
-    """An evaluator that plans, values, chooses and plays one turn in every game in one call (optional capability:
-    the same games as the framework's own loop, faster)."""
-
-    def decide_rows(self, buf: "Buffers", states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
-                    explore: np.ndarray, pick: np.ndarray) -> None:
-        """One whole turn in every unfinished game (as `Learner.decide_generic`), written to `buf`."""
-
-
-def td_targets(game: Finished, lam: float) -> np.ndarray:
-    """TD(lambda) targets (remaining points) of a finished game's afterstates: for each seat's afterstates in order,
-    the points it gained to its next afterstate plus lam x that one's target + (1 - lam) x its prediction; the last
-    one's is the final total minus its total there."""
-    m = int(game.m)
-    out = np.zeros(m)
-    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    own = np.array([own_total(game.afters[i], int(game.seats[i]), sc) for i in range(m)], dtype=np.float64)
-    nxt: dict[int, int] = {}
-    for i in range(m - 1, -1, -1):
-        p = int(game.seats[i])
-        j = nxt.get(p)
-        if j is None:
-            out[i] = float(game.totals[p]) - own[i]
-        else:
-            out[i] = own[j] - own[i] + lam * out[j] + (1.0 - lam) * float(game.preds[j])
-        nxt[p] = i
-    return out
-
-
-def own_total(s: np.ndarray, p: int, sc: np.ndarray) -> int:
-    """Seat p's total score in state s (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board."""
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], sc,
-               s[S.RIVER_LOOPS])
-    return int(sc[NUM_CATEGORIES - 1])
 
 
 # ------------------------------------------------------------------------------------------------ the loop's parts
@@ -369,49 +159,6 @@ class EvaluatorAgent(PlanAgent):
         decide_generic(self.evaluator, buf, states, kinds, self.beam, 1, np.zeros(1, np.bool_), np.zeros(1))
         c = int(buf.chosen[0])
         return buf.plans[0, c, : buf.lens[0, c]].tolist()
-
-
-def save_weights(path: str | Path, arrays: dict[str, np.ndarray], config: dict[str, Any],
-                 training: dict[str, Any] | None = None) -> Path:
-    """An evaluator's weights as NAME.npz + NAME.json (`agents.checkpoint`'s sidecar: SHA-256, shapes, `config`,
-    how it was trained; atomic; no pickle). Returns the .npz's path."""
-    from agents.checkpoint import write_checkpoint
-
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    shapes = {k: list(v.shape) for k, v in arrays.items()}
-    return write_checkpoint(Path(path).with_suffix(".npz"), buf.getvalue(), WEIGHTS_FORMAT, config, shapes, training)
-
-
-def load_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(config, arrays) of a checkpoint `save_weights` wrote, its SHA-256 checked (CheckpointError naming it)."""
-    from agents.checkpoint import read_checkpoint
-
-    ck = read_checkpoint(path, ".npz", WEIGHTS_FORMAT, "an evaluator's weights", MAX_WEIGHTS_BYTES)
-    with np.load(io.BytesIO(ck.data), allow_pickle=False) as z:
-        return ck.config, {k: z[k] for k in z.files}
-
-
-def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
-              threads: int = 1) -> dict[str, float]:
-    """`policy` (an agent or batch policy, named by its `name`) against the greedy planner (`GreedyAgent`, beam
-    `opponent_beam`, in every other seat) in `games` games of `config` (default: 2 players, Side A) on seeds
-    seed + i // players, seats rotated (`agents.match.play_match`, paired): every learner's periodic evaluation.
-    Returns its win rate (shared wins split), its mean total and the other seats' mean total."""
-    from agents.greedy import GreedyAgent
-    from agents.match import play_match, totals_of, win_shares
-
-    cfg = config or GameConfig()
-    name = str(getattr(policy, "name", "learner"))
-    n = cfg.num_players
-    others = [GreedyAgent(beam=int(opponent_beam), name="greedy") for _ in range(1, n)]
-    results = play_match([policy, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
-                         threads=int(threads))
-    totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
-    mine = totals_of(results, name)
-    theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
-    return {"win_rate": float(win_shares(results, name).mean()), "mean_score": float(mine.mean()),
-            "greedy_score": float(theirs.mean())}
 
 
 def pack_games(games: list[Finished]) -> dict[str, Any]:
@@ -618,8 +365,9 @@ class Learner:
         self.decisions += int(b.recorded.sum())
         totals = np.zeros(4, dtype=np.int64)
         won = np.zeros(4, dtype=np.int64)
+        sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for r in np.flatnonzero(self.states[:, S.GAME_OVER]):
-            final_totals(self.states[r], totals, won)
+            outcome(self.states[r], totals, sc, won)
             finish(Finished(self.pend[r], self.pend_seat[r], self.pend_pred[r], self.pend_target[r],
                             int(self.pend_n[r]), totals, won))
             self.games_done += 1
@@ -750,7 +498,7 @@ class Learner:
     def load(self, path: Path, record: dict[str, Any]) -> None:
         """Take back a checkpoint `save` wrote: its .npz `path` and its JSON record."""
         meta = record["state"]
-        with np.load(path, allow_pickle=False) as z:
+        with read_npz(path, path.stat().st_size, path, stored_only=True) as z:
             mine = {"states", "kinds", "pend", "pend_seat", "pend_pred", "pend_n", "pend_target"}
             for name in sorted(mine):
                 if name == "pend_target" and name not in z.files:  # written before expert iteration existed
@@ -803,11 +551,6 @@ class Learner:
                 lambda bar: self._record(self.evaluate(), log, bar),
                 lambda: {"games": self.games_done, "loss": f"{self.loss_ema:.2f}", "dec/s": f"{self.rate():.0f}"},
                 every_ev, self.rn.checkpoint_every, self.name, self.progress)
-
-
-def final_totals(s: np.ndarray, totals: np.ndarray, won: np.ndarray) -> None:
-    """Every seat's final total and who won (int64 (4,) each) of a finished game (the engine's `outcome`)."""
-    outcome(s, totals, np.zeros(NUM_CATEGORIES, dtype=np.int64), won)
 
 
 class SelfPlayWorker:
@@ -884,7 +627,7 @@ class SelfPlayWorker:
 
 def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
     """A training command of a `Learner` (`python -m experiments.train NAME ...`, `args` an
-    `experiments.runner.RunArgs`): resume, connect the workers, train, summarise (summary.json)."""
+    `experiments.commands.RunArgs`): resume, connect the workers, train, summarise (summary.json)."""
     from .common import atomic_write_json, latest_checkpoint
 
     learner.command = args.command or learner.command
@@ -924,3 +667,10 @@ def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
                **({"workers": workers, "worker_restarts": restarts} if workers else {})}
     atomic_write_json(args.run / "summary.json", summary)
     return summary
+
+
+#: The framework's public names: the loop (here), its config (`selfplay_config`) and the evaluator interface
+#: (`evaluators.base`), so that a user's evaluator imports from one place.
+__all__ = ["Buffers", "EvalSection", "Evaluator", "EvaluatorAgent", "Finished", "FusedEvaluator", "Learner",
+           "RunSection", "SelfPlaySection", "SelfPlayWorker", "TrainSection", "decide_generic", "load_weights",
+           "pack_games", "run_learner", "save_weights", "settings", "td_targets", "typed", "unpack_games", "vs_greedy"]

@@ -23,10 +23,10 @@ torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in o
 learned and mlp finish the iteration and checkpoint it, the others keep their last checkpoint; either way
 `--resume` goes on. `harmonies train ALGO ...` forwards here.
 
-Adding a command: one line in `COMMANDS`: name -> (module, function, default config, help), and its schema in
-the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded and validated)
-and returns a summary dict. A command whose module parses its own flags registers with default config None:
-`function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
+Adding a command: one line in `experiments.commands.COMMANDS`: name -> (module, function, default config, help),
+and its schema in the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded
+and validated) and returns a summary dict. A command whose module parses its own flags registers with default config
+None: `function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
 """
 from __future__ import annotations
 
@@ -37,65 +37,23 @@ import shlex
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from harmonies_env.firstrun import say_if_compiling
-from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
+from .commands import COMMANDS, CONFIGS, RunArgs, save_run_config, saved_run, schema
 from .common import (
     ConfigError,
-    Schema,
     apply_overrides,
     check_config,
     latest_checkpoint,
     load_config,
     remove_temp_files,
 )
-from .runner import RunArgs, save_run_config
 
-CONFIGS = Path(__file__).resolve().parent / "configs"
 #: How usage lines and error messages name this command when it is run as a module.
 PROG = "python -m experiments.train"
-
-#: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
-#: parses its own flags), one-line help).
-COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
-    "solo-ppo": (".flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
-    "versus-ppo": (".flat_ppo", "versus", "versus_random_ppo.toml",
-                   "MaskablePPO against a fixed opponent (random or greedy)"),
-    "selfplay-ppo": (".flat_ppo", "selfplay", "selfplay_ppo.toml",
-                     "MaskablePPO against a pool of its past selves and the heuristics"),
-    "tune-greedy": (".tune_greedy", "run", "tune_greedy.toml",
-                    "compare / hill-climb the greedy planner's weights in numba"),
-    "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
-                  "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": (".train_ntuple", "run", "learned.toml",
-                "the n-tuple network `learned` (agents/ntuple/) by TD(lambda) from self-play"),
-    "mlp": (".train_mlp", "run", "mlp.toml",
-            "the MLP baseline `mlp` (agents/mlp/) from scratch by batched self-play"),
-}
-#: Old command names, kept for one release: old name -> command (a one-line note on stderr when used).
-ALIASES: dict[str, str] = {"ntuple": "learned"}
-
-
-def schema(algo: str) -> Schema | None:
-    """The command's settings (its module's `SCHEMAS[algo]`; None: a command that names none, its config unchecked)."""
-    module = importlib.import_module(COMMANDS[algo][0], __package__)
-    return getattr(module, "SCHEMAS", {}).get(algo)
-
-
-def saved_run(run: Path) -> dict | None:
-    """The run's config.json record (command, seed, config), or None: no run there. Runs saved before the commands
-    were renamed read under today's names: `ntuple` is `learned`, and an MLP run saved as `learned` is `mlp`."""
-    path = run / "config.json"
-    if not path.exists():
-        return None
-    saved = json.loads(path.read_text())
-    old = saved.get("algo")
-    if old == "learned" and isinstance(saved.get("config"), dict) and "selfplay" in saved["config"] \
-            and "network" in saved["config"]:  # the MLP's trainer was `learned` until the rename
-        saved["algo"] = "mlp"
-    saved["algo"] = ALIASES.get(saved["algo"], saved["algo"])
-    return saved
 
 
 def prog() -> str:
@@ -196,6 +154,31 @@ def command_line(argv: list[str]) -> str:
     return " ".join([prog(), *map(shlex.quote, argv)])
 
 
+def _run_as_found(run: Path) -> tuple[bool, bytes | None, Any]:
+    """What a refusal must leave as it is: whether the run folder existed, its config.json, its newest checkpoint."""
+    config = run / "config.json"
+    return run.exists(), config.read_bytes() if config.is_file() else None, latest_checkpoint(run / "checkpoints")
+
+
+def _leave_as_found(run: Path, before: tuple[bool, bytes | None, Any]) -> None:
+    """After a refused command (a config the command itself refused, e.g. `--resume --workers 3` of a run with 2):
+    its config.json as it was (or gone), and a run folder it made removed if nothing else was written there. Not
+    once a new checkpoint exists (the run went on with that config)."""
+    from harmonies_env.io import atomic_write_bytes
+
+    existed, config, newest = before
+    if latest_checkpoint(run / "checkpoints") != newest:
+        return
+    if config is not None:
+        atomic_write_bytes(run / "config.json", config)
+        return
+    (run / "config.json").unlink(missing_ok=True)
+    if not existed and run.is_dir() and not any(p.is_file() for p in run.rglob("*")):
+        import shutil
+
+        shutil.rmtree(run, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse `argv` (default: sys.argv[1:]), run the command; 0 on success. A bad setting, config file or run
     folder raises SystemExit with one line naming it (`cli()` and `harmonies train` print it, exit status 2)."""
@@ -203,17 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
-    if argv[0] in ALIASES:
-        print(f"note: `train {argv[0]}` is now `train {ALIASES[argv[0]]}`; the old name works until the next release",
-              file=sys.stderr)
-        argv[0] = ALIASES[argv[0]]
     if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
         module, function, _, _ = COMMANDS[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
-    args = None
+    args = before = None
     try:
         args = resolve(ns)
+        before = _run_as_found(args.run)
         args.command = command_line(argv)
         module, function, _, _ = COMMANDS[args.algo]
         fn = getattr(importlib.import_module(module, __package__), function)
@@ -231,7 +211,9 @@ def main(argv: list[str] | None = None) -> int:
         kept = (f"its newest checkpoint, {ck[0].name}, is kept: --resume goes on from it" if ck is not None
                 else "no checkpoint yet: the run starts afresh")
         raise Stopped(e.signum if isinstance(e, Stopped) else signal.SIGINT, kept) from None
-    except ConfigError as e:  # a bad config: say which, no traceback
+    except ConfigError as e:  # a bad config: say which, no traceback, and leave the run folder as it was
+        if before is not None:
+            _leave_as_found(args.run, before)
         raise SystemExit(f"{ns.algo}: {e}") from None
     except OSError as e:  # an unusable --run or a missing file: say which, no traceback
         raise SystemExit(f"{ns.algo}: {type(e).__name__}: {e}") from None
@@ -255,6 +237,7 @@ def cli(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line (what was kept), exit 130 / 143
         print(stop_message(prog(), e), file=sys.stderr)
+        quiet_exit()  # and nothing after it (a stop inside numba's compiler leaves noisy finalizers)
         return exit_status(e)
 
 

@@ -9,8 +9,7 @@ It runs under `experiments.train` like every training command: the run-level fla
 --resume --max-minutes --device --no-progress) are parsed there, the config is validated there against `SCHEMAS`
 (`experiments.common.check_config`), the run folder holds config.json, checkpoints/ (`experiments.common`'s
 atomic checkpoints: `step_<iteration>.pt` + its `.json` record with size and SHA-256), tb/ (when tensorboard is
-installed) and summary.json as every run does. `python -m experiments.train_mlp ARGS` is an alias of
-`python -m experiments.train mlp ARGS` (`--iterations N` there is `--set run.iterations=N`).
+installed) and summary.json as every run does.
 
 Each iteration every game of the batch makes one decision: ONE numba call plans the mover's turn in every game
 (`agents.mlp.Candidates`, the MLP agents' proposer: threads over row ranges) and writes each candidate's
@@ -28,7 +27,7 @@ seeds of their own). The rows go to `progress.csv` (and TensorBoard when install
 against greedy to `best.pt/.json`. Evaluations draw nothing from the training generator, so they do not change
 the run.
 
-`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`experiments.selfplay_workers`: each
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`experiments.mlp_workers`: each
 with its own `selfplay.games` games; local processes, as for `learned`, or Ray actors with `--ray ADDRESS`,
 `run.ray`): each iteration every worker makes one decision in each of its games, the ended games' samples go into
 the replay buffer in worker order, and the weights are published to the workers every `selfplay.publish_every` Adam
@@ -62,14 +61,12 @@ from typing import Any
 import numpy as np
 
 from agents.afterstate import (
-    FEATURE_VERSION,
     NUM_FEATURES,
     SIDE_FEATURE,
     symmetry_index,
 )
 from agents.greedy import DEFAULT_WEIGHTS
 from agents.mlp import (
-    DEFAULT_CONFIG,
     Candidates,
     candidate_outputs,
     check_config,
@@ -77,6 +74,7 @@ from agents.mlp import (
     torch_net,
 )
 from agents.mlp import save_checkpoint as save_checkpoint_files
+from agents.td import lambda_returns
 from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plans
 from harmonies_env.config import GameConfig
@@ -84,10 +82,9 @@ from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 
+from .commands import RunArgs
 from .common import (
     ConfigError,
-    Setting,
-    apply_overrides,
     atomic_write_csv,
     atomic_write_json,
     iterate,
@@ -96,77 +93,16 @@ from .common import (
     save_checkpoint,
 )
 from .common import check_config as check_settings
-from .common import load_config as _load_config
-from .runner import RunArgs
+from .mlp_config import (
+    DEFAULTS,
+    SCHEMAS,  # noqa: F401  (the command's schema: experiments.commands reads it here)
+    TRAIN_SEED_LOW,
+    _training_part,
+    network_config,
+)
 
-#: Every setting, with its default (its kind is the default's); a config file (TOML, sections as here) or --set
-#: overrides them.
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "network": {"hidden": [256, 256], "value": dict(DEFAULT_CONFIG["value"]),
-                "play": dict(DEFAULT_CONFIG["play"])},  # how `mlp` proposes candidates to it (its JSON)
-    "selfplay": {
-        "games": 128,            # games played at once (one decision each per iteration)
-        "players": [2],          # drawn per game
-        "sides": ["A"],          # drawn per game
-        "spirits": [False],      # drawn per game
-        "beam": 48,              # candidate planner beam while training
-        "candidates": 24,        # candidates per decision
-        "diverse": False,        # candidates cover every central space and card choice (a beam per space: `beam` is
-                                 # then per space; `greedy.plan_candidates`), not just the plain beam's best plans
-        "epsilon": 0.05,         # chance of a uniformly random candidate
-        "greedy_games": 0.2,     # fraction of games with one seat played by the heuristic (planner's first plan)
-        "max_decisions": 160,    # decisions kept per game (a longer game's extra ones are dropped)
-        "workers": 0,            # self-play workers (Ray actors, each with its own `games` games); 0: in this process
-        "publish_every": 2,      # with workers: Adam steps between two publications of the weights to them
-    },
-    "train": {
-        "lr": 1e-3,
-        "lr_final": Setting(None, like=0.0),  # linear decay from lr to it over `iterations` (None: constant)
-        "batch": 256, "steps_per_iter": 2, "buffer": 200_000, "min_buffer": 4096,
-        "win_loss": 1.0, "weight_decay": 0.0, "iterations": 100_000,
-        "lam": 1.0,              # TD(lambda) targets: 1 = Monte-Carlo (the final outcome), < 1 mixes in the
-                                 # network's own later predictions of the same seat (less variance, some bias)
-        "augment": False,        # train on a random mirror image of every seat's board (`afterstate.symmetry_index`)
-    },
-    "eval": {"every": 250, "games": 64, "beam": 96, "candidates": 24, "diverse": False, "opponent_beam": 24,
-             "seed": 1_000_000,
-             "mcts_every": 0,        # every this many iterations (0 = never) also meet MCTS on fixed seeds:
-             "mcts_games": 16,       # games (each seed with both seatings), the network with eval's candidates
-             "mcts_iterations": 200},  # vs `mcts:<N>it`; slow (~0.5 s a decision), so rarer than `every`
-    "run": {"checkpoint_every": 50, "keep": 2, "threads": 2,
-            "iterations": 0,     # stop after this many iterations (0: train.iterations); may change on --resume
-            "init": "",          # an MLP checkpoint (NAME.pt + NAME.json) whose weights the network starts from
-                                 # ("" = from scratch); the same architecture; optimizer and buffer start empty
-            "ray": ""},          # with selfplay.workers: a Ray address ("local", "auto", HOST:PORT; "" = local
-}                                # processes, as for `learned`); may change on --resume
-#: The command's settings (`experiments.train` validates a config against them at load).
-SCHEMAS = {"mlp": DEFAULTS}
-#: Settings a resumed run may change: how the result is played, and how long to train.
-FREE_ON_RESUME = {("network", "play"), ("run", "iterations"), ("run", "ray")}
-#: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never one of the small seeds evaluations use.
-TRAIN_SEED_LOW = 2**40
-
-
-# ------------------------------------------------------------------------------------------------ configuration
-
-def load_config(path: str | Path | None, overrides: list[str] | tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
-    """The settings of a TOML file (None: the defaults) and `section.key=value` overrides, validated
-    (`experiments.common.load_config` with this command's schema)."""
-    if path is None:
-        return apply_overrides(check_settings({}, DEFAULTS), overrides, DEFAULTS)
-    return _load_config(path, DEFAULTS, overrides)
-
-
-def _training_part(cfg: dict) -> dict:
-    """The settings that shape a run: all but `FREE_ON_RESUME`."""
-    return {sec: {k: v for k, v in values.items() if (sec, k) not in FREE_ON_RESUME} for sec, values in cfg.items()}
-
-
-def network_config(cfg: dict) -> dict[str, Any]:
-    return check_config({"feature_version": FEATURE_VERSION, "num_features": NUM_FEATURES,
-                         "hidden": list(cfg["network"]["hidden"]), "value": dict(cfg["network"]["value"]),
-                         "play": dict(cfg["network"]["play"])})
-
+#: Largest trainer state (`step_*.pt`) read on --resume, in bytes; its members may declare no more than it holds.
+MAX_STATE_BYTES = 4 << 30
 
 # ------------------------------------------------------------------------------------------------ atomic files
 
@@ -240,7 +176,7 @@ class Trainer:
         self.best_win = -1.0
         self.evals: list[dict[str, Any]] = []
         self.started = time.time()
-        self.command = "python -m experiments.train learned"  # `run` sets the one typed, with its arguments
+        self.command = "python -m experiments.train mlp"  # `run` sets the one typed, with its arguments
         self.elapsed_before = 0.0
         self.pool: Any = None  # the self-play workers (`connect`), when selfplay.workers > 0
         self.published: dict[str, Any] | None = None  # the weights the workers play with (a copy)
@@ -347,12 +283,12 @@ class Trainer:
 
     # ---- self-play on workers ----
     def connect(self, address: str) -> None:
-        """Start `selfplay.workers` self-play actors (`experiments.selfplay_workers`): local processes
+        """Start `selfplay.workers` self-play actors (`experiments.mlp_workers`): local processes
         ("processes"), or Ray actors at a Ray address ("local": this machine); put back the checkpoint's games in
         flight when resuming, and publish the weights they played with (the network's own when starting)."""
-        from .selfplay_workers import SelfPlayWorkers
+        from .mlp_workers import MLPWorkers
 
-        self.pool = SelfPlayWorkers(self.cfg, self.seed, int(self.sp["workers"]), address)
+        self.pool = MLPWorkers(type(self), self.cfg, self.seed, int(self.sp["workers"]), address)
         if self.worker_snaps is not None:
             self.pool.restore(self.worker_snaps)
             self.worker_snaps = None
@@ -368,7 +304,7 @@ class Trainer:
 
     def collect_step(self) -> None:
         """One decision in every game of every worker; the ended games' samples into the buffer, worker order."""
-        from .selfplay_workers import feed
+        from .mlp_workers import feed
 
         feed(self, self.pool.collect(1))
 
@@ -378,20 +314,19 @@ class Trainer:
         cap = self.buf_x.shape[0]
         nw = max(1, int(won[:n].sum()))
         lam = float(self.tr["lam"])
-        target = np.zeros((m, 8), dtype=np.float32)
-        nxt: dict[int, np.ndarray] = {}  # seat -> lambda-return of its next afterstate
-        for j in range(m - 1, -1, -1):  # backwards: G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome
-            p = int(self.pend_seat[r, j])
-            if p not in nxt:
-                rel = [(p + q) % n for q in range(n)]
-                z = np.zeros(8, dtype=np.float32)
-                z[:n] = totals[rel] / 100.0
-                z[4: 4 + n] = won[rel] / nw
-                target[j] = z
-            else:
-                g_next, v_next = nxt[p]
-                target[j] = (1.0 - lam) * v_next + lam * g_next
-            nxt[p] = (target[j].copy(), self.pend_v[r, j])
+        final = np.zeros((8, S.MAX_PLAYERS), dtype=np.float32)  # each output's outcome, for each seat's view
+        for p in range(n):
+            rel = [(p + q) % n for q in range(n)]
+            final[:n, p] = totals[rel] / 100.0
+            final[4: 4 + n, p] = won[rel] / nw
+        # each output's lambda-returns (G_k = (1 - lam) V(next) + lam G_next, G_last = the outcome), in float32
+        seats = np.ascontiguousarray(self.pend_seat[r, :m], dtype=np.int64)
+        own, none = np.zeros(m, dtype=np.float32), np.full(m, np.nan)
+        target = np.zeros((8, m), dtype=np.float32)
+        for c in range(8):
+            lambda_returns(seats, m, own, np.ascontiguousarray(self.pend_v[r, :m, c]), final[c],
+                           np.float32(1.0 - lam), np.float32(lam), none, 0.0, target[c])
+        target = target.T
         for j in range(m):
             i = self.buf_pos
             self.buf_x[i] = self.pend_x[r, j]
@@ -454,7 +389,7 @@ class Trainer:
         """The network (`_mlp`) vs the heuristic planner (beam `eval.opponent_beam`, GreedyAgent's) on fixed
         seeds, each with both seatings; 2 players, Side A: every learner's one evaluation (`experiments.selfplay
         .vs_greedy` on the match engine; the games of `python -m experiments.eval_mlp`)."""
-        from .selfplay import vs_greedy
+        from .evaluators.base import vs_greedy
 
         ev = self.ev
         return vs_greedy(self._mlp(self._value_net()), int(ev["games"]), int(ev["seed"]), int(ev["opponent_beam"]),
@@ -549,9 +484,11 @@ class Trainer:
 
     def load(self, path: Path, meta: dict[str, Any]) -> None:
         """Take back the state of a checkpoint: its tensors file `path` (read weights-only) and its `meta`."""
-        import torch
+        from agents.archive import read_torch
 
-        st = torch.load(path, map_location="cpu", weights_only=True)
+        if path.stat().st_size > MAX_STATE_BYTES:
+            raise ConfigError(f"{path}: larger than a trainer state can be ({MAX_STATE_BYTES:,} bytes at most)")
+        st = read_torch(path.read_bytes(), MAX_STATE_BYTES, path)
         self.net.load_state_dict(st["net"])
         self.opt.load_state_dict(st["opt"])
         self.states[:] = st["states"].numpy()
@@ -707,25 +644,3 @@ def run(args: RunArgs) -> dict[str, Any]:
     atomic_write_json(folder / "summary.json", summary)
     print(json.dumps(summary), flush=True)
     return summary
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m experiments.train_mlp ARGS`: an alias of `python -m experiments.train mlp ARGS`
-    (`--iterations N` is `--set run.iterations=N`); the exit status."""
-    from .train import cli
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    out: list[str] = []
-    while args:
-        a = args.pop(0)
-        if a == "--iterations" and args:
-            out += ["--set", f"run.iterations={args.pop(0)}"]
-        elif a.startswith("--iterations="):
-            out += ["--set", f"run.iterations={a.partition('=')[2]}"]
-        else:
-            out.append(a)
-    return cli(["mlp", *out])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -48,8 +48,8 @@ import numpy as np
 from agents import ntuple as N
 from harmonies_env.config import GameConfig
 
+from .commands import RunArgs
 from .evaluators.ntuple import DEFAULTS, make, settings
-from .runner import RunArgs
 from .selfplay import (
     TRAIN_SEED_LOW,
     Buffers,

@@ -30,8 +30,8 @@ from agents.greedy import DEFAULT_WEIGHTS, NUM_TERMS, GreedyAgent, planner_setti
 from agents.match import play_match, totals_of, win_shares
 from harmonies_env.config import GameConfig
 
+from .commands import RunArgs
 from .common import ConfigError, atomic_write_json
-from .runner import RunArgs
 
 TUNE = {"weights": [], "beam": 24, "against": "default", "games": 1000, "side": "A", "spirits": False,
         "search_minutes": 0.0}

@@ -4,13 +4,21 @@ Layers depend one way: `harmonies_env` (kernels, game, envs) -> `agents` -> `exp
 Nothing in `harmonies_env` or `agents` imports this package.
 """
 
-import importlib as _importlib
-import importlib.util as _importlib_util
-from pathlib import Path as _Path
+import os as _os
+import signal as _signal
+import sys as _sys
 
-_CHECKOUT_AGENTS = _Path(__file__).resolve().parents[1] / "agents" / "__init__.py"
-_AGENTS = _importlib_util.find_spec("agents") if _CHECKOUT_AGENTS.is_file() else None
-if _AGENTS is None or _AGENTS.origin is None or _Path(_AGENTS.origin).resolve() != _CHECKOUT_AGENTS:
-    # installed (the wheel, or an editable install run from outside the checkout, e.g. the `harmonies` command), where
-    # the agents package is harmonies_agents: importing it answers `import agents`
-    _importlib.import_module("harmonies_agents")
+
+def _stop_now(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM before the `harmonies` command holds `harmonies_env.stops` (its imports take a second or
+    more): the command's one stop line and exit status 128 + the signal, not a KeyboardInterrupt traceback."""
+    name = "SIGINT (Ctrl-C)" if signum == _signal.SIGINT else "SIGTERM"
+    _sys.stderr.write(f"harmonies: stopped by {name}\n")
+    _sys.stderr.flush()
+    _os._exit(128 + signum)
+
+
+if _os.path.basename(_sys.argv[0] if _sys.argv else "") == "harmonies":  # the console command, not a library user
+    for _s in (_signal.SIGINT, _signal.SIGTERM):
+        if _signal.getsignal(_s) in (_signal.default_int_handler, _signal.SIG_DFL):
+            _signal.signal(_s, _stop_now)

@@ -47,7 +47,7 @@ def headless_chromium(width: int = 1400, height: int = 1250) -> Any:
 
 
 @contextlib.contextmanager
-def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0) -> Iterator[str]:
+def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0, proxy: Any = ()) -> Iterator[str]:
     """Serve the play server's `app` (`serve.create_app(...)`) with uvicorn in a daemon thread on a free port of `host`,
     configured as `harmonies serve` is (`serve.serve_config`: its limits, timeouts and Host / Origin checks).
 
@@ -60,7 +60,7 @@ def serve_in_thread(app: Any, host: str = "127.0.0.1", timeout: float = 20.0) ->
     with socket.socket() as s:
         s.bind((host, 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(serve_config(app, host, port))
+    srv = uvicorn.Server(serve_config(app, host, port, proxy=proxy))
     th = threading.Thread(target=srv.run, daemon=True)
     th.start()
     end = time.monotonic() + timeout

@@ -1,4 +1,4 @@
-"""The `harmonies` command: demo, play, tournament, solo, replay, serve, bench, train.
+"""The `harmonies` command: demo, play, tournament, solo, replay, serve, ladder, bench, train.
 
     harmonies demo --seed 1 --agents greedy greedy
     harmonies play --opponents greedy --side A
@@ -7,6 +7,7 @@
     harmonies solo --agents greedy random --games 50
     harmonies replay game.json --html game.html            (an offline HTML replay viewer of game records)
     harmonies serve                                        (play against the bots in a browser; the "web" extra)
+    harmonies ladder play ladder.db --until-ci 25 --jobs 2  (a persistent rating ladder: init, add, play, test, show)
     harmonies bench --games 2000                           (benchmarks/bench_engine.py's options)
     harmonies train solo-ppo --config experiments/configs/solo_ppo.toml   (experiments/train.py's options)
 
@@ -29,7 +30,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from harmonies_env.config import add_game_options, game_config_from
 from harmonies_env.firstrun import install_hint, say_if_compiling
-from harmonies_env.stops import Stopped, exit_status, stop_message, stop_on_signals
+from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
+
+from .options import HelpFormatter, OptionHelp, add_seed, agents_help, print_scores  # noqa: F401  (serve's parser)
 
 if TYPE_CHECKING:
     from harmonies_env.config import GameConfig
@@ -39,57 +42,28 @@ APP_MODULES: list[str] = [
     "harmonies_apps.play",     # a person against bots in the terminal
     "harmonies_apps.replay",   # HTML replay viewer (docs/web.md)
     "harmonies_apps.serve",    # play in the browser (docs/web.md; the "web" extra)
+    "harmonies_apps.ladder.cli",  # a persistent rating ladder (docs/ladder.md)
 ]
 
 #: Subcommands whose arguments go verbatim to another module's `main(argv) -> int`:
-#: name -> (module, help line). The repository's `benchmarks/` and `experiments/` folders are installed as
-#: `harmonies_benchmarks` and `harmonies_experiments` (generic top-level names would collide with other
-#: distributions and users' own modules); a checkout run without installing has only the folders' own names.
+#: name -> (module, help line).
 FORWARDED: dict[str, tuple[str, str]] = {
-    "bench": ("harmonies_benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
-                                                   "(harmonies bench --help)"),
-    "train": ("harmonies_experiments.train", "training entry point; options are experiments/train.py's "
-                                             "(harmonies train --help)"),
+    "bench": ("benchmarks.bench_engine", "engine speed benchmark; options are benchmarks/bench_engine.py's "
+                                         "(harmonies bench --help)"),
+    "train": ("experiments.train", "training entry point; options are experiments/train.py's (harmonies train --help)"),
 }
-#: Installed package name -> the repository folder it is, for a checkout that was not installed.
-CHECKOUT_NAME: dict[str, str] = {"harmonies_benchmarks": "benchmarks", "harmonies_experiments": "experiments"}
 
 
 def forwarded_module(command: str) -> str:
-    """The module `command` forwards to: its installed name, else (an uninstalled checkout) the folder's own."""
-    name = FORWARDED[command][0]
-    top, _, rest = name.partition(".")
-    checkout = Path(__file__).resolve().parents[1] / CHECKOUT_NAME[top]
-    if importlib.util.find_spec(top) is None and checkout.is_dir():
-        return f"{CHECKOUT_NAME[top]}.{rest}"
-    return name
+    """The module `command` forwards to (the same name installed and in a checkout)."""
+    return FORWARDED[command][0]
 
 
 #: Optional top-level modules -> the pyproject extra that installs them.
 EXTRA_OF: dict[str, str] = {
     "torch": "train", "stable_baselines3": "train", "sb3_contrib": "train", "tensorboard": "train",
-    "openskill": "train", "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
+    "matplotlib": "train", "ray": "distributed", "starlette": "web", "uvicorn": "web",
 }
-
-def agents_help() -> str:
-    """The agent-spec help shown under every command that takes specs: from the registry (`agents.registry`)."""
-    from agents.registry import agents_help as registry_help
-
-    return registry_help()
-
-
-class OptionHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Help shows each option's default once: not when its help already says it, nor an empty one (None, False)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False or "default" in (action.help or "").lower():
-            return action.help
-        return super()._get_help_string(action)
-
-
-class HelpFormatter(OptionHelp, argparse.RawDescriptionHelpFormatter):
-    """Help shows every option's default once and keeps the description's line breaks."""
-
 
 def missing_extra(err: ImportError) -> tuple[str, str] | None:
     """(module, extra) when `err` is an optional module that a pyproject extra installs, else None."""
@@ -104,23 +78,6 @@ def missing_extra(err: ImportError) -> tuple[str, str] | None:
 def extra_message(command: str, module: str, extra: str) -> str:
     """The one line printed instead of a traceback when an optional module is missing."""
     return f'harmonies {command}: needs {module}, from the "{extra}" extra: {install_hint(extra)}'
-
-
-def add_seed(p: argparse.ArgumentParser) -> None:
-    """--seed, beside the game options (`harmonies_env.config.add_game_options`) of the game-playing subcommands."""
-    p.add_argument("--seed", type=int, default=0, help="base seed (results are reproducible from it)")
-
-
-def print_scores(game, out: TextIO) -> None:
-    """Each player's score breakdown, then the winners, with the tie-break when points tie (and suns in solo)."""
-    from harmonies_env.demo import winner_line
-    from harmonies_env.scoring import CATEGORIES
-
-    for p, sc in enumerate(game.scores()):
-        print(f"player {p}: " + ", ".join(f"{k} {sc[k]}" for k in CATEGORIES), file=out)
-    print(winner_line(game), file=out)
-    if game.num_players == 1:
-        print(f"suns: {game.suns()}", file=out)
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -169,8 +126,9 @@ def _check_specs(specs: list[str]) -> None:
 
 
 def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
-    from agents.match import jobs_note
+    from agents.match import cores, jobs_note
 
+    from .provenance import cpu_seconds, provenance
     from .tournament import format_summary, run_games, write_outputs
 
     if args.ray is not None:
@@ -182,13 +140,21 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
         check_address(args.ray)
         import ray  # noqa: F401  (a missing "distributed" extra is reported before any agent is built)
     _check_specs(list(args.agents))
+    if args.ray is None and args.jobs > cores() and not args.jobs_oversubscribe:
+        print(f"note: --jobs {args.jobs} is more than the {cores()} core(s) here: running --jobs {cores()} "
+              f"(--jobs-oversubscribe runs {args.jobs})", file=sys.stderr)
+        args.jobs = cores()
     note = jobs_note(min(args.jobs, args.games)) if args.ray is None else None
     if note:
         print(f"note: {note}", file=sys.stderr)
+    # the weights hashed and the date taken as the games start
+    args.provenance = provenance(args.agents, argv=getattr(args, "argv", None))
+    args.cpu_start = cpu_seconds()
     played: list[dict] = []
     try:
         results = run_games(args.agents, games=args.games, seed=args.seed, jobs=args.jobs, progress=not args.quiet,
-                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played)
+                            save_games=args.save_games, config=config, ray_address=args.ray, collect=played,
+                            paired=getattr(args, "paired", False))
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: keep what finished, say it in the one line main prints
         raise _stopped(e, args, played, config, stem) from None
     summary = _summary(results, args, config)
@@ -202,12 +168,15 @@ def _run_match(args: argparse.Namespace, config: GameConfig, stem: str) -> int:
 
 
 def _summary(results: list[dict], args: argparse.Namespace, config: GameConfig) -> dict:
+    """The summary written to --out: the statistics, the run's configuration and its provenance."""
+    from .provenance import cpu_seconds
     from .tournament import summarize
 
     summary = summarize(results)
     summary["config"] = {"agents": list(args.agents), "players": config.num_players, "side": config.side,
                          "spirits": config.spirits, "river_loops": config.river_loops, "seed": args.seed,
-                         "games": args.games}
+                         "games": args.games, "paired": getattr(args, "paired", False)}
+    summary["provenance"] = {**args.provenance, "cpu_seconds": round(cpu_seconds() - args.cpu_start, 3)}
     return summary
 
 
@@ -268,9 +237,30 @@ def _apply_trust_option(args: argparse.Namespace) -> None:
         os.environ[TRUST_ENV] = "1"
 
 
+#: The files a run writes into --out (`write_outputs`), by stem ({stem} is the command).
+OUT_FILES = ("{stem}.json", "{stem}_games.csv", "{stem}.png")
+
+
+def _earlier_outputs(args: argparse.Namespace) -> list[Path]:
+    """The files of an earlier run that this one would replace: its outputs in --out, game records in --save-games."""
+    found = []
+    if args.out and Path(args.out).is_dir():
+        found += [p for name in OUT_FILES if (p := Path(args.out) / name.format(stem=args.command)).exists()]
+    if args.save_games and Path(args.save_games).is_dir():
+        found += sorted(p for pattern in ("game_*.json", "solo_*.json") for p in Path(args.save_games).glob(pattern))
+    return found
+
+
 def _prepare_out(args: argparse.Namespace) -> None:
-    """Create --out before any game is played, so that an unusable folder fails at once, not after the games."""
-    if getattr(args, "command", None) in ("tournament", "solo") and getattr(args, "out", None):
+    """Create --out before any game is played, so that an unusable folder fails at once, not after the games; refuse
+    (nothing touched) to replace an earlier run's outputs or records unless --force."""
+    if getattr(args, "command", None) not in ("tournament", "solo"):
+        return
+    earlier = [] if args.force else _earlier_outputs(args)
+    if earlier:
+        raise ValueError(f"{earlier[0].parent} already holds {earlier[0].name} of an earlier run: give another folder, "
+                         "or --force to replace its files")
+    if args.out:
         args.made_out = not Path(args.out).exists()  # a stop before any game removes it again
         Path(args.out).mkdir(parents=True, exist_ok=True)
 
@@ -303,15 +293,25 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--agents", nargs="+", required=True, help="agent specs (see below)")
         p.add_argument("--games", type=int, default=20, help="games" + (" per agent" if name == "solo" else ""))
         p.add_argument("--jobs", type=int, default=1,
-                       help="worker processes; results are identical for any --jobs with reproducible agents")
+                       help="worker processes, at most the usable cores; results are identical for any --jobs "
+                            "with reproducible agents")
+        p.add_argument("--jobs-oversubscribe", action="store_true",
+                       help="run --jobs processes even if they are more than the usable cores")
         p.add_argument("--ray", default=None, metavar="ADDRESS",
                        help="play the games on a Ray cluster instead of --jobs processes (the \"distributed\" extra): "
                             "local (a Ray instance with this machine's cores), auto or HOST:PORT of a running "
                             "cluster (docs/distributed.md); the same results as --jobs")
-        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs")
+        p.add_argument("--out", default=None, help="folder for the CSV, JSON and PNG outputs; one that holds an "
+                       "earlier run's is refused unless --force")
+        p.add_argument("--force", action="store_true", help="replace the outputs of an earlier run in --out and "
+                       "its game records in --save-games (other files there are left alone)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         p.add_argument("--save-games", default=None, metavar="DIR", help="write each game's record here "
                        "(one JSON per game; view them with `harmonies replay DIR`)")
+        if name == "tournament":
+            p.add_argument("--paired", action="store_true",
+                           help="play each seed from every seating (2 players: 2 games, seats swapped; 3-4: every "
+                                "rotation), so seat and deal luck cancel; --games must be a multiple of the players")
         add_game_options(p, players=(2, 3, 4) if name == "tournament" else None)
         add_seed(p)
         p.set_defaults(func=fn)
@@ -365,12 +365,14 @@ def main(argv: list[str] | None = None) -> int:
             if command in FORWARDED:
                 return forward(command, argv[1:])
             args = parser.parse_args(argv)
+            args.argv = ["harmonies", *argv]  # as typed, for the provenance of what it writes
             say_if_compiling()  # a first run's 30 s compile, said on a terminal
             _apply_trust_option(args)
             _prepare_out(args)
             return int(args.func(args) or 0)
     except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: one line saying what was kept, exit 130 / 143
         print(stop_message(f"harmonies {command}", e), file=sys.stderr)
+        quiet_exit()  # and nothing after it (a stop inside numba's compiler leaves noisy finalizers)
         return exit_status(e)
     except ImportError as e:
         found = missing_extra(e)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, TextIO
+from typing import Callable, TextIO
 
 from harmonies_env import actions as A
 from harmonies_env.cards import CARDS, CUBES_ON_CARD, card_name
-from harmonies_env.config import GameConfig, add_game_options, game_config_from, make_config, old_arguments
+from harmonies_env.config import GameConfig, add_game_options, game_config_from, make_config
 from harmonies_env.data import COLOURS
 from harmonies_env.game import Game
 from harmonies_env.geometry import MAX_CELLS
@@ -293,23 +293,19 @@ def result_line(game: Game, you: int, names: list[str]) -> str:
             f"you scored {scores[you]}" + "".join(f", player {p} ({names[p]}) {scores[p]}" for p in rest) + ".")
 
 
-def play(opponents: list[str], seat: int = 0, *old: Any, seed: int = 0, input_fn: Callable[[str], str] = input,
-         out: TextIO | None = None, config: GameConfig | None = None, **loose: Any) -> Game:
+def play(opponents: list[str], seat: int = 0, *, seed: int = 0, input_fn: Callable[[str], str] = input,
+         out: TextIO | None = None, config: GameConfig | None = None) -> Game:
     """A person in seat `seat` against bots built from `opponents` specs; returns the game, finished unless the
     person quit (or their input ended), which ends it there with a one-line goodbye. config: the game's
-    `GameConfig` (its players: one more than the opponents; default: the default rules). `old`/`loose`: the old
-    form (side, spirits, seed, input_fn, out positionally, river_loops=...) for one more release, with a
-    FutureWarning."""
+    `GameConfig` (its players: one more than the opponents; default: the default rules)."""
     from agents import make_agent
 
-    from .cli import print_scores
+    from .options import print_scores
     from .tournament import agent_seed
 
-    fields, given = old_arguments("play", old, ("side", "spirits", "seed", "input_fn", "out"), loose)
-    seed, input_fn, out = given.get("seed", seed), given.get("input_fn", input_fn), given.get("out", out)
     out = out or sys.stdout
     n = 1 + len(opponents)
-    config = make_config(config, {"num_players": n}, **fields)
+    config = make_config(config, {"num_players": n})
     if config.num_players != n:
         raise ValueError(f"config.num_players={config.num_players} but you and {len(opponents)} opponents make {n} "
                          "players")
@@ -391,7 +387,7 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input, o
 
 def add_parser(sub) -> None:
     """Add the `play` subcommand to the `harmonies` parser (see cli.APP_MODULES)."""
-    from .cli import HelpFormatter, add_seed, agents_help
+    from .options import HelpFormatter, add_seed, agents_help
 
     p = sub.add_parser("play", help="play against bots in the terminal", formatter_class=HelpFormatter,
                        description=__doc__.split("\n\n")[0] + "\n\n" + HELP.split("A turn:")[0], epilog=agents_help())

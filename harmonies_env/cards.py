@@ -232,20 +232,9 @@ def class_grids(side: int, bb, out) -> None:
         out[cls] = _to_grid(side, class_mask(bb, cls))
 
 
-@njit(cache=True, inline="always")  # in the matchers' loops exactly as if written there
-def _rotation_stands(side: int, grids, r: int, x: int) -> int:
-    """The grid cells of x (int64 grid mask) where rotation r's pattern stands on the class grids (int64
-    (NUM_CLASSES,)): the one rotation loop of the grid matchers."""
-    for j in range(4):
-        cls = GRID_ROT_CLASS[side, r, j]
-        if cls < 0 or x == 0:
-            break
-        o = GRID_ROT_OFF[side, r, j]
-        m = grids[cls]
-        x &= (m >> o) if o >= 0 else (m << -o)
-    return x
-
-
+# The rotation loop is written out in each grid matcher on purpose: as an `inline="always"` helper taking `grids`
+# (df48e04) numba bound the array to a new variable, whose incref/decref pair (atomic, opaque calls) stayed in the
+# rotation loop and cost random games 25-45%. docs/engine.md, "Hot kernels: what not to do".
 @njit(cache=True)
 def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
     """Mask of cells that can take a cube from `card` now (as `habitat_cells`), from `class_grids` output.
@@ -254,7 +243,15 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
     """
     g = 0
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        g |= _rotation_stands(side, grids, r, GRID_ROT_VALID[side, r])
+        x = GRID_ROT_VALID[side, r]
+        for j in range(4):
+            cls = GRID_ROT_CLASS[side, r, j]
+            if cls < 0 or x == 0:
+                break
+            o = GRID_ROT_OFF[side, r, j]
+            m = grids[cls]
+            x &= (m >> o) if o >= 0 else (m << -o)
+        g |= x
     return _from_grid(side, g) & ~cubes
 
 
@@ -266,7 +263,15 @@ def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     planner's evaluation asks only this)."""
     free = ~_to_grid(side, cubes)
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        if _rotation_stands(side, grids, r, GRID_ROT_VALID[side, r] & free):
+        x = GRID_ROT_VALID[side, r] & free
+        for j in range(4):
+            cls = GRID_ROT_CLASS[side, r, j]
+            if cls < 0 or x == 0:
+                break
+            o = GRID_ROT_OFF[side, r, j]
+            m = grids[cls]
+            x &= (m >> o) if o >= 0 else (m << -o)
+        if x:
             return True
     return False
 

@@ -4,10 +4,14 @@ against built-in opponents). Registered by `register_envs()` (called when `harmo
 Both take one flat micro-action per step (Discrete(268), see `harmonies_env.actions`) and observe
 float32 (OBS_SIZE,) from the learner's seat (see `harmonies_env.observation`). The learner's legal actions
 come two ways, always equal: `info["action_mask"]` (bool (268,)) on every reset and step (the Gymnasium
-convention, as Taxi's), and `action_masks() -> bool (268,)`, which sb3-contrib's MaskablePPO reads. `gymnasium.make`
-ends its wrapper chain with `ActionMasks`, which forwards `action_masks()`, so `gym.make(...).action_masks()` and
-sb3-contrib's `get_action_masks(env)` work on the made env (and `env.get_wrapper_attr("action_masks")()` under any
-further wrapper; in SubprocVecEnv workers too, so no ActionMasker is needed). All zeros once the game is over.
+convention, as Taxi's), and `action_masks() -> bool (268,)`, which sb3-contrib's MaskablePPO reads. They are
+registered without Gymnasium's default wrappers (`order_enforce=False`, `disable_env_checker=True`: the env itself
+refuses `step()` before `reset()` with `gymnasium.error.ResetNeeded`, and the tests run `check_env`), so
+`gymnasium.make(...)` is the env itself: `gym.make(...).action_masks()` and sb3-contrib's `get_action_masks(env)` work
+on it (and `env.get_wrapper_attr("action_masks")()` under any further wrapper; in SubprocVecEnv workers too, so no
+ActionMasker is needed), and `gymnasium.make_vec` works in every vectorization mode (Gymnasium refuses a vector entry
+point together with additional wrappers). Once the game is over the mask is all True: under `make_vec`'s next-step
+autoreset the next action only resets the env, so any action is right and a masked sampler always has one.
 
 Illegal actions (Gymnasium's `check_env` and unmasked learners sample them): the game is left unchanged,
 the step returns `illegal_reward` (Solo: -1.0, one point; Versus: -0.01, one point / 100) with
@@ -98,6 +102,7 @@ class _Base(gymnasium.Env):
         self.steps = 0
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         self._mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
+        self._reset_needed = True
 
     def _obs(self) -> np.ndarray:
         out = np.empty(OBS_SIZE, dtype=np.float32)
@@ -105,11 +110,21 @@ class _Base(gymnasium.Env):
         return out
 
     def action_masks(self) -> np.ndarray:
-        """bool (NUM_ACTIONS,): the learner's legal actions now (all False once the game is over)."""
+        """bool (NUM_ACTIONS,): the learner's legal actions now; all True once the game is over (any action: a
+        vector env's next-step autoreset ignores it and resets, and a masked sampler is never left without one)."""
+        if self.game.is_over:
+            return np.ones(A.NUM_ACTIONS, dtype=np.bool_)
         mask = np.zeros(A.NUM_ACTIONS, dtype=np.bool_)
-        if not self.game.is_over and self.game.current_player == self.seat:
+        if self.game.current_player == self.seat:
             rules.legal_mask(self.game._state, mask, self._buf)
         return mask
+
+    def _check_playing(self) -> None:
+        """step() needs a game under way: reset() first (Gymnasium's OrderEnforcing, which these envs go without)."""
+        if self._reset_needed:
+            raise gymnasium.error.ResetNeeded("call reset() before step()")
+        if self.game.is_over:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
 
     def _out(self, info: dict[str, Any]) -> dict[str, Any]:
         """`info` with the learner's mask (`action_masks()`) added, and the table printed in "human" mode."""
@@ -137,22 +152,10 @@ class _Base(gymnasium.Env):
         gymnasium.Env.reset(self, seed=seed)
         self.game = Game(seed=int(self.np_random.integers(0, 2**62)), config=self.config)
         self.steps = 0
+        self._reset_needed = False
 
     def render(self) -> str | np.ndarray | None:
         return render_game(self.game, self.render_mode, you=self.seat)
-
-
-class ActionMasks(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
-    """The last wrapper `gymnasium.make` puts on Solo-v0 and Versus-v0: it forwards `action_masks()` from the env
-    inside, so the made env answers it as sb3-contrib's `get_action_masks` and `is_masking_supported` ask."""
-
-    def __init__(self, env: gymnasium.Env):
-        gymnasium.utils.RecordConstructorArgs.__init__(self)
-        gymnasium.Wrapper.__init__(self, env)
-
-    def action_masks(self) -> np.ndarray:
-        """bool (NUM_ACTIONS,): the learner's legal actions now (the wrapped env's `action_masks()`)."""
-        return self.env.get_wrapper_attr("action_masks")()
 
 
 class SoloEnv(_Base):
@@ -174,8 +177,7 @@ class SoloEnv(_Base):
         return self._obs(), self._out({})
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self.game.is_over:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._check_playing()
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
         if why:
@@ -271,8 +273,7 @@ class VersusEnv(_Base):
         return self._obs(), self._out({"seat": self.seat})
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
-        if self.game.is_over:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
+        self._check_playing()
         self._check_turn()
         why = self._try_step(action)
         truncated = self.steps >= self.max_steps
@@ -298,13 +299,14 @@ def register_envs() -> None:
     """Register harmonies/Solo-v0 and harmonies/Versus-v0 with Gymnasium (idempotent)."""
     for name, cls in (("harmonies/Solo-v0", "Solo"), ("harmonies/Versus-v0", "Versus")):
         if name not in gymnasium.registry:
-            # make_vec(..., vectorization_mode="vector_entry_point") gives the batched-engine VectorEnv; make() ends
-            # its wrapper chain with ActionMasks, so the made env answers action_masks()
+            # make_vec's default mode (and "vector_entry_point") gives the batched-engine VectorEnv, "sync" and
+            # "async" Gymnasium's over the single env; make() returns the env itself (no wrappers: it answers
+            # action_masks(), and make_vec refuses a vector entry point with additional wrappers)
             gymnasium.register(id=name, entry_point=f"harmonies_env.env_gym:{cls}Env",
                                vector_entry_point=f"harmonies_env.vector:{cls}VectorEnv",
-                               additional_wrappers=(ActionMasks.wrapper_spec(),))
+                               order_enforce=False, disable_env_checker=True)
 
 
 register_envs()
 
-__all__ = ["SoloEnv", "VersusEnv", "ActionMasks", "register_envs", "REWARDS"]
+__all__ = ["SoloEnv", "VersusEnv", "register_envs", "REWARDS"]

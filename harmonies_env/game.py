@@ -41,8 +41,14 @@ class IllegalActionError(ValueError):
     def __init__(self, action: int, reason: str, description: str = ""):
         self.action = action
         self.reason = reason
+        self.description = description
         what = f"action {action}" + (f" ({description})" if description else "")
         super().__init__(f"illegal {what}: {reason}")
+
+    def __reduce__(self) -> tuple:
+        """Pickled with its own arguments, so a `--jobs` worker's error reaches the parent as itself (unpickled from
+        its message alone it raised TypeError in the pool's result thread, and the match waited forever)."""
+        return type(self), (self.action, self.reason, self.description)
 
 
 def check_action(action: Any) -> int:
@@ -125,8 +131,12 @@ class Game:
         return d
 
     def __setstate__(self, d: dict) -> None:
-        self.__dict__.update(d)
-        self._adopt(np.ascontiguousarray(self._state, dtype=np.int64).copy())
+        """Unpickling: every field checked as `from_state` checks a state (ValueError, one line), since the kernels
+        trust it (an edited `num_players` hung them, an edited market size crashed the process). Unpickling still
+        runs whatever code a pickle names: load only pickles you trust (docs/environments.md)."""
+        self.__dict__.update(_valid_pickle(d))
+        self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+        self._adopt(self._state)
 
     @property
     def state(self) -> np.ndarray:
@@ -429,6 +439,56 @@ class Game:
 
     def render(self) -> str:
         return str(self)
+
+
+_PICKLED = {"_state", "num_players", "side_code", "spirits", "seed", "history"}
+#: Longest history an unpickled game may carry (a 4-player game takes a few hundred actions).
+MAX_HISTORY = 100_000
+
+
+def _valid_pickle(d: Any) -> dict:
+    """The fields of a pickled `Game` (`__getstate__`), each of its exact type and consistent with its validated
+    state (`check_state`; a game at its set-up's first chance node must be exactly a fresh one of its seed), else
+    ValueError naming the field."""
+    if not isinstance(d, dict) or not _PICKLED <= set(d) or not set(d) <= _PICKLED | {"_buf", "_chance"}:
+        got = sorted(map(str, d)) if isinstance(d, dict) else type(d).__name__
+        raise ValueError(f"not a pickled Game (fields {str(got)[:120]})")
+    arr, chance = d["_state"], d.get("_chance")
+    if not (isinstance(arr, np.ndarray) and arr.dtype == np.int64 and arr.shape == (S.STATE_SIZE,)):
+        raise ValueError(f"a pickled Game's state must be an int64 array ({S.STATE_SIZE},)")
+    if chance is not None and not (isinstance(chance, np.ndarray) and chance.dtype == np.int64
+                                   and chance.shape == (C.CHANCE_SIZE,)):
+        raise ValueError(f"a pickled Game's chance bookkeeping must be None or an int64 array ({C.CHANCE_SIZE},)")
+    seed, history = d["seed"], d["history"]
+    if type(seed) is not int or not -1 <= seed < 2**63:
+        raise ValueError(f"a pickled Game's seed must be an int in -1..2**63-1, got {str(seed)[:40]}")
+    if type(history) is not list or len(history) > MAX_HISTORY or any(type(a) is not int for a in history):
+        raise ValueError(f"a pickled Game's history must be a list of at most {MAX_HISTORY:,} ints")
+    arr = np.array(arr, dtype=np.int64, copy=True, order="C")
+    chance = None if chance is None else np.array(chance, dtype=np.int64, copy=True, order="C")
+    try:
+        arr = _valid_state(arr)
+    except ValueError:  # only a game at its set-up's first chance node (no tokens dealt yet) is not a valid state:
+        fresh = chance is not None and chance[C.C_NODE] and chance[C.C_CONTEXT] == C.CONTEXT_SETUP \
+            and not history and seed >= 0 and 1 <= arr[S.NUM_PLAYERS] <= S.MAX_PLAYERS and arr[S.SIDE] in (0, 1) \
+            and arr[S.SPIRITS] in (0, 1) and 0 <= arr[S.RIVER_LOOPS] < len(RIVER_LOOPS)
+        if not fresh:  # then it must be exactly the fresh game of its seed
+            raise
+        start = Game(int(arr[S.NUM_PLAYERS]), "AB"[int(arr[S.SIDE])], bool(arr[S.SPIRITS]), seed,
+                     river_loops=RIVER_LOOPS[int(arr[S.RIVER_LOOPS])], explicit_chance=True)
+        if not (np.array_equal(start._state, arr) and np.array_equal(start._chance, chance)):
+            raise
+    if chance is not None and not (0 <= chance[C.C_NODE] < len(C.NODE_KINDS) and chance[C.C_CONTEXT] in (0, 1)
+                                   and 0 <= chance[C.C_K] <= 3 and chance[C.C_DECK_SHUFFLED] in (0, 1)
+                                   and chance[C.C_POOL_SHUFFLED] in (0, 1) and 0 <= chance[C.C_WHERE] < 16
+                                   and all(-1 <= v <= NUM_CARDS for v in chance[C.C_POOL:])):
+        raise ValueError("a pickled Game's chance bookkeeping is out of range")
+    fields = (int(arr[S.NUM_PLAYERS]), int(arr[S.SIDE]), bool(arr[S.SPIRITS]))
+    if (d["num_players"], d["side_code"], d["spirits"]) != fields or type(d["num_players"]) is not int \
+            or type(d["side_code"]) is not int or type(d["spirits"]) is not bool:
+        raise ValueError(f"a pickled Game's num_players / side_code / spirits must be its state's {fields}")
+    return {**{k: d[k] for k in _PICKLED}, "_state": arr, "history": list(history),
+            **({"_chance": chance} if chance is not None else {})}
 
 
 def _valid_state(state: Any) -> np.ndarray:

@@ -218,7 +218,8 @@ def _encode_global(s, player: int, out) -> None:
 @njit(cache=True)
 def encode_observation(s, player: int, out) -> None:
     """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
-    out[:] = 0.0
+    for i in range(out.shape[0]):  # a loop: numba's `out[:] = 0.0` is not vectorised
+        out[i] = 0.0
     n = s[S.NUM_PLAYERS]
     score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for k in range(n):

@@ -19,6 +19,10 @@ same: the seat's view of the position holds everything the rules let the seat de
 changes nothing), so it is not a perfect-recall history; the information-state STRING is perfect-recall (the
 seat's view of the whole history, hidden deals masked, then its view of the position).
 
+Strings are the table as `render()` draws it (hidden parts "?" per seat; the information-state string headed by
+the history the seat saw). Only OpenSpiel's Python algorithms run on a Python game: its C++ ones through pyspiel
+(`pyspiel.MCTSBot`, ...) segfault on every Python game, OpenSpiel's own included.
+
 Needs the optional extra: pip install "harmonies-env[openspiel]".
 """
 from __future__ import annotations
@@ -39,11 +43,12 @@ from . import actions as A
 from . import chance as C
 from . import state as S
 from .batch_kernels import outcome
-from .cards import FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES
+from .cards import FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, card_name
 from .config import GameConfig
 from .game import Game
 from .geometry import MAX_CELLS
 from .observation import OBS_SIZE, encode_observation
+from .render import render_game
 from .scoring import NUM_CATEGORIES
 
 SHORT_NAME = "python_harmonies"
@@ -56,6 +61,8 @@ MAX_POINTS = 500.0
 MAX_TURNS = 40
 CHANCE_PART = 3 + 8  # pending chance node: kind one-hot, place one-hot
 TENSOR_SIZE = OBS_SIZE + CHANCE_PART
+#: Most characters of a serialized state (`deserialize_state`): a whole game is at most a few thousand.
+MAX_SERIALIZED = 1 << 16
 
 
 def _game_type(information: Any, utility: Any) -> Any:
@@ -110,6 +117,25 @@ class HarmoniesGame(pyspiel.Game):
     def new_initial_state(self) -> "HarmoniesState":
         return HarmoniesState(self)
 
+    def deserialize_state(self, text: str) -> "HarmoniesState":
+        """The state `HarmoniesState.serialize` wrote: its actions, one per line, replayed from the start, so every
+        one is checked by the engine (ValueError naming the first line that does not replay). Nothing is unpickled,
+        unlike OpenSpiel's default for Python games (which unpickles the state's `__dict__`)."""
+        if not isinstance(text, str) or len(text) > MAX_SERIALIZED:
+            raise ValueError(f"a serialized python_harmonies state is text of at most {MAX_SERIALIZED} characters")
+        state = self.new_initial_state()
+        for k, line in enumerate(text.splitlines()):
+            if not line.strip():
+                continue
+            if not line.strip().lstrip("-").isdigit() or len(line.strip()) > 20:
+                raise ValueError(f"serialized state line {k + 1}: {line[:40]!r} is not an action")
+            try:
+                state.apply_action(int(line))
+            except Exception as e:
+                raise ValueError(f"serialized state line {k + 1}: action {int(line)} does not replay "
+                                 f"({str(e).splitlines()[0][:200]})") from None
+        return state
+
     def make_py_observer(self, iig_obs_type: Any = None, params: Any = None) -> "HarmoniesObserver":
         if params:
             raise ValueError(f"python_harmonies observers take no parameters, got {params!r}")
@@ -141,14 +167,21 @@ class HarmoniesState(pyspiel.State):
         return self.game_obj.chance_outcomes()
 
     def _apply_action(self, action: int) -> None:
+        """Apply the action or raise with nothing changed: `private_to` grows only once the game accepted it
+        (appended before, a refused action left it one longer than the history and showed later deals to the
+        wrong seats)."""
         g = self.game_obj
         if g.is_chance_node():
             kind, where = g.chance_event()
-            self.private_to.append(where // 2 if kind == "spirit" else -1)
             g.apply_chance(action)
+            self.private_to.append(where // 2 if kind == "spirit" else -1)
         else:
-            self.private_to.append(-1)
             g.step(action)
+            self.private_to.append(-1)
+
+    def serialize(self) -> str:
+        """The actions so far, one per line (`HarmoniesGame.deserialize_state` replays them): no pickle."""
+        return "".join(f"{a}\n" for a in self.history())
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
@@ -196,14 +229,39 @@ class HarmoniesState(pyspiel.State):
         return state
 
     def __str__(self) -> str:
-        """The whole state, hidden parts included (OpenSpiel's debug string; `render()` draws the boards)."""
-        c = self.game_obj._chance
-        return f"chance {c[C.C_NODE]}.{c[C.C_WHERE]} state " + ",".join(map(str, self.game_obj.state.tolist()))
+        """The whole state, hidden parts included (OpenSpiel's debug string): the table as `render()` shows it,
+        every seat's dealt Spirit cards and the pending chance event."""
+        return _describe(self, self.game_obj, None)
 
     def render(self) -> str:
         """The boards and the table as `harmonies play` shows them, and the pending chance event."""
-        event = self.game_obj.chance_event()
-        return str(self.game_obj) + (f"\nchance: {event[0]} {event[1]}" if event else "")
+        return str(self)
+
+
+def _describe(state: HarmoniesState, view: Game, player: int | None) -> str:
+    """`view` (the game, or a copy with what `player` may not know blanked) as text: the pending chance event, the
+    table as `render_game` draws it (`player`'s board last) and the Spirit cards dealt and not kept, "?" where hidden
+    (whether a seat was dealt its cards is public: the real game says it, the view says which)."""
+    event = state.game_obj.chance_event()
+    lines = ["chance: " + (f"{event[0]} {event[1]}" if event else "none"), render_game(view, you=player)]
+    if view.spirits:
+        real = S.field(state.game_obj.state, "spirit_dealt")
+        seen = S.field(view.state, "spirit_dealt")
+        kept = S.field(view.state, "spirit_kept")
+        seats = []
+        for o in range(view.num_players):
+            cards = [("?" if seen[o, j] <= 0 else f"{card_name(int(seen[o, j]))}#{int(seen[o, j])}")
+                     for j in range(2) if real[o, j] > 0 and real[o, j] != kept[o]]
+            if cards:
+                seats.append(f"player {o}{' (you)' if o == player else ''} {', '.join(cards)}")
+        if seats:
+            lines.append("Spirit cards dealt, not kept: " + "; ".join(seats))
+    return "\n".join(lines)
+
+
+#: The last position's texts (`HarmoniesObserver.string_from`): OpenSpiel asks the observation and the information
+#: state string of each seat in turn, and drawing the table is what they cost.
+_TEXTS: dict[str, Any] = {"position": None, "texts": {}}
 
 
 class HarmoniesObserver:
@@ -216,15 +274,15 @@ class HarmoniesObserver:
         self.dict = {"observation": self.tensor[:OBS_SIZE], "chance_kind": self.tensor[OBS_SIZE:OBS_SIZE + 3],
                      "chance_place": self.tensor[OBS_SIZE + 3:]}
 
-    def _view(self, state: HarmoniesState, player: int) -> np.ndarray:
-        s = state.game_obj.state.copy()
+    def _view(self, state: HarmoniesState, player: int) -> Game:
+        g = state.game_obj.clone()
         private = self.iig_obs_type.private_info
         if private != pyspiel.PrivateInfoType.ALL_PLAYERS:
-            S.hide_private(s, player if private == pyspiel.PrivateInfoType.SINGLE_PLAYER else -1)
-        return s
+            S.hide_private(g._state, player if private == pyspiel.PrivateInfoType.SINGLE_PLAYER else -1)
+        return g
 
     def set_from(self, state: HarmoniesState, player: int) -> None:
-        encode_observation(self._view(state, player), player, self.dict["observation"])
+        encode_observation(self._view(state, player)._state, player, self.dict["observation"])
         self.tensor[OBS_SIZE:] = 0.0
         event = state.game_obj._chance
         if event[C.C_NODE]:
@@ -232,15 +290,21 @@ class HarmoniesObserver:
             self.tensor[OBS_SIZE + 3 + event[C.C_WHERE]] = 1.0
 
     def string_from(self, state: HarmoniesState, player: int) -> str:
-        view = self._view(state, player)
-        event = state.game_obj._chance
-        text = f"p{player} c{event[C.C_NODE]}.{event[C.C_WHERE]} " + ",".join(map(str, view.tolist()))
+        """Seat `player`'s view as text (`_describe`); with perfect recall headed by the history it saw, "?" for
+        another seat's dealt Spirit, which makes different information states different strings."""
+        position = (str(state.get_game()), state.history())  # the game and its history say the position
+        if position != _TEXTS["position"]:
+            _TEXTS["position"], _TEXTS["texts"] = position, {}
+        key = (player, int(self.iig_obs_type.private_info))
+        if key not in _TEXTS["texts"]:  # drawn once per seat and secrecy, for the observation and information state
+            _TEXTS["texts"][key] = f"seat {player}\n" + _describe(state, self._view(state, player), player)
+        text = _TEXTS["texts"][key]
         if self.iig_obs_type.perfect_recall:
             hide_all = self.iig_obs_type.private_info == pyspiel.PrivateInfoType.NONE
             show_all = self.iig_obs_type.private_info == pyspiel.PrivateInfoType.ALL_PLAYERS
             moves = [str(a) if who < 0 or show_all or (who == player and not hide_all) else "?"
                      for a, who in zip(state.history(), state.private_to)]
-            text = " ".join(moves) + " | " + text
+            text = "history: " + " ".join(moves) + "\n" + text
         return text
 
 

@@ -80,7 +80,8 @@ def _can_place_any(s, p: int) -> bool:
 @njit(cache=True)
 def legal_mask(s, mask, buf) -> int:
     """Set mask (uint8/int8/bool (NUM_ACTIONS,)) to the legal actions; buf is int64 scratch of that size."""
-    mask[:] = 0
+    for k in range(mask.shape[0]):  # a loop: numba's `mask[:] = 0` is not vectorised
+        mask[k] = 0
     n = legal_actions(s, buf)
     for k in range(n):
         mask[buf[k]] = 1
@@ -282,7 +283,9 @@ def step(s, a: int) -> int:
 @njit(cache=True)
 def scores_into(s, out) -> None:
     """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
-    out[:] = 0
+    for p in range(out.shape[0]):  # a loop: numba's `out[:] = 0` is not vectorised
+        for k in range(out.shape[1]):
+            out[p, k] = 0
     side = s[S.SIDE]
     for p in range(s[S.NUM_PLAYERS]):
         score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],

@@ -7,6 +7,8 @@ for 4 (unused seats stay zero/-1) so every configuration has the same shape.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -139,7 +141,8 @@ def init_blank(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     central board and market, the 32 cards in the draw pile in id order (not yet shuffled), no Spirit dealt, and the
     generator seeded. `init_state` then deals; explicit chance (`chance.init_explicit`) leaves the deal as chance
     nodes. Writes no generator draw beyond the seed's first mix, so both modes draw the same numbers after it."""
-    s[:] = 0
+    for i in range(s.shape[0]):  # a loop: numba's `s[:] = 0` is not vectorised (docs/engine.md, hot kernels)
+        s[i] = 0
     s[NUM_PLAYERS] = num_players
     s[SIDE] = side
     s[SPIRITS] = spirits
@@ -223,7 +226,7 @@ def hide_private(s, player: int) -> None:
 def field(s: np.ndarray, name: str) -> np.ndarray:
     """View of a named field of a state vector (or of a batch: leading axes are kept)."""
     off, shape, _ = FIELDS[name]
-    size = int(np.prod(shape)) if shape else 1
+    size = math.prod(shape)  # 1 for a scalar's (); np.prod would cost ~30 us a call
     v = s[..., off:off + size]
     return v.reshape(s.shape[:-1] + shape) if shape else v[..., 0]
 

@@ -16,7 +16,8 @@ import signal
 import threading
 from typing import Iterator
 
-__all__ = ["Stopped", "stop_on_signals", "held", "requested", "exit_status", "stop_message", "ignore_in_worker"]
+__all__ = ["Stopped", "stop_on_signals", "held", "requested", "exit_status", "stop_message", "ignore_in_worker",
+           "quiet_exit"]
 
 _NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
 
@@ -89,3 +90,12 @@ def ignore_in_worker() -> None:
     """A worker process's initializer: Ctrl-C reaches the whole process group, but only the parent answers it (it
     ends its workers); without this every worker prints its own traceback."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def quiet_exit() -> None:
+    """After a stop's one line: nothing more on the way out. A stop inside numba's compiler leaves llvmlite objects
+    half made, whose finalizers then print "Exception ignored in ..." tracebacks at exit; those say nothing."""
+    import sys
+
+    sys.unraisablehook = lambda unraisable: None
+

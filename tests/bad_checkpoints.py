@@ -56,7 +56,7 @@ def bad_checkpoint(case: str, folder: Path) -> tuple[Path, str]:
         return copy_shipped(d, b"", fix_sha=True), r"m\.json: the network config holds [0-9,]+ bytes .* file 0:"
     if case == "pickle":  # a pickle naming a function: the weights-only unpickler refuses it, nothing runs
         return (copy_shipped(d, pickle.dumps({"0.weight": print, "pad": bytes(len(raw))}), fix_sha=True),
-                r"m\.pt: not a weights-only .*refused it")
+                r"m\.pt: not a torch zip")
     if case == "network-list":
         return copy_shipped(d, edit=lambda doc: {**doc, "network": [1]}), r"m\.json: the network config must be an"
     if case == "deep-json":
@@ -78,3 +78,73 @@ def bad_checkpoint(case: str, folder: Path) -> tuple[Path, str]:
         return (copy_shipped(d, torch_bytes({k: v.tolist() for k, v in state.items()}), fix_sha=True),
                 r"m\.pt: '0\.weight' must be a \(dense\) tensor, got list")
     raise ValueError(f"unknown case {case!r}")
+
+
+def deflated_zeros(n: int) -> bytes:
+    """A raw deflate stream of `n` zero bytes (n a multiple of 1 MiB), about n / 1000 bytes long, built from one
+    flushed 1 MiB piece repeated, so that a test never holds the n bytes."""
+    import zlib
+
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    piece = c.compress(bytes(1 << 20)) + c.flush(zlib.Z_FULL_FLUSH)
+    return piece * (n >> 20) + c.flush(zlib.Z_FINISH)
+
+
+def zip_of(members: list[tuple[str, bytes, int, int]]) -> bytes:
+    """A zip of (name, payload as written, method 0 stored / 8 deflated, declared uncompressed size) members,
+    written by hand so that a member may declare any size (a deflated member's CRC is 0: the readers must refuse
+    it before checking)."""
+    import struct
+    import zlib
+
+    out, central = bytearray(), bytearray()
+    for name, payload, method, size in members:
+        n = name.encode()
+        offset, crc = len(out), zlib.crc32(payload) if method == 0 else 0
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(payload), size, len(n), 0)
+        out += n + payload
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, crc, len(payload), size,
+                               len(n), 0, 0, 0, 0, 0, offset) + n
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(out), 0)
+    return bytes(out + central + end)
+
+
+def torch_bomb(declared: int, pad: int = 0) -> bytes:
+    """A torch zip whose one tensor 'w' declares `declared` bytes (float32, at most 8 GiB), its record a deflate
+    bomb of that size in about declared / 1000 bytes, plus a stored member of `pad` zeros (to reach a size a loader
+    expects): a saved 123,457-float tensor with that count rewritten in its pickle."""
+    import struct
+    import zipfile
+
+    import torch
+
+    buf = io.BytesIO()
+    torch.save({"w": torch.zeros(123_457)}, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as zf:
+        members = [(i.filename, zf.read(i), 0, i.file_size) for i in zf.infolist() if "/data/" not in i.filename]
+    old, count = struct.pack("<i", 123_457), struct.pack("<i", declared // 4)
+    pkl = members[0][1].replace(b"J" + old, b"J" + count)
+    assert pkl != members[0][1]
+    members[0] = (members[0][0], pkl, 0, len(pkl))
+    prefix = members[0][0].split("/")[0]
+    members.append((f"{prefix}/data/0", deflated_zeros(declared), 8, declared))
+    if pad:
+        members.append((f"{prefix}/pad", bytes(pad), 0, pad))
+    return zip_of(members)
+
+
+def npz_bomb(declared: int, pad: int = 0, name: str = "weights") -> bytes:
+    """An .npz whose one array `name` declares `declared` bytes (float32), deflated as a bomb (see torch_bomb)."""
+    import zlib
+
+    from numpy.lib import format as npf
+
+    head = io.BytesIO()
+    npf.write_array_header_1_0(head, {"descr": "<f4", "fortran_order": False, "shape": (declared // 4,)})
+    h = head.getvalue()
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    stream = c.compress(h) + c.flush(zlib.Z_FULL_FLUSH) + deflated_zeros(declared)
+    members = [(f"{name}.npy", stream, 8, len(h) + declared)]
+    if pad:
+        members.append(("pad.npy", bytes(pad), 0, pad))
+    return zip_of(members)

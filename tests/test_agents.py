@@ -190,7 +190,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
     1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
     cubes placed, the board's parts reused) is `evaluate_with`, and so is `taken_parts` (a card taken, no cube)."""
-    from agents.greedy.kernels import after_parts, taken_parts, weigh
+    from agents.greedy.incremental import after_parts, taken_parts, weigh
     from harmonies_env.batch import play_plan
     from harmonies_env.rules import legal_actions, step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -256,14 +256,8 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
     """`near_after_token` (a card's habitat distance after one token, from the parent's `near_witness`) is
     `habitat_near` of the child board whenever it answers, for every card on random boards of both sides, and it
     answers most of the time."""
-    from agents.greedy.kernels import (
-        CARD_CLASSES,
-        MAX_ROTATIONS,
-        habitat_near,
-        near_after_token,
-        near_witness,
-        need_grids,
-    )
+    from agents.greedy.habitats import MAX_ROTATIONS, habitat_near, near_after_token, near_witness, need_grids
+    from agents.greedy.terms import CARD_CLASSES
     from harmonies_env.cards import NUM_CARDS, _to_grid
     from harmonies_env.rules import step, token_cells
     from harmonies_env.stacks import STACK_AFTER
@@ -453,16 +447,15 @@ def test_make_agent_specs_and_errors():
 
 
 def test_learned_is_the_ntuple_agent_and_the_mlp_is_mlp(tmp_path):
-    """`learned` / `learned-search` are the n-tuple agents (the same as `ntuple` / `learned-search`), the MLP plays on
-    as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
+    """`learned` / `learned-search` are the n-tuple agents (the shipped network and its play settings), the MLP plays
+    on as `mlp` / `mlp-search`, and `learned:` with an MLP's .pt is one line pointing to mlp."""
     from agents.ntuple import NTupleAgent, NTupleSearchAgent, NTupleWinAgent
 
     learned = make_agent("learned")
-    with pytest.warns(FutureWarning, match="'ntuple' is now 'learned'"):
-        ntuple = make_agent("ntuple")
+    shipped = NTupleAgent()
     assert type(learned) is NTupleAgent and learned.name == "learned"
-    assert np.array_equal(learned.weights, ntuple.weights)
-    assert (learned.beam, learned.candidates) == (ntuple.beam, ntuple.candidates)
+    assert np.array_equal(learned.weights, shipped.weights)
+    assert (learned.beam, learned.candidates) == (shipped.beam, shipped.candidates)
     search = make_agent("learned-search")
     assert type(search) is NTupleSearchAgent and search.worlds == make_agent("learned-search").worlds == 8
     assert make_agent("learned-search:3it").worlds == 3 and make_agent("learned-search:0.5").seconds == 0.5

@@ -148,12 +148,17 @@ BATCH_GROUP = {"gym_single": "gym", "gym_make_single": "gym", "step": "step", "r
                "threads_step": "threads", "threads_rollout": "threads", "machine": None}
 
 
+#: the modules a speed line's command may run.
+BENCH_MODULES = ("benchmarks.bench_", "harmonies_apps.ladder.bench")
+
+
 def test_speed_commands_name_the_script_that_prints_the_case():
     for r in lines("speed"):
         argv = shlex.split(r["command"])
         if argv[0] == "taskset":
             argv = argv[3:]
-        assert argv[:2] == ["python", "-m"] and argv[2].startswith("benchmarks.bench_"), r["command"]
+        # a benchmark script (benchmarks.bench_*), or an app's own (the ladder's sits above benchmarks/ in the layers)
+        assert argv[:2] == ["python", "-m"] and argv[2].startswith(BENCH_MODULES), r["command"]
         source = (ROOT / (argv[2].replace(".", "/") + ".py")).read_text()
         assert f'"{r["case"]}"' in source, f"{argv[2]} prints no case {r['case']!r}"
         if argv[2] == "benchmarks.bench_batch" and "--only" in argv:

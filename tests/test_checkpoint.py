@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import pytest
 
+from agents.archive import read_npz
 from agents.checkpoint import (
     SCHEMA_VERSION,
     CheckpointError,
-    check_npz_members,
     read_checkpoint,
     weights_sha256,
     write_checkpoint,
@@ -44,12 +44,12 @@ def test_the_sidecar_schema_round_trips_and_refuses_a_flipped_byte_a_foreign_for
         read_checkpoint(path, ".npz", "mlp", "an MLP checkpoint", 1 << 20)
     with pytest.raises(CheckpointError, match=r"net\.npz: larger than an n-tuple checkpoint could be \(100 bytes"):
         read_checkpoint(path, ".npz", "ntuple", "an n-tuple checkpoint", 100)  # refused before it is read
-    check_npz_members(ck.data, 4 * 12 + 1024, path)  # what the n-tuple loader calls before np.load
+    assert np.array_equal(read_npz(ck.data, 4 * 12 + 1024, path)["weights"], w)  # what the n-tuple loader calls
     bomb = io.BytesIO()
     np.savez_compressed(bomb, weights=np.zeros(1 << 22, dtype=np.float32))  # 16 MiB of zeros in a few KiB
     assert len(bomb.getvalue()) < 100_000
     with pytest.raises(CheckpointError, match=r"bomb\.npz: its arrays would take [0-9,]+ bytes, more than the 1,072"):
-        check_npz_members(bomb.getvalue(), 4 * 12 + 1024, "bomb.npz")
+        read_npz(bomb.getvalue(), 4 * 12 + 1024, "bomb.npz")
     _flip(path)
     with pytest.raises(CheckpointError, match=r"net\.npz: SHA-256 [0-9a-f]{64} is not the [0-9a-f]{64} that net\.json"):
         read_checkpoint(path, ".npz", "ntuple", "an n-tuple checkpoint", 1 << 20)
@@ -133,16 +133,3 @@ def test_a_trainer_checkpoint_round_trips_and_a_flipped_one_is_skipped(tmp_path)
     assert path == second and rec["format"] == "trainer" and rec["state"] == {"pool": [2]} and rec["timesteps"] == 2
     _flip(second)
     assert latest_checkpoint(tmp_path)[0] == first  # a torn or flipped newest one: the one before it
-
-
-def test_the_shipped_files_old_names_still_load_with_a_note():
-    """`learned:.../checkpoints/ntuple.npz` and `mlp:.../checkpoints/learned.pt`, as typed before the rename."""
-    from agents.checkpoint import SHIPPED, checkpoint_pair
-
-    with pytest.warns(FutureWarning, match="ntuple.npz is now .*learned.npz"):
-        assert checkpoint_pair(SHIPPED / "ntuple.npz", ".npz", "x") == (SHIPPED / "learned.npz",
-                                                                       SHIPPED / "learned.json")
-    with pytest.warns(FutureWarning, match="learned.pt is now .*mlp.pt"):
-        assert checkpoint_pair(SHIPPED / "learned", ".pt", "x")[0] == SHIPPED / "mlp.pt"
-    with pytest.raises(FileNotFoundError):  # elsewhere an old name is just a missing file
-        checkpoint_pair(SHIPPED.parent / "ntuple.npz", ".npz", "x")

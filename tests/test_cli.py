@@ -103,7 +103,7 @@ def test_tournament_and_solo_commands_write_outputs(tmp_path, capsys):
     assert cli.main(["tournament", "--agents", "random", "greedy:2", "--games", "2", "--quiet",
                      "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "win rate" in out and "openskill" in out
+    assert "win rate" in out and "elo" in out and "random = 0" in out
     assert (tmp_path / "tournament.json").exists() and (tmp_path / "tournament.png").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tournament.json", "tournament.png",
                                                           "tournament_games.csv"]  # no temporary files left
@@ -134,18 +134,18 @@ def test_time_budgets_are_named_as_not_reproducible(capsys):
     assert "not reproducible" not in capsys.readouterr().err
 
 
-def test_tournament_without_openskill_or_matplotlib_still_reports(tmp_path, monkeypatch, capsys):
-    """Ratings and the PNG are optional: the games' results are never lost for lack of them."""
-    for name in ("openskill", "openskill.models", "matplotlib", "matplotlib.pyplot"):
+def test_tournament_without_matplotlib_still_reports(tmp_path, monkeypatch, capsys):
+    """The PNG is optional: the games' results and ratings are never lost for lack of it."""
+    for name in ("matplotlib", "matplotlib.pyplot"):
         monkeypatch.setitem(sys.modules, name, None)  # `import name` now raises ModuleNotFoundError
     assert cli.main(["tournament", "--agents", "random", "greedy:2", "--games", "2", "--quiet",
                      "--out", str(tmp_path)]) == 0
     cap = capsys.readouterr()
-    assert "win rate" in cap.out and "openskill" not in cap.out
-    assert 'no OpenSkill ratings: the openskill package is not installed (pip install -e ".[train]")' in cap.err
-    assert "no PNG" in cap.err
+    assert "win rate" in cap.out and "elo" in cap.out
+    assert 'no PNG: the matplotlib package is not installed (pip install -e ".[train]")' in cap.err
     data = json.loads((tmp_path / "tournament.json").read_text())
-    assert data["summary"]["agents"]["random"]["games"] == 2 and len(data["summary"]["notes"]) == 2
+    assert data["summary"]["agents"]["random"]["games"] == 2 and len(data["summary"]["notes"]) == 1
+    assert data["summary"]["agents"]["random"]["elo"] == 0.0
     assert not (tmp_path / "tournament.png").exists() and (tmp_path / "tournament_games.csv").exists()
 
 
@@ -213,7 +213,7 @@ def test_bench_runs_with_its_options(capsys):
 
 
 def fake_train(monkeypatch, main):
-    name = cli.forwarded_module("train")  # harmonies_experiments.train when installed, experiments.train if not
+    name = cli.forwarded_module("train")  # experiments.train
     mod = types.ModuleType(name)
     mod.main = main
     monkeypatch.setitem(sys.modules, name, mod)
@@ -430,7 +430,7 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert out.startswith("usage: harmonies train solo-ppo")
     assert_each_default_said_once(out, options=8)
     # learned runs under experiments.train like the others (called as `harmonies train` calls it: sys.argv[0] set
-    # so; directly, as an installed `harmonies_experiments` may be another checkout's)
+    # so; directly, as an installed `experiments` may be another checkout's)
     monkeypatch.setattr(sys, "argv", ["harmonies train"])
     with pytest.raises(SystemExit):
         train.main(["learned", "--help"])
@@ -438,13 +438,12 @@ def test_train_usage_names_the_command_it_was_run_as_and_help_says_each_default_
     assert out.startswith("usage: harmonies train learned") and "experiments/configs/learned.toml" in out
     assert "python -m experiments.train_mlp" not in out
     assert_each_default_said_once(out, options=8)
-    with pytest.raises(SystemExit):  # the MLP baseline trains as `mlp`; `ntuple` is the flagship's old name
+    with pytest.raises(SystemExit):  # the MLP baseline trains as `mlp`
         train.main(["mlp", "--help"])
     assert "experiments/configs/mlp.toml" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit):  # `ntuple`, the flagship's name before issue 35, is gone
         train.main(["ntuple", "--help"])
-    said = capsys.readouterr()
-    assert said.out.startswith("usage: harmonies train learned") and "`train ntuple` is now `train learned`" in said.err
+    assert "invalid choice: 'ntuple'" in capsys.readouterr().err
 
 
 def assert_each_default_said_once(help_text: str, options: int) -> None:

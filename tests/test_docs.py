@@ -5,7 +5,10 @@ A block whose first line is `# not run by tests/test_docs.py: <reason>` is skipp
 run here, e.g. it needs a trained checkpoint)."""
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,8 +49,14 @@ def test_there_are_blocks_in_the_readme_and_every_page_of_examples():
 def test_python_block_runs(name, code, tmp_path, monkeypatch):
     if code.startswith(SKIP_MARK):
         pytest.skip(code.splitlines()[0][len(SKIP_MARK):].strip())
-    monkeypatch.chdir(tmp_path)  # a block that writes files writes them here
-    exec(compile(code, name, "exec"), {"__name__": "__docs__"})
+    # as a user pastes it into a script of their own folder: a fresh process, from a temporary folder outside the
+    # checkout, with no PYTHONPATH (the project comes from its install, `pip install -e .` as the README says)
+    script = tmp_path / "block.py"
+    script.write_text(code)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, f"{name}:\n{done.stderr[-3000:]}"
 
 
 def table_rows(text: str, header: str) -> list[list[str]]:

@@ -127,7 +127,7 @@ def test_one_typed_config_loader_for_every_command(tmp_path):
     values of the wrong kind are refused by name, once, at load (the same words for every command); left-out settings
     read as their defaults, optional ones ([ppo]'s) stay out; `--set` reaches into a table setting."""
     from experiments.flat_ppo import SCHEMAS
-    from experiments.train_mlp import DEFAULTS
+    from experiments.mlp_config import DEFAULTS
 
     solo = SCHEMAS["solo-ppo"]
     f = tmp_path / "c.toml"
@@ -156,7 +156,7 @@ def test_one_typed_config_loader_for_every_command(tmp_path):
 
 
 def test_shipped_configs_parse_and_name_known_keys():
-    from experiments.train import COMMANDS, CONFIGS, schema
+    from experiments.commands import COMMANDS, CONFIGS, schema
 
     for name, (_, _, file, _) in COMMANDS.items():
         if file is None:  # a command that parses its own flags and config
@@ -179,6 +179,9 @@ def test_train_command_line_errors(tmp_path, capsys):
         train.main(["solo-ppo", "--run", str(tmp_path / "b"), "--resume"])
     with pytest.raises(SystemExit, match=r"\[env\] vec must be"):
         train.main(["solo-ppo", "--run", str(tmp_path / "c"), "--set", 'env.vec="fast"'])
+    assert not (tmp_path / "c").exists()  # a refused new run leaves no folder
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text(json.dumps({"algo": "solo-ppo", "seed": 0, "config": {}}))
     with pytest.raises(SystemExit, match="is a solo-ppo run, not versus-ppo"):
         train.main(["versus-ppo", "--run", str(tmp_path / "c"), "--resume"])
     with pytest.raises(SystemExit):  # argparse: unknown command
@@ -271,7 +274,8 @@ def test_training_resumes_after_sigkill_during_checkpoint_writes(tmp_path):
 
 def test_a_tiny_run_is_evaluated_and_plotted(tmp_path, capsys):
     pytest.importorskip("sb3_contrib", reason="needs the train extra: pip install -e \".[train]\"")
-    from experiments import evaluate, plot, train
+    from experiments import plot, train
+    from experiments.ppo import evaluate
 
     run = tmp_path / "solo"
     assert train.main(["solo-ppo", "--run", str(run), "--no-progress", "--set", "run.timesteps=256",
@@ -311,7 +315,7 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
     import torch
 
     from experiments import train
-    from experiments.runner import CHECKPOINT_FORMAT
+    from experiments.ppo.checkpoint import CHECKPOINT_FORMAT
 
     small = ["--no-progress", "--set", "run.eval_every=0", "--set", "run.eval_episodes=2", "--set", "env.n_envs=8",
              "--set", "ppo.n_steps=16", "--set", "ppo.batch_size=64", "--set", "ppo.net_arch=[16]",
@@ -375,7 +379,8 @@ def test_checkpoints_are_weights_only_and_resume_unpickles_nothing(tmp_path, mon
     import gymnasium as gym
 
     import harmonies_env.env_gym  # noqa: F401  (registers the envs)
-    from experiments.runner import init_from, make_ppo
+    from experiments.ppo.checkpoint import init_from
+    from experiments.ppo.runner import make_ppo
 
     fresh = make_ppo(gym.make("harmonies/Solo-v0"), {"net_arch": [16]}, 5, "cpu", None)
     init_from(fresh, path2)

@@ -850,3 +850,80 @@ def test_determinize_arguments():
     with pytest.raises(ValueError, match="seed"):
         determinize(g, 0, -5)
     assert np.array_equal(determinize(g, 0, 4).state, determinize(g, np.int64(0), 4).state)
+
+
+def test_ppo_hands_torch_only_writable_arrays(tiny_zip, monkeypatch):
+    """`ppo:PATH` on the engine's read-only views printed torch's "The given NumPy array is not writable" warning
+    (issue 47): the batched decision copies them first. Checked at torch.as_tensor itself, as torch warns only once
+    per process."""
+    import torch
+
+    from agents import make_agent
+    from agents.match import play_match
+
+    real, read_only = torch.as_tensor, []
+
+    def as_tensor(data, *args, **kwargs):
+        if isinstance(data, np.ndarray) and not data.flags.writeable:
+            read_only.append(data.shape)
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "as_tensor", as_tensor)
+    results = play_match([make_agent(f"ppo:{tiny_zip}"), "random"], games=2, seed=1)
+    assert len(results) == 2 and read_only == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# unpickled games and envs, sidecar types (issue 47)
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("field, value", [("NUM_PLAYERS", 99), ("NUM_MARKET", 10**8), ("SIDE", 7)])
+def test_an_edited_pickled_game_or_env_is_refused_in_one_line(field, value):
+    g = Game(2, seed=3)
+    for _ in range(6):
+        g.step(g.legal_actions()[0])
+    twin = pickle.loads(pickle.dumps(g))
+    assert np.array_equal(twin.state, g.state) and twin.history == g.history
+    if not hasattr(S, field):
+        pytest.skip(f"no state field {field}")
+    g._state[getattr(S, field)] = value  # a data-only edit of what the pickle holds
+    with pytest.raises(ValueError) as e:
+        pickle.loads(pickle.dumps(g))
+    assert "\n" not in str(e.value)
+    env = SoloEnv()
+    env.reset(seed=1)
+    env.game._state[getattr(S, field)] = value
+    with pytest.raises(ValueError):
+        pickle.loads(pickle.dumps(env))
+
+
+def test_pickled_games_keep_their_types_and_explicit_chance_round_trips():
+    import copy
+
+    g = Game(3, seed=4, explicit_chance=True)  # its set-up's first chance node: not a valid decision state
+    assert np.array_equal(pickle.loads(pickle.dumps(g)).state, g.state)
+    g.sample_chance()
+    assert np.array_equal(pickle.loads(pickle.dumps(g))._chance, g._chance)
+    fresh = Game(3, seed=5, explicit_chance=True)
+    fresh._state[S.NUM_PLAYERS] = 9  # an edited fresh game is not the one its seed deals
+    with pytest.raises(ValueError):
+        pickle.loads(pickle.dumps(fresh))
+    h = Game(2, seed=1)
+    for bad in ({"num_players": True}, {"seed": 2.0}, {"history": [True]}, {"history": (1,)}, {"extra": 1}):
+        d = {**h.__getstate__(), **bad}
+        with pytest.raises(ValueError):
+            Game.__new__(Game).__setstate__(d)
+    assert copy.deepcopy(h).history == h.history
+
+
+def test_sidecar_numbers_are_exactly_ints_not_booleans(tmp_path):
+    from agents.checkpoint import CheckpointError, read_checkpoint, weights_match, write_checkpoint
+
+    path = write_checkpoint(tmp_path / "w.npz", b"data", "ntuple", {"k": 1}, {"weights": [1]})
+    doc = json.loads(path.with_suffix(".json").read_text())
+    assert read_checkpoint(path, ".npz", "ntuple", "x", 100).config == {"k": 1}
+    for edit in ({"version": True}, {"shapes": {"weights": [True]}}):
+        path.with_suffix(".json").write_text(json.dumps({**doc, **edit}))
+        with pytest.raises(CheckpointError):
+            read_checkpoint(path, ".npz", "ntuple", "x", 100)
+    assert weights_match(b"d", {**doc, "bytes": 1, "sha256": doc["sha256"]}) is False
+    assert not weights_match(b"d", {"bytes": True, "sha256": __import__("hashlib").sha256(b"d").hexdigest()})

@@ -17,8 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PACKAGES = ["harmonies_env", "agents", "experiments", "benchmarks", "harmonies_apps"]
-#: The names the wheel installs `agents`, `experiments` and `benchmarks` under (setup.py): the same layers.
-ALIASES = {"harmonies_agents": "agents", "harmonies_experiments": "experiments", "harmonies_benchmarks": "benchmarks"}
 
 #: harmonies_env modules that hold the jitted kernels and the data they read: pure functions over arrays, no classes
 #: that wrap them. Every other harmonies_env module is the game-and-envs layer.
@@ -26,13 +24,13 @@ KERNELS = {"data", "geometry", "stacks", "cards", "actions", "state", "scoring",
            "validate", "io", "batch_kernels"}
 
 RANK = {"kernels": 0, "harmonies_env": 1, "agents": 2, "experiments": 3, "benchmarks": 4, "harmonies_apps": 5}
-MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES + list(ALIASES)))
+MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES))
 
 
 def layer(module: str) -> str | None:
     """The layer of a dotted module name, or None for a module outside the project."""
     parts = module.split(".")
-    top = ALIASES.get(parts[0], parts[0])
+    top = parts[0]
     if top not in PACKAGES:
         return None
     if top == "harmonies_env" and len(parts) > 1 and parts[1] in KERNELS:
@@ -81,10 +79,7 @@ def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
             continue
         for target in sorted(imports(module, source, is_package)):
             theirs = layer(target)
-            if target.split(".")[0] in ALIASES and own != "harmonies_apps" and \
-                    not (is_package and target == "harmonies_agents"):  # the wheel's bootstrap of `import agents`
-                bad.append(f"{module} -> {target} (the installed alias is for the CLI only)")
-            elif RANK[theirs] > RANK[own]:
+            if RANK[theirs] > RANK[own]:
                 bad.append(f"{module} -> {target} ({own} may not import {theirs})")
     return bad
 
@@ -171,6 +166,142 @@ def test_an_upward_import_is_caught():
         assert found and all(v.startswith(module + " -> ") for v in found), (module, found)
 
 
+# ------------------------------------------------------------------------------------------- no cycle inside a package
+
+#: Import edges of a cycle exempted while a change in flight removes them (none now; an entry whose edge is gone fails).
+PENDING_CYCLE_EDGES: set[tuple[str, str]] = set()
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the project modules it imports (module level or deferred, or names as a module string), each edge
+    within one package (a cycle inside a package; across packages the layers above forbid them). A package's
+    `from . import x` names the package itself: no edge."""
+    graph = {}
+    for module, (source, is_package) in sources.items():
+        top = module.split(".")[0]
+        graph[module] = {m for m in imports(module, source, is_package)
+                         if m in sources and m != module and m.split(".")[0] == top
+                         and (module, m) not in PENDING_CYCLE_EDGES}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module, each as one cycle through it: ['a', 'b', 'a'].
+    Tarjan's algorithm, iterative."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                component = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    component.append(w)
+                    if w == v:
+                        break
+                if len(component) > 1:
+                    found.append(_cycle_through(graph, set(component)))
+    return found
+
+
+def _cycle_through(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """One cycle inside a strongly connected component, from its first module back to it (for the message)."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:  # breadth first, inside the component, until an edge leads back to the start
+        nxt = []
+        for v in frontier:
+            for w in sorted(graph[v] & component):
+                if w == start:
+                    return paths[v] + [start]
+                if w not in paths:
+                    paths[w] = paths[v] + [w]
+                    nxt.append(w)
+        frontier = nxt
+    return sorted(component)
+
+
+def test_no_import_cycle_inside_a_package():
+    """No module of a package imports, through any chain of imports (deferred ones and module strings included),
+    a module that imports it back: each package's modules form layers of their own."""
+    sources = project_sources()
+    graph = import_graph(sources)
+    assert sum(len(v) for v in graph.values()) > 200  # the walk found the project's edges
+    assert cycles(graph) == []
+    for a, b in PENDING_CYCLE_EDGES:  # an exemption of an edge that is gone is removed
+        assert b in imports(a, *sources[a]), f"{a} no longer imports {b}: remove it from PENDING_CYCLE_EDGES"
+
+
+def test_an_import_cycle_is_caught():
+    """The check fails on a cycle added in any of the forms an import takes: module level, deferred, relative, a
+    module string, through a chain of modules."""
+    sources = project_sources()
+    cases = {
+        "agents.greedy.terms": "from agents.greedy.agent import GreedyAgent\n",                    # a two-module cycle
+        "experiments.common": "def f():\n    from .train import main\n",                          # deferred, relative
+        "benchmarks.decisions": "import importlib\nM = importlib.import_module('benchmarks.bench_mlp')\n",  # string
+        "harmonies_env.state": "from harmonies_env import game\n",                                 # a longer chain
+    }
+    for module, added in cases.items():
+        text, is_package = sources[module]
+        found = cycles(import_graph({**sources, module: (text + "\n" + added, is_package)}))
+        assert len(found) == 1 and module in found[0] and found[0][0] == found[0][-1], (module, found)
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+# ------------------------------------------------------------------------------------ no source module over 700 lines
+
+MAX_LINES = 700
+#: Modules exempted while a change in flight splits them (none now; an entry must still exist).
+PENDING_SPLITS: set[str] = set()
+
+
+def long_modules(root: Path = ROOT) -> dict[str, int]:
+    """'folder/module.py' -> its line count, for every module of the packages over MAX_LINES."""
+    out = {}
+    for folder in PACKAGES:
+        for path in sorted((root / folder).rglob("*.py")):
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > MAX_LINES:
+                out[path.relative_to(root).as_posix()] = n
+    return out
+
+
+def test_no_source_module_is_over_700_lines(tmp_path):
+    """A module that holds several jobs is split along its seams; the check can fail."""
+    found = long_modules()
+    assert set(found) - PENDING_SPLITS == set(), found
+    assert all((ROOT / m).exists() for m in PENDING_SPLITS)
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "big.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    assert long_modules(tmp_path) == {"agents/big.py": MAX_LINES + 1}
+
+
 # ------------------------------------------------------------------------ one GameConfig below the public constructors
 
 #: The loose game arguments. Below the public constructors a game's rules travel as ONE `config: GameConfig`.
@@ -188,13 +319,13 @@ PUBLIC_CONSTRUCTORS = {
 #: Where loose values from outside (arguments, a command line, an HTTP request, a run's [env] settings) become the
 #: config: each takes the players it counted (agents given, opponents), nothing else loose.
 CONFIG_BUILDERS = {"harmonies_env.config.game_config_from",
-                   "harmonies_apps.serve.request_config", "experiments.flat_ppo.env_config"}
-#: The functions that still accept the old loose form for one release (a FutureWarning, then the config); the
-#: release after next removes it.
+                   "harmonies_apps.serve.sessions.request_config", "experiments.flat_ppo.env_config"}
+#: The functions that still accept the old loose form (a FutureWarning, then the config), each in a file another
+#: change of this round owns; they go with `harmonies_env.config.old_arguments` itself.
 DEPRECATED_FORMS = {"agents.match.play_match", "agents.match.run_match", "agents.match.play_game",
-                    "agents.match.replay_result", "harmonies_apps.tournament.run_games", "harmonies_apps.play.play",
+                    "agents.match.replay_result", "harmonies_apps.tournament.run_games",
                     "harmonies_env.batch.init_batch", "harmonies_env.batch.BatchedGames.__init__",
-                    "harmonies_env.batch.SelfPlayBatch.__init__", "agents.pool_env.PoolVecEnv.__init__"}
+                    "harmonies_env.batch.SelfPlayBatch.__init__"}
 #: Not converted yet, because another change owns the file this round (remove each entry once it takes a config).
 PENDING: set[str] = set()
 
@@ -239,7 +370,7 @@ def test_no_loose_game_arguments_below_the_public_constructors():
     allowed = PUBLIC_CONSTRUCTORS | CONFIG_BUILDERS | PENDING
     assert sorted(set(found) - allowed) == []
     assert sorted(allowed - set(found)) == [], "an allow-listed name no longer takes loose arguments: remove it"
-    # the old loose form lives on, for one release, only in the functions listed (each goes through
+    # the old loose form lives on only in the functions listed (each goes through
     # `harmonies_env.config.old_arguments`: a FutureWarning, then the one config)
     shims = {name for module, (source, _) in project_sources().items() for name, fn in functions(module, source)
              if any(isinstance(c, ast.Call) and _called(c) == "old_arguments" for c in ast.walk(fn))}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from agents import GreedyAgent, RandomAgent, make_agent
-from agents.match import agent_seed, play_match, policy_of, replay_result, summarize, totals_of, win_shares
+from agents.match import agent_seed, describe, play_match, policy_of, replay_result, totals_of, win_shares
 from agents.policy import AgentPolicy, BatchView, is_native
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, GameConfig
@@ -48,7 +48,7 @@ def test_the_docs_user_policy_plays_1024_games_against_greedy_and_64_against_the
     res = play_match([Policy(), "greedy"], games=1024, seed=0, threads=2)
     assert len(res) == 1024 and [r["game"] for r in res] == list(range(1024))
     assert [r["seats"] for r in res[:2]] == [["mine", "greedy"], ["greedy", "mine"]]
-    s = summarize(res)
+    s = describe(res)
     assert s["agents"]["mine"]["games"] == s["agents"]["greedy"]["games"] == 1024
     assert s["agents"]["greedy"]["win_rate"] > 0.95 > s["agents"]["mine"]["win_rate"]  # an untrained net loses
     again = play_match([Policy(), "greedy"], games=[5, 700], seed=0)  # any subset of the games: the same games
@@ -90,7 +90,7 @@ def test_seat_rotation_and_paired_seeds():
         i = r["game"]
         assert r["seats"] == [names[(k + i) % 4] for k in range(4)]  # seat k holds policy (k + i) % 4
         assert r["seed"] == 100 + i // 4  # every seed from every seating
-    assert all(summarize(res)["agents"][nm]["games"] == 8 for nm in names)
+    assert all(describe(res)["agents"][nm]["games"] == 8 for nm in names)
     assert [r["seed"] for r in play_match([GreedyAgent(beam=2)], games=3, seed=9)] == [9, 10, 11]
 
 
@@ -209,3 +209,32 @@ def test_the_old_loose_arguments_warn_once_and_play_the_same_games():
         play_match(["random", "random"], games=1, side="A", config=cfg)
     with pytest.raises(TypeError, match="unexpected keyword argument 'sides'"):
         play_match(["random", "random"], games=1, sides="A")
+
+
+def test_each_game_is_handed_over_once_as_it_ends_and_the_match_kept_in_game_order():
+    """play_match's on_result sees each game once, the same result it returns; run_match's on_result runs before a
+    game is kept, and `collect` ends in game order (issue 47: a stopped match keeps every game that came back)."""
+    from agents.match import run_match
+
+    seen: list[dict] = []
+    results = play_match(["random", "greedy:2"], games=[4, 1, 7], seed=2, on_result=seen.append)
+    assert len(seen) == 3 and sorted(seen, key=lambda r: r["game"]) == sorted(results, key=lambda r: r["game"])
+    kept: list[dict] = []
+    arrived: list[int] = []
+    out = run_match(["random", "greedy:2"], games=5, seed=2, progress=False, collect=kept,
+                    on_result=lambda r: arrived.append(len(kept)))
+    assert out is kept and [r["game"] for r in out] == list(range(5)) and sorted(arrived) == list(range(5))
+    assert out == run_match(["random", "greedy:2"], games=5, seed=2, progress=False, jobs=2)
+
+
+def test_an_illegal_action_error_pickles_as_itself():
+    """A `--jobs` worker's IllegalActionError reaches the parent through pickle: unpickled from its message alone it
+    raised TypeError in the pool's result thread and the match waited forever."""
+    import pickle
+
+    from harmonies_env.game import IllegalActionError
+
+    e = pickle.loads(pickle.dumps(IllegalActionError(5, "policy 'x' in game 3: not legal", "take central space 5")))
+    assert type(e) is IllegalActionError and (e.action, e.reason, e.description) == (
+        5, "policy 'x' in game 3: not legal", "take central space 5")
+    assert str(e) == "illegal action 5 (take central space 5): policy 'x' in game 3: not legal"

@@ -49,7 +49,8 @@ from agents.mlp import (  # noqa: E402
 )
 from experiments.eval_mlp import main as eval_main  # noqa: E402
 from experiments.eval_mlp import play_vs_greedy  # noqa: E402
-from experiments.train_mlp import Trainer, load_config, save_agent_checkpoint  # noqa: E402
+from experiments.mlp_config import load_config  # noqa: E402
+from experiments.train_mlp import Trainer, save_agent_checkpoint  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
@@ -569,11 +570,11 @@ def test_config_errors():
         load_config(TINY, ["run.threads=true"])
 
 
-def _train(run: Path, iterations: int, extra: list[str] | None = None, alias: bool = False) -> subprocess.Popen:
+def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
     """`python -m experiments.train mlp` on the tiny config, seed 5, up to `iterations`; with --resume when the
-    run folder holds a run (config.json). alias: through `python -m experiments.train_mlp --iterations N`."""
-    until = ["--iterations", str(iterations)] if alias else ["--set", f"run.iterations={iterations}"]
-    cmd = [sys.executable, "-m", *(["experiments.train_mlp"] if alias else ["experiments.train", "mlp"]),
+    run folder holds a run (config.json)."""
+    until = ["--set", f"run.iterations={iterations}"]
+    cmd = [sys.executable, "-m", "experiments.train", "mlp",
            "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -654,7 +655,7 @@ def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
     training, the play settings) resumes: they read as their defaults. The run plays the plain beam's candidates
     (the defaults), so this also trains that way; changing only how the result is played does not stop a resume."""
     plain = ["--set", "selfplay.diverse=false", "--set", "train.augment=false"]
-    p = _train(tmp_path, 10, plain, alias=True)
+    p = _train(tmp_path, 10, plain)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     ck = sorted((tmp_path / "checkpoints").glob("step_*.json"))[-1]
     record = json.loads(ck.read_text())

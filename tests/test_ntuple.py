@@ -20,7 +20,7 @@ from agents.afterstate import NUM_FEATURES
 from agents.base import private_copy
 from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
-from agents.ntuple.kernels import td_step
+from agents.ntuple.learning import td_step
 from experiments.train_ntuple import play_vs_greedy
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize

@@ -1,6 +1,6 @@
-"""The wheel as a user installs it: the project's own top-level names only, and the CLI's forwarded commands work
-from it outside the checkout (setup.py maps agents/, experiments/ and benchmarks/ to harmonies_agents,
-harmonies_experiments and harmonies_benchmarks, subpackages included)."""
+"""The wheel as a user installs it: one import name per folder (harmonies_env, harmonies_apps, agents, experiments,
+benchmarks; subpackages included), the same names the docs and the code use, and they work from it outside the
+checkout, each imported first in a fresh process; so does the README's editable install."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OWN_NAMES = {"harmonies_env", "harmonies_apps", "harmonies_agents", "harmonies_experiments", "harmonies_benchmarks"}
+OWN_NAMES = {"harmonies_env", "harmonies_apps", "agents", "experiments", "benchmarks"}
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def wheel(tmp_path_factory) -> Path:
     # built from a copy of what the wheel is made of, so setuptools' build/ folder never lands in (or is reused
     # from) the checkout, where files of since-deleted modules would linger
     source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, source / name)
     for name in ("harmonies_env", "harmonies_apps", "agents", "experiments", "benchmarks"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
@@ -43,22 +43,28 @@ def installed(wheel, tmp_path_factory) -> Path:
     return target
 
 
-def test_the_wheel_installs_only_the_projects_own_names(wheel):
+def test_the_wheel_installs_each_folder_under_its_own_name(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
-    assert tops == OWN_NAMES  # no generic `agents`, `experiments` or `benchmarks` package lands in site-packages
-    assert all(n.startswith("harmonies") for n in tops)
-    for init in (ROOT / "agents").rglob("__init__.py"):  # every subpackage, found by setup.py (no list to edit)
-        assert "harmonies_agents/" + init.relative_to(ROOT / "agents").as_posix() in names, init
-    assert "harmonies_experiments/train.py" in names and "harmonies_benchmarks/bench_engine.py" in names
-    assert "harmonies_experiments/configs/solo_ppo.toml" in names
-    assert "harmonies_agents/checkpoints/mlp.pt" in names and "harmonies_agents/checkpoints/learned.npz" in names
-    assert "harmonies_agents/__init__.py" in names and "harmonies_agents/mlp/kernels.py" in names
+    assert tops == OWN_NAMES  # the folders, nothing else (no tests/, no second name for a package)
+    for top in OWN_NAMES:  # every subpackage, found (no list to edit)
+        for init in (ROOT / top).rglob("__init__.py"):
+            assert init.relative_to(ROOT).as_posix() in names, init
+    assert "experiments/train.py" in names and "benchmarks/bench_engine.py" in names
+    assert "experiments/configs/solo_ppo.toml" in names and "harmonies_env/data/components.json" in names
+    assert "agents/checkpoints/mlp.pt" in names and "agents/checkpoints/learned.npz" in names
+    assert not any("_alias" in n for n in names)  # no import hook holds names together
     (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     text = zipfile.ZipFile(wheel).read(license_file).decode()
     assert text.startswith("MIT License") and text == (ROOT / "LICENSE").read_text()
     metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: MIT" in metadata
+
+
+#: What a user's script starts with (the docs' imports), each tried first in a fresh process.
+FIRST_IMPORTS = ["from agents import make_agent", "from experiments.selfplay import Learner",
+                 "from benchmarks.bench_engine import main", "from harmonies_apps.tournament import run_games",
+                 "from harmonies_env import Game"]
 
 
 def _run_installed(installed: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -68,16 +74,12 @@ def _run_installed(installed: Path, cwd: Path, *args: str) -> subprocess.Complet
 
 
 def test_train_and_bench_run_from_the_installed_wheel(installed, tmp_path):
-    probe = subprocess.run([sys.executable, "-c", "import harmonies_apps, harmonies_experiments; "
-                            "import agents.registry, harmonies_agents.registry, agents.mlp.kernels; "
-                            "assert agents.registry is harmonies_agents.registry; "
-                            "assert agents.mlp.kernels is harmonies_agents.mlp.kernels; "
-                            "print(harmonies_apps.__file__); print(harmonies_experiments.__file__); "
-                            "print(agents.__file__)"],
-                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(installed)},
-                           capture_output=True, text=True, timeout=120)
-    assert probe.returncode == 0, probe.stderr
-    assert all(line.startswith(str(installed)) for line in probe.stdout.split())  # the wheel's copy, not the checkout
+    for first in FIRST_IMPORTS:  # each name works imported first, in a fresh process, from a folder of the user's
+        probe = subprocess.run([sys.executable, "-c", f"{first}; import sys; print(sys.modules[{first.split()[1]!r}]"
+                                ".__file__)"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(installed)},
+                               capture_output=True, text=True, timeout=120)
+        assert probe.returncode == 0, (first, probe.stderr[-2000:])
+        assert probe.stdout.strip().startswith(str(installed)), first  # the wheel's copy, not the checkout
     train = _run_installed(installed, tmp_path, "train", "--help")
     assert train.returncode == 0, train.stderr
     assert train.stdout.startswith("usage: harmonies train") and "solo-ppo" in train.stdout
@@ -114,3 +116,16 @@ def test_the_harmonies_command_runs_from_outside_the_checkout(tmp_path):
                           timeout=300)
     assert done.returncode == 0 and done.stdout.startswith("usage: harmonies tournament"), done.stderr[-2000:]
     assert "learned" in done.stdout  # the agents' help came from the registry
+
+
+def test_the_editable_install_imports_every_name_from_any_folder(tmp_path):
+    """The README's editable install: from a folder outside the checkout, with no PYTHONPATH, `from agents import ...`
+    works as a script's first import (issue 47: it failed unless another package was imported first)."""
+    if not (Path(sys.prefix) / "bin" / "harmonies").exists():
+        pytest.skip("not an installed environment (pip install -e .)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for first in FIRST_IMPORTS:
+        done = subprocess.run([sys.executable, "-c", f"{first}; import sys; print(sys.modules[{first.split()[1]!r}]"
+                               ".__file__)"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (first, done.stderr[-2000:])
+        assert done.stdout.strip().startswith(str(ROOT)), first  # this checkout's, through the editable install

@@ -111,8 +111,9 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
     exactly, a killed worker is restarted and the run goes on, and the samples train the learner."""
     import numpy as np
 
-    from experiments.selfplay_workers import SelfPlayWorkers, feed
-    from experiments.train_mlp import Trainer, load_config
+    from experiments.mlp_config import load_config
+    from experiments.mlp_workers import MLPWorkers, feed
+    from experiments.train_mlp import Trainer
 
     cfg = load_config(str(Path(__file__).resolve().parents[1] / "experiments" / "configs" / "mlp_tiny.toml"), [])
     learner = Trainer(cfg, seed=0, run=tmp_path, progress=False)
@@ -120,14 +121,14 @@ def test_selfplay_workers_feed_the_learner_survive_a_kill_and_resume(cluster, tm
     def same(a: list[dict], b: list[dict]) -> bool:
         return all(np.array_equal(x[k], y[k]) for x, y in zip(a, b) for k in ("x", "tot", "win", "np"))
 
-    with SelfPlayWorkers(cfg, seed=1, workers=2) as pool:
+    with MLPWorkers(Trainer, cfg, seed=1, workers=2) as pool:
         pool.publish(learner.net.state_dict())
         first = pool.collect(60)
         assert all(r["games"] > 0 and len(r["np"]) > 0 for r in first) and not same(first[:1], first[1:])
         snap = pool.snapshot()
         after = pool.collect(20)
         later = pool.collect(60)
-    with SelfPlayWorkers(cfg, seed=1, workers=2) as again:
+    with MLPWorkers(Trainer, cfg, seed=1, workers=2) as again:
         again.publish(learner.net.state_dict())
         assert same(again.collect(60), first)  # same seed, same workers: the same run
         again.collect(5)
@@ -179,13 +180,13 @@ def test_learner_with_workers_same_seed_same_run_and_a_dead_worker_changes_nothi
     """Training from 2 workers: the same seed and worker count give the same weights, and a worker whose process is
     killed mid-run is restarted and put back where it was, so the run finishes with the same weights."""
     from experiments import train
-    from experiments.selfplay_workers import SelfPlayWorkers
+    from experiments.mlp_workers import MLPWorkers
 
     record = json.loads(sorted((worker_run / "checkpoints").glob("step_*.json"))[-1].read_text())
     assert record["state"]["samples_trained"] > 0 and len(record["state"]["workers"]) == 2  # it trained
     summary = json.loads((worker_run / "summary.json").read_text())
     assert summary["workers"] == 2 and summary["worker_restarts"] == 0 and summary["games"] > 0
-    collect, calls, pids = SelfPlayWorkers.collect, [], []
+    collect, calls, pids = MLPWorkers.collect, [], []
 
     def collect_and_kill(self, steps=1):
         calls.append(steps)
@@ -194,7 +195,7 @@ def test_learner_with_workers_same_seed_same_run_and_a_dead_worker_changes_nothi
             os.kill(pids[0], 9)
         return collect(self, steps)
 
-    monkeypatch.setattr(SelfPlayWorkers, "collect", collect_and_kill)
+    monkeypatch.setattr(MLPWorkers, "collect", collect_and_kill)
     assert train.main([*WORKER_RUN, "--run", str(tmp_path / "killed")]) == 0
     summary = json.loads((tmp_path / "killed" / "summary.json").read_text())
     assert pids and summary["worker_restarts"] == 1 and summary["iterations"] == 40
@@ -205,16 +206,17 @@ def test_mlp_workers_are_processes_without_ray_with_the_same_weights(worker_run,
     """`--workers N` means local processes for `mlp` as for `learned` (one flag, one meaning): no Ray is touched,
     and they give the weights of the Ray actors."""
     from experiments import train
-    from experiments.selfplay_workers import PROCESSES, SelfPlayWorkers
+    from experiments.mlp_workers import MLPWorkers
+    from experiments.selfplay_workers import PROCESSES
 
     transports = []
-    init = SelfPlayWorkers.__init__
+    init = MLPWorkers.__init__
 
-    def spy(self, cfg, seed, workers, transport="local"):
+    def spy(self, make, cfg, seed, workers, transport="local"):
         transports.append(transport)
-        init(self, cfg, seed, workers, transport)
+        init(self, make, cfg, seed, workers, transport)
 
-    monkeypatch.setattr(SelfPlayWorkers, "__init__", spy)
+    monkeypatch.setattr(MLPWorkers, "__init__", spy)
     assert train.main([*WORKER_RUN[:-2], "--run", str(tmp_path / "processes")]) == 0
     assert transports == [PROCESSES]
     assert _same_weights(tmp_path / "processes", worker_run)
@@ -261,7 +263,7 @@ def test_worker_flags_are_checked_in_one_line(tmp_path, capsys):
     assert len(err) == 1 and "give selfplay.workers (--workers N) too" in err[0]
     assert train.cli([*base, "--run", str(tmp_path / "c"), "--workers", "-1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "selfplay.workers must be >= 0" in err[0]
+    assert len(err) == 1 and "selfplay.workers = -1 is outside its range 0..1,024" in err[0]
 
 
 def test_workers_without_ray_name_the_distributed_extra(tmp_path, monkeypatch, capsys):
@@ -307,3 +309,17 @@ def test_learned_workers_on_ray_give_the_processes_weights(cluster, tmp_path):
     assert np.abs(want).sum() > 0
     assert np.array_equal(N.load_checkpoint(tmp_path / "ray" / "model.npz")[1], want)
     assert ray.is_initialized()  # --ray local used the running instance and left it running
+
+
+def test_ladder_on_ray_plays_the_games_of_jobs(cluster, tmp_path):
+    """`harmonies ladder play --ray local` stores the same games as in this process (issue 44)."""
+    from harmonies_apps.ladder import commands
+    from harmonies_env import GameConfig
+
+    stored = []
+    for name, ray_address in (("ray.db", "local"), ("here.db", None)):
+        with commands.init(tmp_path / name, GameConfig(2), 3, ["random", "greedy:2"]) as ladder:
+            commands.play(ladder, until_games=12, ray_address=ray_address)
+            stored.append([{k: v for k, v in g.items() if k not in ("id", "played", "cpu_seconds")}
+                           for g in ladder.games()])
+    assert len(stored[0]) == 12 and stored[0] == stored[1]

@@ -77,7 +77,8 @@ def test_config_sections_are_checked_once_with_one_line_errors():
     assert sp.games == 3 and sp.players == (2,)
     with pytest.raises(dataclasses.FrozenInstanceError):
         sp.games = 4  # type: ignore[misc]
-    for bad, words in (({"selfplay": {"games": 0}}, "[selfplay] games"), ({"train": {"lam": 2}}, "[train] lam"),
+    for bad, words in (({"selfplay": {"games": 0}}, "selfplay.games = 0 is outside its range"),
+                       ({"train": {"lam": 2}}, "train.lam = 2 is outside its range 0..1"),
                        ({"selfplay": {"nope": 1}}, "nope"), ({"nope": {}}, "nope")):
         with pytest.raises(ConfigError) as e:
             settings(bad)
@@ -117,7 +118,8 @@ def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
 def test_the_mlp_trainer_evaluates_through_the_one_evaluation(tmp_path):
     """`mlp`'s periodic evaluation is `selfplay.vs_greedy`: the games `python -m experiments.eval_mlp` plays."""
     from experiments.eval_mlp import play_vs_greedy
-    from experiments.train_mlp import Trainer, load_config
+    from experiments.mlp_config import load_config
+    from experiments.train_mlp import Trainer
 
     cfg = load_config(str(ROOT / "experiments" / "configs" / "mlp_tiny.toml"), ["eval.games=2", "eval.beam=2",
                                                                                  "eval.candidates=2"])

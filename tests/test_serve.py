@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -329,7 +330,7 @@ def test_another_clients_game_survives_100_new_games_from_a_second_client(client
     assert s["your_turn"] and _step(client, gid, s["legal"][0]["action"]).status_code == 200
 
 
-def test_eviction_forgets_finished_games_first_then_the_longest_idle(client):
+def test_eviction_forgets_idle_games_finished_first_and_a_finished_games_record_outlives_its_play(client):
     mgr = client.manager
     mgr.max_games = 4
     made = [_new(client, seed=k) for k in range(4)]
@@ -338,8 +339,16 @@ def test_eviction_forgets_finished_games_first_then_the_longest_idle(client):
     rng = random.Random(0)
     while not finished.is_over:  # set up: a finished game (moves straight through the engine)
         finished.step(rng.choice(finished.legal_actions()))
+    assert client.post("/api/games", json={}).status_code == 503  # just finished: its record is still wanted
+    assert _get(client, ids[2], "/record").status_code == 200
+    mgr.get(ids[2]).last_used -= mgr.idle_seconds + 1  # its player gone as long as an idle game's
+    mgr.get(ids[0]).last_used -= mgr.idle_seconds + 9  # and an idle game in play, idle for longer
     r = client.post("/api/games", json={"opponents": ["random"]})
-    assert r.status_code == 200 and ids[2] not in mgr.sessions and len(mgr.sessions) == 4
+    assert r.status_code == 200 and ids[2] not in mgr.sessions and ids[0] in mgr.sessions  # finished ones first
+    r = client.post("/api/games", json={"opponents": ["random"]})
+    assert r.status_code == 200 and ids[0] not in mgr.sessions  # then in play, idle past the timeout
+    ids[0] = r.json()["id"]
+    made[0] = {"id": ids[0], "token": r.json()["token"]}
     assert client.post("/api/games", json={}).status_code == 503  # the rest are in play
     mgr.get(ids[1]).last_used -= mgr.idle_seconds + 5  # as if untouched for longer than the idle time
     mgr.get(ids[3]).last_used -= mgr.idle_seconds + 1
@@ -566,3 +575,61 @@ def test_a_real_server_closes_idle_and_slow_sockets_and_times_out_slow_bodies(mo
         assert answer.startswith(b"HTTP/1.1 400 ")
         answer = _http(url, b"GET /api/config HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % hostport.encode())
         assert answer.startswith(b"HTTP/1.1 200 ")
+
+
+def test_forwarded_headers_are_ignored_unless_the_proxy_is_trusted():
+    """From loopback, X-Forwarded-For naming another address each time made 12 of 12 games past a cap of 8 (uvicorn
+    trusts loopback proxies by default); now the connection's address is the client, unless --proxy-headers."""
+    pytest.importorskip("uvicorn", reason='the play server needs the web extra: pip install -e ".[web]"')
+    from harmonies_apps.browser import serve_in_thread
+
+    def statuses(proxy) -> list[int]:
+        app = create_app(["random"], bot_delay=0, max_client_games=2)
+        out = []
+        with serve_in_thread(app, proxy=proxy) as url:
+            for k in range(4):
+                req = urllib.request.Request(f"{url}/api/games", data=b'{"opponents": []}', method="POST",
+                                             headers={"Content-Type": "application/json",
+                                                      "X-Forwarded-For": f"10.9.8.{k}"})
+                try:
+                    with urllib.request.urlopen(req, timeout=20) as r:
+                        out.append(r.status)
+                except urllib.error.HTTPError as e:
+                    out.append(e.code)
+        return out
+
+    assert statuses(()) == [200, 200, 429, 429]
+    assert statuses(["127.0.0.1"]) == [200, 200, 200, 200]  # a trusted proxy names each client
+
+
+def test_refused_connections_are_counted_and_logged_once_a_minute_at_most():
+    import logging
+
+    from harmonies_apps.serve import RefusedConnections, serve_config, trusted_proxies
+
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    log = logging.getLogger("test-refused")
+    log.propagate = False
+    log.addHandler(Keep())
+    f = RefusedConnections(every=3600)
+    log.addFilter(f)
+    for _ in range(1000):
+        log.warning("Exceeded concurrency limit.")
+    log.warning("something else")
+    assert f.count == 1000 and seen == ["something else"]
+    f.every = 0
+    log.warning("Exceeded concurrency limit.")
+    assert f.count == 1001 and len(seen) == 2 and seen[1].startswith("refused 1001 connection(s) over the limit")
+    app = create_app(["random"], bot_delay=0)
+    config = serve_config(app, "127.0.0.1", 8123)
+    assert config.proxy_headers is False
+    assert sum(isinstance(x, RefusedConnections) for x in logging.getLogger("uvicorn.error").filters) == 1
+    serve_config(app, "127.0.0.1", 8123, proxy=["10.0.0.0/8"])
+    assert sum(isinstance(x, RefusedConnections) for x in logging.getLogger("uvicorn.error").filters) == 1
+    with pytest.raises(ValueError, match="--proxy-headers takes IP addresses"):
+        trusted_proxies(["*"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -153,22 +154,29 @@ def _group_gone(pgid: int) -> bool:
     return False
 
 
-def test_ctrl_c_stops_a_tournament_on_two_jobs_in_one_line_and_ends_its_workers(tmp_path):
-    out, saved = tmp_path / "out", tmp_path / "games"
-    p = _start("tournament", "--agents", "greedy:2", "random", "--games", "400", "--jobs", "2", "--quiet", "--out",
-               str(out), "--save-games", str(saved))
-    _wait_for(p, lambda: (saved / "game_00100.json").exists())  # tasks of 50 games: the third one has been played
-    code, stdout, err = _stop(p, signal.SIGINT, group=True)  # Ctrl-C reaches the workers too: they leave it
-    assert code == 130 and stdout == ""
+@pytest.mark.parametrize("jobs,sig", [(2, signal.SIGINT), (1, signal.SIGTERM)])
+def test_a_stopped_tournament_keeps_every_game_that_finished_and_no_temporary_file(tmp_path, jobs, sig):
+    """Stopped once 3 game records are on disk (--save-games inside --out): the summary and CSV hold exactly the
+    games whose records were written, the folder stays, no .tmp file is left, the workers are gone."""
+    out = tmp_path / "out"
+    saved = out / "games"
+    p = _start("tournament", "--agents", "greedy:2", "random", "--games", "400", "--jobs", str(jobs), "--quiet",
+               "--out", str(out), "--save-games", str(saved))
+    _wait_for(p, lambda: saved.is_dir() and len(list(saved.glob("game_*.json"))) >= 3)
+    code, stdout, err = _stop(p, sig, group=sig == signal.SIGINT)  # Ctrl-C reaches the workers too: they leave it
+    assert code == 128 + sig and stdout == ""
     line = _one_line(err)
-    assert line.startswith("harmonies tournament: stopped by SIGINT (Ctrl-C); ")
+    name = "SIGINT (Ctrl-C)" if sig == signal.SIGINT else "SIGTERM"
+    assert line.startswith(f"harmonies tournament: stopped by {name}; ")
+    assert line.endswith(f"written to {out} (marked partial)")
     played = int(line.split("; ")[1].split(" of 400")[0])
-    if played:  # the games that came back to this process, in order (almost surely the first 50 at least)
-        assert line.endswith(f"written to {out} (marked partial)")
-        data = json.loads((out / "tournament.json").read_text())
-        assert data["summary"]["partial"] is True and [g["game"] for g in data["games"]] == list(range(played))
-    else:
-        assert line.endswith(f"removed the empty {out}") and not out.exists()
+    records = sorted(int(f.stem.split("_")[1]) for f in saved.glob("game_*.json"))
+    data = json.loads((out / "tournament.json").read_text())
+    assert data["summary"]["partial"] is True and data["summary"]["games"] == played == len(records) >= 3
+    assert [g["game"] for g in data["games"]] == records  # in game order, every game whose record was written
+    rows = (out / "tournament_games.csv").read_text().splitlines()[1:]
+    assert sorted({int(r.split(",")[0]) for r in rows}) == records and len(rows) == 2 * played
+    assert not list(tmp_path.rglob("*.tmp"))
     assert _group_gone(p.pid)
 
 
@@ -259,6 +267,9 @@ def test_jobs_above_the_games_start_no_more_processes_than_games(monkeypatch):
                 sizes.append(n)
                 return ctx.Pool(n, *a, **k)
 
+            def __getattr__(self, name):  # the rest of the context (its Queue) as it is
+                return getattr(ctx, name)
+
         return Ctx()
 
     monkeypatch.setattr(mp, "get_context", spy)
@@ -333,3 +344,38 @@ def test_every_file_with_a_module_fixture_runs_whole_on_one_xdist_worker():
     fixture = re.compile(r'@pytest\.fixture\(scope="module"')
     files = {p.name for p in (ROOT / "tests").glob("test_*.py") if fixture.search(p.read_text())}
     assert files == conftest.WHOLE_FILES | conftest.RAY_FILES
+
+
+def _interrupt_harmonies(tmp_path: Path, when: str) -> tuple[int, list[str]]:
+    """The `harmonies` console command (a demo game, numba's cache empty) sent SIGINT `when` = "import" (as it
+    imports numba: Python reports each import, PYTHONPROFILEIMPORTTIME) or "compile" (once numba cached its first
+    kernel, mid-compilation); its exit status and stderr lines other than the import reports."""
+    exe = Path(sys.executable).with_name("harmonies")
+    if not exe.is_file():
+        pytest.skip("the harmonies console script is not installed beside this Python")
+    cache = tmp_path / f"numba-{when}"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "PYTHONPROFILEIMPORTTIME": "1" if when == "import" else ""}
+    env.pop("PYTHONPROFILEIMPORTTIME") if when != "import" else None
+    p = subprocess.Popen([str(exe), "demo", "--agents", "random", "random", "--seed", "1"], cwd=tmp_path, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    if when == "import":
+        for line in p.stderr:
+            lines.append(line)
+            if "numba" in line:
+                break
+    else:
+        while not any(cache.rglob("*.nbi")):
+            assert p.poll() is None, p.stderr.read()
+            time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    rest = p.stderr.read()
+    lines += rest.splitlines()
+    return p.wait(timeout=120), [s.strip() for s in lines if s.strip() and not s.startswith("import time:")]
+
+
+@pytest.mark.parametrize("when", ["import", "compile"])
+def test_ctrl_c_while_importing_or_compiling_is_one_line_and_exit_130(tmp_path, when):
+    rc, lines = _interrupt_harmonies(tmp_path, when)
+    assert rc == 130 and len(lines) == 1 and re.fullmatch(r"harmonies( demo)?: stopped by SIGINT \(Ctrl-C\)",
+                                                            lines[0]), (rc, lines)

@@ -413,8 +413,8 @@ def test_ppo_killed_before_its_first_checkpoint_resumes_from_scratch(tmp_path, s
     """A folder a kill left before any checkpoint (its config, the step-0 evaluation, a torn write) is started
     again by --resume, from scratch, and ends as the unstopped run; a folder of another command or seed is
     still refused."""
+    from experiments.commands import save_run_config
     from experiments.common import atomic_write_csv
-    from experiments.runner import save_run_config
 
     run = tmp_path / "run"
     save_run_config(train.resolve(train.build_parser().parse_args(ppo_argv("solo-ppo", run, REF_STEPS))))
@@ -530,7 +530,7 @@ def test_export_records_the_observation_version_and_loading_refuses_another(tmp_
     from agents import make_agent
     from agents.ppo import load_policy, save_policy
     from experiments.common import ConfigError
-    from experiments.runner import init_from
+    from experiments.ppo.checkpoint import init_from
     from harmonies_env.actions import NUM_ACTIONS
     from harmonies_env.observation import OBS_VERSION
 

@@ -215,3 +215,50 @@ def test_observations_handed_out_are_copies_unless_asked_for_views():
     o, _ = copied.reset(seed=2)
     o2, *_ = copied.step(_pick(copied.action_masks(), rng))
     assert o.flags.writeable and not np.shares_memory(o, o2) and not np.shares_memory(o2, copied.batch.obs)
+
+
+@pytest.mark.parametrize("env_id", ["harmonies/Solo-v0", "harmonies/Versus-v0"])
+@pytest.mark.parametrize("mode", [None, "sync", "async", "vector_entry_point"])
+def test_make_vec_works_in_every_mode_and_a_masked_sampler_always_has_an_action(env_id, mode):
+    """Through `gymnasium.make_vec` itself, with the registered ids (issue 47: the default and vector_entry_point
+    modes were refused, and under sync/async next-step autoreset a finished env's mask was all zeros). A sampler
+    that draws from the mask (`call("action_masks")`, and `infos["action_mask"]` where the sub-envs give it) plays
+    until every env has finished an episode and gone on."""
+    num_envs = 2 if mode == "async" else 3
+    kwargs = {} if mode is None else {"vectorization_mode": mode}
+    venv = gymnasium.make_vec(env_id, num_envs=num_envs, **kwargs)
+    try:
+        batched = mode in (None, "vector_entry_point")
+        assert isinstance(venv.unwrapped, SoloVectorEnv if "Solo" in env_id else VersusVectorEnv) == batched
+        _, infos = venv.reset(seed=5)
+        rng = np.random.default_rng(0)
+        ended = np.zeros(num_envs, dtype=bool)
+        for _ in range(400):
+            masks = [np.stack(venv.call("action_masks"))] + ([infos["action_mask"]] if not batched else [])
+            for m in masks:
+                assert m.shape == (num_envs, 268) and m.any(axis=1).all()
+            _, _, term, trunc, infos = venv.step(_pick(masks[-1], rng))
+            if ended.all() and not (term | trunc).any():
+                break
+            ended |= term
+        assert ended.all()
+    finally:
+        venv.close()
+
+
+def test_a_finished_single_env_masks_every_action_and_refuses_to_step():
+    """The terminal step's mask is all True (any action: the next-step autoreset only resets), equal to
+    action_masks(); step() then raises until reset, and before the first reset too."""
+    e = gymnasium.make("harmonies/Solo-v0")
+    assert isinstance(e, SoloEnv)  # no wrapper in between: make() answers action_masks() itself
+    with pytest.raises(gymnasium.error.ResetNeeded):
+        e.step(0)
+    _, info = e.reset(seed=1)
+    rng = np.random.default_rng(1)
+    term = False
+    while not term:
+        assert info["action_mask"].any() and not info["action_mask"].all()
+        _, _, term, _, info = e.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
+    assert info["action_mask"].all() and e.action_masks().all()
+    with pytest.raises(RuntimeError, match="finished episode"):
+        e.step(0)

@@ -141,18 +141,24 @@ def test_worker_flags_are_one_line_errors(reference, tmp_path, capsys):
 
     base = ["learned", "--config", str(TINY), "--no-progress"]
     for extra, want in ((["--ray", "auto"], "give selfplay.workers (--workers N) too"),
-                        (["--workers", "-1"], "[selfplay] workers must be a whole number >= 0"),
+                        (["--workers", "-1"], "selfplay.workers = -1 is outside its range 0..1,024"),
                         (["--workers", "2", "--ray", "not an address"], "--ray takes local, auto or a cluster"),
-                        (["--workers", "2", "--set", "selfplay.sync_every=0"], "sync_every must be a whole number")):
+                        (["--workers", "2", "--set", "selfplay.sync_every=0"], "sync_every = 0 is outside its range")):
         assert train.cli([*base, "--run", str(tmp_path / "a"), *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and want in err[0], err
     import shutil
 
-    run = shutil.copytree(reference, tmp_path / "copy")  # (a refused resume still rewrites its config.json)
+    run = shutil.copytree(reference, tmp_path / "copy")
+    saved = (run / "config.json").read_bytes()
     assert train.cli(["learned", "--run", str(run), "--resume", "--workers", "3", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "with 2 self-play workers cannot go on with selfplay.workers = 3" in err[0], err
+    assert (run / "config.json").read_bytes() == saved  # a refused command leaves its run as it was
+    fresh = tmp_path / "fresh"  # and a refused new run leaves no folder (refused inside the command, not its flags)
+    assert train.cli(["learned", "--config", str(TINY), "--run", str(fresh), "--no-progress", "--workers", "2",
+                      "--set", "selfplay.threads=300"]) == 2
+    assert not fresh.exists(), list(fresh.rglob("*"))
 
 
 def test_ray_missing_names_the_distributed_extra(tmp_path, monkeypatch, capsys):

@@ -12,7 +12,8 @@ from harmonies_env.rules import scores_into
 from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
 
-from ..greedy import MAX_PLAN, evaluate, plan_turn
+from ..greedy.planner import MAX_PLAN, plan_turn
+from ..greedy.terms import evaluate
 
 
 @njit(cache=True)

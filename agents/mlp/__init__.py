@@ -1,5 +1,5 @@
-"""The MLP baseline (specs `mlp`, `mlp-search`; old names `learned-mlp`, `learned-mlp-search`): an afterstate value
-network over whole-turn plans. Kernels in `kernels`, the agents and their checkpoint I/O in `agent`."""
+"""The MLP baseline (specs `mlp`, `mlp-search`): an afterstate value network over whole-turn plans. Kernels in
+`kernels`, the agents and their checkpoint I/O in `agent`."""
 from __future__ import annotations
 
 from .agent import *  # noqa: F403

@@ -42,6 +42,7 @@ from harmonies_env.firstrun import install_hint
 from harmonies_env.geometry import NUM_SYMMETRIES
 
 from ..afterstate import FEATURE_VERSION, MIRRORS, NUM_FEATURES, candidate_rows, spirit_choice
+from ..archive import read_torch
 from ..base import PlanAgent, private_copy
 from ..checkpoint import CheckpointError, read_checkpoint, weights_sha256, write_checkpoint
 from ..greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, planner_settings
@@ -106,7 +107,7 @@ def check_config(config: dict[str, Any]) -> dict[str, Any]:
     cfg = {**DEFAULT_CONFIG, **config}
     if cfg["feature_version"] != FEATURE_VERSION:
         raise ValueError(f"checkpoint features are version {cfg['feature_version']}, this code computes version "
-                         f"{FEATURE_VERSION}: retrain (python -m experiments.train_mlp)")
+                         f"{FEATURE_VERSION}: retrain (python -m experiments.train mlp)")
     if cfg["num_features"] != NUM_FEATURES:
         raise ValueError(f"checkpoint expects {cfg['num_features']} features, this code computes {NUM_FEATURES}")
     hidden = cfg["hidden"]
@@ -317,7 +318,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
         with warnings.catch_warnings():  # e.g. a pickle protocol note: the refusal below says all there is to say
             warnings.simplefilter("ignore")
-            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+            state = read_torch(data, MAX_WEIGHTS_BYTES, p)
+    except CheckpointError:
+        raise
     except Exception as e:  # the weights-only unpickler refuses code; a damaged file fails to parse
         raise CheckpointError(f"{p}: not a weights-only state dict of tensors ({_load_error(e)})") from None
     problem = _state_problem(state, state_shapes(config), torch.Tensor)

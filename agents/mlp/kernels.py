@@ -10,7 +10,8 @@ from harmonies_env.batch import outcome, play_plan
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..afterstate import afterstate_features
-from ..greedy import MAX_PLAN, evaluate, plan_turn
+from ..greedy.planner import MAX_PLAN, plan_turn
+from ..greedy.terms import evaluate
 
 
 @njit(cache=True)

@@ -1,5 +1,5 @@
-"""The n-tuple afterstate value function (the `learned` agent, also spelled `ntuple`): weights shared across the board,
-costing microseconds. It replaced the MLP of agents/learned.py as `learned` (that one plays on as `learned-mlp`).
+"""The n-tuple afterstate value function (the `learned` agent): weights shared across the board, costing
+microseconds. It replaced the MLP (now `mlp`, agents/mlp/) as `learned`.
 
 Why (issue 30): the learned MLP reads each board as 25 x 15 one-hot cells with no weight shared between cells and
 costs a forward pass per decision batch. An n-tuple network (as in the strongest 2048 and Othello programs,
@@ -26,7 +26,7 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
 * card shapes (`CARD_SHAPES`, layout 2): for each card the mover holds (incomplete, in its slots), the board's
   cells, pairs, triangles and lines again, in a table per card id. Why: an animal card pays for a habitat of 2-4
   cells of given stacks, so what a pattern on the board is worth depends on the cards held, which the board shapes
-  alone cannot see (layout 1 networks scored 5 animal points a game fewer than the MLP, `learned-mlp`, which reads
+  alone cannot see (layout 1 networks scored 5 animal points a game fewer than the MLP, `mlp`, which reads
   the cards);
 * a linear part over the public non-board afterstate features (`afterstate.afterstate_features` without the
   board one-hots: scores, the greedy planner's potential terms, held cards' progress and habitat distances, the
@@ -34,7 +34,7 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
   evaluation (`heuristic_weights`), so an untrained network plays as `greedy:BEAM:spaces` does.
 
 A second weight vector of the same layout can be a *win head* (`win_logit`, `learn_win`): its output is the logit of
-the mover's share of the victory, learned from the same games; `NTupleWinAgent` (`ntuple-win`) adds C x its
+the mover's share of the victory, learned from the same games; `NTupleWinAgent` (`learned-win`) adds C x its
 probability to each candidate's value. `learn_game` can also take a search's value of an afterstate as its target
 (expert iteration, experiments/train_ntuple.py).
 
@@ -43,7 +43,7 @@ layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`)
 the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Layout 3 is a layout-2 vector
 per game stage (multistage weights: the stage of an afterstate is where the mover's own turn stands in
 `STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Checkpoints are `NAME.npz`
-(one array `weights`, read with `np.load(allow_pickle=False)`) + `NAME.json` (its config with the layout, and the
+(one array `weights`, read by `agents.archive.read_npz`) + `NAME.json` (its config with the layout, and the
 SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 
@@ -96,20 +96,17 @@ from .kernels import (
     choose_rows,
     decide_rows,
     evaluate_batch,
-    final_totals,
-    learn_game,
-    learn_win,
     linear_features,
     no_turn_left,
     own_total,
     remaining,
     search_values,
-    selected_norm,
     stage_of,
     tuple_indices,
     value_of,
     win_logit,
 )
+from .learning import learn_game, learn_win, selected_norm
 from .search import NTupleSearchAgent
 
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
@@ -120,6 +117,6 @@ __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values"
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
            "heuristic_weights",
-           "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play", "final_totals",
+           "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play",
            "MAX_CANDIDATES", "COUNTS", "ORBIT", "PAIRS", "TRIANGLES", "LINES", "RHOMBI", "cell_values", "no_turn_left",
            "own_total", "selected_norm", "value_of", "weights_sha256"]

@@ -1,4 +1,4 @@
-"""The n-tuple agents (`learned` / `ntuple`, `ntuple-win`) and the network's files: weight vectors, play settings,
+"""The n-tuple agents (`learned`, `learned-win`) and the network's files: weight vectors, play settings,
 checkpoints (NAME.npz + NAME.json with its SHA-256). The kernels they call are in kernels.py."""
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from harmonies_env import state as S
 from harmonies_env.batch import run_rows
 
 from ..afterstate import FEATURE_VERSION
+from ..archive import read_npz
 from ..base import PlanAgent
 from ..checkpoint import (
     CheckpointError,
-    check_npz_members,
     read_checkpoint,
     write_checkpoint,
 )
@@ -69,7 +69,7 @@ def grown_weights(start: np.ndarray, layout: int) -> np.ndarray:
 DEFAULT_PLAY = {"beam": 24, "candidates": 128}
 #: The shipped checkpoint (if any): agents/checkpoints/learned.npz + .json.
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "learned.npz"
-#: The shipped win head (if any) that `ntuple-win` adds to the shipped points head.
+#: The shipped win head (if any) that `learned-win` adds to the shipped points head.
 DEFAULT_WIN_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("learned-win.npz")
 #: What a checkpoint's weights predict: "points" (still to come; `remaining`) or "win" (`win_logit`).
 HEADS = ("points", "win")
@@ -151,6 +151,7 @@ def _legacy_sidecar(doc: dict[str, Any], meta: Path) -> dict[str, Any]:
 def _declared_fits(cfg: Any, shapes: dict[str, list[int]], size: int) -> None:
     """Before the weights are read: the config is a layout this code has, and any declared shape is its length."""
     version = cfg.get("version") if isinstance(cfg, dict) else None
+    version = version if type(version) is int else None  # exactly an int: true is not layout 1
     want_layout = {k: v for k, v in network_config(layout=version if version in LAYOUT_WEIGHTS else NTUPLE_VERSION)
                    .items() if k != "play"}
     if not isinstance(cfg, dict) or {k: cfg.get(k) for k in want_layout} != want_layout:
@@ -179,13 +180,9 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, Any], np.ndarray]:
     if head not in HEADS:
         raise CheckpointError(f"{ck.sidecar_path}: head must be one of {HEADS}, got {str(head)[:40]!r}")
     n = LAYOUT_WEIGHTS[version]
-    check_npz_members(data, 4 * n + 4096, p)  # the one array's bytes and its .npy header
-    try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            names = sorted(z.files)
-            w = z["weights"] if names == ["weights"] else None
-    except Exception as e:  # a damaged archive, or an object array refused without pickle
-        raise CheckpointError(f"{p}: not an npz of plain arrays ({type(e).__name__}: {str(e)[:120]})") from None
+    z = read_npz(data, 4 * n + 4096, p)  # the one array's bytes and its .npy header, checked before inflating
+    names = sorted(z.files)
+    w = z["weights"] if names == ["weights"] else None
     if w is None:
         raise CheckpointError(f"{p}: must hold exactly one array 'weights', got {names[:5]}")
     if w.dtype != np.float32 or w.shape != (n,) or not np.isfinite(w).all():
@@ -211,7 +208,7 @@ class NTupleAgent(PlanAgent):
             config, weights = load_checkpoint(where)
             if config["head"] != "points":
                 raise CheckpointError(f"{where}: is a {config['head']} head, not the points head `learned` / "
-                                      f"`ntuple` plays (a win head goes with ntuple-win)")
+                                      f"`learned` plays (a win head goes with learned-win)")
             play = config["play"]
         else:
             weights = np.ascontiguousarray(weights, dtype=np.float32)
@@ -222,7 +219,7 @@ class NTupleAgent(PlanAgent):
         self.beam = play["beam"]
         self.candidates = play["candidates"]
         self.seed = int(seed)
-        self.name = name or "ntuple"
+        self.name = name or "learned"
         self._plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
         self._lens = np.zeros(self.candidates, dtype=np.int64)
         self._pvals = np.zeros(self.candidates, dtype=np.float64)
@@ -299,7 +296,7 @@ class NTupleWinAgent(NTupleAgent):
         self.win = win_weights
         self.win_weight = float(win_weight)
         self._wins = np.zeros(self.candidates, dtype=np.float64)
-        self.name = name or f"ntuple-win:{self.win_weight:g}"
+        self.name = name or f"learned-win:{self.win_weight:g}"
 
     # The win head re-ranks per view: the base class's loop over `act` (not `choose_rows`' threads).
     reset_batch = PlanAgent.reset_batch

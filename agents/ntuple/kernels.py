@@ -1,7 +1,7 @@
 """The n-tuple network's jitted kernels (pure functions over arrays and scalars): the weight layout, the look-ups a
-board selects, the value of afterstates, candidate ranking, batched self-play turns, TD(lambda) updates and the
-search's leaves. The classes that wrap them and the checkpoint files are in agent.py and search.py; the package
-docstring (agents/ntuple/__init__.py) says what the network is."""
+board selects, the value of afterstates, candidate ranking, batched self-play turns and the search's leaves (the
+TD(lambda) updates that train them are `learning.py`'s). The classes that wrap them and the checkpoint files are in
+agent.py and search.py; the package docstring (agents/ntuple/__init__.py) says what the network is."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,11 +12,19 @@ from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
-from harmonies_env.scoring import NUM_CATEGORIES, score_into
+from harmonies_env.scoring import NUM_CATEGORIES
 
-from ..afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_head_features, candidate_head_total
+from ..afterstate import (
+    GLOBAL,
+    NUM_FEATURES,
+    SEAT,
+    SEAT_HEAD,
+    afterstate_head_features,
+    candidate_head_total,
+    own_total,
+)
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
-from ..greedy.kernels import TERMS_SCRATCH
+from ..greedy.terms import TERMS_SCRATCH
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays; layout 3 = a layout-2 vector per game
@@ -249,14 +257,6 @@ def value_of(w, idx, k: int, lin) -> float:
     for j in range(k):
         v += float(w[idx[j]])
     return v
-
-
-@njit(cache=True)
-def own_total(s, p: int, sc) -> int:
-    """Seat p's total score now (sc int64 (NUM_CATEGORIES,) scratch)."""
-    cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
-    return sc[NUM_CATEGORIES - 1]
 
 
 @njit(cache=True)
@@ -585,109 +585,6 @@ def decide_rows(lo: int, hi: int, states, kinds, w, planner, beam: int, greedy_b
 
 
 @njit(cache=True)
-def selected_norm(idx, k: int) -> float:
-    """Squared norm of the tuple part's input: the sum over distinct selected weights of (times selected)^2. A
-    board selects the same weight many times (an empty board's pairs are all one key), so a step spread evenly per
-    selection moves the output by step x this, not step x k."""
-    a = np.sort(idx[:k])
-    total = 0.0
-    run = 1
-    for t in range(1, k + 1):
-        if t < k and a[t] == a[t - 1]:
-            run += 1
-        else:
-            total += run * run
-            run = 1
-    return total
-
-
-@njit(cache=True)
-def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: float, coherence=None) -> None:
-    """One normalised gradient step of error `err` on the k selected tuple weights idx[:k] (a step of alpha_tuple
-    shared by them) and the linear part's weights (alpha_linear, along lin): the update both heads learn by.
-
-    coherence (float32 (2, len(w)), optional): temporal-coherence step sizes (Beal & Smith 1999, as Jaskowski 2018
-    used them for 2048's n-tuple networks): each tuple weight's step is scaled by |E| / A, the size of the sum of its
-    past steps over the sum of their sizes (1 before its first step), so a weight whose corrections keep one sign
-    moves at full rate and one that only oscillates slows down: a step size per weight that anneals itself.
-    coherence[0] holds E, coherence[1] A; both are updated here. Without it, every weight moves at full rate."""
-    step = alpha_tuple * err / selected_norm(idx, k)
-    if coherence is None:
-        for t in range(k):
-            w[idx[t]] += np.float32(step)
-    else:
-        for t in range(k):
-            i = idx[t]
-            a = coherence[1, i]
-            rate = 1.0 if a == 0.0 else abs(coherence[0, i]) / a
-            w[i] += np.float32(rate * step)
-            coherence[0, i] += np.float32(step)
-            coherence[1, i] += np.float32(abs(step))
-    lnorm = 0.0
-    for t in range(lin.shape[0]):
-        lnorm += lin[t] * lin[t]
-    step = alpha_linear * err / lnorm
-    for t in range(lin.shape[0]):
-        if lin[t] != 0.0:
-            w[t] += np.float32(step * lin[t])
-
-
-@njit(cache=True)
-def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
-               targets, mix: float, coherence=None) -> float:
-    """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
-    movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
-
-    Per seat, walking its afterstates backwards: the return of afterstate a_k is r_k + (1 - lam) V(a_k+1) + lam G_k+1,
-    where r_k is the seat's points gained from a_k to a_k+1 and V the prediction made at play time; the last one's
-    is final - total(a_m). Expert iteration: where targets[k] (float64 (>= m,)) is not NaN, a search valued a_k
-    (points still to come, `search_values`), and the return becomes mix x targets[k] + (1 - mix) x G_k (earlier
-    returns then bootstrap from it). Each afterstate where the seat still has a turn then moves the network towards
-    its return by normalized least mean squares: the tuple part's output by alpha_tuple x error (each selection by
-    alpha_tuple x error / `selected_norm`), the linear part's by alpha_linear x error (step x input / |input|^2).
-    w float32 (a layout's length) is updated in place, afterstates in game order; coherence (optional): the tuple
-    part's temporal-coherence step sizes (`td_step`). Returns the sum of squared errors (before each update).
-    """
-    ret = np.zeros(m, dtype=np.float64)
-    tot = np.zeros(m, dtype=np.float64)
-    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    for j in range(m):
-        tot[j] = own_total(afters[j], seats[j], sc)
-    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
-    for j in range(m - 1, -1, -1):
-        p = seats[j]
-        q = nxt[p]
-        if q < 0:
-            ret[j] = final[p] - tot[j]
-        else:
-            ret[j] = (tot[q] - tot[j]) + (1.0 - lam) * preds[q] + lam * ret[q]
-        if not np.isnan(targets[j]):
-            ret[j] = mix * targets[j] + (1.0 - mix) * ret[j]
-        nxt[p] = j
-    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
-    feats = np.empty(NUM_FEATURES, dtype=np.float32)
-    lin = np.empty(NUM_LINEAR, dtype=np.float64)
-    sse = 0.0
-    for j in range(m):
-        s = afters[j]
-        p = seats[j]
-        if no_turn_left(s, p):
-            continue
-        lo = stage_start(w, s)
-        hi = lo + stage_length(w)
-        ws = w[lo:hi]
-        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
-        linear_features(s, p, feats, lin)
-        err = ret[j] - value_of(ws, idx, k, lin)
-        sse += err * err
-        if coherence is None:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
-        else:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
-    return sse
-
-
-@njit(cache=True)
 def win_logit(s, p: int, w, idx, feats, lin) -> float:
     """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
     the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
@@ -710,60 +607,6 @@ def candidate_wins(s, plans, lens, n: int, w, out) -> None:
         after[:] = s
         play_plan(after, plans[k], lens[k], True)
         out[k] = 1.0 / (1.0 + np.exp(-win_logit(after, p, w, idx, feats, lin)))
-
-
-@njit(cache=True)
-def learn_win(w, afters, seats, m: int, share, lam: float, alpha_tuple: float, alpha_linear: float,
-              coherence=None) -> float:
-    """TD(lambda) of the win head (issue 30's win target) from one finished game's afterstates afters[:m] (int64
-    (>= m, STATE_SIZE)) and movers seats[:m]; share float64 (4,) each seat's final share of the victory (1/k for
-    a k-way shared win, else 0).
-
-    The head's output z is a logit; its prediction sigma(z). Per seat, walking backwards, the return of a_k is
-    (1 - lam) sigma(z_k+1) + lam G_k+1 (the last one's: share), with every prediction taken before any update.
-    Each afterstate then moves z by normalized least mean squares with the cross-entropy's gradient, error = G -
-    sigma(z) (the tuple part by alpha_tuple, the linear part by alpha_linear, as `learn_game`). w float32
-    (a layout's length) in place; coherence as `learn_game`'s (the win head's own). Returns the summed cross-entropy
-    (before each update)."""
-    idx = np.empty(MAX_ACTIVE, dtype=np.int64)
-    feats = np.empty(NUM_FEATURES, dtype=np.float32)
-    lin = np.empty(NUM_LINEAR, dtype=np.float64)
-    prob = np.zeros(m, dtype=np.float64)
-    for j in range(m):
-        prob[j] = 1.0 / (1.0 + np.exp(-win_logit(afters[j], seats[j], w, idx, feats, lin)))
-    ret = np.zeros(m, dtype=np.float64)
-    nxt = np.full(S.MAX_PLAYERS, -1, dtype=np.int64)
-    for j in range(m - 1, -1, -1):
-        p = seats[j]
-        q = nxt[p]
-        ret[j] = share[p] if q < 0 else (1.0 - lam) * prob[q] + lam * ret[q]
-        nxt[p] = j
-    loss = 0.0
-    for j in range(m):
-        s = afters[j]
-        p = seats[j]
-        lo = stage_start(w, s)
-        hi = lo + stage_length(w)
-        ws = w[lo:hi]
-        k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
-        linear_features(s, p, feats, lin)
-        pr = 1.0 / (1.0 + np.exp(-value_of(ws, idx, k, lin)))
-        pc = min(max(pr, 1e-7), 1.0 - 1e-7)
-        loss -= ret[j] * np.log(pc) + (1.0 - ret[j]) * np.log(1.0 - pc)
-        err = ret[j] - pr
-        if coherence is None:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear)
-        else:
-            td_step(ws, idx, k, lin, err, alpha_tuple, alpha_linear, coherence[:, lo:hi])
-    return loss
-
-
-@njit(cache=True)
-def final_totals(s, totals, won) -> None:
-    """Every seat's final total (and who won) of a finished game."""
-    tmp = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    outcome(s, totals, tmp, won)
-
 
 
 @njit(cache=True)

@@ -1,4 +1,4 @@
-"""The n-tuple agent with a one-turn expectimax over the chance (`learned-search` / `ntuple-search`); its leaves are
+"""The n-tuple agent with a one-turn expectimax over the chance (`learned-search`); its leaves are
 the kernel `kernels.search_values`."""
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ class NTupleSearchAgent(NTupleAgent):
     `:rootN`, `:replybeamN`, `:replycandidatesN`.
 
     The budget is `worlds` worlds per candidate (default 8; reproducible: spec `learned-search:Nit`, also spelled
-    `ntuple-search:Nit`), or with `seconds` set, worlds added one at a time (every candidate in each) until the next
+    `learned-search:Nit`), or with `seconds` set, worlds added one at a time (every candidate in each) until the next
     would pass that much wall time since the decision began (at least one, at most `worlds`, default 10,000; spec
     `learned-search:SECONDS`): how many fit depends on the machine and its load.
     """
@@ -70,7 +70,7 @@ class NTupleSearchAgent(NTupleAgent):
         self.seconds = None if seconds is None else float(seconds)
         self.worlds, self.root = int(worlds), int(root)
         self.reply_beam, self.reply_candidates = int(reply_beam), int(reply_candidates)
-        self.name = name or (f"ntuple-search:{self.seconds:g}" if self.seconds else f"ntuple-search:{self.worlds}it")
+        self.name = name or (f"learned-search:{self.seconds:g}" if self.seconds else f"learned-search:{self.worlds}it")
         self.last_worlds = 0
         #: The last decision's root (indices into its candidates) and each root candidate's summed leaf values.
         self.last_root: np.ndarray = np.zeros(0, dtype=np.int64)

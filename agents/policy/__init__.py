@@ -65,6 +65,20 @@ class BatchView:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def subset(self, idx: np.ndarray) -> "BatchView":
+        """Games `idx` of this batch, their rows and public copies kept: for a policy that hands different games
+        to different players (the ladder's blocks of different bots in one match)."""
+        out = BatchView.__new__(BatchView)
+        pub = np.ascontiguousarray(self._states[idx])
+        out.rows = S.read_only_view(np.ascontiguousarray(self.rows[idx]))
+        out._states = pub
+        out.states = S.read_only_view(pub)
+        out.players = S.read_only_view(np.ascontiguousarray(pub[:, S.CURRENT]))
+        out.threads = self.threads
+        out._obs = None if self._obs is None else S.read_only_view(np.ascontiguousarray(self._obs[idx]))
+        out._masks = None if self._masks is None else S.read_only_view(np.ascontiguousarray(self._masks[idx]))
+        return out
+
     @property
     def num_players(self) -> int:
         return int(self._states[0, S.NUM_PLAYERS]) if len(self) else 0

@@ -26,10 +26,9 @@ from harmonies_env.batch import play_plan, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..common import ConfigError, section
-from ..selfplay import (
-    Buffers,
+from ..selfplay import Buffers
+from ..selfplay_config import (
     EvalSection,
-    Finished,
     RunSection,
     SelfPlaySection,
     TrainSection,
@@ -38,6 +37,7 @@ from ..selfplay import (
     schema_of,
     typed,
 )
+from .base import Finished
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,7 @@ class NTupleTrainSection(TrainSection):
     alpha_tuple: float = 0.03  # the tuple part moves this fraction of the error per afterstate (normalized LMS)
     alpha_linear: float = 0.003  # the linear part's step size
     alpha_final: float = 1.0  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
-    coherence: bool = False  # temporal-coherence step sizes for the tuple weights (`ntuple.kernels.td_step`)
+    coherence: bool = False  # temporal-coherence step sizes for the tuple weights (`ntuple.learning.td_step`)
     win_head: bool = False  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
     layout: int = 2  # 2: board and card shapes; 1: board shapes only; 3: layout 2 per game stage (multistage,
     # `ntuple.STAGE_STARTS`)

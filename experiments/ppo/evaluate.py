@@ -13,8 +13,8 @@ As a command, it evaluates a run's final policy (or a uniformly random policy, f
 evaluation match, on as many games as asked and on seeds of its own (default `FINAL_SEED`: not even the periodic
 evaluations' games):
 
-    python -m experiments.evaluate runs/solo_ppo --games 256
-    python -m experiments.evaluate runs/solo_ppo --policy random --games 256
+    python -m experiments.ppo.evaluate runs/solo_ppo --games 256
+    python -m experiments.ppo.evaluate runs/solo_ppo --policy random --games 256
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from harmonies_env.config import GameConfig
 
 #: Base seed of evaluation games: game i of an evaluation is the game of seed EVAL_SEED + i.
 EVAL_SEED = 10**9 + 7
-#: Base seed of `python -m experiments.evaluate` (final figures), away from EVAL_SEED's games.
+#: Base seed of `python -m experiments.ppo.evaluate` (final figures), away from EVAL_SEED's games.
 FINAL_SEED = 2 * 10**9 + 11
 
 
@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from .common import atomic_write_json, check_config
-    from .train import COMMANDS, saved_run, schema
+    from ..commands import COMMANDS, saved_run, schema
+    from ..common import atomic_write_json, check_config
 
     ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     saved = saved_run(a.run)  # runs saved under the commands' old names read as today's
     if saved is None:
         raise SystemExit(f"{a.run} holds no run (no config.json)")
-    module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__)
+    module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__.rpartition(".")[0])
     if saved["algo"] == "mlp":  # its own evaluation command, on the same match engine
         raise SystemExit(f"an mlp run: python -m experiments.eval_mlp --checkpoint {a.run / 'model.pt'}")
     if not hasattr(module, "evaluation"):

@@ -1,5 +1,6 @@
-"""The SB3 callbacks every training command uses: a progress bar and `RunCallback` (evaluation, atomic
-checkpoints, extra periodic hooks, the wall-time limit and a time budget of where the seconds went).
+"""The SB3 callbacks of the PPO commands' training loop (`experiments.ppo.runner.train_ppo`): a progress bar and
+`RunCallback` (evaluation, atomic checkpoints, extra periodic hooks, the wall-time limit and a time budget of where
+the seconds went).
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Any, Callable
 
 from stable_baselines3.common.callbacks import BaseCallback
 
-from .common import atomic_write_csv, save_checkpoint
+from ..common import atomic_write_csv, save_checkpoint
+from .checkpoint import checkpoint_bytes
 
 
 class ProgressBar(BaseCallback):
@@ -155,7 +157,5 @@ class RunCallback(BaseCallback):
         self._saved = int(self.model.num_timesteps)
         state = {**self.state(), "evals": self.evals, "minutes": round(self.minutes(), 4),
                  "cpu_minutes": round(self.cpu_minutes(), 4)}
-        from .runner import checkpoint_bytes
-
         return save_checkpoint(self.run / "checkpoints", int(self.model.num_timesteps), checkpoint_bytes(self.model),
                                state, keep=self.keep)
