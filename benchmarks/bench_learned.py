@@ -6,8 +6,8 @@
 
 Cases: `SPEC_decision` (`learned_decision` times `learned`): the agent deciding a turn with its checkpoint's play
 settings, ms per decision (wall and the thread's CPU time): `learned` (the shipped n-tuple network), `learned-win`,
-`learned-search` (the shipped default) and `learned-search:8it:root6` (the root before issue 48). The line names the spec it
-timed (`agent`).
+`learned-search` (the shipped default) and `learned-search:8it:root6` (the root before issue 48). The line names
+the spec it timed (`agent`).
 """
 from __future__ import annotations
 

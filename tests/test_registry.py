@@ -3,7 +3,6 @@ work with a one-line note, and registering a new agent is one entry that the tou
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
@@ -26,7 +25,8 @@ def test_the_derived_tables_come_from_the_records():
     assert all(lookup(old) is KINDS[new] for old, new in ALIASES.items())
     with pytest.raises(ValueError, match="already registered"):
         register(AgentKind("learned", lambda *a: RandomAgent(), "x", "x"))
-    for old in ("ntuple", "ntuple-win", "ntuple-search", "learned-mlp", "learned-mlp-search"):  # the names before issue 35 are gone
+    # the names before issue 35 are gone
+    for old in ("ntuple", "ntuple-win", "ntuple-search", "learned-mlp", "learned-mlp-search"):
         with pytest.raises(ValueError, match=f"unknown agent '{old}'"):
             make_agent(old)
 
