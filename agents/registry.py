@@ -7,6 +7,7 @@ list of unreproducible (timed) specs all read this table, so registering a new a
 """
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +92,13 @@ def timed_kinds() -> dict[str, bool]:
 def is_timed(spec: str) -> bool:
     """Whether a spec's agent searches for a wall-clock time (so its games are not reproducible from the seed)."""
     kind, _, arg = spec.partition(":")
-    k, arg = lookup(kind), arg.strip()
-    return bool(k is not None and k.timed is not None and not arg.lower().endswith("it") and (arg or k.timed))
+    k = lookup(kind)
+    if k is None or k.timed is None:
+        return False
+    parts = [p.strip().lower() for p in arg.split(":")]
+    if any(p.endswith("it") for p in parts):  # Nit, wherever the options put it
+        return False
+    return bool(k.timed or any(p and not p[0].isalpha() for p in parts))  # SECONDS: a part that is not an option
 
 
 def agents_help() -> str:
@@ -212,12 +218,39 @@ def _learned(arg: str, seed: int, name: str, trust: bool | None) -> Agent:
     return NTupleAgent(arg or None, seed=seed, name=name)
 
 
+#: learned-search's options after its budget: spec word -> `NTupleSearchAgent` argument.
+SEARCH_OPTIONS = {"root": "root", "replybeam": "reply_beam", "replycandidates": "reply_candidates"}
+
+
+def search_options(arg: str, options: dict[str, str]) -> tuple[str, dict[str, int]]:
+    """A spec argument `[BUDGET][:WORDn]...` as (the budget text, '' if none; {argument: n}) for the `options`
+    (spec word -> argument): each part is the budget (at most one) or an option word followed by a whole number."""
+    budget_text, found = "", {}
+    forms = ", ".join(f"{w}N" for w in options)
+    for part in (p.strip() for p in arg.split(":")) if arg.strip() else ():
+        word = re.match(r"[a-z]*", part.lower()).group()
+        if not part:
+            raise ValueError(f"an empty part in {arg!r}")
+        if word in options:
+            if options[word] in found:
+                raise ValueError(f"{word} is given twice")
+            found[options[word]] = whole(part[len(word):], word)
+        elif part[0].isalpha():
+            raise ValueError(f"unknown option {part!r} (options are {forms})")
+        elif budget_text:
+            raise ValueError(f"two budgets, {budget_text!r} and {part!r}")
+        else:
+            budget_text = part
+    return budget_text, found
+
+
 def _learned_search(arg: str, seed: int, name: str, trust: bool | None) -> Agent:
     from .ntuple import NTupleSearchAgent
-    b = budget(arg) if arg else {"iterations": 8}
+    text, options = search_options(arg, SEARCH_OPTIONS)
+    b = budget(text) if text else {"iterations": 8}
     if "iterations" in b:
-        return NTupleSearchAgent(worlds=b["iterations"], seed=seed, name=name)
-    return NTupleSearchAgent(seconds=b["seconds"], seed=seed, name=name)
+        return NTupleSearchAgent(worlds=b["iterations"], seed=seed, name=name, **options)
+    return NTupleSearchAgent(seconds=b["seconds"], seed=seed, name=name, **options)
 
 
 def _learned_win(arg: str, seed: int, name: str, trust: bool | None) -> Agent:
@@ -258,10 +291,13 @@ register(AgentKind(
     example="learned", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-search", _learned_search,
-    "learned-search, learned-search:Nit (N sampled worlds per candidate, a whole number 1..10000; default 8it) or "
-    "learned-search:SECONDS (worlds until that much time, a number in (0, 3600]; the shipped n-tuple network)",
-    "learned-search[:SECONDS] or learned-search:Nit (it with a one-turn search, N sampled worlds per candidate; "
-    "default 8it)", timed=False, aliases=("ntuple-search",), example="learned-search:8it", shipped=("learned.npz",)))
+    "learned-search[:BUDGET][:rootN][:replybeamN][:replycandidatesN] (the shipped n-tuple network; BUDGET Nit: N "
+    "sampled worlds per candidate, a whole number 1..10000, default 8it, or SECONDS: worlds until that much time, a "
+    "number in (0, 3600]; rootN: the N best distinct candidates searched, 1..1024, default 12; replybeamN 1..100000 "
+    "and replycandidatesN 1..1024: the other seats' replies, default 8 and 32)",
+    "learned-search[:SECONDS] or learned-search:Nit[:rootN] (it with a one-turn search, N sampled worlds per "
+    "candidate, default 8it; rootN: how many distinct candidates, default 12)", timed=False,
+    example="learned-search:8it:root12", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-win", _learned_win,
     "learned-win or learned-win:C (C points per unit of win probability, a number 0..1000, default 20; the shipped "
@@ -289,5 +325,5 @@ register(AgentKind("py", _py, "py:MODULE:FACTORY (an importable module and a fac
                    "py:MODULE:FACTORY (your own policy: FACTORY() returns an object with act_batch; runs your code)",
                    example="py:mybot:make"))
 
-__all__ = ["ALIASES", "KINDS", "AgentKind", "agents_help", "all_names", "budget", "is_timed", "lookup", "make_agent",
-           "path_kinds", "register", "timed_kinds", "unregister", "whole"]
+__all__ = ["ALIASES", "KINDS", "SEARCH_OPTIONS", "AgentKind", "agents_help", "all_names", "budget", "is_timed",
+           "lookup", "make_agent", "path_kinds", "register", "search_options", "timed_kinds", "unregister", "whole"]

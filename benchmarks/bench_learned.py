@@ -5,8 +5,9 @@
     python -m benchmarks.bench_learned --cases learned_decision learned_win_decision learned_search_decision
 
 Cases: `SPEC_decision` (`learned_decision` times `learned`): the agent deciding a turn with its checkpoint's play
-settings, ms per decision: `learned` (the shipped n-tuple network), `learned-win` and `learned-search:8it`. The line
-names the spec it timed (`agent`).
+settings, ms per decision (wall and the thread's CPU time): `learned` (the shipped n-tuple network), `learned-win`,
+`learned-search` (the shipped default) and `learned-search:8it:root6` (the root before issue 48). The line names
+the spec it timed (`agent`).
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from .decisions import decision_line
 
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"learned_decision": ("learned", 4), "learned_win_decision": ("learned-win", 4),
-             "learned_search_decision": ("learned-search:8it", 2)}
+             "learned_search_decision": ("learned-search", 4),
+             "learned_search_root6_decision": ("learned-search:8it:root6", 4)}
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],

@@ -56,6 +56,8 @@ CASES = {
     "learned_search8it_vs_mlp_A": (["learned-search:8it", "mlp"], 2, "A", False, 400),
     "learned_search8it_vs_mcts200it_A": (["learned-search:8it", "mcts:200it"], 2, "A", False, 200),
     "learned_search1s_vs_greedy_A": (["learned-search:1.0", "greedy"], 2, "A", False, 60),
+    "learned_search_vs_greedy_A": (["learned-search", "greedy"], 2, "A", False, 400),
+    "learned_search_vs_mcts200it_A": (["learned-search", "mcts:200it"], 2, "A", False, 200),
     "learned_vs_greedy_B": (["learned", "greedy"], 2, "B", False, 200),
     "learned_vs_greedy_A_spirits": (["learned", "greedy"], 2, "A", True, 200),
     "learned_vs_greedy_B_spirits": (["learned", "greedy"], 2, "B", True, 200),

@@ -223,8 +223,11 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
 def _decision(r: dict[str, Any]) -> tuple[str, str]:
     """A `SPEC_decision` line of bench_learned or bench_mlp: the spec it timed is the line's `agent`."""
     median = f", median {r['median_ms']} ms" if "median_ms" in r else ""
+    cpu = (f"; CPU mean {r['cpu_mean_ms']} ms, p95 {r['cpu_p95_ms']} ms, max {r['cpu_max_ms']} ms" if "cpu_mean_ms" in r
+           else "")
     return (f"`{r['agent']}` deciding a turn (the checkpoint's play settings)",
-            f"mean {r['mean_ms']} ms{median}, p95 {r['p95_ms']} ms, max {r['max_ms']} ms ({r['decisions']} decisions)")
+            f"{'wall ' if cpu else ''}mean {r['mean_ms']} ms{median}, p95 {r['p95_ms']} ms, max {r['max_ms']} ms{cpu} "
+            f"({r['decisions']} decisions)")
 
 
 def speed_table(rows: list[dict[str, Any]]) -> str:

@@ -3,7 +3,6 @@ work with a one-line note, and registering a new agent is one entry that the tou
 from __future__ import annotations
 
 import json
-import warnings
 
 import pytest
 
@@ -19,29 +18,21 @@ def test_the_derived_tables_come_from_the_records():
     assert {k: v for k, v in timed_kinds().items() if k not in ALIASES} == \
         {"mcts": True, "learned-search": False, "mlp-search": True}
     assert [s for s in ("mcts", "mcts:9it", "learned-search", "learned-search:2.5", "mlp-search", "mlp-search:3it",
-                        "greedy", "MLP-Search") if is_timed(s)] == ["mcts", "learned-search:2.5", "mlp-search",
-                                                                     "MLP-Search"]
+                        "greedy", "MLP-Search", "learned-search:8it:root12", "learned-search:root12",
+                        "learned-search:root12:2.5") if is_timed(s)] == \
+        ["mcts", "learned-search:2.5", "mlp-search", "MLP-Search", "learned-search:root12:2.5"]
     assert all(k.form and k.help and lookup(name) is k for name, k in KINDS.items())
     assert all(lookup(old) is KINDS[new] for old, new in ALIASES.items())
     with pytest.raises(ValueError, match="already registered"):
         register(AgentKind("learned", lambda *a: RandomAgent(), "x", "x"))
-    for old in ("ntuple", "ntuple-win", "learned-mlp", "learned-mlp-search"):  # the names before issue 35 are gone
+    # the names before issue 35 are gone
+    for old in ("ntuple", "ntuple-win", "ntuple-search", "learned-mlp", "learned-mlp-search"):
         with pytest.raises(ValueError, match=f"unknown agent '{old}'"):
             make_agent(old)
 
 
-def test_old_names_build_the_same_agents_with_a_one_line_note():
-    for old, new in ALIASES.items():
-        if new.startswith("mlp"):
-            pytest.importorskip("torch", reason="the MLP reads its weights with torch")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")  # today's name says nothing
-            agent = make_agent(new)
-        with pytest.warns(FutureWarning) as said:
-            again = make_agent(old)
-        assert type(again) is type(agent), old
-        (note,) = said
-        assert str(note.message) == f"agent {old!r} is now {new!r}; the old name works until the next release"
+def test_a_bad_argument_names_the_kind_and_its_form():
+    assert ALIASES == {}  # no shipped kind keeps an old name
     with pytest.raises(ValueError, match="bad agent spec 'learned-win:x'.*learned-win takes"):
         make_agent("learned-win:x")
 

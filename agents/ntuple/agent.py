@@ -1,4 +1,4 @@
-"""The n-tuple agents (`learned` / `ntuple`, `ntuple-win`) and the network's files: weight vectors, play settings,
+"""The n-tuple agents (`learned`, `learned-win`) and the network's files: weight vectors, play settings,
 checkpoints (NAME.npz + NAME.json with its SHA-256). The kernels they call are in kernels.py."""
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def grown_weights(start: np.ndarray, layout: int) -> np.ndarray:
 DEFAULT_PLAY = {"beam": 24, "candidates": 128}
 #: The shipped checkpoint (if any): agents/checkpoints/learned.npz + .json.
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "checkpoints" / "learned.npz"
-#: The shipped win head (if any) that `ntuple-win` adds to the shipped points head.
+#: The shipped win head (if any) that `learned-win` adds to the shipped points head.
 DEFAULT_WIN_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("learned-win.npz")
 #: What a checkpoint's weights predict: "points" (still to come; `remaining`) or "win" (`win_logit`).
 HEADS = ("points", "win")
@@ -208,7 +208,7 @@ class NTupleAgent(PlanAgent):
             config, weights = load_checkpoint(where)
             if config["head"] != "points":
                 raise CheckpointError(f"{where}: is a {config['head']} head, not the points head `learned` / "
-                                      f"`ntuple` plays (a win head goes with ntuple-win)")
+                                      f"`learned` plays (a win head goes with learned-win)")
             play = config["play"]
         else:
             weights = np.ascontiguousarray(weights, dtype=np.float32)
@@ -219,7 +219,7 @@ class NTupleAgent(PlanAgent):
         self.beam = play["beam"]
         self.candidates = play["candidates"]
         self.seed = int(seed)
-        self.name = name or "ntuple"
+        self.name = name or "learned"
         self._plans = np.zeros((self.candidates, MAX_PLAN), dtype=np.int64)
         self._lens = np.zeros(self.candidates, dtype=np.int64)
         self._pvals = np.zeros(self.candidates, dtype=np.float64)
@@ -296,7 +296,7 @@ class NTupleWinAgent(NTupleAgent):
         self.win = win_weights
         self.win_weight = float(win_weight)
         self._wins = np.zeros(self.candidates, dtype=np.float64)
-        self.name = name or f"ntuple-win:{self.win_weight:g}"
+        self.name = name or f"learned-win:{self.win_weight:g}"
 
     # The win head re-ranks per view: the base class's loop over `act` (not `choose_rows`' threads).
     reset_batch = PlanAgent.reset_batch

@@ -1,4 +1,4 @@
-"""The n-tuple agent with a one-turn expectimax over the chance (`learned-search` / `ntuple-search`); its leaves are
+"""The n-tuple agent with a one-turn expectimax over the chance (`learned-search`); its leaves are
 the kernel `kernels.search_values`."""
 from __future__ import annotations
 
@@ -9,35 +9,60 @@ from typing import Any
 import numpy as np
 
 from harmonies_env import actions as A
+from harmonies_env import state as S
+from harmonies_env.batch import play_plan
+from harmonies_env.geometry import MAX_CELLS, NUM_SYMMETRIES, SYMMETRIES, permute_mask
 
 from ..base import PlanAgent, private_copy
-from ..greedy import DEFAULT_WEIGHTS, MAX_PLAN
-from .agent import NTupleAgent
+from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN
+from .agent import MAX_CANDIDATES, NTupleAgent
 from .kernels import search_values
 
 
+def afterstate_key(s: np.ndarray, p: int) -> bytes:
+    """A position's identity for the search's root: the state with seat p's board (stacks and cubes) replaced by its
+    smallest image under the board's symmetries, so mirror-image afterstates share a key (bitboards, which the
+    stacks determine, left out)."""
+    rest = s.copy()
+    at = S.STACK + MAX_CELLS * p
+    stack = s[at: at + MAX_CELLS]
+    rest[at: at + MAX_CELLS] = 0
+    rest[S.BITBOARD: S.BITBOARD + S.MAX_PLAYERS * 15] = 0
+    rest[S.CUBES + p] = 0
+    images = []
+    for k in range(NUM_SYMMETRIES):
+        perm = SYMMETRIES[s[S.SIDE], k]
+        image = np.empty_like(stack)
+        image[perm] = stack
+        images.append(image.tobytes() + permute_mask(int(s[S.CUBES + p]), perm).to_bytes(8, "little"))
+    return min(images) + rest.tobytes()
+
+
 class NTupleSearchAgent(NTupleAgent):
-    """The n-tuple agent with a one-turn expectimax over the chance: its `root` best candidates (by the network) are
-    each played in sampled worlds (`private_copy`: the hidden draw order only from the seed, never the real one;
-    every candidate in the same worlds, common random numbers), where the central board refills, the other seats
-    reply as the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the
-    mover's best next turn (`search_values`). It plays the candidate with the best mean.
+    """The n-tuple agent with a one-turn expectimax over the chance: its `root` best candidates (by the network) that
+    are different positions (`root_candidates`: a repeated afterstate would be valued the same in every world) are each
+    played in sampled worlds (`private_copy`: the hidden draw order only from the seed, never the real one; every
+    candidate in the same worlds, common random numbers), where the central board refills, the other seats reply as
+    the `ntuple` agent would (beam `reply_beam`, `reply_candidates` plans) and the network values the mover's best
+    next turn (`search_values`). It plays the candidate with the best mean. Spec options (agents.registry):
+    `:rootN`, `:replybeamN`, `:replycandidatesN`.
 
     The budget is `worlds` worlds per candidate (default 8; reproducible: spec `learned-search:Nit`, also spelled
-    `ntuple-search:Nit`), or with `seconds` set, worlds added one at a time (every candidate in each) until the next
+    `learned-search:Nit`), or with `seconds` set, worlds added one at a time (every candidate in each) until the next
     would pass that much wall time since the decision began (at least one, at most `worlds`, default 10,000; spec
     `learned-search:SECONDS`): how many fit depends on the machine and its load.
     """
 
-    def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 6, reply_beam: int = 8,
+    def __init__(self, path: str | Path | None = None, worlds: int | None = None, root: int = 12, reply_beam: int = 8,
                  reply_candidates: int = 32, seed: int = 0, name: str | None = None, seconds: float | None = None,
                  **kwargs: Any):
         if worlds is None:  # 8 worlds; under a time budget, as many as fit
             worlds = 8 if seconds is None else 10_000
-        for what, v in (("worlds", worlds), ("root", root), ("reply_beam", reply_beam),
-                        ("reply_candidates", reply_candidates)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 10_000:
-                raise ValueError(f"{what} must be a whole number 1..10000, got {v!r}")
+        for what, v, top in (("worlds", worlds, 10_000), ("root", root, MAX_CANDIDATES),
+                             ("reply_beam", reply_beam, MAX_BEAM), ("reply_candidates", reply_candidates,
+                                                                    MAX_CANDIDATES)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= top:
+                raise ValueError(f"{what} must be a whole number 1..{top}, got {v!r}")
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
                                     or not 0 < seconds <= 3600):
             raise ValueError(f"seconds must be a number in (0, 3600], got {seconds!r}")
@@ -45,8 +70,11 @@ class NTupleSearchAgent(NTupleAgent):
         self.seconds = None if seconds is None else float(seconds)
         self.worlds, self.root = int(worlds), int(root)
         self.reply_beam, self.reply_candidates = int(reply_beam), int(reply_candidates)
-        self.name = name or (f"ntuple-search:{self.seconds:g}" if self.seconds else f"ntuple-search:{self.worlds}it")
+        self.name = name or (f"learned-search:{self.seconds:g}" if self.seconds else f"learned-search:{self.worlds}it")
         self.last_worlds = 0
+        #: The last decision's root (indices into its candidates) and each root candidate's summed leaf values.
+        self.last_root: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.last_totals: np.ndarray = np.zeros(0)
 
     # The search decides one view at a time (it samples worlds per decision): the base class's loop over `act`.
     reset_batch = PlanAgent.reset_batch
@@ -55,13 +83,32 @@ class NTupleSearchAgent(NTupleAgent):
     def _seed_for(self, turn: int, j: int) -> int:
         return int((self.seed * 0x9E3779B1 + turn * 0x85EBCA77 + j * 0xC2B2AE3D + 0x27D4EB2F) & (2**62 - 1))
 
+    def root_candidates(self, game: Any, values: np.ndarray) -> np.ndarray:
+        """The indices of the `root` best candidates of the last `rank` (by value, the first of equal values first)
+        whose afterstates (the turn played up to its END, before any chance) are different positions: a repeat (the
+        same afterstate, or its mirror image: the rules, scoring and network treat a board and its mirror images
+        alike, `geometry.SYMMETRIES`) would only take a slot, valued as its first in every world."""
+        seen: set[bytes] = set()
+        keep = []
+        after = np.empty_like(game.state)
+        for o in np.argsort(-values, kind="stable"):
+            after[:] = game.state
+            play_plan(after, self._plans[o], self._lens[o], True)
+            key = afterstate_key(after, int(game.state[S.CURRENT]))
+            if key not in seen:
+                seen.add(key)
+                keep.append(int(o))
+                if len(keep) == self.root:
+                    break
+        return np.array(keep, dtype=np.int64)
+
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         start = time.perf_counter()
         plans, values = self.rank(game)
         self.last_values = values
         if len(plans) <= 1 or (plans[0][0] >= A.KEEP_SPIRIT and plans[0][0] < A.KEEP_SPIRIT + 2):
             return plans[int(np.argmax(values))] if plans else []
-        order = np.argsort(-values, kind="stable")[: self.root]
+        order = self.root_candidates(game, values)
         C = len(order)
         cp = np.zeros((C, MAX_PLAN), dtype=np.int64)
         cl = np.zeros(C, dtype=np.int64)
@@ -85,5 +132,6 @@ class NTupleSearchAgent(NTupleAgent):
                 if now + (now - t0) > start + self.seconds:
                     break
         self.last_worlds = j
+        self.last_root, self.last_totals = order, total
         return plans[int(order[int(np.argmax(total))])]
 
