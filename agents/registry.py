@@ -106,11 +106,11 @@ def agents_help() -> str:
     forms = ", ".join(k.help for k in KINDS.values())
     timed = [f"{n}:SECONDS" if not k.timed else f"{n} (1 second), {n}:SECONDS" for n, k in KINDS.items()
              if k.timed is not None]
-    old = ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
+    other = ", ".join(f"{a} = {n}" for a, n in ALIASES.items())
     return (f"agent specs: {forms}.\nReproducible from --seed, for any --jobs: every spec but a time budget "
             f"(Nit budgets included: their worlds and rollouts are drawn from the seed).\nNot reproducible: time "
-            f"budgets ({', '.join(timed)}), whose search depends on machine speed and load.\nOld names, kept for one "
-            f"release: {old}.")
+            f"budgets ({', '.join(timed)}), whose search depends on machine speed and load."
+            + (f"\nOther names: {other}." if other else ""))
 
 
 def make_agent(spec: str, seed: int = 0, trust: bool | None = None) -> Agent:
@@ -296,7 +296,7 @@ register(AgentKind(
     "number in (0, 3600]; rootN: the N best distinct candidates searched, 1..1024, default 12; replybeamN 1..100000 "
     "and replycandidatesN 1..1024: the other seats' replies, default 8 and 32)",
     "learned-search[:SECONDS] or learned-search:Nit[:rootN] (it with a one-turn search, N sampled worlds per "
-    "candidate, default 8it; rootN: how many distinct candidates, default 12)", timed=False,
+    "candidate, 8it if not given; rootN: how many distinct candidates, 12 if not given)", timed=False,
     example="learned-search:8it:root12", shipped=("learned.npz",)))
 register(AgentKind(
     "learned-win", _learned_win,
