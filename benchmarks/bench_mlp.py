@@ -5,10 +5,12 @@ benchmarks/RESULTS.md and docs/history.md). Each case is named after the spec it
     python -m benchmarks.bench_mlp --threads 1 --seconds 20 --cases selfplay_mlp train_mlp iteration_mlp
 
 Cases (each warmed up first, then timed for about --seconds):
-* `selfplay_mlp`: the MLP trainer's `Trainer.selfplay_step` alone: self-play decisions/s (planning + features in
-  one numba call, one batched forward, playing the chosen plans), with the config's games, beam and candidates;
-* `train_mlp`: `Trainer.train_step` alone on a filled buffer: training samples/s (Adam steps x batch);
-* `iteration_mlp`: the trainer's loop as configured (self-play step + `steps_per_iter` training steps): decisions/s;
+* `selfplay_mlp`: the MLP's self-play in the framework (`Learner.play_turn`, the evaluator's `decide_rows`:
+  planning + features in one numba call, one batched forward, playing the chosen plans; finished games into the
+  replay buffer, `learn`) alone: self-play decisions/s, with the config's games, beam and candidates;
+* `train_mlp`: one Adam step of the evaluator (`after_iteration`'s) alone on a filled buffer: training samples/s;
+* `iteration_mlp`: the framework's iteration as configured (`Learner.step`: a turn in every game, then
+  `steps_per_iter` Adam steps): decisions/s;
 * `mlp_decision`, `mlp_search_decision`: the agent deciding a turn with its checkpoint's play settings, ms per
   decision: `mlp` (64 candidates from a beam of 96 per central space, outputs averaged over 4 mirror images) and
   `mlp-search:300it` (300 leaves per decision, the budget STRENGTH.md measures against `mcts:200it`). The line names
@@ -25,14 +27,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.mlp_config import load_config
+from experiments.common import load_config
+from experiments.evaluators.mlp import DEFAULTS, settings
 from experiments.train_mlp import Trainer
 
 from .decisions import decision_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The trainer cases: each times one phase of the MLP trainer (`experiments.train_mlp.Trainer`).
+#: The trainer cases: each times one phase of the MLP's training (`experiments.train_mlp.Trainer`, the framework's).
 TRAINER = ("selfplay_mlp", "train_mlp", "iteration_mlp")
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"mlp_decision": ("mlp", 4), "mlp_search_decision": ("mlp-search:300it", 2)}
@@ -53,43 +56,41 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"))
-    ap.add_argument("--threads", type=int, default=None, help="override run.threads")
+    ap.add_argument("--threads", type=int, default=None, help="override selfplay.threads")
     ap.add_argument("--seconds", type=float, default=15.0, help="timing per case")
     ap.add_argument("--cases", nargs="*", default=[*TRAINER, *DECISIONS], choices=[*TRAINER, *DECISIONS])
     args = ap.parse_args(argv)
-    sets = [] if args.threads is None else [f"run.threads={args.threads}"]
-    cfg = load_config(args.config, sets)
+    sets = [] if args.threads is None else [f"selfplay.threads={args.threads}"]
+    cfg = settings(load_config(args.config, DEFAULTS, sets))
     load = os.getloadavg()[0]
     trainer_cases = set(TRAINER) & set(args.cases)
     with tempfile.TemporaryDirectory() as tmp:
         if not trainer_cases:
             tmp = None
         tr = Trainer(cfg, seed=0, run=Path(tmp), progress=False) if tmp else None
+        ev = tr.evaluator if tr is not None else None
         # warm-up: compile the kernels, fill the replay buffer
-        while tr is not None and tr.buf_size < max(int(cfg["train"]["batch"]) * 4, 2048):
-            tr.selfplay_step()
-        if tr is not None:
-            tr.train_step()
+        while ev is not None and ev.buf_size < max(int(cfg["train"]["batch"]) * 4, 2048):
+            tr.play_turn(tr.learn)
+        if ev is not None:
+            ev._adam_step(tr.context())
         sp = cfg["selfplay"]
-        base = {"threads": int(cfg["run"]["threads"]), "games": sp["games"], "beam": sp["beam"],
+        base = {"threads": int(sp["threads"]), "games": sp["games"], "beam": sp["beam"],
                 "candidates": sp["candidates"], "load1": round(load, 2)}
         if "selfplay_mlp" in args.cases:
             before = tr.decisions
-            n, dt = _timed(tr.selfplay_step, args.seconds)
+            n, dt = _timed(lambda: tr.play_turn(tr.learn), args.seconds)
             print(json.dumps({"case": "selfplay_mlp", **base, "decisions_per_s": round((tr.decisions - before) / dt, 1),
                               "s_per_step": round(dt / n, 4)}), flush=True)
         if "train_mlp" in args.cases:
-            n, dt = _timed(tr.train_step, args.seconds)
+            ctx = tr.context()
+            n, dt = _timed(lambda: ev._adam_step(ctx), args.seconds)
             B = int(cfg["train"]["batch"])
             print(json.dumps({"case": "train_mlp", **base, "batch": B, "samples_per_s": round(n * B / dt, 1),
                               "ms_per_step": round(1000 * dt / n, 2)}), flush=True)
         if "iteration_mlp" in args.cases:
-            def it():
-                tr.selfplay_step()
-                for _ in range(int(cfg["train"]["steps_per_iter"])):
-                    tr.train_step()
             before = tr.decisions
-            n, dt = _timed(it, args.seconds)
+            n, dt = _timed(tr.step, args.seconds)
             print(json.dumps({"case": "iteration_mlp", **base,
                               "decisions_per_s": round((tr.decisions - before) / dt, 1),
                               "samples_per_s": round(n * int(cfg["train"]["steps_per_iter"]) *

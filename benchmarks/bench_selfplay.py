@@ -20,13 +20,13 @@ of one weights sync (docs/distributed.md, section 6).
 
     python -m benchmarks.bench_selfplay --cases selfplay_learned_workers --workers 1 2 --learned-seconds 40
 
-The MLP's cases (each worker a `train_mlp.Trainer`'s self-play with its own `selfplay.games` games, warmed up
-first):
-* `selfplay_processes`: N spawned processes, each timing its own `selfplay_step` loop for --seconds: the decisions/s
+The MLP's cases (each worker the framework's self-play of the MLP evaluator, `train_mlp.Trainer` as a worker builds
+it, with its own `selfplay.games` games, warmed up first):
+* `selfplay_processes`: N spawned processes, each timing its own `play_turn` loop for --seconds: the decisions/s
   summed;
-* `selfplay_ray`: `experiments.mlp_workers.MLPWorkers` with N actors on a local Ray instance of N CPUs:
-  `collect` rounds (each actor a few steps with the published weights) for about --seconds: all decisions / wall
-  time, the round trips included.
+* `selfplay_ray`: `experiments.selfplay_workers.WorkerPool` of N `selfplay.SelfPlayActor`s on a local Ray instance
+  of N CPUs: `play` rounds (each actor a few turns with the published weights) for about --seconds: all decisions /
+  wall time, the round trips included.
 """
 from __future__ import annotations
 
@@ -43,11 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _config(path: str, threads: int) -> dict:
-    from experiments.mlp_config import load_config
+    from experiments.common import load_config
+    from experiments.evaluators.mlp import DEFAULTS, settings
 
-    cfg = load_config(path, [f"run.threads={threads}"])
-    cfg["train"]["buffer"] = 2 * int(cfg["selfplay"]["games"]) * int(cfg["selfplay"]["max_decisions"])
-    return cfg
+    return settings(load_config(path, DEFAULTS, [f"selfplay.threads={threads}"]))
 
 
 def _process_rate(job: tuple) -> float:
@@ -56,11 +55,15 @@ def _process_rate(job: tuple) -> float:
     from experiments.train_mlp import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(_config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)
-        tr.selfplay_step()
+        tr = Trainer(_config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)  # a worker's
+
+        def turn() -> None:
+            tr.play_turn(lambda game: None)
+
+        turn()
         d0, t0 = tr.decisions, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
-            tr.selfplay_step()
+            turn()
         return (tr.decisions - d0) / (time.perf_counter() - t0)
 
 
@@ -257,20 +260,24 @@ def main(argv: list[str] | None = None) -> int:
     if "selfplay_ray" in args.cases:
         import ray
 
-        from experiments.mlp_workers import MLPWorkers
+        from experiments.evaluators.mlp import make
+        from experiments.selfplay import SelfPlayActor
+        from experiments.selfplay_workers import WorkerPool
         from experiments.train_mlp import Trainer
 
         with tempfile.TemporaryDirectory() as tmp:
-            weights = Trainer(cfg, seed=0, run=Path(tmp), progress=False, init=False).net.state_dict()
+            weights = {k: v.copy() for k, v in Trainer(cfg, seed=0, run=Path(tmp), progress=False,
+                                                       init=False).evaluator.get_weights().items()}
         for n in args.workers:
             ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, logging_level="warning")
             try:
-                with MLPWorkers(Trainer, cfg, seed=0, workers=n) as pool:
+                wcfg = {**cfg, "selfplay": {**cfg["selfplay"], "threads": 1}}
+                with WorkerPool(SelfPlayActor, (make, wcfg, 0), n, "local", name="mlp-selfplay") as pool:
                     pool.publish(weights)
-                    pool.collect(1)  # warm-up: the actors start, load the kernels and the weights
+                    pool.play(1)  # warm-up: the actors start, load the kernels and the weights
                     decisions, t0 = 0, time.perf_counter()
                     while time.perf_counter() - t0 < args.seconds:
-                        decisions += sum(r["decisions"] for r in pool.collect(args.steps))
+                        decisions += sum(r["decisions"] for r in pool.play(args.steps))
                     rate = decisions / (time.perf_counter() - t0)
                 print(line("selfplay_ray", n, rate, steps=args.steps), flush=True)
             finally:

@@ -13,12 +13,19 @@ its mover and how it learns from a finished game.
   seat. A finished game (`Finished`: afterstates, movers, predictions, final totals, who won) goes to
   `Evaluator.learn`; `td_targets` gives its TD(lambda) targets (points gained to the seat's next afterstate plus
   the prediction there, mixed by `train.lam`).
-- An evaluator may fuse planning and valuing into one call (`FusedEvaluator.decide_rows`: the n-tuple network's
-  numba kernel plans, values, chooses and plays a turn in every game in one call, the speed issue 37 is about); the
-  loop then uses it instead of `values`. The games are the same either way.
-- Workers (`--workers N`, `--ray ADDRESS`): `SelfPlayWorker` actors of `experiments.selfplay_workers.WorkerPool`
-  play the games while the driver learns; the same seed and worker count give the same weights on either transport.
-- Evaluation (`vs_greedy`): every learner, as an agent (`Evaluator.agent`), meets the greedy planner through the
+- The evaluator (`evaluators.base.Evaluator`, a base class): the methods it must define, and optional hooks with
+  no-op defaults that the loop calls directly (`HOOKS`; a method named like a hook that is none is refused when the
+  class is defined). A hook reads or changes the run only through a `Context` (the run's generator, the games, this
+  turn's rows, the iteration). `decide_rows` (default: `agents.afterstate_agent.decide_generic`) may fuse planning
+  and valuing into one call (the n-tuple network's numba kernel plans, values, chooses and plays a turn in every game
+  in one call, the speed issue 37 is about); the games are the same either way. `after_iteration` learns in batches
+  (the MLP's Adam steps over its replay buffer); `expert_turn` takes `expert_share` of the decisions by a search;
+  `extra_evaluation` adds columns to the evaluation (the MLP's match against MCTS).
+- Workers (`--workers N`, `--ray ADDRESS`): `SelfPlayActor`s in `experiments.selfplay_workers.WorkerPool` (a
+  transport that knows no learner) play the games while the driver learns; the same seed and worker count give the
+  same weights on either transport.
+- Evaluation (`vs_greedy`): every learner, as an agent (`Evaluator.agent`: by default
+  `agents.afterstate_agent.AfterstateAgent`), meets the greedy planner through the
   match engine (`agents.match.play_match`) on fixed seeds that training never uses.
 - Checkpoints: the complete learner state (`Evaluator.arrays`, games in flight, generator, counters) through
   `experiments.common.save_checkpoint` (atomic, SHA-256 in the JSON record, no pickle); the agent's own checkpoint
@@ -40,17 +47,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from agents.afterstate import own_total
+from agents.afterstate_agent import AfterstateAgent, Buffers, decide_generic
 from agents.archive import read_npz
-from agents.base import PlanAgent
-from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
-from harmonies_env import actions as A
 from harmonies_env import state as S
-from harmonies_env.batch import outcome, play_plan
+from harmonies_env.batch import outcome
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
-from .evaluators.base import Evaluator, Finished, FusedEvaluator, load_weights, save_weights, td_targets, vs_greedy
+from .evaluators.base import (
+    HOOKS,
+    Context,
+    Evaluator,
+    Finished,
+    load_weights,
+    save_weights,
+    td_targets,
+    vs_greedy,
+)
 from .selfplay_config import EvalSection, RunSection, SelfPlaySection, TrainSection, settings, typed
 
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
@@ -58,108 +71,6 @@ TRAIN_SEED_LOW = 2**40
 
 
 # ------------------------------------------------------------------------------------------------ the loop's parts
-
-class Buffers:
-    """The scratch arrays of one turn in a batch of G games with K candidates, and how many threads share the rows
-    (the games do not depend on it: every row depends only on itself)."""
-
-    def __init__(self, G: int, K: int, threads: int = 1):
-        self.threads = int(threads)
-        self.plans = np.zeros((G, K, MAX_PLAN), dtype=np.int64)
-        self.lens = np.zeros((G, K), dtype=np.int64)
-        self.pvals = np.zeros((G, K), dtype=np.float64)
-        self.values = np.zeros((G, K), dtype=np.float64)
-        self.tmp = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
-        self.after = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
-        self.seat = np.zeros(G, dtype=np.int64)
-        self.pred = np.zeros(G, dtype=np.float64)
-        self.chosen = np.zeros(G, dtype=np.int64)
-        self.recorded = np.zeros(G, dtype=np.bool_)
-
-
-def decide_generic(ev: Evaluator, buf: Buffers, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
-                   explore: np.ndarray, pick: np.ndarray) -> None:
-    """One whole turn in every unfinished game for any evaluator: plan the candidates (`plan_candidates`), value all
-    afterstates of all games in ONE `ev.values` call (own total + predicted remaining points), choose (best, or
-    candidate int(pick x count) where `explore`), record the chosen afterstate and its prediction in `buf`, play it.
-    kinds[r, seat] == 1: the greedy planner (`plan_turn` at greedy_beam) plays that seat (its afterstate recorded
-    too, as every afterstate but the first-turn Spirit choice's). The same games as the n-tuple's fused
-    `decide_rows` (tests/test_selfplay.py)."""
-    G = states.shape[0]
-    buf.recorded[:] = False
-    counts = np.zeros(G, dtype=np.int64)
-    rows: list[tuple[int, int, int]] = []  # (game, candidate, mover) of every afterstate to value
-    afters: list[np.ndarray] = []
-    sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    owns: list[float] = []
-    for r in range(G):
-        s = states[r]
-        if s[S.GAME_OVER]:
-            continue
-        p = int(s[S.CURRENT])
-        P, Ln = buf.plans[r], buf.lens[r]
-        greedy = kinds[r, p] == 1
-        if greedy:
-            n = plan_turn(s, DEFAULT_WEIGHTS, greedy_beam, P[:1], Ln[:1], buf.pvals[r, :1])
-        else:
-            n = plan_candidates(s, DEFAULT_WEIGHTS, beam, P, Ln, buf.pvals[r])
-        counts[r] = n
-        if n and A.KEEP_SPIRIT <= P[0, 0] < A.KEEP_SPIRIT + 2:  # the Spirit choice: no afterstate, planner's order
-            buf.values[r, :n] = -np.arange(n)
-            continue
-        for k in range(n):  # (a greedy seat's one plan too: its afterstate is recorded with a prediction)
-            a = s.copy()
-            play_plan(a, P[k], Ln[k], True)
-            afters.append(a)
-            owns.append(own_total(a, p, sc))
-            rows.append((r, k, p))
-    pred = np.zeros(len(rows))
-    if rows:
-        ev.values(np.stack(afters), np.array([m for _, _, m in rows], dtype=np.int64), pred)
-        for i, (r, k, _) in enumerate(rows):
-            buf.values[r, k] = owns[i] + pred[i]
-    at = {(r, k): i for i, (r, k, _) in enumerate(rows)}
-    for r in range(G):
-        s = states[r]
-        if s[S.GAME_OVER]:
-            continue
-        n = int(counts[r])
-        if n == 0:
-            s[S.GAME_OVER] = 1  # cannot happen on a legal position; end the game rather than loop
-            continue
-        p = int(s[S.CURRENT])
-        P, Ln = buf.plans[r], buf.lens[r]
-        if kinds[r, p] == 1:
-            c = 0
-        else:
-            c = min(n - 1, int(pick[r] * n)) if explore[r] else int(np.argmax(buf.values[r, :n]))
-        buf.chosen[r] = c
-        i = at.get((r, c))
-        if i is not None:
-            buf.after[r] = afters[i]
-            buf.seat[r] = p
-            buf.pred[r] = pred[i]
-            buf.recorded[r] = True
-        play_plan(s, P[c], Ln[c])
-
-
-class EvaluatorAgent(PlanAgent):
-    """Any evaluator as an agent: plays the candidate plan (`greedy.plan_candidates`, `candidates` plans at beam
-    `beam` per central space) whose afterstate is worth most to the mover (own total + `values`), the choice the
-    self-play loop makes without exploring. The evaluation's agent of an evaluator without its own `agent`."""
-
-    def __init__(self, evaluator: Evaluator, beam: int, candidates: int, name: str = "evaluator"):
-        self.evaluator, self.beam, self.candidates, self.name = evaluator, int(beam), int(candidates), name
-        self.reset()
-
-    def choose_plan(self, view: Any, game: Any) -> list[int]:
-        buf = Buffers(1, self.candidates)
-        states = game.state.copy()[None]
-        kinds = np.zeros((1, S.MAX_PLAYERS), dtype=np.int64)
-        decide_generic(self.evaluator, buf, states, kinds, self.beam, 1, np.zeros(1, np.bool_), np.zeros(1))
-        c = int(buf.chosen[0])
-        return buf.plans[0, c, : buf.lens[0, c]].tolist()
-
 
 def pack_games(games: list[Finished]) -> dict[str, Any]:
     """Finished games made compact for the wire (afterstates as int16 where they fit, `pack_rows`; only rows < m)."""
@@ -223,9 +134,19 @@ def _unflatten(arrays: dict[str, np.ndarray], rest: dict[str, Any]) -> dict[str,
 
 # ------------------------------------------------------------------------------------------------ the learner
 
-#: An evaluator's maker: (checked config, whether it learns) -> the evaluator. A self-play worker's does not learn
-#: (no learner-side state: its weights come from the learner). A module-level class or function (workers import it).
-Factory = Callable[[dict[str, dict[str, Any]], bool], Evaluator]
+#: An evaluator's maker: (checked config, whether it learns, the run's seed) -> the evaluator. A self-play worker's
+#: does not learn (no learner-side state: its weights come from the learner). A module-level class or function
+#: (workers import it).
+Factory = Callable[[dict[str, dict[str, Any]], bool, int], Evaluator]
+
+
+def framework_section(cls: type, values: dict[str, Any]) -> Any:
+    """The framework's typed section `cls` of a checked config section, which an evaluator's own keys may extend (an
+    evaluator reads its own section class, e.g. `NTupleTrainSection`, from the same values)."""
+    import dataclasses
+
+    return cls(**{f.name: tuple(values[f.name]) if isinstance(values[f.name], list) else values[f.name]
+                  for f in dataclasses.fields(cls)})
 
 
 class Learner:
@@ -239,14 +160,17 @@ class Learner:
                  progress: bool = True, init: bool = True):
         self.cfg = cfg
         self.make = make
-        self.sp: SelfPlaySection = typed(SelfPlaySection, cfg["selfplay"], "selfplay")
-        self.tr: TrainSection = TrainSection(iterations=cfg["train"]["iterations"], lam=cfg["train"]["lam"])
-        self.ev: EvalSection = typed(EvalSection, cfg["eval"], "eval")
-        self.rn: RunSection = typed(RunSection, cfg["run"], "run")
+        self.sp: SelfPlaySection = framework_section(SelfPlaySection, cfg["selfplay"])
+        self.tr: TrainSection = framework_section(TrainSection, cfg["train"])
+        self.ev: EvalSection = framework_section(EvalSection, cfg["eval"])
+        self.rn: RunSection = framework_section(RunSection, cfg["run"])
         self.seed = int(seed)
         self.run = run
         self.progress = progress
-        self.evaluator = make(cfg, init)
+        self.evaluator = make(cfg, init, self.seed)
+        if not isinstance(self.evaluator, Evaluator):
+            raise TypeError(f"{make!r} made a {type(self.evaluator).__name__}, not an experiments.selfplay.Evaluator "
+                            f"(derive from it: its hooks are {', '.join(HOOKS)})")
         self.G, self.K, self.D = self.sp.games, self.sp.candidates, self.sp.max_decisions
         self.searched = 0
         self.rng = np.random.default_rng(self.seed)
@@ -290,24 +214,23 @@ class Learner:
         resumed run is the same); what `Evaluator.learn` scales its step sizes by."""
         return min(1.0, self.iteration / max(1, int(self.tr.iterations)))
 
+    def context(self) -> Context:
+        """What the evaluator's hooks may read or change of this run (`evaluators.base.Context`)."""
+        return Context(self.rng, self.states, self.buf, self.iteration, self.progress_fraction(), self.sp.threads,
+                       self.seed)
+
     def decide(self, explore: np.ndarray, pick: np.ndarray) -> None:
-        """One whole turn in every unfinished game into `buf`: the evaluator's fused call when it has one
-        (`FusedEvaluator`), else `decide_generic`."""
-        fused = getattr(self.evaluator, "decide_rows", None)
-        if fused is not None:
-            fused(self.buf, self.states, self.kinds, self.sp.beam, self.ev.opponent_beam, explore, pick)
-        else:
-            decide_generic(self.evaluator, self.buf, self.states, self.kinds, self.sp.beam, self.ev.opponent_beam,
-                           explore, pick)
+        """One whole turn in every unfinished game into `buf` (`Evaluator.decide_rows`: by default
+        `decide_generic`)."""
+        self.evaluator.decide_rows(self.buf, self.states, self.kinds, self.sp.beam, self.ev.opponent_beam, explore,
+                                   pick)
 
     def step(self) -> None:
         """One whole turn in every game (in this process, or every worker's games); finished games teach the
         evaluator (in worker order) and are replaced."""
-        after = getattr(self.evaluator, "after_iteration", None)  # (an evaluator that learns in batches)
         if self.pool is None:
             self.play_turn(self.learn)
-            if after is not None:
-                after()
+            self._after_iteration()
             return
         if self._next is not None:  # gathered by a checkpoint (or read from one)
             results, self._next = self._next, None
@@ -322,28 +245,37 @@ class Learner:
             self.decisions += int(res["decisions"])
             self.games_done += int(res["finished"])
             self.searched += int(res["searched"])
-        if after is not None:
-            after()
+        self._after_iteration()
         if (self.iteration + 1) % self.sp.sync_every == 0:
             self.publish()
 
+    def _after_iteration(self) -> None:
+        self._fold_loss(self.evaluator.after_iteration(self.context()))
+
+    def _fold_loss(self, loss: float) -> None:
+        """The loss's moving average (a NaN loss, none this time, leaves it)."""
+        if not math.isnan(loss):
+            self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+
     def play_turn(self, finish: Callable[[Finished], None]) -> None:
         """One whole turn in every game; each finished game goes to `finish` (views: read them before returning),
-        then is replaced by a new one. An evaluator with `expert_share` > 0 and `expert_turn` takes that share of its
-        own decisions by a search, whose value becomes the afterstate's target."""
+        then is replaced by a new one. An evaluator with `expert_share` > 0 takes that share of its own decisions by
+        a search (`expert_turn`), whose value becomes the afterstate's target."""
         explore = self.rng.random(self.G) < float(self.sp.epsilon)
         pick = self.rng.random(self.G)
         b = self.buf
         ev = self.evaluator
-        share = float(getattr(ev, "expert_share", 0.0))
+        share = float(ev.expert_share)
         target = np.full(self.G, np.nan)
         if share > 0:  # drawn only when on, so runs without it keep their generator stream
             searched = (self.rng.random(self.G) < share) & ~explore
             held = self.states[:, S.GAME_OVER].copy()
+            ctx = self.context()
             for r in np.flatnonzero(searched & (held == 0)):
                 s = self.states[r]
                 if self.kinds[r, int(s[S.CURRENT])] == 0:
-                    target[r] = ev.expert_turn(self, int(r))
+                    target[r] = ev.expert_turn(ctx, int(r))
+                    self.searched += int(not math.isnan(target[r]))
             done = ~np.isnan(target)
             held = self.states[:, S.GAME_OVER].copy()
             self.states[done, S.GAME_OVER] = 1  # the turn skips the rows the search played
@@ -375,12 +307,11 @@ class Learner:
 
     def learn(self, g: Finished) -> None:
         """The evaluator learns from one finished game at this iteration's point of the schedule."""
-        loss = self.evaluator.learn(g, self.progress_fraction())
-        self.loss_ema = loss if math.isnan(self.loss_ema) else 0.95 * self.loss_ema + 0.05 * loss
+        self._fold_loss(self.evaluator.learn(g, self.progress_fraction()))
 
     # ---- self-play on workers ----
     def connect(self, transport: str) -> None:
-        """Start `selfplay.workers` self-play workers (`WorkerPool` of `SelfPlayWorker`: local processes, or Ray
+        """Start `selfplay.workers` self-play workers (`WorkerPool` of `SelfPlayActor`: local processes, or Ray
         actors at a Ray address), put back a checkpoint's games in flight when resuming, and publish the weights they
         played with (the evaluator's own when starting)."""
         from .selfplay_workers import WorkerPool
@@ -388,7 +319,7 @@ class Learner:
         # each worker plays its games on one thread (the workers are the parallelism; `selfplay.threads` stays the
         # driver's, for its evaluations): the games are the same for any number of threads
         wcfg = {**self.cfg, "selfplay": {**self.cfg["selfplay"], "threads": 1}}
-        self.pool = WorkerPool(SelfPlayWorker, (self.make, wcfg, self.seed), self.sp.workers, transport,
+        self.pool = WorkerPool(SelfPlayActor, (self.make, wcfg, self.seed), self.sp.workers, transport,
                                name=f"{self.name}-selfplay")
         if self.worker_snaps is not None:
             self.pool.restore(self.worker_snaps)
@@ -422,16 +353,14 @@ class Learner:
 
     def evaluate(self) -> dict[str, Any]:
         """The evaluator, as its agent plays, against the greedy planner (`vs_greedy`); an eval.csv row."""
-        agent = getattr(self.evaluator, "agent", None)
-        policy = agent(self.sp.beam, self.K) if agent is not None else EvaluatorAgent(self.evaluator, self.sp.beam,
-                                                                                      self.K)
+        policy = self.evaluator.agent(self.sp.beam, self.K)
         res = vs_greedy(policy, self.ev.games, self.ev.seed,
                         self.ev.opponent_beam, threads=self.sp.threads)
-        extra = getattr(self.evaluator, "metrics", lambda: {})()
+        more = self.evaluator.extra_evaluation(self.context())
         return {"iteration": self.iteration, "games": self.games_done, "decisions": self.decisions,
                 "searched": self.searched, "minutes": round(self.elapsed() / 60, 3),
-                "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4), **extra,
-                **{k: round(v, 4) for k, v in res.items()}}
+                "loss": None if math.isnan(self.loss_ema) else round(self.loss_ema, 4), **self.evaluator.metrics(),
+                **{k: round(v, 4) for k, v in {**res, **more}.items()}}
 
     def _record(self, row: dict[str, Any], log: Any, bar: Any) -> None:
         self.evals.append(row)
@@ -485,7 +414,7 @@ class Learner:
                  pend_pred=self.pend_pred, pend_n=self.pend_n, pend_target=self.pend_target, **extra)
         meta = {"iteration": self.iteration, "games_done": self.games_done, "decisions": self.decisions,
                 "loss_ema": None if math.isnan(self.loss_ema) else self.loss_ema, "best": self.best,
-                "searched": self.searched, **getattr(self.evaluator, "meta", lambda: {})(),
+                "searched": self.searched, **self.evaluator.meta(),
                 "evals": self.evals, "rng": self.rng.bit_generator.state, "elapsed": self.elapsed(),
                 **({"workers": plain, "next": nxt} if self.pool is not None else {})}
         folder = self.run / "checkpoints"
@@ -530,7 +459,7 @@ class Learner:
         self.games_done = int(meta["games_done"])
         self.decisions = int(meta["decisions"])
         self.searched = int(meta.get("searched", 0))
-        getattr(self.evaluator, "load_meta", lambda m: None)(meta)
+        self.evaluator.load_meta(meta)
         self.loss_ema = float("nan") if meta["loss_ema"] is None else float(meta["loss_ema"])
         self.best = [float(x) for x in meta["best"]]
         self.evals = list(meta["evals"])
@@ -553,8 +482,8 @@ class Learner:
                 every_ev, self.rn.checkpoint_every, self.name, self.progress)
 
 
-class SelfPlayWorker:
-    """A self-play worker (an actor of `experiments.selfplay_workers.WorkerPool`): a `Learner`'s self-play (its own
+class SelfPlayActor:
+    """One self-play worker (an actor of `experiments.selfplay_workers.WorkerPool`): a `Learner`'s self-play (its own
     `selfplay.games` games, its own generator seeded from (seed, worker index)) with the weights last published;
     `play` returns its finished games, compact (`pack_games`), for the learner."""
 
@@ -632,6 +561,9 @@ def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
 
     learner.command = args.command or learner.command
     found = latest_checkpoint(args.run / "checkpoints") if args.resume else None
+    if found is not None and found[0].suffix != ".npz":
+        raise ConfigError(f"--resume: {found[0]} is a checkpoint of a trainer before the self-play framework "
+                          f"(issue 45); its run cannot go on: start another --run (its model still plays)")
     if found is not None:
         learner.load(*found)
     workers = learner.sp.workers
@@ -671,6 +603,6 @@ def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
 
 #: The framework's public names: the loop (here), its config (`selfplay_config`) and the evaluator interface
 #: (`evaluators.base`), so that a user's evaluator imports from one place.
-__all__ = ["Buffers", "EvalSection", "Evaluator", "EvaluatorAgent", "Finished", "FusedEvaluator", "Learner",
-           "RunSection", "SelfPlaySection", "SelfPlayWorker", "TrainSection", "decide_generic", "load_weights",
+__all__ = ["AfterstateAgent", "Buffers", "Context", "EvalSection", "Evaluator", "Finished", "HOOKS", "Learner",
+           "RunSection", "SelfPlayActor", "SelfPlaySection", "TrainSection", "decide_generic", "load_weights",
            "pack_games", "run_learner", "save_weights", "settings", "td_targets", "typed", "unpack_games", "vs_greedy"]

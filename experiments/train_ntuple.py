@@ -22,7 +22,7 @@ seeds that training never uses (each seed with both seatings); rows go to `eval.
 installed) and the best by win rate (then mean score) to `best.npz/.json`.
 Evaluations draw nothing from the training generator.
 
-`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`SelfPlayWorker` in
+`--workers N` (`selfplay.workers`) plays the self-play in N workers instead (`selfplay.SelfPlayActor` in
 `experiments.selfplay_workers.WorkerPool`: local processes, or Ray actors with `--ray ADDRESS`, `run.ray`), each
 with its own `selfplay.games` games and generator seeded from (seed, worker index); an iteration is a turn in every
 game of every worker, whose finished games the learner applies `learn_game` to in worker order (while the workers
@@ -60,12 +60,11 @@ from .selfplay import (
     unpack_games,
     vs_greedy,
 )
-from .selfplay import SelfPlayWorker as _Worker
 
 #: The one config loader's schema (experiments.common: kinds and unknown keys checked at load; `settings` adds ranges).
 SCHEMAS = {"learned": DEFAULTS}
 
-__all__ = ["DEFAULTS", "SCHEMAS", "TRAIN_SEED_LOW", "Buffers", "Finished", "SelfPlayWorker", "Trainer", "pack_games",
+__all__ = ["DEFAULTS", "SCHEMAS", "TRAIN_SEED_LOW", "Buffers", "Finished", "Trainer", "make", "pack_games",
            "play_vs_greedy", "run", "settings", "unpack_games"]
 
 
@@ -103,17 +102,6 @@ class Trainer(Learner):
     @property
     def coh_win(self) -> np.ndarray | None:
         return self.evaluator.coh_win
-
-
-class SelfPlayWorker(_Worker):
-    """A self-play worker of the n-tuple learner (`experiments.selfplay.SelfPlayWorker` of its evaluator)."""
-
-    def __init__(self, cfg: dict[str, dict[str, Any]], seed: int, index: int, incarnation: int = 0):
-        super().__init__(make, cfg, seed, index, incarnation)
-
-    @property
-    def trainer(self) -> Learner:
-        return self.learner
 
 
 def run(args: RunArgs) -> dict[str, Any]:

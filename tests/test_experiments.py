@@ -126,8 +126,8 @@ def test_one_typed_config_loader_for_every_command(tmp_path):
     """`check_config` / `load_config` / `apply_overrides` with a command's schema: unknown sections and settings and
     values of the wrong kind are refused by name, once, at load (the same words for every command); left-out settings
     read as their defaults, optional ones ([ppo]'s) stay out; `--set` reaches into a table setting."""
+    from experiments.evaluators.mlp import DEFAULTS
     from experiments.flat_ppo import SCHEMAS
-    from experiments.mlp_config import DEFAULTS
 
     solo = SCHEMAS["solo-ppo"]
     f = tmp_path / "c.toml"

@@ -47,10 +47,13 @@ from agents.mlp import (  # noqa: E402
     search_leaves,
     torch_net,
 )
+from agents.mlp import save_checkpoint as save_agent_checkpoint  # noqa: E402
+from experiments.common import ConfigError  # noqa: E402
+from experiments.common import load_config as _load_config  # noqa: E402
 from experiments.eval_mlp import main as eval_main  # noqa: E402
 from experiments.eval_mlp import play_vs_greedy  # noqa: E402
-from experiments.mlp_config import load_config  # noqa: E402
-from experiments.train_mlp import Trainer, save_agent_checkpoint  # noqa: E402
+from experiments.evaluators.mlp import DEFAULTS, settings  # noqa: E402
+from experiments.train_mlp import Trainer  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
@@ -512,47 +515,53 @@ def test_eval_command(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------- training
 
+def load_config(path, overrides):
+    """The checked settings of a config file and `--set` overrides, as `python -m experiments.train mlp` reads them."""
+    return settings(_load_config(path, DEFAULTS, overrides))
+
+
 def test_training_lowers_the_loss(tmp_path):
-    cfg = load_config(TINY, [])
-    tr = Trainer(cfg, seed=3, run=tmp_path, progress=False)
-    while tr.buf_size < 400:
-        tr.selfplay_step()
-    idx = np.arange(min(tr.buf_size, 400))
+    """The framework's games fill the evaluator's replay buffer (`learn`); its Adam steps lower the loss on it."""
+    tr = Trainer(load_config(TINY, ["train.min_buffer=4000"]), seed=3, run=tmp_path, progress=False)
+    ev = tr.evaluator
+    while ev.buf_size < 400:
+        tr.step()
+    idx = np.arange(400)
 
     def loss_on_fixed_batch() -> float:
         with torch.no_grad():
-            out = tr.net(torch.from_numpy(tr.buf_x[idx].astype(np.float32)))
-            return float(((out[:, :2] - torch.from_numpy(tr.buf_tot[idx, :2])) ** 2).mean())
+            out = ev.net(torch.from_numpy(ev.buf_x[idx].astype(np.float32)))
+            return float(((out[:, :2] - torch.from_numpy(ev.buf_tot[idx, :2])) ** 2).mean())
 
     before = loss_on_fixed_batch()
+    ctx = tr.context()
     for _ in range(60):
-        tr.train_step()
+        ev._adam_step(ctx)
     after = loss_on_fixed_batch()
     assert after < 0.5 * before
 
 
 def test_evaluations_start_at_game_zero_and_meet_mcts(tmp_path):
-    """The curve's first row is the untrained network (no loss yet); MCTS columns appear on the rows that met it;
-    evaluating draws nothing from the training generator, so the run is unchanged."""
-    cfg = load_config(TINY, ["eval.mcts_every=2", "eval.mcts_games=2", "eval.mcts_iterations=2", "eval.games=2"])
-    tr = Trainer(cfg, seed=3, run=tmp_path, progress=False)
-    tr.train(3, None)
-    rows = list(csv.DictReader(open(tmp_path / "progress.csv")))
+    """The curve's first row is the untrained network (no loss yet); MCTS columns (the evaluator's extra evaluation)
+    appear on the rows that met it; evaluating draws nothing from the training generator, so the run is unchanged."""
+    over = ["eval.mcts_every=2", "eval.mcts_games=2", "eval.mcts_iterations=2", "eval.games=2", "train.iterations=3"]
+    tr = Trainer(load_config(TINY, over), seed=3, run=tmp_path, progress=False)
+    tr.train()
+    rows = list(csv.DictReader(open(tmp_path / "eval.csv")))
     assert [r["iteration"] for r in rows] == ["0"]
     assert rows[0]["games"] == "0" and rows[0]["loss"] == ""
     assert 0.0 <= float(rows[0]["mcts_win_rate"]) <= 1.0 and float(rows[0]["mcts_mean_score"]) > 0
-    cfg["eval"]["every"] = 1
-    for d in ("c", "d"):
-        (tmp_path / d).mkdir()
-    tr2 = Trainer(cfg, seed=3, run=tmp_path / "c", progress=False)
-    tr2.train(3, None)
-    rows = list(csv.DictReader(open(tmp_path / "c" / "progress.csv")))
+    (tmp_path / "c").mkdir()
+    tr2 = Trainer(load_config(TINY, [*over, "eval.every=1"]), seed=3, run=tmp_path / "c", progress=False)
+    tr2.train()
+    rows = list(csv.DictReader(open(tmp_path / "c" / "eval.csv")))
     assert [r["iteration"] for r in rows] == ["0", "1", "2", "3"]
     assert [r["mcts_win_rate"] != "" for r in rows] == [True, False, True, False]
-    plain = Trainer(load_config(TINY, []), seed=3, run=tmp_path / "d", progress=False)
-    plain.train(3, None)  # the same run without evaluations against MCTS ends with the same weights
-    for k, v in plain.net.state_dict().items():
-        assert torch.equal(v, tr2.net.state_dict()[k]), k
+    (tmp_path / "d").mkdir()
+    plain = Trainer(load_config(TINY, ["train.iterations=3"]), seed=3, run=tmp_path / "d", progress=False)
+    plain.train()  # the same run without evaluations against MCTS ends with the same weights
+    for k, v in plain.evaluator.net.state_dict().items():
+        assert torch.equal(v, tr2.evaluator.net.state_dict()[k]), k
 
 
 def test_config_errors():
@@ -561,19 +570,21 @@ def test_config_errors():
     with pytest.raises(ValueError, match="unknown section"):
         load_config(TINY, ["nope.lr=1"])
     assert load_config(TINY, ["train.lr=0.5"])["train"]["lr"] == 0.5
-    assert load_config(TINY, ["run.init=runs/x/model.pt"])["run"]["init"] == "runs/x/model.pt"  # bare text: a string
+    assert load_config(TINY, ["train.init=runs/x/model.pt"])["train"]["init"] == "runs/x/model.pt"  # bare text
     with pytest.raises(ValueError, match="train.lr takes a number, got 'abc'"):
         load_config(TINY, ["train.lr=abc"])
     with pytest.raises(ValueError, match="selfplay.sides takes a list"):
         load_config(TINY, ["selfplay.sides=A"])
-    with pytest.raises(ValueError, match="run.threads takes a number, got True"):
-        load_config(TINY, ["run.threads=true"])
+    with pytest.raises(ConfigError, match="min_buffer = 5000 is more than the buffer holds"):
+        load_config(TINY, ["train.min_buffer=5000"])
+    with pytest.raises(ConfigError, match=r"\[network\] .*play"):
+        load_config(TINY, ["network.play={beam = 8, candidates = 4, nope = 1}"])
 
 
 def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
-    """`python -m experiments.train mlp` on the tiny config, seed 5, up to `iterations`; with --resume when the
+    """`python -m experiments.train mlp` on the tiny config, seed 5, `iterations` iterations; with --resume when the
     run folder holds a run (config.json)."""
-    until = ["--set", f"run.iterations={iterations}"]
+    until = ["--set", f"train.iterations={iterations}"]
     cmd = [sys.executable, "-m", "experiments.train", "mlp",
            "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
@@ -586,7 +597,8 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 
 
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
-    """A run killed (SIGKILL) three times, resumed each time, ends with the same weights as one never killed."""
+    """A run killed (SIGKILL) three times, resumed each time, ends with the same weights as one never killed; the
+    model it writes is `agents.mlp`'s checkpoint, what `mlp:PATH` loads."""
     ref = _train(tmp_path / "ref", 40)
     assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
     want = _weights(tmp_path / "ref")
@@ -609,72 +621,54 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     assert got.keys() == want.keys()
     for k in want:
         assert np.array_equal(got[k], want[k]), k
-    assert (run / "progress.csv").read_text().splitlines()[0].startswith("iteration,")
-    # what a kill mid-write leaves (atomic writes' temp files) goes on resume
-    (tmp_path / "ref" / ".model.pt.x1y2.tmp").write_bytes(b"torn")
-    (tmp_path / "ref" / "checkpoints" / ".step_000000000050.pt.x1y2.tmp").write_bytes(b"torn")
-    again = _train(tmp_path / "ref", 40)
-    assert again.wait(timeout=300) == 0, again.stdout.read().decode()
-    for folder in (tmp_path / "ref", tmp_path / "ref" / "checkpoints"):
-        assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]
-    assert np.array_equal(_weights(tmp_path / "ref")["0.weight"], want["0.weight"])
+    assert (run / "eval.csv").read_text().splitlines()[0].startswith("iteration,")
+    agent = make_agent(f"mlp:{run / 'model.pt'}")
+    assert isinstance(agent, MLPAgent) and np.array_equal(agent.net.biases[0], want["0.bias"])
+
+
+def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(tmp_path):
+    """A run folder of the MLP's own trainer (issue 45 retired it: its checkpoints were .pt files) cannot go on; the
+    error says so in one line (its model still plays)."""
+    p = _train(tmp_path, 10)
+    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    for rec in (tmp_path / "checkpoints").glob("step_*.json"):
+        doc = json.loads(rec.read_text())
+        old = rec.with_name(doc["weights"])
+        old.rename(old.with_suffix(".pt"))
+        doc["weights"] = old.with_suffix(".pt").name
+        rec.write_text(json.dumps(doc))
+    p = _train(tmp_path, 20)
+    out = p.stdout.read().decode()
+    assert p.wait(timeout=300) == 2 and "before the self-play framework" in out, out
 
 
 def test_a_run_can_start_from_a_saved_network(tmp_path):
-    """run.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the model's
-    JSON records the file's SHA-256, and a resumed run never reads it again."""
+    """train.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the
+    model's JSON records the file's SHA-256, and a resumed run never reads it again."""
     (tmp_path / "a").mkdir()
-    first = Trainer(load_config(TINY, []), seed=3, run=tmp_path / "a", progress=False)
-    first.train(10, None)
+    first = Trainer(load_config(TINY, ["train.iterations=10"]), seed=3, run=tmp_path / "a", progress=False)
+    first.train()
     src = tmp_path / "a" / "model.pt"
-    tr = Trainer(load_config(TINY, [f'run.init="{src}"']), seed=4, run=tmp_path / "b", progress=False)
-    for k, v in first.net.state_dict().items():
-        assert torch.equal(v, tr.net.state_dict()[k]), k
-    assert tr.init_sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
-    with pytest.raises(ValueError, match="hidden"):
-        Trainer(load_config(TINY, [f'run.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path, progress=False)
-    with pytest.raises(FileNotFoundError, match="nope"):
-        Trainer(load_config(TINY, [f'run.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
+    tr = Trainer(load_config(TINY, [f'train.init="{src}"']), seed=4, run=tmp_path / "b", progress=False)
+    for k, v in first.evaluator.net.state_dict().items():
+        assert torch.equal(v, tr.evaluator.net.state_dict()[k]), k
+    assert tr.evaluator.init_sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
+    with pytest.raises(ConfigError, match="hidden"):
+        Trainer(load_config(TINY, [f'train.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path,
+                progress=False)
+    with pytest.raises(ConfigError, match="nope"):
+        Trainer(load_config(TINY, [f'train.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
     copy = tmp_path / "init.pt"
     copy.write_bytes(src.read_bytes())
     (tmp_path / "init.json").write_bytes(src.with_suffix(".json").read_bytes())
-    p = _train(tmp_path / "c", 10, ["--set", f'run.init="{copy}"'])
+    p = _train(tmp_path / "c", 10, ["--set", f'train.init="{copy}"'])
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
-    copy.unlink()  # resuming takes the weights from the run's checkpoint, not from run.init
-    p = _train(tmp_path / "c", 20, ["--set", f'run.init="{copy}"'])
+    copy.unlink()  # resuming takes the weights from the run's checkpoint, not from train.init
+    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"'])
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
-    assert json.loads((tmp_path / "c" / "model.json").read_text())["training"]["iteration"] == 20
-    bad = _train(tmp_path / "d", 10, ["--set", f'run.init="{copy}"'])
+    info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
+    assert info["iteration"] == 20 and info["init_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    bad = _train(tmp_path / "d", 10, ["--set", f'train.init="{copy}"'])
     assert bad.wait(timeout=300) == 2 and b"not found" in bad.stdout.read()
-
-
-def test_a_run_made_before_a_setting_existed_resumes(tmp_path):
-    """A checkpoint whose saved config lacks settings added since (run.init, the diverse candidates, mirror-image
-    training, the play settings) resumes: they read as their defaults. The run plays the plain beam's candidates
-    (the defaults), so this also trains that way; changing only how the result is played does not stop a resume."""
-    plain = ["--set", "selfplay.diverse=false", "--set", "train.augment=false"]
-    p = _train(tmp_path, 10, plain)
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
-    ck = sorted((tmp_path / "checkpoints").glob("step_*.json"))[-1]
-    record = json.loads(ck.read_text())
-    run_record = json.loads((tmp_path / "config.json").read_text())
-    for cfg in (record["state"]["config"], run_record["config"]):  # the checkpoint's and the run folder's
-        del cfg["run"]["init"], cfg["run"]["iterations"]
-        del cfg["selfplay"]["diverse"], cfg["eval"]["diverse"], cfg["train"]["augment"]
-        del cfg["network"]["play"]
-    ck.write_text(json.dumps(record))
-    (tmp_path / "config.json").write_text(json.dumps(run_record))
-    p = _train(tmp_path, 20, plain)
-    out = p.stdout.read().decode()
-    assert p.wait(timeout=300) == 0 and "resumed from" in out, out
-    p = _train(tmp_path, 30, [*plain, "--set", "network.play={beam = 8, candidates = 4, symmetries = 4}"])
-    out = p.stdout.read().decode()
-    assert p.wait(timeout=300) == 0 and "resumed from" in out, out
-    play = json.loads((tmp_path / "model.json").read_text())["config"]["play"]
-    assert (play["beam"], play["candidates"], play["symmetries"], play["diverse"]) == (8, 4, 4, False)
-    for change, named in ((["--set", "train.lr=0.5"], b"train.lr"), (["--set", "selfplay.diverse=true"], b"diverse")):
-        other = _train(tmp_path, 40, [*plain, *change])
-        out = other.stdout.read()
-        assert other.wait(timeout=300) == 2 and b"another config" in out and named in out, out

@@ -86,45 +86,101 @@ def test_config_sections_are_checked_once_with_one_line_errors():
 
 
 def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
-    """The n-tuple evaluator's fused `decide_rows` is an optional capability: without it (the framework's own loop,
-    `decide_generic`, valuing through `values`) the tiny run plays the same games and learns the same weights."""
+    """The n-tuple evaluator's fused `decide_rows` is an optional hook: with the base class's default (the
+    framework's own turn, `decide_generic`, valuing through `values`) the tiny run plays the same games and learns
+    the same weights."""
     from experiments.common import read_toml
-    from experiments.evaluators.ntuple import make, settings
-    from experiments.selfplay import FusedEvaluator, Learner
+    from experiments.evaluators.ntuple import NTupleEvaluator, make, settings
+    from experiments.selfplay import Evaluator, Learner
 
-    class Plain:  # the n-tuple evaluator without its fused path
-        def __init__(self, cfg, learns=True):
-            self.inner = make(cfg, learns)
-
-        def __getattr__(self, name):
-            if name == "decide_rows":
-                raise AttributeError(name)
-            return getattr(self.inner, name)
+    class Plain(NTupleEvaluator):  # the n-tuple evaluator without its fused path
+        decide_rows = Evaluator.decide_rows
 
     base = read_toml(ROOT / "experiments" / "configs" / "learned_tiny.toml")
     cfg = settings({**base, "expert": {"share": 0.0}, "selfplay": {**base["selfplay"], "games": 3}})
     fused = Learner(cfg, 2, None, make, progress=False)
     plain = Learner(cfg, 2, None, Plain, progress=False)
-    assert isinstance(fused.evaluator, FusedEvaluator) and not hasattr(plain.evaluator, "decide_rows")
+    assert type(fused.evaluator).decide_rows is not Evaluator.decide_rows
     for it in range(50):
         for t in (fused, plain):
             t.iteration = it
             t.step()
         assert np.array_equal(fused.states, plain.states)
     assert fused.games_done > 0 and fused.decisions == plain.decisions
-    assert np.array_equal(fused.evaluator.w, plain.evaluator.inner.w)
+    assert np.array_equal(fused.evaluator.w, plain.evaluator.w)
+
+
+def test_a_misspelled_hook_is_an_error_and_every_hook_has_a_default():
+    """The interface is declared: a method named like a hook that is none is refused when the class is defined, an
+    evaluator missing a required method cannot be built, and one defining only those has every hook (no-ops)."""
+    from experiments.selfplay import HOOKS, Context, Evaluator, Learner, settings
+
+    with pytest.raises(TypeError, match="after_iterations is no evaluator hook .did you mean after_iteration"):
+        type("Typo", (Evaluator,), {"after_iterations": lambda self, ctx: 0.0})
+    with pytest.raises(TypeError, match="decide_turn is no evaluator hook"):
+        type("Typo", (Evaluator,), {"decide_turn": lambda self: None})
+    with pytest.raises(TypeError, match="abstract"):
+        type("Missing", (Evaluator,), {})()
+
+    class Zero(Evaluator):
+        def __init__(self, cfg, learns=True, seed=0):
+            pass
+
+        def values(self, afters, movers, out):
+            out[:] = 0.0
+
+        def learn(self, game, progress):
+            return float(game.m)
+
+        def get_weights(self):
+            return {}
+
+        def set_weights(self, weights):
+            pass
+
+        def arrays(self):
+            return {}
+
+        def load_arrays(self, arrays, where):
+            pass
+
+        def save(self, path, play, info):
+            pass
+
+        def _helper(self):  # a private helper is no hook
+            pass
+
+    cfg = settings({"selfplay": {"games": 2, "beam": 1, "candidates": 2}, "train": {"iterations": 5}})
+    learner = Learner(cfg, 0, None, Zero, progress=False)
+    ctx = learner.context()
+    assert isinstance(ctx, Context) and ctx.rng is learner.rng and ctx.states is learner.states
+    ev = learner.evaluator
+    assert all(getattr(type(ev), h) is getattr(Evaluator, h) for h in HOOKS)
+    assert np.isnan(ev.after_iteration(ctx)) and np.isnan(ev.expert_turn(ctx, 0))
+    assert ev.metrics() == {} and ev.meta() == {} and ev.extra_evaluation(ctx) == {}
+    for learner.iteration in range(5):
+        learner.step()
+    assert learner.decisions > 0
+    with pytest.raises(TypeError, match="not an experiments.selfplay.Evaluator"):
+        Learner(cfg, 0, None, lambda cfg, learns, seed: object(), progress=False)
 
 
 def test_the_mlp_trainer_evaluates_through_the_one_evaluation(tmp_path):
-    """`mlp`'s periodic evaluation is `selfplay.vs_greedy`: the games `python -m experiments.eval_mlp` plays."""
+    """`mlp` trains through the framework (its evaluator, `experiments.evaluators.mlp`); its periodic evaluation is
+    `selfplay.vs_greedy`: the games `python -m experiments.eval_mlp` plays."""
+    from agents.mlp import ValueNet
+    from experiments.common import read_toml
     from experiments.eval_mlp import play_vs_greedy
-    from experiments.mlp_config import load_config
+    from experiments.evaluators.mlp import settings
     from experiments.train_mlp import Trainer
 
-    cfg = load_config(str(ROOT / "experiments" / "configs" / "mlp_tiny.toml"), ["eval.games=2", "eval.beam=2",
-                                                                                 "eval.candidates=2"])
+    base = read_toml(ROOT / "experiments" / "configs" / "mlp_tiny.toml")
+    cfg = settings({**base, "eval": {**base["eval"], "games": 2, "beam": 2, "candidates": 2}})
     tr = Trainer(cfg, seed=0, run=tmp_path, progress=False)
-    ev = cfg["eval"]
-    want = play_vs_greedy(tr._value_net(), 2, ev["seed"], tr.netcfg["value"], beam=2, candidates=2,
-                          diverse=ev["diverse"], opponent_beam=ev["opponent_beam"], threads=tr.threads)
-    assert tr.evaluate() == {k: want[k] for k in ("win_rate", "mean_score", "greedy_score")}
+    ev = tr.evaluator
+    net = ValueNet(ev.netcfg, {k: v.clone() for k, v in ev.net.state_dict().items()})
+    want = play_vs_greedy(net, 2, cfg["eval"]["seed"], ev.netcfg["value"], beam=2, candidates=2,
+                          diverse=cfg["eval"]["diverse"], opponent_beam=cfg["eval"]["opponent_beam"], threads=1)
+    got = tr.evaluate()
+    assert {k: got[k] for k in ("win_rate", "mean_score", "greedy_score")} == \
+        {k: round(want[k], 4) for k in ("win_rate", "mean_score", "greedy_score")}

@@ -62,14 +62,15 @@ def test_the_pool_snapshots_itself_to_bound_the_weights_it_keeps():
     """With `held_versions` = 2 the pool takes its own snapshots; a worker killed after that is put back from one and
     plays what it would have played (every weights version its calls used since, replayed)."""
     from experiments.common import read_toml
+    from experiments.selfplay import SelfPlayActor
     from experiments.selfplay_workers import WorkerPool
-    from experiments.train_ntuple import SelfPlayWorker, settings
+    from experiments.train_ntuple import make, settings
 
     cfg = settings({**read_toml(TINY), "selfplay": {**read_toml(TINY)["selfplay"], "games": 2}})
 
     def run(kill: bool) -> tuple[list[dict], int]:
         out = []
-        with WorkerPool(SelfPlayWorker, (cfg, 1), 1, held_versions=2) as pool:
+        with WorkerPool(SelfPlayActor, (make, cfg, 1), 1, held_versions=2) as pool:
             for i in range(26):
                 if i % 2 == 0:
                     pool.publish({"w": np.full(N.LAYOUT_WEIGHTS[2], 0.01 * i, np.float32)})

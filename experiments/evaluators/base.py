@@ -1,17 +1,25 @@
-"""The self-play framework's evaluator interface (`experiments.selfplay`): what an evaluator is (`Evaluator`; a
-fused one, `FusedEvaluator`), the finished game it learns from (`Finished`), its TD(lambda) targets (`td_targets`),
-its weights' files (`save_weights`, `load_weights`) and the evaluation every learner meets (`vs_greedy`). Every
-evaluator (`experiments.evaluators.ntuple`, a user's own) implements it; the loop that plays and records is
-`experiments.selfplay.Learner`."""
+"""The self-play framework's evaluator interface (`experiments.selfplay`): the base class every evaluator derives
+from (`Evaluator`: the methods it must have, and every optional hook with a no-op default), what a hook may read or
+change of the run (`Context`), the finished game it learns from (`Finished`), its TD(lambda) targets
+(`td_targets`), its weights' files (`save_weights`, `load_weights`) and the evaluation every learner meets
+(`vs_greedy`). Every evaluator (`experiments.evaluators.ntuple`, `experiments.evaluators.mlp`, a user's own)
+derives from it; the loop that plays and records is `experiments.selfplay.Learner`, which calls every hook
+directly (no hook is looked up by name, so a misspelled one cannot be silently skipped: `Evaluator` refuses a
+method whose name is close to a hook's, or starts like one, when the class is defined)."""
 from __future__ import annotations
 
+import abc
+import dataclasses
+import difflib
 import io
+import math
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from agents.afterstate import own_total
+from agents.afterstate_agent import AfterstateAgent, Buffers, decide_generic
 from agents.archive import read_npz
 from agents.td import lambda_returns
 from harmonies_env.config import GameConfig
@@ -36,45 +44,124 @@ class Finished(NamedTuple):
     won: np.ndarray
 
 
-@runtime_checkable
-class Evaluator(Protocol):
-    """What a self-play learner learns: a value of afterstates for their movers. The framework plays, records and
-    checkpoints; the evaluator values, learns and saves. Its weights travel to the workers as a dict of arrays."""
+@dataclasses.dataclass
+class Context:
+    """What a hook may read or change of the run, and nothing else. rng: the run's one generator (checkpointed with
+    it: what a hook draws is part of the run); states: the games in play (int64 (G, STATE_SIZE)); buf: this turn's
+    rows (`Buffers`: a row's recorded afterstate, mover and prediction); iteration and progress (iteration /
+    train.iterations, at most 1: what step sizes scale by); threads: how many the hook may use; seed: the run's."""
 
+    rng: np.random.Generator
+    states: np.ndarray
+    buf: Buffers
+    iteration: int
+    progress: float
+    threads: int
+    seed: int
+
+
+#: The optional hooks, each with a no-op default in `Evaluator`.
+HOOKS = ("decide_rows", "after_iteration", "expert_turn", "agent", "extra_evaluation", "metrics", "meta",
+         "load_meta")
+#: What every evaluator must define.
+REQUIRED = ("values", "learn", "get_weights", "set_weights", "arrays", "load_arrays", "save")
+#: Name beginnings that only a hook may have (a method so named that is not one is a misspelled hook).
+_HOOK_PREFIXES = ("after_", "before_", "on_", "decide_", "expert_", "extra_", "load_", "meta", "metric")
+
+
+class Evaluator(abc.ABC):
+    """What a self-play learner learns: a value of afterstates for their movers. The framework plays, records and
+    checkpoints; the evaluator values, learns and saves. Its weights travel to the workers as a dict of arrays.
+
+    Built by its maker as `make(cfg, learns, seed)` (the class itself, or a module-level function, so that workers
+    can build it): cfg the checked config, learns False for a self-play worker (weights only: they come from the
+    learner), seed the run's. A subclass defines the `REQUIRED` methods and any of the `HOOKS`; defining a method
+    whose name looks like a hook's but is none is a TypeError when the class is defined. `expert_share` (a share of
+    the evaluator's own decisions that `expert_turn` takes) is 0: off."""
+
+    expert_share: float = 0.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        known = set(HOOKS) | set(REQUIRED) | set(dir(Evaluator))
+        for name, value in vars(cls).items():
+            if name.startswith("_") or name in known or not callable(value):
+                continue
+            close = difflib.get_close_matches(name, [*HOOKS, *REQUIRED], n=1, cutoff=0.8)
+            if close or name.startswith(_HOOK_PREFIXES):
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise TypeError(f"{cls.__name__}.{name} is no evaluator hook{hint}: the hooks are "
+                                f"{', '.join(HOOKS)}; name a helper with a leading underscore")
+
+    # ---- required ----
+    @abc.abstractmethod
     def values(self, afters: np.ndarray, movers: np.ndarray, out: np.ndarray) -> None:
         """out[i] (float64): the points mover[i] still scores after afterstate afters[i] (int64 (B, STATE_SIZE))."""
 
-    def learn(self, game: Finished, scale: float) -> float:
-        """Learn from one finished game (`td_targets` gives TD(lambda) targets), step sizes times `scale`; its loss."""
+    @abc.abstractmethod
+    def learn(self, game: Finished, progress: float) -> float:
+        """Learn from one finished game (`td_targets` gives TD(lambda) targets) at `progress` (0..1) of the
+        schedule; its loss (NaN: none, e.g. an evaluator that only stores the game and learns in `after_iteration`)."""
 
+    @abc.abstractmethod
     def get_weights(self) -> dict[str, np.ndarray]:
         """The weights the workers play with (arrays; copied by the pool)."""
 
+    @abc.abstractmethod
     def set_weights(self, weights: dict[str, np.ndarray]) -> None:
         """Play with these weights (a worker's copy of the learner's)."""
 
+    @abc.abstractmethod
     def arrays(self) -> dict[str, np.ndarray]:
         """The learner-side state a checkpoint holds (weights, optimizer state, ...), by name."""
 
+    @abc.abstractmethod
     def load_arrays(self, arrays: dict[str, np.ndarray], where: str) -> None:
         """Take back `arrays()` from a checkpoint (ConfigError naming `where` and what does not fit)."""
 
+    @abc.abstractmethod
     def save(self, path: Path, play: dict[str, int], info: dict[str, Any]) -> None:
         """The agent's checkpoint at `path` (weights + JSON sidecar, `agents.checkpoint`; `save_weights` does it
-        for a dict of arrays). Optional, beside these: `agent(beam, candidates)` (an agent playing these weights, for
-        the evaluation; default `EvaluatorAgent`), `after_iteration()`, `metrics()`, `meta()` / `load_meta(meta)`
-        (plain values for the eval rows and the checkpoint's record), `expert_share` + `expert_turn(learner, row)`."""
+        for a dict of arrays), which the agent registry's spec of this evaluator's value model loads."""
 
-
-
-@runtime_checkable
-class FusedEvaluator(Evaluator, Protocol):
-    """An evaluator that plans, values, chooses and plays one turn in every game in one call (optional capability:
-    the same games as the framework's own loop, faster)."""
-
-    def decide_rows(self, buf: Any, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
+    # ---- optional hooks: every one a no-op here ----
+    def decide_rows(self, buf: Buffers, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
                     explore: np.ndarray, pick: np.ndarray) -> None:
-        """One whole turn in every unfinished game (as `decide_generic`), written to `buf` (`selfplay.Buffers`)."""
+        """One whole turn in every unfinished game, written to `buf`: by default `decide_generic` (plans, then ONE
+        `values` call for every candidate of every game). An evaluator may fuse planning and valuing (the n-tuple
+        network's numba kernel), playing the same games faster."""
+        decide_generic(self, buf, states, kinds, beam, greedy_beam, explore, pick)
+
+    def after_iteration(self, ctx: Context) -> float:
+        """After each iteration's finished games were learnt (an evaluator that learns in batches: `learn` buffers,
+        this trains); its loss, NaN: none."""
+        return math.nan
+
+    def expert_turn(self, ctx: Context, r: int) -> float:
+        """With `expert_share` > 0: play game r's turn by a search (recording its afterstate in ctx.buf as
+        `decide_rows` would) and return the search's value of it (the afterstate's target), or NaN where nothing was
+        searched (the row is then played as `decide_rows` would)."""
+        return math.nan
+
+    def agent(self, beam: int, candidates: int) -> Any:
+        """The agent the periodic evaluation plays (by default `AfterstateAgent` of this evaluator's `values`)."""
+        return AfterstateAgent(self, beam, candidates, name="evaluator")
+
+    def extra_evaluation(self, ctx: Context) -> dict[str, float]:
+        """Columns of the evaluation row beside `vs_greedy`'s, at ctx.iteration (e.g. a match against another
+        agent every so many iterations); drawing nothing from ctx.rng, so the run does not depend on it."""
+        return {}
+
+    def metrics(self) -> dict[str, Any]:
+        """The evaluation row's own columns (plain values)."""
+        return {}
+
+    def meta(self) -> dict[str, Any]:
+        """Plain values the checkpoint's JSON record keeps beside `arrays()`."""
+        return {}
+
+    def load_meta(self, meta: dict[str, Any]) -> None:
+        """Take back `meta()` from a checkpoint's record."""
 
 
 def td_targets(game: Finished, lam: float) -> np.ndarray:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from agents import ntuple as N
+from agents.afterstate_agent import Buffers
 from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS
 from harmonies_env import actions as A
@@ -26,7 +27,6 @@ from harmonies_env.batch import play_plan, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..common import ConfigError, section
-from ..selfplay import Buffers
 from ..selfplay_config import (
     EvalSection,
     RunSection,
@@ -37,7 +37,7 @@ from ..selfplay_config import (
     schema_of,
     typed,
 )
-from .base import Finished
+from .base import Context, Evaluator, Finished
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,11 +120,11 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return cfg
 
 
-class NTupleEvaluator:
-    """The n-tuple network as an `experiments.selfplay.FusedEvaluator` (module docstring). learns: False for a
-    self-play worker (weights only; no win head, no accumulators: it does not learn)."""
+class NTupleEvaluator(Evaluator):
+    """The n-tuple network as an `experiments.selfplay.Evaluator` with a fused `decide_rows` (module docstring).
+    learns: False for a self-play worker (weights only; no win head, no accumulators: it does not learn)."""
 
-    def __init__(self, cfg: dict[str, dict[str, Any]], learns: bool = True):
+    def __init__(self, cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0):
         self.tr: NTupleTrainSection = typed(NTupleTrainSection, cfg["train"], "train")
         self.ex: ExpertSection = typed(ExpertSection, cfg["expert"], "expert")
         self.beam = int(cfg["selfplay"]["beam"])
@@ -214,13 +214,13 @@ class NTupleEvaluator:
             N.save_checkpoint(path.with_name(path.name + "-win"), self.wwin, play, info, head="win")
 
     # ---- expert iteration ----
-    def expert_turn(self, learner: Any, r: int) -> float:
+    def expert_turn(self, ctx: Context, r: int) -> float:
         """Expert iteration: game r's mover (the network) plays the choice of a one-turn expectimax over its `root`
-        best candidates in `worlds` worlds (the real state with the chance resampled from the learner's generator:
-        a new pouch-draw seed, the draw pile reshuffled), and buf.after/seat/pred[r] record it as `decide_rows`
-        would. Returns the search's value of the afterstate (points still to come), or NaN where there was nothing
-        to search (one candidate, the Spirit choice; the row is then played as `decide_rows` would)."""
-        ex, b, s = self.ex, learner.buf, learner.states[r]
+        best candidates in `worlds` worlds (the real state with the chance resampled from the run's generator,
+        ctx.rng: a new pouch-draw seed, the draw pile reshuffled), and ctx.buf.after/seat/pred[r] record it as
+        `decide_rows` would. Returns the search's value of the afterstate (points still to come), or NaN where there
+        was nothing to search (one candidate, the Spirit choice; the row is then played as `decide_rows` would)."""
+        ex, b, s = self.ex, ctx.buf, ctx.states[r]
         n = N.candidate_values(s, self.w, DEFAULT_WEIGHTS, self.beam, b.plans[r], b.lens[r], b.pvals[r],
                                b.values[r], b.after[r])
         spirit = n > 0 and A.KEEP_SPIRIT <= b.plans[r, 0, 0] < A.KEEP_SPIRIT + 2
@@ -232,9 +232,9 @@ class NTupleEvaluator:
         worlds = np.repeat(s[None], W, axis=0)
         cards = int(s[S.DECK_COUNT])
         for j in range(W):
-            worlds[j, S.RNG] = int(learner.rng.integers(1, 2**62))
+            worlds[j, S.RNG] = int(ctx.rng.integers(1, 2**62))
             deck = S.field(worlds[j], "deck")
-            deck[:cards] = learner.rng.permutation(deck[:cards])
+            deck[:cards] = ctx.rng.permutation(deck[:cards])
         roots = np.tile(worlds, (C, 1))
         which = np.repeat(np.arange(C, dtype=np.int64), W)
         out = np.zeros(C * W)
@@ -251,10 +251,9 @@ class NTupleEvaluator:
         N.evaluate_batch(b.after[r:r + 1], np.array([p], dtype=np.int64), self.w, out1)
         b.pred[r] = out1[0]
         b.recorded[r] = True
-        learner.searched += 1
         return float(mean[c] - N.own_total(b.after[r], p, np.zeros(NUM_CATEGORIES, dtype=np.int64)))
 
 
-def make(cfg: dict[str, dict[str, Any]], learns: bool = True) -> NTupleEvaluator:
-    """The framework's `Factory` of the n-tuple evaluator."""
-    return NTupleEvaluator(cfg, learns)
+def make(cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0) -> NTupleEvaluator:
+    """The framework's `Factory` of the n-tuple evaluator (its start does not depend on the seed)."""
+    return NTupleEvaluator(cfg, learns, seed)
