@@ -27,7 +27,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "selfplay.games": (1, 2048), "selfplay.beam": (1, MAX_BEAM), "selfplay.candidates": (1, 1024),
     "selfplay.epsilon": (0, 1), "selfplay.greedy_games": (0, 1), "selfplay.max_decisions": (1, 1000),
     "selfplay.threads": (1, 256), "selfplay.workers": (0, 1024), "selfplay.sync_every": (1, 10**6),
-    "selfplay.publish_every": (1, 10**6), "selfplay.eval_beam": (1, MAX_BEAM),
+    "selfplay.eval_beam": (1, MAX_BEAM),
     "selfplay.snapshot_every": (1, MAX_STEPS), "selfplay.players": (2, 4),
     # [train]
     "train.iterations": (1, 10**9), "train.lam": (0, 1), "train.layout": (1, 3), "train.alpha_tuple": (0, 10),

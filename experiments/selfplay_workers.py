@@ -30,9 +30,9 @@ last snapshot for that; once they span more than `held_versions` versions (defau
 limit) the pool takes a snapshot itself (which changes nothing in the workers), so the driver holds at most that
 many copies of the weights.
 
-The pool knows no learner: the n-tuple learner's actor is `experiments.selfplay.SelfPlayWorker`, the MLP trainer's
-`experiments.mlp_workers.MLPActor` (in `MLPWorkers`). For both, `--workers N` runs local processes and
-`--ray ADDRESS` Ray actors.
+The pool knows no learner (it imports nothing of the trainers): the self-play framework's actor,
+`experiments.selfplay.SelfPlayActor`, plays every evaluator's games (`learned`'s, `mlp`'s, a user's); for each,
+`--workers N` runs local processes and `--ray ADDRESS` Ray actors.
 """
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ Without --config the command's default config in `experiments/configs/` is used 
 config is validated once, here, against the command's schema (`SCHEMAS` in its module: every section and setting
 with its default and kind; `experiments.common.check_config`): an unknown setting or a value of the wrong kind is
 refused by name. Every run writes into --run (default `runs/<algo>-s<seed>`): config.json (the command, its
-resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv;
-learned, mlp: progress.csv), tb/, summary.json and the model, weights-only, with its JSON (recording the command
+resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv),
+tb/, summary.json and the model, weights-only, with its JSON (recording the command
 line): model.pt + model.json for the PPO commands and mlp, model.npz + model.json for learned (rllib-ppo: its
 iter_NNNNN/ checkpoints; tune-greedy: summary.json only). `--resume` continues from the newest complete checkpoint
 with the run's saved config (plus any --set), and exports the model again. The same seed gives the same run (up to

@@ -389,7 +389,7 @@ class Candidates:
     feats float32 (N, K, NUM_FEATURES), counts int64 (N,). `propose` fills them for every active game in one
     threaded numba call (`afterstate.candidate_rows`; the buffers may hold more rows than the states given: rows past
     them are left as they were). The one proposer of the MLP agents (`MLPAgent.rank`
-    and `act_batch`) and of the trainer's self-play (`experiments.train_mlp`).
+    and `act_batch`) and of its training's self-play (`experiments.evaluators.mlp`).
     """
 
     def __init__(self, num_games: int, candidates: int):
