@@ -1,5 +1,5 @@
 """Temporal-difference targets of a finished game's afterstates: the one lambda-return walk of every learner and
-head (the n-tuple network's points head `ntuple.learn_game` and win head `ntuple.learn_win`, the MLP trainer's
+head (the n-tuple network's points head `ntuple.learn_game` and win head `ntuple.learn_win`, the MLP evaluator's
 totals and win shares, the self-play framework's `td_targets`).
 
 Why one kernel: the walk (per seat, backwards from its last afterstate) is where the learners' targets come from;

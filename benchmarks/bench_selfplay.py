@@ -1,6 +1,7 @@
 """Self-play throughput: the flagship learner's (`learned`, the n-tuple network) decisions per CPU-second on one
-thread, and the MLP's trainer (`mlp`) with 1 and 2 workers, local processes vs Ray actors. One JSON line per
-case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). At most 2 minutes with no arguments.
+thread, and the MLP's self-play (`mlp`, through the framework) with 1 and 2 workers, local processes vs Ray
+actors. One JSON line per case and worker count (results in benchmarks/RESULTS.md, docs/distributed.md). At most 2
+minutes with no arguments.
 
     python -m benchmarks.bench_selfplay                    # every case, the shipped configs
     python -m benchmarks.bench_selfplay --cases selfplay_learned --cpu-seconds 30
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--config", default=str(ROOT / "experiments" / "configs" / "mlp.toml"),
-                    help="the MLP trainer's config")
+                    help="the MLP's config (experiments/evaluators/mlp.py)")
     ap.add_argument("--learned-config", default=str(ROOT / "experiments" / "configs" / "learned.toml"),
                     help="the n-tuple learner's config (selfplay_learned: its games, beam and candidates)")
     ap.add_argument("--cpu-seconds", type=float, default=12.0, help="CPU time of the selfplay_learned case")

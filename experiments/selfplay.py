@@ -1,4 +1,4 @@
-"""The one self-play learner framework: the loop every afterstate learner (`learned`, a user's own) trains by.
+"""The one self-play learner framework: the loop every afterstate learner (`learned`, `mlp`, a user's own) trains by.
 
 Why: the n-tuple and MLP trainers were written side by side, each with its own loop, evaluation and checkpoints.
 Here is one of each; what differs between learners is the *evaluator* (`Evaluator`): what values an afterstate for
