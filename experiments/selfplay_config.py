@@ -119,13 +119,20 @@ def settings(config: dict[str, Any], sections: dict[str, type] | None = None) ->
     """A config checked once against typed sections (default `SECTIONS`; an evaluator's own extend them): every
     section and key known, every value of its kind and range, the rest at its default (ConfigError naming section
     and key)."""
+    return checked(config, {name: schema_of(cls) for name, cls in (sections or SECTIONS).items()})
+
+
+def checked(config: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A config checked once against a learner's schema (`defaults`: section -> its settings' defaults, the
+    framework's sections among them): every section and key known, every value of its kind and range, the framework's
+    own checks (`check_sections`), the rest at its default (ConfigError naming section and key). An evaluator's
+    `settings` adds its own checks to this."""
     from .common import section
 
-    known = sections or SECTIONS
-    unknown = sorted(set(config) - set(known))
+    unknown = sorted(set(config) - set(defaults))
     if unknown:
-        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    cfg = {name: section(config, name, schema_of(cls)) for name, cls in known.items()}
+        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(defaults)})")
+    cfg = {name: section(config, name, d) for name, d in defaults.items()}
     check_sections(cfg)
     return cfg
 

@@ -41,15 +41,15 @@ from harmonies_env.batch import play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from ..common import ConfigError, Setting, section
+from ..common import ConfigError, Setting
 from ..selfplay_config import (
     EvalSection,
     RunSection,
     SelfPlaySection,
     TrainSection,
-    check_sections,
     check_unit,
     check_whole,
+    checked,
     schema_of,
     typed,
 )
@@ -118,11 +118,7 @@ def network_config(cfg: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The validated settings of a config (ConfigError naming a bad section, key or value)."""
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
-    cfg = {name: section(config, name, d) for name, d in DEFAULTS.items()}
-    check_sections(cfg)
+    cfg = checked(config, DEFAULTS)
     tr, ev = cfg["train"], cfg["eval"]
     check_whole("train", tr, (("batch", 1), ("steps_per_iter", 0), ("buffer", 1), ("min_buffer", 1)))
     check_whole("eval", ev, (("beam", 1), ("candidates", 1), ("mcts_every", 0), ("mcts_games", 0),

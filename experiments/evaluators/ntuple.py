@@ -26,14 +26,14 @@ from harmonies_env import state as S
 from harmonies_env.batch import play_plan, run_rows
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from ..common import ConfigError, section
+from ..common import ConfigError
 from ..selfplay_config import (
     EvalSection,
     RunSection,
     SelfPlaySection,
     TrainSection,
-    check_sections,
     check_unit,
+    checked,
     schema_of,
     typed,
 )
@@ -78,11 +78,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
 def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The validated settings of a config (ConfigError naming a bad section, key or value)."""
-    unknown = sorted(set(config) - set(DEFAULTS))
-    if unknown:
-        raise ConfigError(f"unknown config section(s) {', '.join(unknown)} (known: {', '.join(DEFAULTS)})")
-    cfg = {name: section(config, name, d) for name, d in DEFAULTS.items()}
-    check_sections(cfg)
+    cfg = checked(config, DEFAULTS)
     sp, tr = cfg["selfplay"], cfg["train"]
     for sec, key, low in (("expert", "worlds", 1), ("expert", "root", 2), ("expert", "reply_beam", 1),
                           ("expert", "reply_candidates", 1)):
