@@ -116,24 +116,38 @@ def play_share(task: MatchTask) -> list[dict[str, Any]]:
     return out
 
 
-def game_rows(results: Sequence[dict[str, Any]], bots: dict[str, Bot], n: int, version: str,
-              commit: str | None) -> dict[int, list[dict[str, Any]]]:
-    """block -> its games as store rows (`store.GAME_COLUMNS`), from match-engine results named by bot id."""
+def game_result(result: dict[str, Any], bots: Sequence[int], block: int,
+                columns: Sequence[str] | None = None) -> GameResult:
+    """One match-engine result (`agents.match.play_match`'s dict) as the statistics see it, for the ladder and
+    `harmonies tournament` alike: `bots` the bot index in each seat, `block` its block (paired games share one),
+    each seat's finishing place by total then animal cubes (the game's winner rule; tied seats share a place), and
+    per seat the scores of `columns` (default the 7 categories stored by the ladder) and, solo, the suns."""
     from harmonies_env.scoring import CATEGORIES
 
+    columns = CATEGORIES[:7] if columns is None else columns
+    scores = result["scores"]
+    totals = [int(sc["total"]) for sc in scores]
+    extra = (int(result["suns"]),) if "suns" in result else ()
+    return GameResult(block=int(block), bots=tuple(int(b) for b in bots), totals=tuple(totals),
+                      ranks=tuple(ranks_of(totals, [int(c) for c in result["animal_cubes"]])),
+                      categories=tuple(tuple(int(sc[c]) for c in columns) + extra for sc in scores))
+
+
+def game_rows(results: Sequence[dict[str, Any]], bots: dict[str, Bot], n: int, version: str,
+              commit: str | None) -> dict[int, list[dict[str, Any]]]:
+    """block -> its games as store rows (`store.GAME_COLUMNS`), from match-engine results named by bot id
+    (`game_result`'s places and categories)."""
     played = now()
     out: dict[int, list[dict[str, Any]]] = {}
     for r in results:
         seat_bots = [bots[s] for s in r["seats"]]
-        totals = [int(sc["total"]) for sc in r["scores"]]
-        cubes = [int(c) for c in r["animal_cubes"]]
-        out.setdefault(r["game"] // n, []).append({
-            "block": r["game"] // n, "game_index": r["game"] % n, "seed": int(r["seed"]),
-            "bots": [b.id for b in seat_bots],
-            "categories": [[int(sc[c]) for c in CATEGORIES[:7]] for sc in r["scores"]],
-            "totals": totals, "ranks": ranks_of(totals, cubes), "winners": [int(w) for w in r["winners"]],
-            "animal_cubes": cubes, "turns": int(r["turns"]), "cpu_seconds": float(r["cpu_seconds"]),
-            "version": version, "git_commit": commit, "played": played, "sha256": [b.sha256 for b in seat_bots]})
+        g = game_result(r, [b.id for b in seat_bots], r["game"] // n)
+        out.setdefault(g.block, []).append({
+            "block": g.block, "game_index": r["game"] % n, "seed": int(r["seed"]), "bots": list(g.bots),
+            "categories": [list(c) for c in g.categories], "totals": list(g.totals), "ranks": list(g.ranks),
+            "winners": [int(w) for w in r["winners"]], "animal_cubes": [int(c) for c in r["animal_cubes"]],
+            "turns": int(r["turns"]), "cpu_seconds": float(r["cpu_seconds"]), "version": version,
+            "git_commit": commit, "played": played, "sha256": [b.sha256 for b in seat_bots]})
     return out
 
 
@@ -220,10 +234,10 @@ def play_blocks(ladder: Ladder, blocks: Sequence[tuple[int, Sequence[int]]], job
 
 
 def game_results(games: Sequence[dict[str, Any]]) -> list[GameResult]:
-    """Stored game rows as the statistics' `GameResult`s."""
+    """Stored game rows (`game_rows`, read back) as the statistics' `GameResult`s again."""
     return [GameResult(block=int(g["block"]), bots=tuple(g["bots"]), totals=tuple(g["totals"]),
                        ranks=tuple(g["ranks"]), categories=tuple(tuple(c) for c in g["categories"])) for g in games]
 
 
-__all__ = ["SEED_STRIDE", "SeatSeeded", "base_seed", "block_seating", "game_results", "game_rows", "git_commit",
-           "play_blocks", "play_share", "ranks_of", "run_tasks", "seat_seeds", "split_for", "tasks_of"]
+__all__ = ["SEED_STRIDE", "SeatSeeded", "base_seed", "block_seating", "game_result", "game_results", "game_rows",
+           "git_commit", "play_blocks", "play_share", "ranks_of", "run_tasks", "seat_seeds", "split_for", "tasks_of"]
