@@ -78,9 +78,10 @@ def seat_seeds(base: int, index: Sequence[int], seating: np.ndarray, policy: int
     """The seeds of `policy` (a column of `play_match`'s `seating`) in the games `index` (game i = b·n + r of
     block b): `agent_seed(base, b·n, seat)` for the seat it holds there (0 where it does not play)."""
     n = seating.shape[1]
-    seat = np.argmax(seating == policy, axis=1)
-    return np.array([agent_seed(base, (i // n) * n, int(k)) if (seating[r] == policy).any() else 0
-                     for r, (i, k) in enumerate(zip(index, seat))], dtype=np.int64)
+    here = seating == policy
+    seats, plays = np.argmax(here, axis=1).tolist(), here.any(axis=1).tolist()
+    return np.array([agent_seed(base, (int(i) // n) * n, k) if p else 0 for i, k, p in zip(index, seats, plays)],
+                    dtype=np.int64)
 
 
 def block_seating(blocks: Sequence[tuple[int, Sequence[int]]], index: Sequence[int], n: int) -> tuple[list[int],
