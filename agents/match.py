@@ -138,13 +138,14 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
     every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
     memory for the seat it plays. seating: int (games, seats), which of `policies` sits in each seat of each game,
     in place of the rotation (each game's seats distinct policies; then `policies` may be any number, e.g. one
-    per bot of many pairings in one call, each asked once a round for all its games: the ladder's blocks).
-    games: how many (indices 0..games-1) or which game indices to play (see the module docstring for the seeding
-    and seat rotation). names: the policies' names in the results (default: their
-    `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many threads a policy may
-    plan with. progress(k) is called with the number of finished games after every round; on_action(i, a) after
-    each action a played in game i (how `play_game` follows its one game live); on_result(result) with each game's
-    result as soon as that game ends (the games of a batch end in any order; how `run_match` streams them back).
+    per bot of many pairings in one call, each asked once a round for all its games: the ladder's blocks; policy
+    j is still seeded `agent_seed(seed, i, j)`). games: how many (indices 0..games-1) or which game indices to
+    play (see the module docstring for the seeding and seat rotation). names: the policies' names in the results
+    (default: their `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many
+    threads a policy may plan with. progress(k) is called with the number of finished games after every round;
+    on_action(i, a) after each action a played in game i (how `play_game` follows its one game live);
+    on_result(result) with each game's result as soon as that game ends (the games of a batch end in any order;
+    how `run_match` streams them back).
 
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
