@@ -125,6 +125,7 @@ def match_config(config: GameConfig | None, seats: int, loose: dict[str, Any] | 
 
 def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | None = None, seed: int = 0,
                config: GameConfig | None = None, paired: bool = False, names: Sequence[str] | None = None,
+               seating: np.ndarray | None = None,
                record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
                on_action: Callable[[int, int], None] | None = None,
                on_result: Callable[[dict[str, Any]], None] | None = None, **loose: Any) -> list[dict[str, Any]]:
@@ -135,24 +136,28 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
     river_loops=...) for one more release, with a FutureWarning.
     policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
     every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
-    memory for the seat it plays. games: how many (indices 0..games-1) or which game indices to play (see the module
-    docstring for the seeding and seat rotation). names: the policies' names in the results (default: their
-    `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many threads a policy may
-    plan with. progress(k) is called with the number of finished games after every round; on_action(i, a) after
-    each action a played in game i (how `play_game` follows its one game live); on_result(result) with each game's
-    result as soon as that game ends (the games of a batch end in any order; how `run_match` streams them back).
+    memory for the seat it plays. seating: int (games, seats), which of `policies` sits in each seat of each game,
+    in place of the rotation (each game's seats distinct policies; then `policies` may be any number, e.g. one
+    per bot of many pairings in one call, each asked once a round for all its games: the ladder's blocks; policy
+    j is still seeded `agent_seed(seed, i, j)`). games: how many (indices 0..games-1) or which game indices to
+    play (see the module docstring for the seeding and seat rotation). names: the policies' names in the results
+    (default: their `name`s, made distinct). record: keep every game's actions ("actions"). threads: how many
+    threads a policy may plan with. progress(k) is called with the number of finished games after every round;
+    on_action(i, a) after each action a played in game i (how `play_game` follows its one game live);
+    on_result(result) with each game's result as soon as that game ends (the games of a batch end in any order;
+    how `run_match` streams them back).
 
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
     """
     fields, given = old_arguments("play_match", old, ("num_players", "games", "side", "spirits", "seed"), loose)
     games, seed = given.get("games", games), given.get("seed", seed)
-    cfg = match_config(config, len(policies), fields)
+    cfg = match_config(config, len(policies) if seating is None else np.shape(seating)[1], fields)
     n_players = cfg.num_players
     if games is None:
         raise ValueError("games is required: how many games to play, or which game indices")
     pols = [policy_of(p) if isinstance(p, str) else p for p in policies]
-    if len(pols) != n_players:
+    if len(pols) != n_players and seating is None:
         raise ValueError(f"a {n_players}-player match needs {n_players} policies (one per seat), got {len(pols)}")
     if len({id(p) for p in pols}) != len(pols):
         raise ValueError("pass one policy object per seat (a policy keeps per-game memory for its seat)")
@@ -160,8 +165,8 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
         if not callable(getattr(p, "act_batch", None)):
             raise ValueError(f"a policy needs act_batch(batch) (agents.policy.BatchPolicy), got {p!r}")
     names = unique_names([str(getattr(p, "name", type(p).__name__)) for p in pols] if names is None else list(names))
-    if len(names) != n_players:
-        raise ValueError(f"names must name each of the {n_players} policies, got {len(names)}")
+    if len(names) != len(pols):
+        raise ValueError(f"names must name each of the {len(pols)} policies, got {len(names)}")
     if isinstance(games, (bool, np.bool_)):
         raise ValueError(f"games must be a count or game indices, got {games!r}")
     if isinstance(games, (int, np.integer)):
@@ -178,6 +183,12 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
     seeds = np.array([game_seed(seed, i, n, paired) for i in index], dtype=np.int64)
     rot = index % n
     slot_of = (np.arange(n)[None, :] + rot[:, None]) % n  # slot_of[r, k]: the policy in seat k of game r
+    if seating is not None:
+        slot_of = np.asarray(seating)
+        if slot_of.shape != (G, n) or not np.issubdtype(slot_of.dtype, np.integer) or slot_of.min() < 0 or \
+                slot_of.max() >= len(pols) or any(len(set(row)) != n for row in slot_of.tolist()):
+            raise ValueError(f"seating must give each of the {G} games {n} distinct policy indices "
+                             f"(0..{len(pols) - 1}), got shape {slot_of.shape}")
     states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
     init_batch(states, seeds=seeds, config=cfg)
     for j, p in enumerate(pols):

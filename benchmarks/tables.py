@@ -191,6 +191,12 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "ladder_test": lambda r: (f"`ladder test {r['new']} {r['base']}`, {r['statistic']} bounds "
                               f"[{r['bounds'][0]:g}, {r['bounds'][1]:g}], ladder seed {r['seed']}",
                               f"{r['verdict']} after {r['games']} games (LLR {r['llr']}, {r['cpu_s']} CPU-s)"),
+    "ladder_place": lambda r: (f"`ladder add {r['new']}` then `play --bot {r['new']} --until-ci {r['target']:g}` "
+                               f"(`--jobs {r['jobs']}`) on a ladder of {', '.join(r['references'])} settled by "
+                               f"{r['settle_games']:,} games",
+                               f"{r['cpu_s']} CPU-s, {r['games']} games (placement interval "
+                               f"±{r['placement_half_width']}, `show`'s ±{r['show_half_width']}; rating "
+                               f"{r['rating']:.0f})"),
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "

@@ -161,22 +161,14 @@ def agent_order(results: Sequence[dict]) -> list[str]:
 
 
 def game_results(results: Sequence[dict], names: Sequence[str]) -> list[GameResult]:
-    """The games as the ladder's statistics see them: bot = index in `names`, block = the game's seed (paired games
-    share it), finishing place by (total, animal cubes), the winner rule's order, tied seats sharing a place.
-    `categories` holds every one of `CATEGORIES` (the 7 and the total) and, solo, the suns, so that `category_means`
-    gives each of them its interval."""
+    """The games as the ladder's statistics see them (`harmonies_apps.ladder.engine.game_result`, the ladder's own
+    conversion): bot = index in `names`, block = the game's seed (paired games share it), finishing place by
+    (total, animal cubes), tied seats sharing a place. `categories` holds every one of `CATEGORIES` (the 7 and the
+    total) and, solo, the suns, so that `category_means` gives each of them its interval."""
+    from .ladder.engine import game_result
+
     index = {nm: k for k, nm in enumerate(names)}
-    out = []
-    for r in results:
-        seats = range(len(r["seats"]))
-        keys = [(r["scores"][p]["total"], r["animal_cubes"][p]) for p in seats]
-        extra = (int(r["suns"]),) if "suns" in r else ()
-        out.append(GameResult(block=int(r["seed"]), bots=tuple(index[nm] for nm in r["seats"]),
-                              totals=tuple(int(r["scores"][p]["total"]) for p in seats),
-                              ranks=tuple(sum(k2 > k for k2 in keys) for k in keys),
-                              categories=tuple(tuple(int(r["scores"][p][c]) for c in CATEGORIES) + extra
-                                               for p in seats)))
-    return out
+    return [game_result(r, [index[nm] for nm in r["seats"]], int(r["seed"]), CATEGORIES) for r in results]
 
 
 def default_anchor(names: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ import pytest
 from harmonies_apps.cli import main
 from harmonies_apps.ladder import commands
 from harmonies_apps.ladder.engine import game_results
+from harmonies_apps.ladder.pairing import placement_interval
 from harmonies_apps.ladder.stats import bootstrap_intervals, fit_ratings
 from harmonies_apps.ladder.store import open_ladder
 from harmonies_env import GameConfig
@@ -79,6 +80,23 @@ def test_until_ci_plays_until_every_interval_is_that_narrow(tmp_path):
         assert commands.play(ladder, until_ci=150.0) == 0 and ladder.game_count() == games
         commands.play(ladder, until_ci=1.0, until_games=games + 10)  # both: whichever comes first
         assert ladder.game_count() == games + 10
+
+
+
+def test_until_ci_with_bot_places_that_bot_alone(tmp_path):
+    db = make(tmp_path / "l.db", refs=["random"], extra=())
+    with open_ladder(db, write=True) as ladder:
+        commands.add(ladder, "random", name="other")
+        commands.play(ladder, until_games=64)
+        commands.add(ladder, "random", name="new")
+        with pytest.raises(ValueError, match="is the anchor"):
+            commands.play(ladder, until_ci=150.0, bot="random")
+        commands.play(ladder, until_ci=150.0, bot="new")
+        new = ladder.bot("new").id
+        placed = [g for g in ladder.games() if g["block"] >= 32]
+        results = game_results(ladder.games())
+    assert placed and all(new in g["bots"] for g in placed)  # every block of its rounds holds it
+    assert placement_interval(results, 3, new, 5) <= 150.0
 
 
 KILLER = textwrap.dedent("""

@@ -238,3 +238,33 @@ def test_an_illegal_action_error_pickles_as_itself():
     assert type(e) is IllegalActionError and (e.action, e.reason, e.description) == (
         5, "policy 'x' in game 3: not legal", "take central space 5")
     assert str(e) == "illegal action 5 (take central space 5): policy 'x' in game 3: not legal"
+
+
+
+def test_a_seating_plays_several_pairings_in_one_call_as_their_own_matches_would():
+    """`seating` (the ladder's blocks): three policies over two pairings in one call play the games the two matches
+    play apart, each policy asked once a round for all its games (after the first, every seat of its games)."""
+
+    class Counted:
+        def __init__(self, beam: int):
+            self.agent, self.name, self.sizes = GreedyAgent(beam=beam), f"greedy:{beam}", []
+
+        def reset_batch(self, seeds):
+            self.agent.reset_batch(seeds)
+
+        def act_batch(self, batch):
+            self.sizes.append(len(batch))
+            return self.agent.act_batch(batch)
+
+    one, two, three = Counted(1), Counted(2), Counted(3)
+    seating = np.array([[0, 1], [1, 0], [0, 1], [1, 0], [1, 2], [2, 1]])  # games 0-3: 1 vs 2; games 4-5: 2 vs 3
+    together = play_match([one, two, three], games=6, seed=4, seating=seating, paired=True)
+    apart = play_match([GreedyAgent(beam=1), GreedyAgent(beam=2)], games=[0, 1, 2, 3], seed=4, paired=True,
+                       names=["greedy:1", "greedy:2"]) + \
+        play_match([GreedyAgent(beam=2), GreedyAgent(beam=3)], games=[4, 5], seed=4, paired=True,
+                   names=["greedy:2", "greedy:3"])
+    assert [(r["seats"], r["scores"], r["turns"]) for r in together] == \
+        [(r["seats"], r["scores"], r["turns"]) for r in apart]
+    assert max(two.sizes) == 6 and max(one.sizes) == 4  # every game of a policy in one call
+    with pytest.raises(ValueError, match="seating must give each of the 2 games 2 distinct policy indices"):
+        play_match([one, two, three], games=2, seating=np.array([[0, 0], [1, 2]]))

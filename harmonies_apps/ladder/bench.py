@@ -7,10 +7,15 @@
 Cases:
 * `ladder_speed`: `ladder play --until-games N --jobs 1` on a fresh ladder of `--agents` (pairing fits, the planned
   rounds and every block's commit included) against the match engine alone playing the very same games as one match
-  per pairing of bots (the ladder's worker, `engine.play_share`, on each pairing's blocks in calls of
-  `agents.match.MAX_SHARE` games, as `run_match --jobs 1` batches one match; the script checks the games are equal).
+  per pairing of bots (`agents.match.play_match` with one policy per seat, on each pairing's blocks in calls of
+  `agents.match.MAX_SHARE` games, as `run_match --jobs 1` batches one match; each policy seeded as the ladder seeds
+  the bot in that seat, so that the games are the same, which the script checks).
   Process CPU seconds of each, alternated `--repeats` times after an untimed warm-up; `ratio` = engine seconds /
   ladder seconds (1.0: the ladder costs nothing on top).
+* `ladder_place`: a ladder of `--references` played to `--settle` games (the references settled), then `add NEW`
+  (`--new`) and `play --bot NEW --until-ci 25` (`--target`): the CPU seconds of this process and its children
+  (every worker) until NEW's placement interval (docs/ladder.md) is within the target, the games it took, and
+  NEW's rating with both its placement interval and `show`'s.
 * `ladder_test`: `ladder test NEW BASE` on ladders of seeds `--seeds`, once with Elo bounds [0, 10] and once with
   points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, and the mean ratio of points
   games to Elo games.
@@ -24,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from harmonies_env.config import GameConfig
 
 COMMAND = "python -m harmonies_apps.ladder.bench"
@@ -35,9 +42,24 @@ def _ladder(folder: Path, name: str, specs: list[str], seed: int):
     return commands.init(folder / name, GameConfig(2), seed, specs)
 
 
+def _engine_match(task) -> list[dict]:
+    """One pairing's blocks (a task of `engine.tasks_of` holding blocks of one pairing of bots) as the match engine
+    alone plays them: one policy per slot, seats rotated, each asked once a round for all its games."""
+    from agents.match import play_match, policy_of
+    from harmonies_apps.ladder.engine import SeatSeeded, block_seating, seat_seeds
+
+    n = task.config.num_players
+    ids, seating = block_seating(task.extra, task.indices, n)
+    assert len(ids) == n and (seating == (np.arange(n)[None, :] + np.array(task.indices)[:, None]) % n).all()
+    spec = dict(zip(task.names, task.specs))
+    players = [SeatSeeded(policy_of(spec[str(b)]), seat_seeds(task.seed, task.indices, seating, c), str(b))
+               for c, b in enumerate(ids)]
+    return play_match(players, games=list(task.indices), seed=task.seed, config=task.config, paired=True)
+
+
 def speed(args: argparse.Namespace) -> dict:
     from harmonies_apps.ladder import commands
-    from harmonies_apps.ladder.engine import play_share, tasks_of
+    from harmonies_apps.ladder.engine import tasks_of
 
     ladder_s, engine_s = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -57,7 +79,7 @@ def speed(args: argparse.Namespace) -> dict:
             t0 = time.process_time()
             replayed = []
             for t in tasks:  # one match per pairing, MAX_SHARE games a call
-                replayed += play_share(t)
+                replayed += _engine_match(t)
             eng = time.process_time() - t0
             again = sorted((r["game"] // 2, r["game"] % 2, [s["total"] for s in r["scores"]]) for r in replayed)
             assert again == sorted(stored), "the match engine's games differ from the ladder's"
@@ -70,6 +92,46 @@ def speed(args: argparse.Namespace) -> dict:
             "ladder_games_per_cpu_s": round(args.games / ls, 1), "engine_games_per_cpu_s": round(args.games / es, 1),
             "ratio": round(es / ls, 3),
             "repeats": args.repeats, "load1": round(os.getloadavg()[0], 2), "command": COMMAND}
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the workers of --jobs)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def place(args: argparse.Namespace) -> dict:
+    from harmonies_apps.ladder import commands
+    from harmonies_apps.ladder.engine import game_results
+    from harmonies_apps.ladder.pairing import placement_interval
+
+    with tempfile.TemporaryDirectory() as tmp, _ladder(Path(tmp), "p.db", list(args.references), args.seed) as ladder:
+        t0 = _cpu()
+        commands.play(ladder, until_games=args.settle, jobs=args.jobs)
+        settle_cpu = _cpu() - t0
+        settled = {b["name"]: round((b["ci_high"] - b["ci_low"]) / 2, 1) for b in commands.report(ladder)["bots"]}
+        bot = commands.add(ladder, args.new)
+        before = ladder.game_count()
+        last = ladder.conn.execute("SELECT COALESCE(MAX(id), 0) FROM games").fetchone()[0]
+        t0 = _cpu()
+        commands.play(ladder, until_ci=args.target, until_games=before + args.cap, jobs=args.jobs, bot=bot.name)
+        cpu = _cpu() - t0
+        games = ladder.game_count() - before
+        row = next(b for b in commands.report(ladder)["bots"] if b["name"] == bot.name)
+        results = game_results(ladder.games())
+        placed = placement_interval(results, len(ladder.bots()), bot.id, ladder.pool.seed)
+        opponents: dict[str, int] = {}
+        names = {b.id: b.name for b in ladder.bots()}
+        for g in ladder.games("WHERE id > ?", (last,)):
+            for b in g["bots"]:
+                if b != bot.id:
+                    opponents[names[b]] = opponents.get(names[b], 0) + 1
+    return {"table": "ladder", "case": "ladder_place", "references": list(args.references), "new": args.new,
+            "settle_games": args.settle, "settle_cpu_s": round(settle_cpu, 1), "settled_half_width": settled,
+            "target": args.target, "placed": placed <= args.target, "games": games, "opponents": opponents,
+            "cpu_s": round(cpu, 1), "rating": round(row["rating"], 1), "placement_half_width": round(placed, 1),
+            "show_half_width": round((row["ci_high"] - row["ci_low"]) / 2, 1), "jobs": args.jobs,
+            "load1": round(os.getloadavg()[0], 2), "command": COMMAND}
 
 
 def test_games(args: argparse.Namespace) -> list[dict]:
@@ -103,11 +165,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--cases", nargs="+", default=["ladder_speed", "ladder_test"],
-                    choices=["ladder_speed", "ladder_test"])
+                    choices=["ladder_speed", "ladder_place", "ladder_test"])
     ap.add_argument("--agents", nargs="+", default=["random", "greedy"], help="ladder_speed's bots (2 or more)")
     ap.add_argument("--games", type=int, default=200, help="ladder_speed's games")
     ap.add_argument("--repeats", type=int, default=3, help="ladder_speed's timed rounds (after a warm-up)")
     ap.add_argument("--seed", type=int, default=0, help="ladder_speed's ladder seed")
+    ap.add_argument("--references", nargs="+", default=["random", "greedy:2", "greedy", "greedy:96:spaces"],
+                    help="ladder_place's references")
+    ap.add_argument("--settle", type=int, default=2000, help="ladder_place: the references' games before NEW")
+    ap.add_argument("--new", default="greedy:48", help="ladder_place's new bot")
+    ap.add_argument("--target", type=float, default=25.0, help="ladder_place: NEW's --until-ci")
+    ap.add_argument("--cap", type=int, default=4000, help="ladder_place: most games NEW may play")
+    ap.add_argument("--jobs", type=int, default=1, help="ladder_place's worker processes")
     ap.add_argument("--matchup", nargs=2, default=["greedy:4", "greedy:2"], metavar=("NEW", "BASE"),
                     help="ladder_test's bots")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="ladder_test's ladder seeds")
@@ -115,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if "ladder_speed" in args.cases:
         print(json.dumps(speed(args)), flush=True)
+    if "ladder_place" in args.cases:
+        print(json.dumps(place(args)), flush=True)
     if "ladder_test" in args.cases:
         for line in test_games(args):
             print(json.dumps(line), flush=True)

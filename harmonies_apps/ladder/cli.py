@@ -3,7 +3,7 @@
     harmonies ladder init DB [--players N] [--side A|B] [--spirits] [--river-loops rulebook|bga] [--seed S]
                              [--references SPEC...]
     harmonies ladder add DB SPEC [--name NAME]
-    harmonies ladder play DB [--until-games N] [--until-ci ELO] [--jobs J | --ray ADDRESS]
+    harmonies ladder play DB [--until-games N] [--until-ci ELO] [--bot NAME] [--jobs J | --ray ADDRESS]
     harmonies ladder test DB NEW BASE [--elo0 0 --elo1 10 | --points0 0 --points1 1] [--alpha 0.05 --beta 0.05]
                                       [--max-games N] [--json]
     harmonies ladder show DB [--html FILE] [--json]
@@ -121,7 +121,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
         try:
             blocks = play(ladder, args.until_games, args.until_ci, args.jobs, args.ray, say=bar.write,
-                          on_block=on_block)
+                          on_block=on_block, bot=args.bot)
         except KeyboardInterrupt as e:
             raise _stopped(e, f"{ladder.game_count() - before} games committed by this run, {ladder.game_count()} in "
                               f"{args.db}; run the same command again to go on") from None
@@ -270,6 +270,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--until-games", type=int, default=None, metavar="N", help="until the ladder holds N games")
     p.add_argument("--until-ci", type=float, default=None, metavar="ELO",
                    help="until every bot's 95%% interval is at most ±ELO (with --until-games too: whichever first)")
+    p.add_argument("--bot", default=None, metavar="NAME",
+                   help="place this bot (a name or spec of the ladder): every new block holds it, and --until-ci "
+                        "looks at its interval against the ladder as it stands only (docs/ladder.md)")
     jobs(p)
 
     p = new("test", "a sequential test of NEW against BASE on paired games", cmd_test)

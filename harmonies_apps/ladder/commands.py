@@ -54,10 +54,12 @@ def ready(ladder: Ladder) -> list[Bot]:
 
 def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None = None, jobs: int = 1,
          ray_address: str | None = None, say: Callable[[str], None] = lambda s: None,
-         on_block: Callable[[int, list[dict]], None] | None = None) -> int:
+         on_block: Callable[[int, list[dict]], None] | None = None, bot: str | None = None) -> int:
     """Play rounds until the ladder holds `until_games` games, or every bot's 95% interval is at most ±`until_ci`
     Elo (checked between rounds), whichever comes first when both are given; the recorded blocks of an unfinished
-    round are played first. Returns the blocks committed by this call."""
+    round are played first. `bot` (a name or spec: placing one bot): every new round's blocks are built around it
+    and `until_ci` looks at its placement interval only (`pairing.placement_interval`: against the ladder as it
+    stands). Returns the blocks committed by this call."""
     if until_games is None and until_ci is None:
         raise LadderError("give --until-games N, --until-ci ELO or both (whichever is reached first)")
     if until_games is not None and until_games < 1:
@@ -65,27 +67,35 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
     if until_ci is not None and not until_ci > 0:
         raise LadderError(f"--until-ci must be a number of Elo above 0, got {until_ci}")
     bots = ready(ladder)
+    target = None if bot is None else ladder.bot(bot)
     n = ladder.pool.config.num_players
+    if target is not None and target.id == 0:
+        raise LadderError(f"{target.name!r} is the anchor, at 0 Elo with no interval to narrow: name another --bot")
     if len(bots) < n:
         raise LadderError(f"a {n}-player ladder needs at least {n} bots to play, {ladder.path} has {len(bots)}")
     committed = 0
+    results = game_results(ladder.games())  # read once, then extended by this run's blocks (the fits are order-free)
     while True:
         pending = ladder.pending_blocks()
-        stored = ladder.game_count()
+        stored = len(results)
         if until_games is not None and stored >= until_games:
             return committed
         if pending:
             todo = pending if until_games is None else pending[:math.ceil((until_games - stored) / n)]
-            committed += len(play_blocks(ladder, todo, jobs, ray_address, on_block=on_block))
+            played = play_blocks(ladder, todo, jobs, ray_address, on_block=on_block)
+            results += game_results([g for games in played.values() for g in games])
+            committed += len(played)
             continue
-        results = game_results(ladder.games())
         if until_ci is not None:
-            widest = widest_interval(results, len(bots), ladder.pool.seed, until_ci)
-            say(f"{len(results)} games, widest 95% interval ±{widest:.1f} Elo")
+            widest = widest_interval(results, len(bots), ladder.pool.seed, until_ci,
+                                     None if target is None else target.id)
+            say(f"{len(results)} games, " + ("widest 95% interval" if target is None else
+                                             f"{target.name}'s 95% placement interval") + f" ±{widest:.1f} Elo")
             if widest <= until_ci:
                 return committed
         round_no, first = ladder.rounds(), ladder.next_block()
-        planned = plan_round(bots, results, n, ladder.pool.seed, round_no)
+        planned = plan_round(bots, results, n, ladder.pool.seed, round_no,
+                             focus=None if target is None else target.id)
         ladder.plan_blocks([(first + k, b) for k, b in enumerate(planned)], round_no)
 
 

@@ -4,7 +4,7 @@ A block is one seed played from every seating of its bots: game r of block b (r 
 engine's game index i = b·n + r of a paired match (`agents.match.play_match(paired=True)`) with base seed
 `pool seed × SEED_STRIDE`: game seed base + b, seats rotated by r (seat k holds the block's bot (k + r) mod n: 2
 games in 2 players, the n cyclic rotations in 3–4, each bot once in every seat), each bot seeded by its seat
-(`BlockSlot`: identical bots mirror each other within a block). So a game is a function of (specs, rules, pool
+(`SeatSeeded`: identical bots mirror each other within a block). So a game is a function of (specs, rules, pool
 seed, block, r) alone, and blocks of any bots are batched into one `play_match` call (each bot deciding all its
 games of the call at once), whatever else is being played. Tasks (whole blocks, at most `agents.match.MAX_SHARE`
 games each) run in this process, in `jobs` processes or on a Ray cluster; a task's blocks are committed in one
@@ -57,86 +57,105 @@ def ranks_of(totals: Sequence[int], cubes: Sequence[int]) -> list[int]:
     return [sum(k2 > k for k2 in keys) for k in keys]
 
 
-class BlockSlot:
-    """Slot j of every block in one match-engine call: each game is played by its own block's bot in that slot, so
-    blocks of different bots share one `play_match` call and each bot decides all its games of the call at once
-    (`BatchView.subset`). Each bot is seeded by the seat it holds (`seat_seeds`), not by its slot: two copies of one
-    deterministic bot then play a 2-player block's games as exact mirror images (common random numbers), a pair
-    between equals scoring exactly 1 : 1. A game's moves depend on its own state and seeds only, so they are the
-    same whatever other blocks share the call."""
+class SeatSeeded:
+    """A bot's batch policy in the ladder's match-engine call, seeded by the seat it holds in each game
+    (`seat_seeds`) whatever index the engine gives it: a game's seeds are a function of its block and seating only,
+    and two copies of one deterministic bot play a 2-player block's games as exact mirror images (common random
+    numbers), a pair between equals scoring exactly 1 : 1."""
 
-    def __init__(self, policies: dict[int, Any], bot_of_row: np.ndarray, seeds: np.ndarray, name: str):
-        self.policies, self.bot_of_row, self.seeds, self.name = policies, bot_of_row, seeds, name
+    def __init__(self, policy: Any, seeds: np.ndarray, name: str):
+        self.policy, self.seeds, self.name = policy, seeds, name
 
     def reset_batch(self, seeds: np.ndarray) -> None:
-        for p in self.policies.values():
-            if callable(getattr(p, "reset_batch", None)):
-                p.reset_batch(self.seeds)
+        if callable(getattr(self.policy, "reset_batch", None)):
+            self.policy.reset_batch(self.seeds)
 
     def act_batch(self, batch: Any) -> np.ndarray:
-        if len(self.policies) == 1:
-            return next(iter(self.policies.values())).act_batch(batch)
-        bots = self.bot_of_row[np.asarray(batch.rows)]
-        out = np.empty(len(batch), dtype=np.int64)
-        for b in np.unique(bots):
-            idx = np.flatnonzero(bots == b)
-            out[idx] = np.asarray(self.policies[int(b)].act_batch(batch.subset(idx)))
-        return out
+        return self.policy.act_batch(batch)
 
 
-def seat_seeds(base: int, indices: Sequence[int], slot: int, n: int) -> np.ndarray:
-    """The seeds of the block's bot in `slot` for the games `indices` (game i = b·n + r: seat (slot − r) mod n):
-    `agent_seed(base, b·n, seat)`, a function of the block and the seat only."""
-    return np.array([agent_seed(base, (i // n) * n, (slot - i % n) % n) for i in indices], dtype=np.int64)
+def seat_seeds(base: int, index: Sequence[int], seating: np.ndarray, policy: int) -> np.ndarray:
+    """The seeds of `policy` (a column of `play_match`'s `seating`) in the games `index` (game i = b·n + r of
+    block b): `agent_seed(base, b·n, seat)` for the seat it holds there (0 where it does not play)."""
+    n = seating.shape[1]
+    here = seating == policy
+    seats, plays = np.argmax(here, axis=1).tolist(), here.any(axis=1).tolist()
+    return np.array([agent_seed(base, (int(i) // n) * n, k) if p else 0 for i, k, p in zip(index, seats, plays)],
+                    dtype=np.int64)
+
+
+def block_seating(blocks: Sequence[tuple[int, Sequence[int]]], index: Sequence[int], n: int) -> tuple[list[int],
+                                                                                                     np.ndarray]:
+    """(the bot ids of `blocks`, ascending; int (games, n): the position in that list of the bot in each seat of
+    each game `index`): game r = i mod n of block b = i // n seats the block's bot (k + r) mod n in seat k."""
+    slots_of = {int(b): tuple(int(x) for x in ids) for b, ids in blocks}
+    ids = sorted({x for slots in slots_of.values() for x in slots})
+    col = {b: c for c, b in enumerate(ids)}
+    seating = np.array([[col[slots_of[i // n][(k + i) % n]] for k in range(n)] for i in index], dtype=np.int64)
+    return ids, seating.reshape(len(index), n)
 
 
 def play_share(task: MatchTask) -> list[dict[str, Any]]:
     """Worker: play the games `task.indices` of the ladder's paired match in one `play_match` call (`task.extra`:
-    (block, bot ids in slot order) of its blocks; `task.names` the ids of `task.specs`), each slot a `BlockSlot`;
-    the match engine's results with "seats" as bot ids, each with the CPU seconds of the call shared out over its
-    games ("cpu_seconds")."""
+    (block, bot ids in slot order) of its blocks; `task.names` the ids of `task.specs`): one policy per bot, seated
+    by `block_seating`, so that blocks of different bots share the call and each bot decides all its games of the
+    call at once, as in a match of its own; each game's moves depend on its own state and seeds only, whatever
+    else shares the call. The match engine's results with "seats" as bot ids, each with the CPU seconds of the call
+    shared out over its games ("cpu_seconds")."""
     start = time.process_time()
     n = task.config.num_players
-    slots_of = {int(b): tuple(ids) for b, ids in task.extra}
     spec_of = dict(zip(task.names, task.specs))
     index = [int(i) for i in task.indices]
-    bot_rows = np.array([slots_of[i // n] for i in index], dtype=np.int64).reshape(len(index), n)
-    players = [BlockSlot({int(b): policy_of(spec_of[str(b)]) for b in np.unique(bot_rows[:, j])}, bot_rows[:, j],
-                         seat_seeds(task.seed, index, j, n), f"slot {j}") for j in range(n)]
-    out = play_match(players, games=index, seed=task.seed, config=task.config, paired=True)
+    ids, seating = block_seating(task.extra, index, n)
+    players = [SeatSeeded(policy_of(spec_of[str(b)]), seat_seeds(task.seed, index, seating, c), str(b))
+               for c, b in enumerate(ids)]
+    out = play_match(players, games=index, seed=task.seed, config=task.config, paired=True, seating=seating,
+                     names=[str(b) for b in ids])
     cpu = (time.process_time() - start) / max(1, len(out))
     for r in out:
-        ids = slots_of[r["game"] // n]
-        r["seats"] = [str(ids[(k + r["game"]) % n]) for k in range(n)]
         r["cpu_seconds"] = cpu
     return out
 
 
-def game_rows(results: Sequence[dict[str, Any]], bots: dict[str, Bot], n: int, version: str,
-              commit: str | None) -> dict[int, list[dict[str, Any]]]:
-    """block -> its games as store rows (`store.GAME_COLUMNS`), from match-engine results named by bot id."""
+def game_result(result: dict[str, Any], bots: Sequence[int], block: int,
+                columns: Sequence[str] | None = None) -> GameResult:
+    """One match-engine result (`agents.match.play_match`'s dict) as the statistics see it, for the ladder and
+    `harmonies tournament` alike: `bots` the bot index in each seat, `block` its block (paired games share one),
+    each seat's finishing place by total then animal cubes (the game's winner rule; tied seats share a place), and
+    per seat the scores of `columns` (default the 7 categories stored by the ladder) and, solo, the suns."""
     from harmonies_env.scoring import CATEGORIES
 
+    columns = CATEGORIES[:7] if columns is None else columns
+    scores = result["scores"]
+    totals = [int(sc["total"]) for sc in scores]
+    extra = (int(result["suns"]),) if "suns" in result else ()
+    return GameResult(block=int(block), bots=tuple(int(b) for b in bots), totals=tuple(totals),
+                      ranks=tuple(ranks_of(totals, [int(c) for c in result["animal_cubes"]])),
+                      categories=tuple(tuple(int(sc[c]) for c in columns) + extra for sc in scores))
+
+
+def game_rows(results: Sequence[dict[str, Any]], bots: dict[str, Bot], n: int, version: str,
+              commit: str | None) -> dict[int, list[dict[str, Any]]]:
+    """block -> its games as store rows (`store.GAME_COLUMNS`), from match-engine results named by bot id
+    (`game_result`'s places and categories)."""
     played = now()
     out: dict[int, list[dict[str, Any]]] = {}
     for r in results:
         seat_bots = [bots[s] for s in r["seats"]]
-        totals = [int(sc["total"]) for sc in r["scores"]]
-        cubes = [int(c) for c in r["animal_cubes"]]
-        out.setdefault(r["game"] // n, []).append({
-            "block": r["game"] // n, "game_index": r["game"] % n, "seed": int(r["seed"]),
-            "bots": [b.id for b in seat_bots],
-            "categories": [[int(sc[c]) for c in CATEGORIES[:7]] for sc in r["scores"]],
-            "totals": totals, "ranks": ranks_of(totals, cubes), "winners": [int(w) for w in r["winners"]],
-            "animal_cubes": cubes, "turns": int(r["turns"]), "cpu_seconds": float(r["cpu_seconds"]),
-            "version": version, "git_commit": commit, "played": played, "sha256": [b.sha256 for b in seat_bots]})
+        g = game_result(r, [b.id for b in seat_bots], r["game"] // n)
+        out.setdefault(g.block, []).append({
+            "block": g.block, "game_index": r["game"] % n, "seed": int(r["seed"]), "bots": list(g.bots),
+            "categories": [list(c) for c in g.categories], "totals": list(g.totals), "ranks": list(g.ranks),
+            "winners": [int(w) for w in r["winners"]], "animal_cubes": [int(c) for c in r["animal_cubes"]],
+            "turns": int(r["turns"]), "cpu_seconds": float(r["cpu_seconds"]), "version": version,
+            "git_commit": commit, "played": played, "sha256": [b.sha256 for b in seat_bots]})
     return out
 
 
 def tasks_of(blocks: Sequence[tuple[int, Sequence[int]]], bots: Sequence[Bot], config: GameConfig,
              pool_seed: int) -> list[MatchTask]:
     """The blocks as match tasks for `play_share`, in block order, at most MAX_SHARE games each (blocks of any bots
-    together: `BlockSlot`)."""
+    together: `block_seating`)."""
     n = config.num_players
     blocks = [(int(b), tuple(int(x) for x in ids)) for b, ids in blocks]
     per = max(1, MAX_SHARE // n)
@@ -216,10 +235,10 @@ def play_blocks(ladder: Ladder, blocks: Sequence[tuple[int, Sequence[int]]], job
 
 
 def game_results(games: Sequence[dict[str, Any]]) -> list[GameResult]:
-    """Stored game rows as the statistics' `GameResult`s."""
+    """Stored game rows (`game_rows`, read back) as the statistics' `GameResult`s again."""
     return [GameResult(block=int(g["block"]), bots=tuple(g["bots"]), totals=tuple(g["totals"]),
                        ranks=tuple(g["ranks"]), categories=tuple(tuple(c) for c in g["categories"])) for g in games]
 
 
-__all__ = ["SEED_STRIDE", "BlockSlot", "base_seed", "game_results", "game_rows", "git_commit", "play_blocks",
-           "play_share", "ranks_of", "run_tasks", "seat_seeds", "split_for", "tasks_of"]
+__all__ = ["SEED_STRIDE", "SeatSeeded", "base_seed", "block_seating", "game_result", "game_results", "game_rows",
+           "git_commit", "play_blocks", "play_share", "ranks_of", "run_tasks", "seat_seeds", "split_for", "tasks_of"]
