@@ -209,13 +209,13 @@ for _cls in range(len(LABELS)):
 
 
 @njit(cache=True, inline="always")
-def _to_grid(side: int, m: int) -> int:
+def to_grid(side: int, m: int) -> int:
     return (CELL2GRID[side, 0, m & 255] | CELL2GRID[side, 1, (m >> 8) & 255]
             | CELL2GRID[side, 2, (m >> 16) & 255] | CELL2GRID[side, 3, (m >> 24) & 255])
 
 
 @njit(cache=True, inline="always")
-def _from_grid(side: int, g: int) -> int:
+def from_grid(side: int, g: int) -> int:
     m = 0
     k = 0
     while g:
@@ -229,7 +229,7 @@ def _from_grid(side: int, g: int) -> int:
 def class_grids(side: int, bb, out) -> None:
     """out (int64 (NUM_CLASSES,)) = each habitat class's cells of the board bb (int64 (15,)) as grid bits."""
     for cls in range(NUM_CLASSES):
-        out[cls] = _to_grid(side, class_mask(bb, cls))
+        out[cls] = to_grid(side, class_mask(bb, cls))
 
 
 # The rotation loop is written out in each grid matcher on purpose: as an `inline="always"` helper taking `grids`
@@ -252,7 +252,7 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
             m = grids[cls]
             x &= (m >> o) if o >= 0 else (m << -o)
         g |= x
-    return _from_grid(side, g) & ~cubes
+    return from_grid(side, g) & ~cubes
 
 
 
@@ -261,7 +261,7 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
 def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     """Whether `habitat_cells_grid` is not empty, stopping at the first rotation that stands on a free cube cell (the
     planner's evaluation asks only this)."""
-    free = ~_to_grid(side, cubes)
+    free = ~to_grid(side, cubes)
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
         x = GRID_ROT_VALID[side, r] & free
         for j in range(4):
@@ -291,10 +291,10 @@ def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
             if cls < 0 or x == 0:
                 break
             o = GRID_ROT_OFF[side, r, j]
-            m = _to_grid(side, class_mask(bb, cls))
+            m = to_grid(side, class_mask(bb, cls))
             x &= (m >> o) if o >= 0 else (m << -o)
         g |= x
-    return _from_grid(side, g) & ~cubes
+    return from_grid(side, g) & ~cubes
 
 
 def card_name(card_id: int) -> str:

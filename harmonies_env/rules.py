@@ -11,10 +11,26 @@ from numba import njit
 
 from . import actions as A
 from . import state as S
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
+from .cards import (
+    BUILDING_CLASS,
+    CLASS_STACK,
+    CUBES_ON_CARD,
+    FIRST_SPIRIT,
+    GRID_ROT_CLASS,
+    GRID_ROT_OFF,
+    GRID_ROT_START,
+    GRID_ROT_VALID,
+    NUM_CARDS,
+    NUM_CLASSES,
+    class_grids,
+    from_grid,
+    habitat_cells,
+    habitat_cells_grid,
+    to_grid,
+)
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
-from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
+from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, S_BROWN_RED, S_GRAY_RED, S_RED_RED, STACK_AFTER
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -59,7 +75,7 @@ def token_cells(s, p: int, colour: int) -> int:
     return m & ~s[S.CUBES + p]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
@@ -369,13 +385,13 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 # indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
 # rewrites only what an action can have changed). Both give the actions in the same ascending order.
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _choosing_spirit(s, p: int) -> bool:
     """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
     return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
@@ -386,7 +402,7 @@ def _space_bits(s) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _card_bits(s, held: int) -> int:
     """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
     m = 0
@@ -397,7 +413,7 @@ def _card_bits(s, held: int) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _replace_bits(s) -> int:
     """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
     draw pile to refill from."""
@@ -409,20 +425,10 @@ def _replace_bits(s) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
     return s[S.TOOK_TOKENS] != 0 and not placeable
-
-
-@njit(cache=True, inline="always")
-def _list_bits(out, n: int, base: int, m: int) -> int:
-    """Append base + (each set bit of m, ascending) to out[n:]; return the new count."""
-    while m:
-        out[n] = base + lowest_cell(m)
-        m &= m - 1
-        n += 1
-    return n
 
 
 @njit(cache=True)
@@ -434,36 +440,74 @@ def legal_actions(s, out, grids=None) -> int:
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    if s[S.GAME_OVER]:
-        return 0
+    # One exit, one listing loop written here, the board passed as the state and an offset: an early return, an
+    # inlined helper handed `out` or a slice of `s` each leave reference-count calls on every listing
+    # (docs/engine.md, "Hot kernels").
+    n = 0
     p = s[S.CURRENT]
-    if _choosing_spirit(s, p):
+    if s[S.GAME_OVER]:
+        n = 0
+    elif _choosing_spirit(s, p):
         out[0] = A.KEEP_SPIRIT
         out[1] = A.KEEP_SPIRIT + 1
-        return 2
-    n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
-    placeable = False
-    for c in range(6):
-        if s[S.HAND + c] > 0:
-            m = token_cells(s, p, c)
-            if m:
-                placeable = True
-                n = _list_bits(out, n, A.PLACE_TOKEN + MAX_CELLS * c, m)
-    held = held_cards(s, p)
-    n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
-    if held:
+        n = 2
+    else:
         side = s[S.SIDE]
-        class_grids(side, _bb(s, p), grids)
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card >= 0:
-                m = habitat_cells_grid(side, grids, s[S.CUBES + p], card)
-                n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
-    if _may_end(s, placeable):
-        n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
-        out[n] = A.END_TURN
-        n += 1
-    return n
+        held = held_cards(s, p)
+        placeable = False
+        # regions of the action table in ascending order: 0 central spaces, 1-6 token colours, 7 market cards,
+        # 8-11 held card slots, 12 solo replacements
+        for region in range(13):
+            if region == 0:
+                base = A.TAKE_TOKENS
+                m = _space_bits(s)
+            elif region <= 6:
+                c = region - 1
+                base = A.PLACE_TOKEN + MAX_CELLS * c
+                m = token_cells(s, p, c) if s[S.HAND + c] > 0 else 0
+                if m:
+                    placeable = True
+            elif region == 7:
+                base = A.TAKE_CARD
+                m = _card_bits(s, held)
+            elif region <= 11:
+                h = region - 8
+                base = A.PLACE_CUBE + MAX_CELLS * h
+                if h == 0 and held:  # cards.class_grids of the board, written out (a call keeps its error path)
+                    b = S.BITBOARD + 15 * p
+                    for cls in range(NUM_CLASSES):
+                        if cls == BUILDING_CLASS:
+                            cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
+                        else:
+                            cm = s[b + CLASS_STACK[cls]]
+                        grids[cls] = to_grid(side, cm)
+                card = s[S.SLOT + S.MAX_SLOTS * p + h]
+                m = 0
+                if card >= 0:  # cards.habitat_cells_grid, written out: a call here keeps its error path (below)
+                    g = 0
+                    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
+                        x = GRID_ROT_VALID[side, r]
+                        for j in range(4):
+                            cls = GRID_ROT_CLASS[side, r, j]
+                            if cls < 0 or x == 0:
+                                break
+                            o = GRID_ROT_OFF[side, r, j]
+                            x &= (grids[cls] >> o) if o >= 0 else (grids[cls] << -o)
+                        g |= x
+                    m = from_grid(side, g) & ~s[S.CUBES + p]
+            else:
+                base = A.SOLO_REPLACE
+                m = _replace_bits(s) if _may_end(s, placeable) else 0
+            while m:
+                out[n] = base + lowest_cell(m)
+                m &= m - 1
+                n += 1
+        if _may_end(s, placeable):
+            out[n] = A.END_TURN
+            n += 1
+    # The arrays used once more here, on every path, so that each dies in this one block: numba's pruner then
+    # removes the reference-count pair of each argument (decrefs spread over the paths were left in place).
+    return n + 0 * (s.shape[0] + out.shape[0] + grids.shape[0])
 
 
 #: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).
