@@ -276,12 +276,13 @@ def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     return False
 
 
-@njit(cache=True)
-def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
+@njit(cache=True, forceinline=True)
+def habitat_cells(side: int, bb, cubes: int, card: int, base: int = 0) -> int:
     """Mask of cells that can take a cube from `card` now: a placement stands and its cube cell is free.
 
-    bb: the board's bitboards (int64 (15,), one per stack code); cubes: mask of cells holding a cube. The grid
-    matcher for one card: only the classes the card's pattern uses are laid on the grid, with no scratch array.
+    bb[base:base + 15]: the board's bitboards (one per stack code; the rules pass the state and an offset, as a
+    slice would cost a reference-count pair); cubes: mask of cells holding a cube. The grid matcher for one card:
+    only the classes the card's pattern uses are laid on the grid, with no scratch array.
     """
     g = 0
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
@@ -291,7 +292,11 @@ def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
             if cls < 0 or x == 0:
                 break
             o = GRID_ROT_OFF[side, r, j]
-            m = to_grid(side, class_mask(bb, cls))
+            if cls == BUILDING_CLASS:
+                m = bb[base + ST.S_BROWN_RED] | bb[base + ST.S_GRAY_RED] | bb[base + ST.S_RED_RED]
+            else:
+                m = bb[base + CLASS_STACK[cls]]
+            m = to_grid(side, m)
             x &= (m >> o) if o >= 0 else (m << -o)
         g |= x
     return from_grid(side, g) & ~cubes

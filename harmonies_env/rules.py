@@ -64,7 +64,7 @@ def _bb(s, p: int):
     return s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def token_cells(s, p: int, colour: int) -> int:
     """Mask of player p's cells that can take a token of `colour` now."""
     acc = ACCEPTS[colour]
@@ -75,7 +75,7 @@ def token_cells(s, p: int, colour: int) -> int:
     return m & ~s[S.CUBES + p]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
@@ -85,7 +85,7 @@ def held_cards(s, p: int) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _can_place_any(s, p: int) -> bool:
     for c in range(6):
         if s[S.HAND + c] > 0 and token_cells(s, p, c) != 0:
@@ -104,7 +104,7 @@ def legal_mask(s, mask, buf) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
     base = S.STACK + MAX_CELLS * p
     old = s[base + i]
@@ -114,7 +114,7 @@ def _set_stack(s, p: int, i: int, new: int) -> None:
     s[base + i] = new
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def close_turn(s) -> None:
     """First part of the end of a turn, before chance: discard what is held (solo: and the central board)."""
     for c in range(6):
@@ -128,7 +128,7 @@ def close_turn(s) -> None:
             s[S.CENTRAL + k] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def refill_failed(s) -> None:
     """Note that the pouch could not refill a central space (the end trigger, unless one is already set; solo: the
     end at once). The one rule both refills follow: `refill` here, `chance` in explicit mode."""
@@ -136,7 +136,7 @@ def refill_failed(s) -> None:
         s[S.END_TRIGGER] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def refill(s) -> None:
     """The chance part of the end of a turn: refill the central board from the pouch and the market from the draw
     pile (in explicit-chance mode `chance` resolves these same events one by one instead)."""
@@ -155,7 +155,7 @@ def refill(s) -> None:
             s[S.DECK + s[S.DECK_COUNT]] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def finish_turn(s) -> None:
     """Last part of the end of a turn, after chance: check the end trigger, pass the turn (or end the game)."""
     p = s[S.CURRENT]
@@ -169,7 +169,8 @@ def finish_turn(s) -> None:
     if s[S.END_TRIGGER] and p == np_ - 1:
         s[S.GAME_OVER] = 1
     else:
-        s[S.CURRENT] = (p + 1) % np_
+        # not (p + 1) % np_: a modulo by a variable may raise, and that exit keeps step's reference-count pair
+        s[S.CURRENT] = p + 1 if p + 1 < np_ else 0
 
 
 @njit(cache=True)
@@ -180,7 +181,7 @@ def end_turn(s) -> None:
     finish_turn(s)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def end_turn_action(s, a: int) -> int:
     """Validate an end-of-turn action (END_TURN, or SOLO_REPLACE + m) and do what it does before chance: the solo
     discard of a face-up card, then `close_turn`. Returns 0, or an ERRORS code with s unchanged."""
@@ -207,93 +208,95 @@ def end_turn_action(s, a: int) -> int:
 @njit(cache=True)
 def step(s, a: int) -> int:
     """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
-    if s[S.GAME_OVER]:
-        return 1
-    if a < 0 or a >= A.NUM_ACTIONS:
-        return 2
+    # One exit, s used once more there, and every helper called here inlined by LLVM (forceinline): each return
+    # of its own or call that may raise would keep a reference-count pair of s on every action (docs/engine.md).
+    code = 0
     p = s[S.CURRENT]
     choosing = s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0
-    if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
-        if not choosing:
-            return 15
-        card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
-        s[S.SPIRIT_KEPT + p] = card
-        s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
-        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        return 0
-    if choosing:
-        return 3
     side = s[S.SIDE]
-    if a < A.PLACE_TOKEN:
+    if s[S.GAME_OVER]:
+        code = 1
+    elif a < 0 or a >= A.NUM_ACTIONS:
+        code = 2
+    elif a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
+        if not choosing:
+            code = 15
+        else:
+            card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+            s[S.SPIRIT_KEPT + p] = card
+            s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
+            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+    elif choosing:
+        code = 3
+    elif a < A.PLACE_TOKEN:
         if s[S.TOOK_TOKENS]:
-            return 4
-        if a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
-            return 5
-        for t in range(3):
-            c = s[S.CENTRAL + 3 * a + t]
-            if c >= 0:
-                s[S.HAND + c] += 1
-            s[S.CENTRAL + 3 * a + t] = -1
-        s[S.TOOK_TOKENS] = 1
-        s[S.TAKEN_SPACE] = a
-        return 0
-    if a < A.TAKE_CARD:
+            code = 4
+        elif a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
+            code = 5
+        else:
+            for t in range(3):
+                c = s[S.CENTRAL + 3 * a + t]
+                if c >= 0:
+                    s[S.HAND + c] += 1
+                s[S.CENTRAL + 3 * a + t] = -1
+            s[S.TOOK_TOKENS] = 1
+            s[S.TAKEN_SPACE] = a
+    elif a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
+        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c] if i < NUM_CELLS[side] else -1
         if s[S.HAND + c] <= 0:
-            return 6
-        if i >= NUM_CELLS[side]:
-            return 7
-        if (s[S.CUBES + p] >> i) & 1:
-            return 8
-        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c]
-        if new < 0:
-            return 9
-        _set_stack(s, p, i, new)
-        s[S.HAND + c] -= 1
-        return 0
-    if a < A.PLACE_CUBE:
+            code = 6
+        elif i >= NUM_CELLS[side]:
+            code = 7
+        elif (s[S.CUBES + p] >> i) & 1:
+            code = 8
+        elif new < 0:
+            code = 9
+        else:
+            _set_stack(s, p, i, new)
+            s[S.HAND + c] -= 1
+    elif a < A.PLACE_CUBE:
         m = a - A.TAKE_CARD
         if s[S.TOOK_CARD]:
-            return 10
-        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
-            return 11
-        if held_cards(s, p) >= S.MAX_SLOTS:
-            return 12
-        card = s[S.MARKET + m]
-        for h in range(S.MAX_SLOTS):
-            if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
-                s[S.SLOT + S.MAX_SLOTS * p + h] = card
-                break
-        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        s[S.MARKET + m] = -1
-        s[S.TOOK_CARD] = 1
-        return 0
-    if a < A.KEEP_SPIRIT:
+            code = 10
+        elif m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
+            code = 11
+        elif held_cards(s, p) >= S.MAX_SLOTS:
+            code = 12
+        else:
+            card = s[S.MARKET + m]
+            for h in range(S.MAX_SLOTS):
+                if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
+                    s[S.SLOT + S.MAX_SLOTS * p + h] = card
+                    break
+            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            s[S.MARKET + m] = -1
+            s[S.TOOK_CARD] = 1
+    elif a < A.KEEP_SPIRIT:
         h = (a - A.PLACE_CUBE) // MAX_CELLS
         i = (a - A.PLACE_CUBE) % MAX_CELLS
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
-            return 13
-        if i >= NUM_CELLS[side]:
-            return 7
-        if not (habitat_cells(side, _bb(s, p), s[S.CUBES + p], card) >> i) & 1:
-            return 14
-        s[S.CUBES + p] |= 1 << i
-        k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
-        s[k] += 1
-        if card < FIRST_SPIRIT:
-            s[S.ANIMAL_CUBES + p] += 1
-        if s[k] == CUBES_ON_CARD[card]:
-            s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
-        return 0
-    # end of turn, plain or with a solo card replacement
-    code = end_turn_action(s, a)
-    if code:
-        return code
-    refill(s)
-    finish_turn(s)
-    return 0
+            code = 13
+        elif i >= NUM_CELLS[side]:
+            code = 7
+        elif not (habitat_cells(side, s, s[S.CUBES + p], card, S.BITBOARD + 15 * p) >> i) & 1:
+            code = 14
+        else:
+            s[S.CUBES + p] |= 1 << i
+            k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
+            s[k] += 1
+            if card < FIRST_SPIRIT:
+                s[S.ANIMAL_CUBES + p] += 1
+            if s[k] == CUBES_ON_CARD[card]:
+                s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+    else:  # end of turn, plain or with a solo card replacement
+        code = end_turn_action(s, a)
+        if code == 0:
+            refill(s)
+            finish_turn(s)
+    return code + 0 * s.shape[0]
 
 
 @njit(cache=True)
@@ -323,7 +326,7 @@ def token_total(s) -> int:
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def random_action(s, rng, i: int, buf, grids) -> int:
     """A uniformly random legal action of the player to move (the game must not be over).
 
@@ -344,8 +347,9 @@ def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
     (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
     """
     steps = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        step(s, random_action(s, rng, i, buf, grids))
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:  # random_action written out: as an inlined helper it
+        n = legal_actions(s, buf, grids)                 # bound its 4 arrays anew, 4 incref/decref pairs an action
+        step(s, buf[S.random_below(rng, i, n)])
         steps += 1
     return steps
 
