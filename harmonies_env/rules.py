@@ -359,10 +359,10 @@ def random_playout(s, rng, buf, grids=None) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch (`random_until` with seat -1).
+    scratch of NUM_ACTIONS; grids: optional int64 scratch of `legal_actions` (`random_until` with seat -1).
     """
     if grids is None:
-        grids = np.empty(NUM_CLASSES, dtype=np.int64)
+        grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
     return random_until(s, -1, rng, 0, buf, grids)
 
 
@@ -376,10 +376,11 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
     total = 0
     for g in range(games):
         S.init_state(s, num_players, side, spirits, seed + g)
-        total += random_playout(s, rng, buf)
+        total += random_playout(s, rng, buf, grids)
     return total
 
 
@@ -435,12 +436,20 @@ def _may_end(s, placeable: bool) -> bool:
     return s[S.TOOK_TOKENS] != 0 and not placeable
 
 
+#: One seat's entry of the listing's habitat cache (in `legal_actions`' scratch after the class grids): side + 1
+#: (0 = empty), the board's 9 class masks, then per card id the cells where its habitat stands, cubes aside (-1 =
+#: not matched yet). LIST_SCRATCH: the scratch size that turns the cache on.
+HABITAT_ENTRY = 1 + NUM_CLASSES + NUM_CARDS + 1
+LIST_SCRATCH = NUM_CLASSES + S.MAX_PLAYERS * HABITAT_ENTRY
+
+
 @njit(cache=True)
 def legal_actions(s, out, grids=None) -> int:
     """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
-    grids: int64 (NUM_CLASSES,) scratch for the habitat matcher, allocated here if not given (hot loops pass
-    their own).
+    grids: int64 scratch for the habitat matcher, allocated here if not given (hot loops pass their own): either
+    (NUM_CLASSES,), or (LIST_SCRATCH,) zeroed once, which also keeps each seat's habitat answers (`HABITAT_CACHE`)
+    from one listing to the next, so a card is matched again only after its holder's stacks changed.
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
@@ -459,6 +468,10 @@ def legal_actions(s, out, grids=None) -> int:
         side = s[S.SIDE]
         held = held_cards(s, p)
         placeable = False
+        b = S.BITBOARD + 15 * p  # the board's bitboards
+        cached = grids.shape[0] >= LIST_SCRATCH
+        e = NUM_CLASSES + HABITAT_ENTRY * p  # seat p's cache entry
+        laid = False  # the class grids of the board are in grids[:NUM_CLASSES]
         # regions of the action table in ascending order: 0 central spaces, 1-6 token colours, 7 market cards,
         # 8-11 held card slots, 12 solo replacements
         for region in range(13):
@@ -477,28 +490,51 @@ def legal_actions(s, out, grids=None) -> int:
             elif region <= 11:
                 h = region - 8
                 base = A.PLACE_CUBE + MAX_CELLS * h
-                if h == 0 and held:  # cards.class_grids of the board, written out (a call keeps its error path)
-                    b = S.BITBOARD + 15 * p
-                    for cls in range(NUM_CLASSES):
-                        if cls == BUILDING_CLASS:
-                            cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
-                        else:
-                            cm = s[b + CLASS_STACK[cls]]
-                        grids[cls] = to_grid(side, cm)
+                if h == 0 and held:
+                    # The class grids of the board are laid lazily, at the first card not answered by the cache. The
+                    # cache entry of seat p is keyed by the side and the board's 9 class masks, which decide every
+                    # answer: a changed key empties the entry (-1 = not matched yet).
+                    if cached:
+                        same = grids[e] == side + 1
+                        for cls in range(NUM_CLASSES):
+                            if cls == BUILDING_CLASS:
+                                cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
+                            else:
+                                cm = s[b + CLASS_STACK[cls]]
+                            if grids[e + 1 + cls] != cm:
+                                same = False
+                                grids[e + 1 + cls] = cm
+                        if not same:
+                            grids[e] = side + 1
+                            for k in range(NUM_CARDS + 1):
+                                grids[e + 1 + NUM_CLASSES + k] = -1
                 card = s[S.SLOT + S.MAX_SLOTS * p + h]
                 m = 0
-                if card >= 0:  # cards.habitat_cells_grid, written out: a call here keeps its error path (below)
-                    g = 0
-                    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-                        x = GRID_ROT_VALID[side, r]
-                        for j in range(4):
-                            cls = GRID_ROT_CLASS[side, r, j]
-                            if cls < 0 or x == 0:
-                                break
-                            o = GRID_ROT_OFF[side, r, j]
-                            x &= (grids[cls] >> o) if o >= 0 else (grids[cls] << -o)
-                        g |= x
-                    m = from_grid(side, g) & ~s[S.CUBES + p]
+                if card >= 0:
+                    m = grids[e + 1 + NUM_CLASSES + card] if cached else -1
+                    if m < 0:
+                        if not laid:  # cards.class_grids of the board, written out (a call keeps its error path)
+                            for cls in range(NUM_CLASSES):
+                                if cls == BUILDING_CLASS:
+                                    cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
+                                else:
+                                    cm = s[b + CLASS_STACK[cls]]
+                                grids[cls] = to_grid(side, cm)
+                            laid = True
+                        g = 0  # cards.habitat_cells_grid, written out (the same)
+                        for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
+                            x = GRID_ROT_VALID[side, r]
+                            for j in range(4):
+                                cls = GRID_ROT_CLASS[side, r, j]
+                                if cls < 0 or x == 0:
+                                    break
+                                o = GRID_ROT_OFF[side, r, j]
+                                x &= (grids[cls] >> o) if o >= 0 else (grids[cls] << -o)
+                            g |= x
+                        m = from_grid(side, g)
+                        if cached:
+                            grids[e + 1 + NUM_CLASSES + card] = m
+                    m &= ~s[S.CUBES + p]
             else:
                 base = A.SOLO_REPLACE
                 m = _replace_bits(s) if _may_end(s, placeable) else 0
