@@ -448,7 +448,7 @@ def legal_actions(s, out, grids=None) -> int:
     """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
     grids: int64 scratch for the habitat matcher, allocated here if not given (hot loops pass their own): either
-    (NUM_CLASSES,), or (LIST_SCRATCH,) zeroed once, which also keeps each seat's habitat answers (`HABITAT_CACHE`)
+    (NUM_CLASSES,), or (LIST_SCRATCH,) zeroed once, which also keeps each seat's habitat answers (`HABITAT_ENTRY`)
     from one listing to the next, so a card is matched again only after its holder's stacks changed.
     """
     if grids is None:
