@@ -68,6 +68,7 @@ from .batch_kernels import (
     OPPONENT_SALT,
     RECORD_CAP,
     REWARDS,
+    ROLLOUT_SCRATCH_SIZE,
     SCRATCH_SIZE,
     _init_rows,
     _observe_rows,
@@ -149,7 +150,7 @@ def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace
     totals = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
     steps = np.zeros(n, dtype=np.int64)
-    scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
+    scratch = np.zeros((n, ROLLOUT_SCRATCH_SIZE), dtype=np.int64)
     run_rows(_rollout_rows, n, check_threads(num_threads), work, seeds, totals, won, steps, scratch)
     return Rollouts(totals, won, steps)
 

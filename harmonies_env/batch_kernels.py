@@ -135,6 +135,9 @@ _TMP = _NA                          # NUM_CATEGORIES: a score breakdown
 _TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
 _GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
 SCRATCH_SIZE = _GRIDS + NUM_CLASSES
+#: A rollout row's scratch: the same, with room after the class grids for `rules.legal_actions`' habitat cache
+#: (rules.LIST_SCRATCH; a whole game per row, so its listings reuse their answers).
+ROLLOUT_SCRATCH_SIZE = _GRIDS + rules.LIST_SCRATCH
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers

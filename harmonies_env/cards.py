@@ -209,13 +209,13 @@ for _cls in range(len(LABELS)):
 
 
 @njit(cache=True, inline="always")
-def _to_grid(side: int, m: int) -> int:
+def to_grid(side: int, m: int) -> int:
     return (CELL2GRID[side, 0, m & 255] | CELL2GRID[side, 1, (m >> 8) & 255]
             | CELL2GRID[side, 2, (m >> 16) & 255] | CELL2GRID[side, 3, (m >> 24) & 255])
 
 
 @njit(cache=True, inline="always")
-def _from_grid(side: int, g: int) -> int:
+def from_grid(side: int, g: int) -> int:
     m = 0
     k = 0
     while g:
@@ -229,7 +229,7 @@ def _from_grid(side: int, g: int) -> int:
 def class_grids(side: int, bb, out) -> None:
     """out (int64 (NUM_CLASSES,)) = each habitat class's cells of the board bb (int64 (15,)) as grid bits."""
     for cls in range(NUM_CLASSES):
-        out[cls] = _to_grid(side, class_mask(bb, cls))
+        out[cls] = to_grid(side, class_mask(bb, cls))
 
 
 # The rotation loop is written out in each grid matcher on purpose: as an `inline="always"` helper taking `grids`
@@ -252,7 +252,7 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
             m = grids[cls]
             x &= (m >> o) if o >= 0 else (m << -o)
         g |= x
-    return _from_grid(side, g) & ~cubes
+    return from_grid(side, g) & ~cubes
 
 
 
@@ -261,7 +261,7 @@ def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
 def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     """Whether `habitat_cells_grid` is not empty, stopping at the first rotation that stands on a free cube cell (the
     planner's evaluation asks only this)."""
-    free = ~_to_grid(side, cubes)
+    free = ~to_grid(side, cubes)
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
         x = GRID_ROT_VALID[side, r] & free
         for j in range(4):
@@ -276,12 +276,13 @@ def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
     return False
 
 
-@njit(cache=True)
-def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
+@njit(cache=True, forceinline=True)
+def habitat_cells(side: int, bb, cubes: int, card: int, base: int = 0) -> int:
     """Mask of cells that can take a cube from `card` now: a placement stands and its cube cell is free.
 
-    bb: the board's bitboards (int64 (15,), one per stack code); cubes: mask of cells holding a cube. The grid
-    matcher for one card: only the classes the card's pattern uses are laid on the grid, with no scratch array.
+    bb[base:base + 15]: the board's bitboards (one per stack code; the rules pass the state and an offset, as a
+    slice would cost a reference-count pair); cubes: mask of cells holding a cube. The grid matcher for one card:
+    only the classes the card's pattern uses are laid on the grid, with no scratch array.
     """
     g = 0
     for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
@@ -291,10 +292,14 @@ def habitat_cells(side: int, bb, cubes: int, card: int) -> int:
             if cls < 0 or x == 0:
                 break
             o = GRID_ROT_OFF[side, r, j]
-            m = _to_grid(side, class_mask(bb, cls))
+            if cls == BUILDING_CLASS:
+                m = bb[base + ST.S_BROWN_RED] | bb[base + ST.S_GRAY_RED] | bb[base + ST.S_RED_RED]
+            else:
+                m = bb[base + CLASS_STACK[cls]]
+            m = to_grid(side, m)
             x &= (m >> o) if o >= 0 else (m << -o)
         g |= x
-    return _from_grid(side, g) & ~cubes
+    return from_grid(side, g) & ~cubes
 
 
 def card_name(card_id: int) -> str:

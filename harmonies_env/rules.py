@@ -11,10 +11,26 @@ from numba import njit
 
 from . import actions as A
 from . import state as S
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
+from .cards import (
+    BUILDING_CLASS,
+    CLASS_STACK,
+    CUBES_ON_CARD,
+    FIRST_SPIRIT,
+    GRID_ROT_CLASS,
+    GRID_ROT_OFF,
+    GRID_ROT_START,
+    GRID_ROT_VALID,
+    NUM_CARDS,
+    NUM_CLASSES,
+    class_grids,
+    from_grid,
+    habitat_cells,
+    habitat_cells_grid,
+    to_grid,
+)
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
-from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
+from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, S_BROWN_RED, S_GRAY_RED, S_RED_RED, STACK_AFTER
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -48,7 +64,7 @@ def _bb(s, p: int):
     return s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def token_cells(s, p: int, colour: int) -> int:
     """Mask of player p's cells that can take a token of `colour` now."""
     acc = ACCEPTS[colour]
@@ -59,7 +75,7 @@ def token_cells(s, p: int, colour: int) -> int:
     return m & ~s[S.CUBES + p]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True)
 def held_cards(s, p: int) -> int:
     """Incomplete cards player p holds (a kept Spirit without its cube counts)."""
     n = 0
@@ -69,7 +85,7 @@ def held_cards(s, p: int) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _can_place_any(s, p: int) -> bool:
     for c in range(6):
         if s[S.HAND + c] > 0 and token_cells(s, p, c) != 0:
@@ -88,7 +104,7 @@ def legal_mask(s, mask, buf) -> int:
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
     base = S.STACK + MAX_CELLS * p
     old = s[base + i]
@@ -98,7 +114,7 @@ def _set_stack(s, p: int, i: int, new: int) -> None:
     s[base + i] = new
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def close_turn(s) -> None:
     """First part of the end of a turn, before chance: discard what is held (solo: and the central board)."""
     for c in range(6):
@@ -112,7 +128,7 @@ def close_turn(s) -> None:
             s[S.CENTRAL + k] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def refill_failed(s) -> None:
     """Note that the pouch could not refill a central space (the end trigger, unless one is already set; solo: the
     end at once). The one rule both refills follow: `refill` here, `chance` in explicit mode."""
@@ -120,7 +136,7 @@ def refill_failed(s) -> None:
         s[S.END_TRIGGER] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def refill(s) -> None:
     """The chance part of the end of a turn: refill the central board from the pouch and the market from the draw
     pile (in explicit-chance mode `chance` resolves these same events one by one instead)."""
@@ -139,7 +155,7 @@ def refill(s) -> None:
             s[S.DECK + s[S.DECK_COUNT]] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def finish_turn(s) -> None:
     """Last part of the end of a turn, after chance: check the end trigger, pass the turn (or end the game)."""
     p = s[S.CURRENT]
@@ -153,7 +169,8 @@ def finish_turn(s) -> None:
     if s[S.END_TRIGGER] and p == np_ - 1:
         s[S.GAME_OVER] = 1
     else:
-        s[S.CURRENT] = (p + 1) % np_
+        # not (p + 1) % np_: a modulo by a variable may raise, and that exit keeps step's reference-count pair
+        s[S.CURRENT] = p + 1 if p + 1 < np_ else 0
 
 
 @njit(cache=True)
@@ -164,7 +181,7 @@ def end_turn(s) -> None:
     finish_turn(s)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def end_turn_action(s, a: int) -> int:
     """Validate an end-of-turn action (END_TURN, or SOLO_REPLACE + m) and do what it does before chance: the solo
     discard of a face-up card, then `close_turn`. Returns 0, or an ERRORS code with s unchanged."""
@@ -191,93 +208,95 @@ def end_turn_action(s, a: int) -> int:
 @njit(cache=True)
 def step(s, a: int) -> int:
     """Apply action a for the player to move. Returns 0, or an ERRORS code with s unchanged."""
-    if s[S.GAME_OVER]:
-        return 1
-    if a < 0 or a >= A.NUM_ACTIONS:
-        return 2
+    # One exit, s used once more there, and every helper called here inlined by LLVM (forceinline): each return
+    # of its own or call that may raise would keep a reference-count pair of s on every action (docs/engine.md).
+    code = 0
     p = s[S.CURRENT]
     choosing = s[S.SPIRITS] and s[S.SPIRIT_KEPT + p] < 0
-    if a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
-        if not choosing:
-            return 15
-        card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
-        s[S.SPIRIT_KEPT + p] = card
-        s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
-        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        return 0
-    if choosing:
-        return 3
     side = s[S.SIDE]
-    if a < A.PLACE_TOKEN:
+    if s[S.GAME_OVER]:
+        code = 1
+    elif a < 0 or a >= A.NUM_ACTIONS:
+        code = 2
+    elif a >= A.KEEP_SPIRIT and a < A.SOLO_REPLACE:
+        if not choosing:
+            code = 15
+        else:
+            card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
+            s[S.SPIRIT_KEPT + p] = card
+            s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
+            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+    elif choosing:
+        code = 3
+    elif a < A.PLACE_TOKEN:
         if s[S.TOOK_TOKENS]:
-            return 4
-        if a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
-            return 5
-        for t in range(3):
-            c = s[S.CENTRAL + 3 * a + t]
-            if c >= 0:
-                s[S.HAND + c] += 1
-            s[S.CENTRAL + 3 * a + t] = -1
-        s[S.TOOK_TOKENS] = 1
-        s[S.TAKEN_SPACE] = a
-        return 0
-    if a < A.TAKE_CARD:
+            code = 4
+        elif a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
+            code = 5
+        else:
+            for t in range(3):
+                c = s[S.CENTRAL + 3 * a + t]
+                if c >= 0:
+                    s[S.HAND + c] += 1
+                s[S.CENTRAL + 3 * a + t] = -1
+            s[S.TOOK_TOKENS] = 1
+            s[S.TAKEN_SPACE] = a
+    elif a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
+        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c] if i < NUM_CELLS[side] else -1
         if s[S.HAND + c] <= 0:
-            return 6
-        if i >= NUM_CELLS[side]:
-            return 7
-        if (s[S.CUBES + p] >> i) & 1:
-            return 8
-        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c]
-        if new < 0:
-            return 9
-        _set_stack(s, p, i, new)
-        s[S.HAND + c] -= 1
-        return 0
-    if a < A.PLACE_CUBE:
+            code = 6
+        elif i >= NUM_CELLS[side]:
+            code = 7
+        elif (s[S.CUBES + p] >> i) & 1:
+            code = 8
+        elif new < 0:
+            code = 9
+        else:
+            _set_stack(s, p, i, new)
+            s[S.HAND + c] -= 1
+    elif a < A.PLACE_CUBE:
         m = a - A.TAKE_CARD
         if s[S.TOOK_CARD]:
-            return 10
-        if m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
-            return 11
-        if held_cards(s, p) >= S.MAX_SLOTS:
-            return 12
-        card = s[S.MARKET + m]
-        for h in range(S.MAX_SLOTS):
-            if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
-                s[S.SLOT + S.MAX_SLOTS * p + h] = card
-                break
-        s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
-        s[S.MARKET + m] = -1
-        s[S.TOOK_CARD] = 1
-        return 0
-    if a < A.KEEP_SPIRIT:
+            code = 10
+        elif m >= s[S.NUM_MARKET] or s[S.MARKET + m] < 0:
+            code = 11
+        elif held_cards(s, p) >= S.MAX_SLOTS:
+            code = 12
+        else:
+            card = s[S.MARKET + m]
+            for h in range(S.MAX_SLOTS):
+                if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
+                    s[S.SLOT + S.MAX_SLOTS * p + h] = card
+                    break
+            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            s[S.MARKET + m] = -1
+            s[S.TOOK_CARD] = 1
+    elif a < A.KEEP_SPIRIT:
         h = (a - A.PLACE_CUBE) // MAX_CELLS
         i = (a - A.PLACE_CUBE) % MAX_CELLS
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card < 0:
-            return 13
-        if i >= NUM_CELLS[side]:
-            return 7
-        if not (habitat_cells(side, _bb(s, p), s[S.CUBES + p], card) >> i) & 1:
-            return 14
-        s[S.CUBES + p] |= 1 << i
-        k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
-        s[k] += 1
-        if card < FIRST_SPIRIT:
-            s[S.ANIMAL_CUBES + p] += 1
-        if s[k] == CUBES_ON_CARD[card]:
-            s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
-        return 0
-    # end of turn, plain or with a solo card replacement
-    code = end_turn_action(s, a)
-    if code:
-        return code
-    refill(s)
-    finish_turn(s)
-    return 0
+            code = 13
+        elif i >= NUM_CELLS[side]:
+            code = 7
+        elif not (habitat_cells(side, s, s[S.CUBES + p], card, S.BITBOARD + 15 * p) >> i) & 1:
+            code = 14
+        else:
+            s[S.CUBES + p] |= 1 << i
+            k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
+            s[k] += 1
+            if card < FIRST_SPIRIT:
+                s[S.ANIMAL_CUBES + p] += 1
+            if s[k] == CUBES_ON_CARD[card]:
+                s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+    else:  # end of turn, plain or with a solo card replacement
+        code = end_turn_action(s, a)
+        if code == 0:
+            refill(s)
+            finish_turn(s)
+    return code + 0 * s.shape[0]
 
 
 @njit(cache=True)
@@ -307,7 +326,7 @@ def token_total(s) -> int:
     return n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def random_action(s, rng, i: int, buf, grids) -> int:
     """A uniformly random legal action of the player to move (the game must not be over).
 
@@ -328,8 +347,9 @@ def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
     (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
     """
     steps = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        step(s, random_action(s, rng, i, buf, grids))
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:  # random_action written out: as an inlined helper it
+        n = legal_actions(s, buf, grids)                 # bound its 4 arrays anew, 4 incref/decref pairs an action
+        step(s, buf[S.random_below(rng, i, n)])
         steps += 1
     return steps
 
@@ -339,10 +359,10 @@ def random_playout(s, rng, buf, grids=None) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS; grids: optional int64 (NUM_CLASSES,) scratch (`random_until` with seat -1).
+    scratch of NUM_ACTIONS; grids: optional int64 scratch of `legal_actions` (`random_until` with seat -1).
     """
     if grids is None:
-        grids = np.empty(NUM_CLASSES, dtype=np.int64)
+        grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
     return random_until(s, -1, rng, 0, buf, grids)
 
 
@@ -356,10 +376,11 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
     total = 0
     for g in range(games):
         S.init_state(s, num_players, side, spirits, seed + g)
-        total += random_playout(s, rng, buf)
+        total += random_playout(s, rng, buf, grids)
     return total
 
 
@@ -369,13 +390,13 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 # indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
 # rewrites only what an action can have changed). Both give the actions in the same ascending order.
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _choosing_spirit(s, p: int) -> bool:
     """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
     return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
@@ -386,7 +407,7 @@ def _space_bits(s) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _card_bits(s, held: int) -> int:
     """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
     m = 0
@@ -397,7 +418,7 @@ def _card_bits(s, held: int) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _replace_bits(s) -> int:
     """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
     draw pile to refill from."""
@@ -409,61 +430,124 @@ def _replace_bits(s) -> int:
     return m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
     return s[S.TOOK_TOKENS] != 0 and not placeable
 
 
-@njit(cache=True, inline="always")
-def _list_bits(out, n: int, base: int, m: int) -> int:
-    """Append base + (each set bit of m, ascending) to out[n:]; return the new count."""
-    while m:
-        out[n] = base + lowest_cell(m)
-        m &= m - 1
-        n += 1
-    return n
+#: One seat's entry of the listing's habitat cache (in `legal_actions`' scratch after the class grids): side + 1
+#: (0 = empty), the board's 9 class masks, then per card id the cells where its habitat stands, cubes aside (-1 =
+#: not matched yet). LIST_SCRATCH: the scratch size that turns the cache on.
+HABITAT_ENTRY = 1 + NUM_CLASSES + NUM_CARDS + 1
+LIST_SCRATCH = NUM_CLASSES + S.MAX_PLAYERS * HABITAT_ENTRY
 
 
 @njit(cache=True)
 def legal_actions(s, out, grids=None) -> int:
     """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
-    grids: int64 (NUM_CLASSES,) scratch for the habitat matcher, allocated here if not given (hot loops pass
-    their own).
+    grids: int64 scratch for the habitat matcher, allocated here if not given (hot loops pass their own): either
+    (NUM_CLASSES,), or (LIST_SCRATCH,) zeroed once, which also keeps each seat's habitat answers (`HABITAT_ENTRY`)
+    from one listing to the next, so a card is matched again only after its holder's stacks changed.
     """
     if grids is None:
         grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    if s[S.GAME_OVER]:
-        return 0
+    # One exit, one listing loop written here, the board passed as the state and an offset: an early return, an
+    # inlined helper handed `out` or a slice of `s` each leave reference-count calls on every listing
+    # (docs/engine.md, "Hot kernels").
+    n = 0
     p = s[S.CURRENT]
-    if _choosing_spirit(s, p):
+    if s[S.GAME_OVER]:
+        n = 0
+    elif _choosing_spirit(s, p):
         out[0] = A.KEEP_SPIRIT
         out[1] = A.KEEP_SPIRIT + 1
-        return 2
-    n = _list_bits(out, 0, A.TAKE_TOKENS, _space_bits(s))
-    placeable = False
-    for c in range(6):
-        if s[S.HAND + c] > 0:
-            m = token_cells(s, p, c)
-            if m:
-                placeable = True
-                n = _list_bits(out, n, A.PLACE_TOKEN + MAX_CELLS * c, m)
-    held = held_cards(s, p)
-    n = _list_bits(out, n, A.TAKE_CARD, _card_bits(s, held))
-    if held:
+        n = 2
+    else:
         side = s[S.SIDE]
-        class_grids(side, _bb(s, p), grids)
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card >= 0:
-                m = habitat_cells_grid(side, grids, s[S.CUBES + p], card)
-                n = _list_bits(out, n, A.PLACE_CUBE + MAX_CELLS * h, m)
-    if _may_end(s, placeable):
-        n = _list_bits(out, n, A.SOLO_REPLACE, _replace_bits(s))
-        out[n] = A.END_TURN
-        n += 1
-    return n
+        held = held_cards(s, p)
+        placeable = False
+        b = S.BITBOARD + 15 * p  # the board's bitboards
+        cached = grids.shape[0] >= LIST_SCRATCH
+        e = NUM_CLASSES + HABITAT_ENTRY * p  # seat p's cache entry
+        laid = False  # the class grids of the board are in grids[:NUM_CLASSES]
+        # regions of the action table in ascending order: 0 central spaces, 1-6 token colours, 7 market cards,
+        # 8-11 held card slots, 12 solo replacements
+        for region in range(13):
+            if region == 0:
+                base = A.TAKE_TOKENS
+                m = _space_bits(s)
+            elif region <= 6:
+                c = region - 1
+                base = A.PLACE_TOKEN + MAX_CELLS * c
+                m = token_cells(s, p, c) if s[S.HAND + c] > 0 else 0
+                if m:
+                    placeable = True
+            elif region == 7:
+                base = A.TAKE_CARD
+                m = _card_bits(s, held)
+            elif region <= 11:
+                h = region - 8
+                base = A.PLACE_CUBE + MAX_CELLS * h
+                if h == 0 and held:
+                    # The class grids of the board are laid lazily, at the first card not answered by the cache. The
+                    # cache entry of seat p is keyed by the side and the board's 9 class masks, which decide every
+                    # answer: a changed key empties the entry (-1 = not matched yet).
+                    if cached:
+                        same = grids[e] == side + 1
+                        for cls in range(NUM_CLASSES):
+                            if cls == BUILDING_CLASS:
+                                cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
+                            else:
+                                cm = s[b + CLASS_STACK[cls]]
+                            if grids[e + 1 + cls] != cm:
+                                same = False
+                                grids[e + 1 + cls] = cm
+                        if not same:
+                            grids[e] = side + 1
+                            for k in range(NUM_CARDS + 1):
+                                grids[e + 1 + NUM_CLASSES + k] = -1
+                card = s[S.SLOT + S.MAX_SLOTS * p + h]
+                m = 0
+                if card >= 0:
+                    m = grids[e + 1 + NUM_CLASSES + card] if cached else -1
+                    if m < 0:
+                        if not laid:  # cards.class_grids of the board, written out (a call keeps its error path)
+                            for cls in range(NUM_CLASSES):
+                                if cls == BUILDING_CLASS:
+                                    cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
+                                else:
+                                    cm = s[b + CLASS_STACK[cls]]
+                                grids[cls] = to_grid(side, cm)
+                            laid = True
+                        g = 0  # cards.habitat_cells_grid, written out (the same)
+                        for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
+                            x = GRID_ROT_VALID[side, r]
+                            for j in range(4):
+                                cls = GRID_ROT_CLASS[side, r, j]
+                                if cls < 0 or x == 0:
+                                    break
+                                o = GRID_ROT_OFF[side, r, j]
+                                x &= (grids[cls] >> o) if o >= 0 else (grids[cls] << -o)
+                            g |= x
+                        m = from_grid(side, g)
+                        if cached:
+                            grids[e + 1 + NUM_CLASSES + card] = m
+                    m &= ~s[S.CUBES + p]
+            else:
+                base = A.SOLO_REPLACE
+                m = _replace_bits(s) if _may_end(s, placeable) else 0
+            while m:
+                out[n] = base + lowest_cell(m)
+                m &= m - 1
+                n += 1
+        if _may_end(s, placeable):
+            out[n] = A.END_TURN
+            n += 1
+    # The arrays used once more here, on every path, so that each dies in this one block: numba's pruner then
+    # removes the reference-count pair of each argument (decrefs spread over the paths were left in place).
+    return n + 0 * (s.shape[0] + out.shape[0] + grids.shape[0])
 
 
 #: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).

@@ -80,7 +80,7 @@ def _shr(x: int, k: int) -> int:
     return (x >> k) & ((1 << (64 - k)) - 1)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def next_random(rng, i: int) -> int:
     """Advance the splitmix64 generator stored at rng[i]; return 62 random non-negative bits."""
     x = rng[i] + _GOLDEN
@@ -91,13 +91,13 @@ def next_random(rng, i: int) -> int:
     return _shr(z, 2)
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def random_below(rng, i: int, n: int) -> int:
     """Uniform integer in [0, n) from the generator at rng[i]."""
     return next_random(rng, i) % n
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def draw_token(s) -> int:
     """Draw one token at random from the pouch; returns its colour, or -1 if the pouch is empty."""
     total = 0
@@ -114,7 +114,7 @@ def draw_token(s) -> int:
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def fill_space(s, space: int) -> bool:
     """Refill an empty central space with 3 tokens; False if the pouch ran short (space partly filled)."""
     for t in range(3):

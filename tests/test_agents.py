@@ -258,7 +258,7 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
     answers most of the time."""
     from agents.greedy.habitats import MAX_ROTATIONS, habitat_near, near_after_token, near_witness, need_grids
     from agents.greedy.terms import CARD_CLASSES
-    from harmonies_env.cards import NUM_CARDS, _to_grid
+    from harmonies_env.cards import NUM_CARDS, to_grid
     from harmonies_env.rules import step, token_cells
     from harmonies_env.stacks import STACK_AFTER
 
@@ -297,7 +297,7 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
                     cb[old] &= ~(1 << i)
                     cb[new] |= 1 << i
                     need_grids(side, cb, cubes, child)
-                    got = near_after_token(CARD_CLASSES[side, card], _to_grid(side, 1 << i), old, new, wit, 0)
+                    got = near_after_token(CARD_CLASSES[side, card], to_grid(side, 1 << i), old, new, wit, 0)
                     checked += 1
                     if got >= 0:
                         answered += 1

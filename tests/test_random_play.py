@@ -347,3 +347,44 @@ def test_random_games_keep_every_invariant_and_replay(num_players: int, side: st
 def test_rule_stacks_are_the_engines_stacks() -> None:
     """The checker's independent stacking table is about the same 15 stacks the engine encodes."""
     assert set(STACKS) == RULE_STACKS and len(STACKS) == 15
+
+
+@njit(cache=False)
+def _listings_with_and_without_the_cache(num_players, side, spirits, seed, games, big) -> tuple[int, int]:
+    """Two random games played in turns list their actions with one shared habitat cache (`big`, a scratch of
+    rules.LIST_SCRATCH) and without one; returns (positions where the two listings differ, positions listed)."""
+    sa = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    sb = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    rng = np.zeros(2, dtype=np.int64)
+    rng[0] = seed
+    rng[1] = seed + 1
+    b1 = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    b2 = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    small = np.zeros(9, dtype=np.int64)
+    bad = 0
+    listed = 0
+    for g in range(games):
+        S.init_state(sa, num_players, side, spirits, seed + 2 * g)
+        S.init_state(sb, num_players, side, spirits, seed + 2 * g + 1)
+        while not (sa[S.GAME_OVER] and sb[S.GAME_OVER]):
+            for k in range(2):
+                s = sa if k == 0 else sb
+                if s[S.GAME_OVER]:
+                    continue
+                n = rules.legal_actions(s, b1, small)
+                listed += 1
+                if rules.legal_actions(s, b2, big) != n or not np.array_equal(b1[:n], b2[:n]):
+                    bad += 1
+                rules.step(s, b1[S.random_below(rng, k, n)])
+    return bad, listed
+
+
+@pytest.mark.parametrize("num_players,side,spirits", [(1, 1, 1), (2, 0, 0), (4, 1, 1)])
+def test_the_listings_habitat_cache_changes_no_listing(num_players: int, side: int, spirits: int) -> None:
+    """The cache is keyed by the board's contents, so two games sharing it (and a board that changes) list exactly
+    what the matcher says; it was used (answers were kept)."""
+    big = np.zeros(rules.LIST_SCRATCH, dtype=np.int64)
+    bad, listed = _listings_with_and_without_the_cache(num_players, side, spirits, 4242, 6, big)
+    assert listed > 500 and bad == 0, f"{bad} of {listed} listings differ with the habitat cache"
+    answers = big[9:].reshape(4, rules.HABITAT_ENTRY)[:, 10:]
+    assert (answers >= 0).any(), "the cache kept no answer"

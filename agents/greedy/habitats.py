@@ -75,12 +75,12 @@ def need_grids(side: int, bb, cubes: int, out) -> None:
         m = bb[code]
         if m == 0:
             continue
-        g = C._to_grid(side, m)
+        g = C.to_grid(side, m)
         for cls in range(9):
             k = NEED_K[code, cls]
             if k >= 0:
                 out[cls, k] |= g
-    free = ~C._to_grid(side, cubes)
+    free = ~C.to_grid(side, cubes)
     for cls in range(9):
         for k in range(1, 4):
             out[cls, k] &= free
@@ -95,7 +95,7 @@ def habitat_near(side: int, cubes: int, card: int, grid_need) -> int:
     Why: `habitat_distance` was most of the planner's evaluation (~600 ns a held card). Per rotation, bit masks
     e0 / e1 / e2 hold the cube cells whose pattern cells so far are 0 / 1 / 2 tokens short in all, as the pattern's
     cells are added (a cell k tokens short shifts a position from e_t to e_t+k)."""
-    free = ~C._to_grid(side, cubes)
+    free = ~C.to_grid(side, cubes)
     best = 3
     for r in range(C.GRID_ROT_START[side, card], C.GRID_ROT_START[side, card + 1]):
         e0 = C.GRID_ROT_VALID[side, r] & free
@@ -207,7 +207,7 @@ def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int, rot) 
     Why: a token changes one cell, so only placements over that cell change cost, each by that cell's change in
     tokens short (-1 at best): the answer is D - 1, D, or (only when every witness covers the cell and none keeps its
     cost) computed again."""
-    free = ~C._to_grid(side, cubes)
+    free = ~C.to_grid(side, cubes)
     d = 3
     r0 = C.GRID_ROT_START[side, card]
     for r in range(r0, C.GRID_ROT_START[side, card + 1]):

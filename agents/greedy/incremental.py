@@ -111,7 +111,7 @@ def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
     side = s[S.SIDE]
     t7 = t8 = t10 = t11 = t12 = t13 = 0.0
     cubes = s[S.CUBES + p]
-    g = C._to_grid(side, 1 << i)
+    g = C.to_grid(side, 1 << i)
     need = scratch[:36].reshape((9, 4))
     built = False
     for h in range(S.MAX_SLOTS):
