@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stop after this much training wall time, checkpointed there (the PPO commands also "
                        "evaluate and export the model; learned and mlp keep the schedule's evaluations); "
                        "0: no limit")
-        p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
+        if name not in ("learned", "mlp"):  # the self-play learners run numba and a small torch MLP on the CPU
+            p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
         if name in ("learned", "mlp"):  # one pool (experiments.selfplay_workers.WorkerPool), processes by default
             p.add_argument("--workers", type=int, default=None, metavar="N",
@@ -145,7 +146,7 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
     config = apply_overrides(config, overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
-    return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=ns.device,
+    return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=getattr(ns, "device", "cpu"),
                    max_minutes=ns.max_minutes, progress=not ns.no_progress)
 
 
