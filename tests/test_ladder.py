@@ -177,13 +177,15 @@ def test_ladder_test_identical_bots_equal_and_greedy_above_random(tmp_path, caps
     db = make(tmp_path / "l.db", extra=())
     with open_ladder(db, write=True) as ladder:
         commands.add(ladder, "greedy:2", name="twin")
-    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--llr", "normal", "--json", "--quiet"]) == 0
+    # identical deterministic bots: every margin is 0, the points test sees it at once (Elo needs ~200 games)
+    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--points1", "1", "--json", "--quiet"]) == 0
     same = json.loads(capsys.readouterr().out)
     assert same["verdict"] == "H0" and same["games"] <= 32 and same["counts"][2] == same["pairs"]
-    # bounds far apart, since a sweep lies far beyond both of [0, 10] and each pair then moves the LLR by ~0.03
-    assert main(["ladder", "test", str(db), "greedy:2", "random", "--elo1", "100", "--json", "--quiet"]) == 0
+    assert same["statistic"] == "points" and same["mean_margin"] == 0
+    # a sweep lies far beyond both of [0, 10] Elo: the default test's e-process decides it in ~22 games
+    assert main(["ladder", "test", str(db), "greedy:2", "random", "--json", "--quiet"]) == 0
     apart = json.loads(capsys.readouterr().out)
-    assert apart["verdict"] == "H1" and apart["games"] <= 30
+    assert apart["verdict"] == "H1" and apart["games"] <= 30 and apart["method"] == "gsprt+e"
     with open_ladder(db) as ladder:
         tests = ladder.tests()
         assert [t["verdict"] for t in tests] == ["H0", "H1"]

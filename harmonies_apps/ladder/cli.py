@@ -151,7 +151,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         bar = _bar(args, args.max_games, "test")
         try:
             out = run_test(ladder, args.new, args.base, kind, bounds, args.alpha, args.beta, args.max_games,
-                           args.jobs, args.ray, args.llr, on_block=lambda n, g: bar.update(len(g)))
+                           args.jobs, args.ray, on_block=lambda n, g: bar.update(len(g)))
         except KeyboardInterrupt as e:
             raise _stopped(e, "the test's committed pairs are stored; the same command resumes it") from None
         finally:
@@ -282,10 +282,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--points1", type=float, default=None, help="H1: at least this many points a game (default 1)")
     p.add_argument("--alpha", type=float, default=0.05, help="false positive rate")
     p.add_argument("--beta", type=float, default=0.05, help="false negative rate")
-    p.add_argument("--llr", choices=("exact", "normal"), default="exact",
-                   help="the pentanomial LLR: exact (Fishtest's) or normal (Fishtest's LLR_alt: identical "
-                        "deterministic bots confirmed equal in a few pairs instead of ~100, but a bot that rarely "
-                        "shows its edge is wrongly found equal: docs/ladder.md)")
     p.add_argument("--max-games", type=int, default=1000, help="stop undecided after this many games")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     jobs(p)

@@ -18,7 +18,7 @@ from harmonies_env.stops import held
 from .bots import ANCHOR, check_bots, check_spec
 from .engine import game_results, play_blocks, play_share, run_tasks, tasks_of
 from .pairing import plan_round, widest_interval
-from .stats import SequentialTest, pair_result
+from .sequential import SequentialTest, pair_result
 from .store import Bot, Ladder, LadderError, create_ladder, open_ladder
 
 
@@ -95,16 +95,12 @@ TEST_STEP = 4
 
 
 def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float, float], alpha: float, beta: float,
-             max_games: int, jobs: int = 1, ray_address: str | None = None, method: str = "exact",
+             max_games: int, jobs: int = 1, ray_address: str | None = None,
              on_block: Callable[[int, list[dict]], None] | None = None) -> dict[str, Any]:
     """A sequential test of NEW against BASE on paired blocks (one seed, seats swapped), looked at after every
-    block: stops at a bound or `max_games`; stored with its LLR trajectory, and its games count in the ladder. A test
-    of the same settings that was stopped before it finished (Ctrl-C, a kill) is resumed from its stored pairs.
-
-    method: the pentanomial LLR (`stats.pentanomial_llr`): "exact" (Fishtest's LLR_logistic, the default, with its
-    error rates) or "normal" (Fishtest's LLR_alt: it takes a zero spread at its word, so two identical bots are
-    confirmed equal in a few pairs where exact needs ~100, but it wrongly accepts H0 for a bot that rarely shows its
-    edge)."""
+    block (`sequential.SequentialTest`): stops at a bound or `max_games`; stored with its LLR trajectory, and its
+    games count in the ladder. A test of the same settings that was stopped before it finished (Ctrl-C, a kill) is
+    resumed from its stored pairs."""
     n = ladder.pool.config.num_players
     if n != 2:
         raise LadderError(f"ladder test plays head-to-head pairs: it needs a 2-player ladder, {ladder.path} has {n} "
@@ -115,8 +111,8 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
     a, b = ladder.bot(new), ladder.bot(base)
     if a.id == b.id:
         raise LadderError(f"NEW and BASE are the same bot ({a.name!r})")
-    seq = SequentialTest(kind, bounds, alpha, beta, method=method)  # checked before anything is stored
-    settings = (a.id, b.id, kind, method, bounds, alpha, beta, max_games)
+    seq = SequentialTest(kind, bounds, alpha, beta)  # checked before anything is stored
+    settings = (a.id, b.id, kind, seq.method, bounds, alpha, beta, max_games)
     test = ladder.unfinished_test(*settings)
     if test is None:
         test = ladder.start_test(*settings)
@@ -144,7 +140,7 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
         ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory, finished=False)
         raise
     ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory)
-    results.update(test=test, new=a.name, base=b.name, statistic=kind, method=method, bounds=list(bounds),
+    results.update(test=test, new=a.name, base=b.name, statistic=kind, method=seq.method, bounds=list(bounds),
                    alpha=alpha, beta=beta, verdict=seq.verdict or "undecided", games=2 * seq.pairs, pairs=seq.pairs,
                    llr=seq.llr, llr_bounds=[seq.lower, seq.upper], counts=seq.counts,
                    mean_margin=float(np.mean(seq.margins)) if seq.margins else 0.0)
