@@ -71,12 +71,12 @@ def test_until_ci_plays_until_every_interval_is_that_narrow(tmp_path):
     db = make(tmp_path / "l.db", refs=["random"], extra=())
     with open_ladder(db, write=True) as ladder:  # two random players: intervals narrow as 1/sqrt(games)
         commands.add(ladder, "random", name="other")
-        commands.play(ladder, until_ci=150.0)
+        commands.play(ladder, 100_000, until_ci=150.0)
         rows = commands.report(ladder)["bots"]
         games = ladder.game_count()
     assert games % 64 == 0 and all(b["ci_high"] - b["ci_low"] <= 300.0 for b in rows)
     with open_ladder(db, write=True) as ladder:  # already there: nothing more to play
-        assert commands.play(ladder, until_ci=150.0) == 0 and ladder.game_count() == games
+        assert commands.play(ladder, 100_000, until_ci=150.0) == 0 and ladder.game_count() == games
         commands.play(ladder, until_ci=1.0, until_games=games + 10)  # both: whichever comes first
         assert ladder.game_count() == games + 10
 
@@ -256,7 +256,9 @@ def unchanged(path: Path, argv: list[str], capsys, what: str) -> None:
 def test_bad_input_is_one_line_exit_2_file_unchanged(tmp_path, capsys, monkeypatch):
     db = make(tmp_path / "l.db", extra=())
     unchanged(db, ["ladder", "add", str(db), "nonsense:3"], capsys, "unknown agent")
-    unchanged(db, ["ladder", "play", str(db)], capsys, "give --until-games N, --until-ci ELO or both")
+    unchanged(db, ["ladder", "play", str(db)], capsys, "give --until-games N")
+    # an interval alone may never be reached (a bot that sweeps another): --until-ci needs a cap
+    unchanged(db, ["ladder", "play", str(db), "--until-ci", "25"], capsys, "--until-ci needs --until-games N")
     text = tmp_path / "notes.txt"
     text.write_text("not a ladder\n")
     unchanged(text, ["ladder", "play", str(text), "--until-games", "2"], capsys, "not a ladder")

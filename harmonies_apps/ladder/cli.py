@@ -3,7 +3,7 @@
     harmonies ladder init DB [--players N] [--side A|B] [--spirits] [--river-loops rulebook|bga] [--seed S]
                              [--references SPEC...]
     harmonies ladder add DB SPEC [--name NAME]
-    harmonies ladder play DB [--until-games N] [--until-ci ELO] [--jobs J | --ray ADDRESS]
+    harmonies ladder play DB --until-games N [--until-ci ELO] [--jobs J | --ray ADDRESS]
     harmonies ladder test DB NEW BASE [--elo0 0 --elo1 10 | --points0 0 --points1 1] [--alpha 0.05 --beta 0.05]
                                       [--max-games N] [--json]
     harmonies ladder show DB [--html FILE] [--json]
@@ -267,9 +267,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--name", default=None, help="its name in the ladder (default: the spec)")
 
     p = new("play", "play blocks chosen by the pairing until a target is reached", cmd_play)
-    p.add_argument("--until-games", type=int, default=None, metavar="N", help="until the ladder holds N games")
+    p.add_argument("--until-games", type=int, default=None, metavar="N",
+                   help="until the ladder holds N games (required: the cap)")
     p.add_argument("--until-ci", type=float, default=None, metavar="ELO",
-                   help="until every bot's 95%% interval is at most ±ELO (with --until-games too: whichever first)")
+                   help="stop sooner, once every bot's 95%% interval is at most ±ELO (looked at between rounds)")
     jobs(p)
 
     p = new("test", "a sequential test of NEW against BASE on paired games", cmd_test)

@@ -52,15 +52,19 @@ def ready(ladder: Ladder) -> list[Bot]:
     return bots
 
 
-def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None = None, jobs: int = 1,
+def play(ladder: Ladder, until_games: int | None, until_ci: float | None = None, jobs: int = 1,
          ray_address: str | None = None, say: Callable[[str], None] = lambda s: None,
          on_block: Callable[[int, list[dict]], None] | None = None) -> int:
-    """Play rounds until the ladder holds `until_games` games, or every bot's 95% interval is at most ±`until_ci`
-    Elo (checked between rounds), whichever comes first when both are given; the recorded blocks of an unfinished
-    round are played first. Returns the blocks committed by this call."""
-    if until_games is None and until_ci is None:
-        raise LadderError("give --until-games N, --until-ci ELO or both (whichever is reached first)")
-    if until_games is not None and until_games < 1:
+    """Play rounds until the ladder holds `until_games` games, or sooner once every bot's 95% interval is at most
+    ±`until_ci` Elo (checked between rounds); the recorded blocks of an unfinished round are played first. Returns
+    the blocks committed by this call. `until_games` is required: an interval alone may never get there (a bot that
+    sweeps another stands above it by what the prior allows, and its interval narrows very slowly)."""
+    if until_games is None:
+        raise LadderError("give --until-games N (with --until-ci ELO: whichever is reached first)"
+                          if until_ci is None else
+                          "--until-ci needs --until-games N as well, a cap: an interval may never narrow to "
+                          f"±{until_ci:g} Elo (a bot that sweeps another is rated above it by what the prior allows)")
+    if until_games < 1:
         raise LadderError(f"--until-games must be at least 1, got {until_games}")
     if until_ci is not None and not until_ci > 0:
         raise LadderError(f"--until-ci must be a number of Elo above 0, got {until_ci}")
@@ -72,10 +76,10 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
     while True:
         pending = ladder.pending_blocks()
         stored = ladder.game_count()
-        if until_games is not None and stored >= until_games:
+        if stored >= until_games:
             return committed
         if pending:
-            todo = pending if until_games is None else pending[:math.ceil((until_games - stored) / n)]
+            todo = pending[:math.ceil((until_games - stored) / n)]
             committed += len(play_blocks(ladder, todo, jobs, ray_address, on_block=on_block))
             continue
         results = game_results(ladder.games())
