@@ -13,7 +13,7 @@ Cases:
   ladder seconds (1.0: the ladder costs nothing on top).
 * `ladder_test`: `ladder test NEW BASE` on ladders of seeds `--seeds`, once with Elo bounds [0, 10] and once with
   points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, and the mean ratio of points
-  games to Elo games.
+  games to Elo games. NEW = BASE tests two identical bots (the second a copy under another name).
 """
 from __future__ import annotations
 
@@ -82,8 +82,11 @@ def test_games(args: argparse.Namespace) -> list[dict]:
             used = {}
             for kind, bounds in (("elo", (0.0, 10.0)), ("points", (0.0, 1.0))):
                 with _ladder(Path(tmp), f"t{seed}{kind}.db", ["random", new, base], seed) as ladder:
+                    if new == base:  # identical bots: a second copy under another name
+                        commands.add(ladder, new, name=f"{new} (copy)")
                     t0 = time.process_time()
-                    out = commands.run_test(ladder, new, base, kind, bounds, 0.05, 0.05, args.max_games)
+                    out = commands.run_test(ladder, f"{new} (copy)" if new == base else new, base, kind, bounds,
+                                            0.05, 0.05, args.max_games)
                     cpu = time.process_time() - t0
                 used[kind] = out["games"]
                 lines.append({"table": "ladder", "case": "ladder_test", "new": new, "base": base, "seed": seed,
@@ -94,7 +97,10 @@ def test_games(args: argparse.Namespace) -> list[dict]:
                               "command": COMMAND})
                 print(json.dumps(lines[-1]), flush=True)
             ratios.append(used["points"] / max(1, used["elo"]))
+    games = {k: [r["games"] for r in lines if r["statistic"] == k] for k in ("elo", "points")}
     summary = {"table": "ladder", "case": "ladder_test_summary", "new": new, "base": base, "seeds": list(args.seeds),
+               "mean_elo_games": sum(games["elo"]) / len(games["elo"]),
+               "mean_points_games": sum(games["points"]) / len(games["points"]),
                "mean_points_to_elo_games": round(sum(ratios) / len(ratios), 3), "command": COMMAND}
     return [summary]
 
