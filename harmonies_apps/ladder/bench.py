@@ -12,8 +12,9 @@ Cases:
   Process CPU seconds of each, alternated `--repeats` times after an untimed warm-up; `ratio` = engine seconds /
   ladder seconds (1.0: the ladder costs nothing on top).
 * `ladder_test`: `ladder test NEW BASE` on ladders of seeds `--seeds`, once with Elo bounds [0, 10] and once with
-  points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, and the mean ratio of points
-  games to Elo games. NEW = BASE tests two identical bots (the second a copy under another name).
+  points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, then a summary line: the games
+  and verdicts per statistic, their means, the ratio of the mean points games to the mean Elo games and the mean
+  of the per-seed ratios. NEW = BASE tests two identical bots (the second a copy under another name).
 """
 from __future__ import annotations
 
@@ -99,9 +100,13 @@ def test_games(args: argparse.Namespace) -> list[dict]:
             ratios.append(used["points"] / max(1, used["elo"]))
     games = {k: [r["games"] for r in lines if r["statistic"] == k] for k in ("elo", "points")}
     summary = {"table": "ladder", "case": "ladder_test_summary", "new": new, "base": base, "seeds": list(args.seeds),
-               "mean_elo_games": sum(games["elo"]) / len(games["elo"]),
-               "mean_points_games": sum(games["points"]) / len(games["points"]),
-               "mean_points_to_elo_games": round(sum(ratios) / len(ratios), 3), "command": COMMAND}
+               **{f"{k}_{f}": [r[f] for r in lines if r["statistic"] == k]
+                  for k in games for f in ("games", "verdict")},
+               "mean_elo_games": round(sum(games["elo"]) / len(games["elo"]), 1),
+               "mean_points_games": round(sum(games["points"]) / len(games["points"]), 1),
+               "points_to_elo_mean_games": round(sum(games["points"]) / max(1, sum(games["elo"])), 3),
+               "mean_points_to_elo_games": round(sum(ratios) / len(ratios), 3), "max_games": args.max_games,
+               "load1": round(os.getloadavg()[0], 2), "command": COMMAND}
     return [summary]
 
 

@@ -42,12 +42,12 @@ STATISTICS = ("gsprt", "composite", "gsprt+e")
 #: name -> (pentanomial LL..WW before tilting to each Elo, Elos to simulate, what it stands for)
 SHAPES: dict[str, tuple[list[float], list[float | str], str]] = {
     "fishtest_stc": ([0.01, 0.2, 0.58, 0.2, 0.01], ["elo0", "elo1"], "Fishtest STC-like"),
-    "heavy_draw": ([0.002, 0.05, 0.896, 0.05, 0.002], ["elo0", "elo1"], "heavy draws (LTC-like)"),
+    "heavy_draw": ([0.002, 0.05, 0.896, 0.05, 0.002], ["elo0", "elo1"], "heavy draws, LTC-like"),
     "harmonies": ([0.15, 0.02, 0.66, 0.02, 0.15], ["elo0", "elo1", 150.0], "few draws, paired seeds correlated"),
     "rare_sweeps": ([0.0288, 0.0, 0.9424, 0.0, 0.0288], ["elo0", "elo1"], "1-1 pairs with rare sweeps both ways"),
     "one_sided_sweeps": ([0.0, 0.0, 1.0, 0.0, 0.0], ["elo0", "elo1"],
-                         "1-1 pairs, rare 2-0 sweeps (at elo0: every pair 1-1, identical bots)"),
-    "sweeps": ([0.0, 0.0, 0.0, 0.02, 0.98], ["as is"], "a bot that sweeps (greedy vs random)"),
+                         "1-1 pairs, rare 2-0 sweeps; at elo0 every pair 1-1: identical bots"),
+    "sweeps": ([0.0, 0.0, 0.0, 0.02, 0.98], ["as is"], "a bot that sweeps, like greedy vs random"),
 }
 
 
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     ap.add_argument("--runs", type=int, default=2000, help="simulated tests per case")
-    ap.add_argument("--max-pairs", type=int, default=20000, help="a run still undecided here is undecided")
+    ap.add_argument("--max-pairs", type=int, default=10000, help="a run still undecided here is undecided")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     bounds, alpha, beta = (0.0, 10.0), 0.05, 0.05
