@@ -197,6 +197,22 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                                f"{r['cpu_s']} CPU-s, {r['games']} games (placement interval "
                                f"±{r['placement_half_width']}, `show`'s ±{r['show_half_width']}; rating "
                                f"{r['rating']:.0f})"),
+
+
+    "ladder_test_summary": lambda r: (f"`ladder test {r['new']}{' (copy)' if r['new'] == r['base'] else ''} "
+                                      f"{r['base']}`, Elo bounds [0, 10] (`gsprt+e`) and points bounds [0, 1], "
+                                      f"ladder seeds {r['seeds'][0]}–{r['seeds'][-1]}",
+                                      f"Elo: {_verdicts(r['elo_verdict'])} after {r['mean_elo_games']:g} games on "
+                                      f"average ({min(r['elo_games'])}–{max(r['elo_games'])}); points: "
+                                      f"{_verdicts(r['points_verdict'])} after {r['mean_points_games']:g} "
+                                      f"({min(r['points_games'])}–{max(r['points_games'])}); points/Elo games "
+                                      f"{r['points_to_elo_mean_games']:g}"),
+    "ladder_sprt_sim": lambda r: (f"`{r['shape']}` ({r['shape_note']}) at {r['elo']:g} Elo, `{r['statistic']}`, "
+                                  f"{r['runs']:,} runs",
+                                  (f"false {'H1' if r['truth'] == 'H0' else 'H0'} {r['error']:.4f} ± "
+                                   f"{r['error_se']:.4f}; " if r['truth'] else "")
+                                  + f"mean {r['mean_pairs']:g} pairs (median {r['median_pairs']:g})"
+                                  + (f", {r['undecided']} undecided at {r['max_pairs']:,}" if r['undecided'] else "")),
     "tournament_jobs": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--jobs {r['jobs']}`",
                                   f"{r['games_per_s']} games/s ({r['seconds']} s)"),
     "tournament_ray": lambda r: (f"tournament {' vs '.join(r['agents'])}, {r['games']} games, `--ray local` "
@@ -224,6 +240,11 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
                                         f"from Python", f"{r['openspiel_games_per_s']} vs {r['game_games_per_s']} "
                                         f"games/s: `Game` {r['ratio']}× faster"),
 }
+
+
+def _verdicts(verdicts: list[str]) -> str:
+    """"H1 ×4, undecided ×1": how many runs ended with each verdict."""
+    return ", ".join(f"{v} ×{verdicts.count(v)}" for v in sorted(set(verdicts)))
 
 
 def _decision(r: dict[str, Any]) -> tuple[str, str]:
@@ -269,6 +290,7 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "distributed": ("speed", speed_table),
     "chance": ("speed", speed_table),
     "ladder": ("speed", speed_table),
+    "ladder_sim": ("speed", speed_table),
 }
 PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md", HERE / "LADDER.md")
 

@@ -72,12 +72,12 @@ def test_until_ci_plays_until_every_interval_is_that_narrow(tmp_path):
     db = make(tmp_path / "l.db", refs=["random"], extra=())
     with open_ladder(db, write=True) as ladder:  # two random players: intervals narrow as 1/sqrt(games)
         commands.add(ladder, "random", name="other")
-        commands.play(ladder, until_ci=150.0)
+        commands.play(ladder, 100_000, until_ci=150.0)
         rows = commands.report(ladder)["bots"]
         games = ladder.game_count()
     assert games % 64 == 0 and all(b["ci_high"] - b["ci_low"] <= 300.0 for b in rows)
     with open_ladder(db, write=True) as ladder:  # already there: nothing more to play
-        assert commands.play(ladder, until_ci=150.0) == 0 and ladder.game_count() == games
+        assert commands.play(ladder, 100_000, until_ci=150.0) == 0 and ladder.game_count() == games
         commands.play(ladder, until_ci=1.0, until_games=games + 10)  # both: whichever comes first
         assert ladder.game_count() == games + 10
 
@@ -195,13 +195,15 @@ def test_ladder_test_identical_bots_equal_and_greedy_above_random(tmp_path, caps
     db = make(tmp_path / "l.db", extra=())
     with open_ladder(db, write=True) as ladder:
         commands.add(ladder, "greedy:2", name="twin")
-    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--llr", "normal", "--json", "--quiet"]) == 0
+    # identical deterministic bots: every margin is 0, the points test sees it at once (Elo needs ~200 games)
+    assert main(["ladder", "test", str(db), "twin", "greedy:2", "--points1", "1", "--json", "--quiet"]) == 0
     same = json.loads(capsys.readouterr().out)
     assert same["verdict"] == "H0" and same["games"] <= 32 and same["counts"][2] == same["pairs"]
-    # bounds far apart, since a sweep lies far beyond both of [0, 10] and each pair then moves the LLR by ~0.03
-    assert main(["ladder", "test", str(db), "greedy:2", "random", "--elo1", "100", "--json", "--quiet"]) == 0
+    assert same["statistic"] == "points" and same["mean_margin"] == 0
+    # a sweep lies far beyond both of [0, 10] Elo: the default test's e-process decides it in ~22 games
+    assert main(["ladder", "test", str(db), "greedy:2", "random", "--json", "--quiet"]) == 0
     apart = json.loads(capsys.readouterr().out)
-    assert apart["verdict"] == "H1" and apart["games"] <= 30
+    assert apart["verdict"] == "H1" and apart["games"] <= 30 and apart["method"] == "gsprt+e"
     with open_ladder(db) as ladder:
         tests = ladder.tests()
         assert [t["verdict"] for t in tests] == ["H0", "H1"]
@@ -272,7 +274,9 @@ def unchanged(path: Path, argv: list[str], capsys, what: str) -> None:
 def test_bad_input_is_one_line_exit_2_file_unchanged(tmp_path, capsys, monkeypatch):
     db = make(tmp_path / "l.db", extra=())
     unchanged(db, ["ladder", "add", str(db), "nonsense:3"], capsys, "unknown agent")
-    unchanged(db, ["ladder", "play", str(db)], capsys, "give --until-games N, --until-ci ELO or both")
+    unchanged(db, ["ladder", "play", str(db)], capsys, "give --until-games N")
+    # an interval alone may never be reached (a bot that sweeps another): --until-ci needs a cap
+    unchanged(db, ["ladder", "play", str(db), "--until-ci", "25"], capsys, "--until-ci needs --until-games N")
     text = tmp_path / "notes.txt"
     text.write_text("not a ladder\n")
     unchanged(text, ["ladder", "play", str(text), "--until-games", "2"], capsys, "not a ladder")

@@ -13,7 +13,8 @@ from test_ladder_stats import simulate, simulate_pairs  # tests/ is on sys.path 
 
 from harmonies_apps.browser import chromium_paths, headless_chromium
 from harmonies_apps.ladder.report import build_report, html_page, text_table
-from harmonies_apps.ladder.stats import GameResult, SequentialTest, fit_ratings
+from harmonies_apps.ladder.sequential import SequentialTest
+from harmonies_apps.ladder.stats import GameResult, fit_ratings
 
 ARTIFACTS = Path(__file__).with_name("artifacts")
 NAMES = ["random", "greedy", "mcts:200it", "learned", "mine"]

@@ -1,4 +1,4 @@
-"""The ladder's statistics (harmonies_apps.ladder.stats) on simulated games with known ratings."""
+"""The ladder's statistics (harmonies_apps.ladder.stats, .sequential) on simulated games with known ratings."""
 from __future__ import annotations
 
 import math
@@ -6,23 +6,27 @@ import math
 import numpy as np
 import pytest
 
-from harmonies_apps.ladder.stats import (
+from harmonies_apps.ladder.sequential import (
     PAIR_OUTCOMES,
-    GameResult,
     SequentialTest,
+    elo_llr,
+    pair_result,
+    pentanomial,
+    pentanomial_llr,
+    points_llr,
+    sprt_bounds,
+    sup_loglik,
+)
+from harmonies_apps.ladder.stats import (
+    GameResult,
     bootstrap_intervals,
     category_means,
     elo_to_score,
     fit_ratings,
     nash_average,
     nash_payoff,
-    pair_result,
-    pentanomial,
-    pentanomial_llr,
-    points_llr,
     points_margin,
     score_to_elo,
-    sprt_bounds,
     win_matrix,
 )
 
@@ -205,20 +209,60 @@ def test_sequential_test_accepts_h1_for_a_clearly_better_bot_and_h0_for_equals(k
     assert sum(equal.counts) == equal.pairs
 
 
-def test_identical_deterministic_bots_are_confirmed_equal():
-    """Every pair exactly 1-1. The points test and the normal-approximation pentanomial GLR accept H0 within 16
-    pairs (32 games); the exact GLR cannot (H1 could still be a rare 2-0 sweep): about log(1 - 2 (s1 - s0)) per
-    pair, as Fishtest's own LLR_logistic gives (see pentanomial_llr for what the normal GLR risks instead)."""
-    for test in (SequentialTest("points", (0, 1)), SequentialTest("elo", (0, 10), method="normal")):
-        for _ in range(16):
-            if test.add(1.0, 0.0):
-                break
-        assert test.verdict == "H0", test.kind
-    exact = SequentialTest("elo", (0, 10))
-    for _ in range(16):
-        exact.add(1.0, 0.0)
-    assert exact.verdict is None and -0.03 * 16 < exact.llr < 0
+def test_identical_deterministic_bots_are_confirmed_equal_by_points_not_in_16_pairs_by_elo():
+    """Every pair exactly 1-1. The points test accepts H0 in 3 pairs (every margin is 0). The Elo test cannot within
+    16 pairs, nor can any test valid at beta = 0.05: a bot at elo1 that draws every pair but sweeps 2 (s1 - s0) of
+    them shows 16 straight 1-1 pairs with probability 0.63. It accepts H0 after ~100 pairs."""
+    points = SequentialTest("points", (0, 1))
+    for _ in range(3):
+        points.add(1.0, 0.0)
+    assert points.verdict == "H0" and points.decided_at == 3
+    elo = SequentialTest("elo", (0, 10))
+    while elo.add(1.0, 0.0) is None:
+        assert elo.pairs < 200
+    assert elo.verdict == "H0" and 90 < elo.decided_at < 120 and max(elo.trajectory) < 0
+    assert (1 - 2 * (elo_to_score(10) - 0.5)) ** 16 > 0.6
     assert points_llr([0.0] * 3, 0, 1) < sprt_bounds()[0]
+
+
+def test_elo_statistic_is_the_gsprt_inside_the_bounds_and_decides_sweeps_fast():
+    s0, s1 = 0.5, elo_to_score(10)
+    # the e-processes' denominators: the best likelihood under the other composite hypothesis, exactly
+    assert abs(sup_loglik([0, 0, 0, 0, 7], s0, "below") - 7 * math.log(0.5)) < 1e-12  # 2-0 pairs: mass s0 on 1
+    assert abs(sup_loglik([0, 0, 7, 0, 0], s1, "above") - 7 * math.log(1 - 2 * (s1 - 0.5))) < 1e-12
+    below = [6, 20, 50, 20, 5]  # mean score 0.495: already below s0, the constraint does not bind
+    free = sum(c * math.log(c / 101) for c in below)
+    assert abs(sup_loglik(below, s0, "below") - free) < 1e-12 and sup_loglik(below, s1, "above") < free - 0.3
+    inside = [5, 20, 50, 20, 6]  # mean score 0.505, between s0 and s1
+    # on those counts the e-processes are far behind: the statistic is the GSPRT's LLR, rescaled to Wald's bounds
+    t = SequentialTest("elo", (0, 10))
+    for score in np.random.default_rng(1).permutation(np.repeat(PAIR_OUTCOMES, inside)):
+        t.add(float(score), 0.0)
+    low, _ = sprt_bounds(0.05, 0.05)
+    g_low, _ = sprt_bounds(0.9 * 0.05, 0.9 * 0.05)
+    assert t.counts == inside and abs(t.llr - pentanomial_llr(inside, 0, 10) * low / g_low) < 1e-12
+    # a sweeping bot: every pair 2-0. The GSPRT gains log(s1 / s0) a pair (~100 pairs to H1); the e-process against
+    # H0 gains ~log 2 a pair, less its forecasts' cost: H1 after 11 pairs (22 games)
+    sweep = SequentialTest("elo", (0, 10))
+    while sweep.add(2.0, 10.0) is None:
+        pass
+    assert sweep.verdict == "H1" and sweep.decided_at == 11 and sweep.llr >= sweep.upper
+    assert 0.25 < pentanomial_llr([0, 0, 0, 0, 11], 0, 10) < 0.35
+    assert all(b > a for a, b in zip(sweep.trajectory, sweep.trajectory[1:]))
+    # and the mirror image: swept, H0 as fast
+    swept = SequentialTest("elo", (0, 10))
+    while swept.add(0.0, -10.0) is None:
+        pass
+    assert swept.verdict == "H0" and swept.decided_at <= 12
+
+
+def test_elo_llr_reaches_the_common_bounds_exactly_when_a_part_reaches_its_own():
+    low, up = sprt_bounds(0.05, 0.05)
+    g_low, g_up = sprt_bounds(0.045, 0.045)
+    assert elo_llr(g_up, 0.0, 0.0, 0.05, 0.05) == up and elo_llr(g_low, 0.0, 0.0, 0.05, 0.05) == low
+    assert abs(elo_llr(0.0, math.log(1 / 0.005), 0.0, 0.05, 0.05) - up) < 1e-12
+    assert abs(elo_llr(0.0, 0.0, math.log(1 / 0.005), 0.05, 0.05) - low) < 1e-12
+    assert low < elo_llr(1.0, 2.0, -5.0, 0.05, 0.05) < up  # in between: the e-process that has gone further
 
 
 def test_nash_average_on_cycles_transitive_pools_and_copies():

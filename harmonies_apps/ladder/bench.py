@@ -17,8 +17,9 @@ Cases:
   (every worker) until NEW's placement interval (docs/ladder.md) is within the target, the games it took, and
   NEW's rating with both its placement interval and `show`'s.
 * `ladder_test`: `ladder test NEW BASE` on ladders of seeds `--seeds`, once with Elo bounds [0, 10] and once with
-  points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, and the mean ratio of points
-  games to Elo games.
+  points bounds [0, 1], up to `--max-games`: the games each needed and its verdict, then a summary line: the games
+  and verdicts per statistic, their means, the ratio of the mean points games to the mean Elo games and the mean
+  of the per-seed ratios. NEW = BASE tests two identical bots (the second a copy under another name).
 """
 from __future__ import annotations
 
@@ -144,8 +145,11 @@ def test_games(args: argparse.Namespace) -> list[dict]:
             used = {}
             for kind, bounds in (("elo", (0.0, 10.0)), ("points", (0.0, 1.0))):
                 with _ladder(Path(tmp), f"t{seed}{kind}.db", ["random", new, base], seed) as ladder:
+                    if new == base:  # identical bots: a second copy under another name
+                        commands.add(ladder, new, name=f"{new} (copy)")
                     t0 = time.process_time()
-                    out = commands.run_test(ladder, new, base, kind, bounds, 0.05, 0.05, args.max_games)
+                    out = commands.run_test(ladder, f"{new} (copy)" if new == base else new, base, kind, bounds,
+                                            0.05, 0.05, args.max_games)
                     cpu = time.process_time() - t0
                 used[kind] = out["games"]
                 lines.append({"table": "ladder", "case": "ladder_test", "new": new, "base": base, "seed": seed,
@@ -156,8 +160,15 @@ def test_games(args: argparse.Namespace) -> list[dict]:
                               "command": COMMAND})
                 print(json.dumps(lines[-1]), flush=True)
             ratios.append(used["points"] / max(1, used["elo"]))
+    games = {k: [r["games"] for r in lines if r["statistic"] == k] for k in ("elo", "points")}
     summary = {"table": "ladder", "case": "ladder_test_summary", "new": new, "base": base, "seeds": list(args.seeds),
-               "mean_points_to_elo_games": round(sum(ratios) / len(ratios), 3), "command": COMMAND}
+               **{f"{k}_{f}": [r[f] for r in lines if r["statistic"] == k]
+                  for k in games for f in ("games", "verdict")},
+               "mean_elo_games": round(sum(games["elo"]) / len(games["elo"]), 1),
+               "mean_points_games": round(sum(games["points"]) / len(games["points"]), 1),
+               "points_to_elo_mean_games": round(sum(games["points"]) / max(1, sum(games["elo"])), 3),
+               "mean_points_to_elo_games": round(sum(ratios) / len(ratios), 3), "max_games": args.max_games,
+               "load1": round(os.getloadavg()[0], 2), "command": COMMAND}
     return [summary]
 
 

@@ -3,7 +3,7 @@
     harmonies ladder init DB [--players N] [--side A|B] [--spirits] [--river-loops rulebook|bga] [--seed S]
                              [--references SPEC...]
     harmonies ladder add DB SPEC [--name NAME]
-    harmonies ladder play DB [--until-games N] [--until-ci ELO] [--bot NAME] [--jobs J | --ray ADDRESS]
+    harmonies ladder play DB --until-games N [--until-ci ELO] [--bot NAME] [--jobs J | --ray ADDRESS]
     harmonies ladder test DB NEW BASE [--elo0 0 --elo1 10 | --points0 0 --points1 1] [--alpha 0.05 --beta 0.05]
                                       [--max-games N] [--json]
     harmonies ladder show DB [--html FILE] [--json]
@@ -151,7 +151,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         bar = _bar(args, args.max_games, "test")
         try:
             out = run_test(ladder, args.new, args.base, kind, bounds, args.alpha, args.beta, args.max_games,
-                           args.jobs, args.ray, args.llr, on_block=lambda n, g: bar.update(len(g)))
+                           args.jobs, args.ray, on_block=lambda n, g: bar.update(len(g)))
         except KeyboardInterrupt as e:
             raise _stopped(e, "the test's committed pairs are stored; the same command resumes it") from None
         finally:
@@ -267,9 +267,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--name", default=None, help="its name in the ladder (default: the spec)")
 
     p = new("play", "play blocks chosen by the pairing until a target is reached", cmd_play)
-    p.add_argument("--until-games", type=int, default=None, metavar="N", help="until the ladder holds N games")
+    p.add_argument("--until-games", type=int, default=None, metavar="N",
+                   help="until the ladder holds N games (required: the cap)")
     p.add_argument("--until-ci", type=float, default=None, metavar="ELO",
-                   help="until every bot's 95%% interval is at most ±ELO (with --until-games too: whichever first)")
+                   help="stop sooner, once every bot's 95%% interval is at most ±ELO (looked at between rounds)")
     p.add_argument("--bot", default=None, metavar="NAME",
                    help="place this bot (a name or spec of the ladder): every new block holds it, and --until-ci "
                         "looks at its interval against the ladder as it stands only (docs/ladder.md)")
@@ -285,10 +286,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--points1", type=float, default=None, help="H1: at least this many points a game (default 1)")
     p.add_argument("--alpha", type=float, default=0.05, help="false positive rate")
     p.add_argument("--beta", type=float, default=0.05, help="false negative rate")
-    p.add_argument("--llr", choices=("exact", "normal"), default="exact",
-                   help="the pentanomial LLR: exact (Fishtest's) or normal (Fishtest's LLR_alt: identical "
-                        "deterministic bots confirmed equal in a few pairs instead of ~100, but a bot that rarely "
-                        "shows its edge is wrongly found equal: docs/ladder.md)")
     p.add_argument("--max-games", type=int, default=1000, help="stop undecided after this many games")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     jobs(p)

@@ -18,7 +18,7 @@ from harmonies_env.stops import held
 from .bots import ANCHOR, check_bots, check_spec
 from .engine import game_results, play_blocks, play_share, run_tasks, tasks_of
 from .pairing import plan_round, widest_interval
-from .stats import SequentialTest, pair_result
+from .sequential import SequentialTest, pair_result
 from .store import Bot, Ladder, LadderError, create_ladder, open_ladder
 
 
@@ -52,17 +52,21 @@ def ready(ladder: Ladder) -> list[Bot]:
     return bots
 
 
-def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None = None, jobs: int = 1,
+def play(ladder: Ladder, until_games: int | None, until_ci: float | None = None, jobs: int = 1,
          ray_address: str | None = None, say: Callable[[str], None] = lambda s: None,
          on_block: Callable[[int, list[dict]], None] | None = None, bot: str | None = None) -> int:
-    """Play rounds until the ladder holds `until_games` games, or every bot's 95% interval is at most ±`until_ci`
-    Elo (checked between rounds), whichever comes first when both are given; the recorded blocks of an unfinished
-    round are played first. `bot` (a name or spec: placing one bot): every new round's blocks are built around it
-    and `until_ci` looks at its placement interval only (`pairing.placement_interval`: against the ladder as it
-    stands). Returns the blocks committed by this call."""
-    if until_games is None and until_ci is None:
-        raise LadderError("give --until-games N, --until-ci ELO or both (whichever is reached first)")
-    if until_games is not None and until_games < 1:
+    """Play rounds until the ladder holds `until_games` games, or sooner once every bot's 95% interval is at most
+    ±`until_ci` Elo (checked between rounds); the recorded blocks of an unfinished round are played first. Returns
+    the blocks committed by this call. `bot` (a name or spec: placing one bot): every new round's blocks are
+    built around it and `until_ci` looks at its placement interval only (`pairing.placement_interval`: against the
+    ladder as it stands). `until_games` is required: an interval alone may never get there (a bot that
+    sweeps another stands above it by what the prior allows, and its interval narrows very slowly)."""
+    if until_games is None:
+        raise LadderError("give --until-games N (with --until-ci ELO: whichever is reached first)"
+                          if until_ci is None else
+                          "--until-ci needs --until-games N as well, a cap: an interval may never narrow to "
+                          f"±{until_ci:g} Elo (a bot that sweeps another is rated above it by what the prior allows)")
+    if until_games < 1:
         raise LadderError(f"--until-games must be at least 1, got {until_games}")
     if until_ci is not None and not until_ci > 0:
         raise LadderError(f"--until-ci must be a number of Elo above 0, got {until_ci}")
@@ -78,10 +82,10 @@ def play(ladder: Ladder, until_games: int | None = None, until_ci: float | None 
     while True:
         pending = ladder.pending_blocks()
         stored = len(results)
-        if until_games is not None and stored >= until_games:
+        if stored >= until_games:
             return committed
         if pending:
-            todo = pending if until_games is None else pending[:math.ceil((until_games - stored) / n)]
+            todo = pending[:math.ceil((until_games - stored) / n)]
             played = play_blocks(ladder, todo, jobs, ray_address, on_block=on_block)
             results += game_results([g for games in played.values() for g in games])
             committed += len(played)
@@ -105,16 +109,12 @@ TEST_STEP = 4
 
 
 def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float, float], alpha: float, beta: float,
-             max_games: int, jobs: int = 1, ray_address: str | None = None, method: str = "exact",
+             max_games: int, jobs: int = 1, ray_address: str | None = None,
              on_block: Callable[[int, list[dict]], None] | None = None) -> dict[str, Any]:
     """A sequential test of NEW against BASE on paired blocks (one seed, seats swapped), looked at after every
-    block: stops at a bound or `max_games`; stored with its LLR trajectory, and its games count in the ladder. A test
-    of the same settings that was stopped before it finished (Ctrl-C, a kill) is resumed from its stored pairs.
-
-    method: the pentanomial LLR (`stats.pentanomial_llr`): "exact" (Fishtest's LLR_logistic, the default, with its
-    error rates) or "normal" (Fishtest's LLR_alt: it takes a zero spread at its word, so two identical bots are
-    confirmed equal in a few pairs where exact needs ~100, but it wrongly accepts H0 for a bot that rarely shows its
-    edge)."""
+    block (`sequential.SequentialTest`): stops at a bound or `max_games`; stored with its LLR trajectory, and its
+    games count in the ladder. A test of the same settings that was stopped before it finished (Ctrl-C, a kill) is
+    resumed from its stored pairs."""
     n = ladder.pool.config.num_players
     if n != 2:
         raise LadderError(f"ladder test plays head-to-head pairs: it needs a 2-player ladder, {ladder.path} has {n} "
@@ -125,8 +125,8 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
     a, b = ladder.bot(new), ladder.bot(base)
     if a.id == b.id:
         raise LadderError(f"NEW and BASE are the same bot ({a.name!r})")
-    seq = SequentialTest(kind, bounds, alpha, beta, method=method)  # checked before anything is stored
-    settings = (a.id, b.id, kind, method, bounds, alpha, beta, max_games)
+    seq = SequentialTest(kind, bounds, alpha, beta)  # checked before anything is stored
+    settings = (a.id, b.id, kind, seq.method, bounds, alpha, beta, max_games)
     test = ladder.unfinished_test(*settings)
     if test is None:
         test = ladder.start_test(*settings)
@@ -154,7 +154,7 @@ def run_test(ladder: Ladder, new: str, base: str, kind: str, bounds: tuple[float
         ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory, finished=False)
         raise
     ladder.finish_test(test, seq.verdict, seq.llr, 2 * seq.pairs, seq.counts, seq.trajectory)
-    results.update(test=test, new=a.name, base=b.name, statistic=kind, method=method, bounds=list(bounds),
+    results.update(test=test, new=a.name, base=b.name, statistic=kind, method=seq.method, bounds=list(bounds),
                    alpha=alpha, beta=beta, verdict=seq.verdict or "undecided", games=2 * seq.pairs, pairs=seq.pairs,
                    llr=seq.llr, llr_bounds=[seq.lower, seq.upper], counts=seq.counts,
                    mean_margin=float(np.mean(seq.margins)) if seq.margins else 0.0)

@@ -16,6 +16,7 @@ from harmonies_env.scoring import CATEGORIES
 from ..replay import _json_for_script
 from ..table import static_text
 from . import stats
+from .sequential import sprt_bounds
 from .stats import GameResult
 
 __all__ = ["HISTORY_POINTS", "build_report", "html_page", "text_table"]
@@ -82,7 +83,7 @@ def build_report(bots: list[dict], games: list[GameResult], tests: list[dict], r
     out_tests = []
     for t in tests:
         alpha, beta = t.get("alpha", 0.05), t.get("beta", 0.05)
-        lower, upper = stats.sprt_bounds(alpha, beta)
+        lower, upper = sprt_bounds(alpha, beta)
         out_tests.append({**t, "new": name.get(t["new"], t["new"]), "base": name.get(t["base"], t["base"]),
                           "bounds": list(t["bounds"]), "alpha": alpha, "beta": beta, "lower": lower, "upper": upper,
                           "verdict": t.get("verdict"), "llr": _num(t.get("llr", math.nan)),

@@ -1,5 +1,5 @@
 """The ladder's statistics, pure numpy: order-free batch ratings, block-bootstrap intervals, points and category
-margins, the pairwise matrix with its Nash average, and the sequential tests on paired games.
+margins, and the pairwise matrix with its Nash average (the sequential tests on paired games: `sequential.py`).
 
 Everything here is a function of the games given, never of their order: games are first aggregated into integer
 sufficient statistics (sorted), then fitted by Newton's method to machine precision, so the same games in any order
@@ -17,18 +17,15 @@ from typing import Iterable, Sequence
 import numpy as np
 
 __all__ = [
-    "ELO_PER_NAT", "NUM_CATEGORIES", "PAIR_OUTCOMES", "GameResult", "SequentialTest", "bootstrap_intervals",
-    "category_means", "elo_to_score", "fit_ratings", "nash_average", "nash_payoff", "pair_result", "pairwise_counts",
-    "pentanomial", "pentanomial_llr", "points_llr", "points_margin", "rating_history", "score_to_elo",
-    "sprt_bounds", "win_matrix",
+    "ELO_PER_NAT", "NUM_CATEGORIES", "GameResult", "bootstrap_intervals", "category_means", "elo_to_score",
+    "fit_ratings", "nash_average", "nash_payoff", "pairwise_counts", "points_margin", "rating_history",
+    "score_to_elo", "win_matrix",
 ]
 
 #: Elo points per natural-log unit of strength: P(i beats j) = 1 / (1 + 10 ** (-(R_i - R_j) / 400)).
 ELO_PER_NAT = 400.0 / math.log(10.0)
 #: Scoring categories per seat (trees, mountains, fields, buildings, water, animals, spirit).
 NUM_CATEGORIES = 7
-#: NEW's possible scores over a pair of games (the pentanomial's five outcomes, LL .. WW).
-PAIR_OUTCOMES = (0.0, 0.5, 1.0, 1.5, 2.0)
 #: BayesElo's default prior: 2 virtual draws between every two bots that met.
 PRIOR_GAMES = 2.0
 #: Default number of bootstrap resamples (enough for stable 2.5% / 97.5% percentiles at ladder sizes).
@@ -291,203 +288,6 @@ def bootstrap_intervals(games: Iterable[GameResult], num_bots: int, anchor: int 
         if ok.any():
             low[ok], high[ok] = np.nanpercentile(draws[:, ok], [tail, 100.0 - tail], axis=0)
     return low * ELO_PER_NAT, high * ELO_PER_NAT
-
-
-# ---------------------------------------------------------------------------------------------- sequential tests
-
-
-def sprt_bounds(alpha: float = 0.05, beta: float = 0.05) -> tuple[float, float]:
-    """Wald's LLR bounds: accept H0 at or below the first, H1 at or above the second."""
-    if not (0 < alpha < 1 and 0 < beta < 1):
-        raise ValueError(f"alpha and beta must be in (0, 1), got {alpha}, {beta}")
-    return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
-
-
-def pair_result(pair: Sequence[GameResult], new: int, base: int) -> tuple[float, float]:
-    """NEW's score over a pair of games (0, 1/2, .. 2: per game 1 for a better place than BASE, 1/2 for the same) and
-    its mean points margin per game over the pair (its total minus BASE's)."""
-    score = margin = 0.0
-    for g in pair:
-        sn, sb = g.bots.index(new), g.bots.index(base)
-        score += 1.0 if g.ranks[sn] < g.ranks[sb] else 0.5 if g.ranks[sn] == g.ranks[sb] else 0.0
-        margin += g.totals[sn] - g.totals[sb]
-    return score, margin / max(len(pair), 1)
-
-
-def pentanomial(scores: Iterable[float]) -> np.ndarray:
-    """Counts of NEW's pair scores over the five PAIR_OUTCOMES (LL, LD+DL, LW+DD+WL, DW+WD, WW)."""
-    counts = np.zeros(5, dtype=np.int64)
-    for s in scores:
-        k = round(2 * s)
-        if not (0 <= k <= 4 and abs(2 * s - k) < 1e-9):
-            raise ValueError(f"a pair score must be one of {PAIR_OUTCOMES}, got {s}")
-        counts[k] += 1
-    return counts
-
-
-#: Fishtest's regularisation: an outcome never seen counts 1e-3 times (keeps the MLE inside the simplex).
-_EPS_COUNT = 1e-3
-#: Normalized Elo per t-value unit (Fishtest's nelo_divided_by_nt).
-_NELO_PER_NT = 800.0 / math.log(10.0)
-
-
-def _secular(a: np.ndarray, p: np.ndarray) -> float:
-    """The root x of f(x) = sum_i p_i a_i / (1 + x a_i) = 0 between -1/max(a) and -1/min(a) (f decreases there):
-    Newton's method kept inside a shrinking bracket (bisection when a step would leave it), to the last bit."""
-    av, pv = [float(v) for v in a], [float(v) for v in p]
-    lo, hi = -1.0 / max(av) + 1e-9, -1.0 / min(av) - 1e-9
-    if not lo < hi:
-        raise ValueError("secular equation requires support straddling zero")
-    x = 0.0 if lo < 0.0 < hi else 0.5 * (lo + hi)
-    for _ in range(200):
-        terms = [pi * ai / (1.0 + x * ai) for ai, pi in zip(av, pv)]
-        f = sum(terms)
-        if f == 0.0:
-            return x
-        if f > 0:
-            lo = x
-        else:
-            hi = x
-        df = -sum(t * ai / (1.0 + x * ai) for t, ai in zip(terms, av))
-        nx = x - f / df if df < 0 else 0.5 * (lo + hi)
-        if not lo < nx < hi:
-            nx = 0.5 * (lo + hi)
-        if nx == x or abs(nx - x) <= 1e-16 * max(1.0, abs(x)) or not lo < hi:
-            return nx
-        x = nx
-    return x
-
-
-def _mle_mean(values: np.ndarray, phat: np.ndarray, s: float) -> np.ndarray:
-    """The distribution on `values` nearest (max likelihood) to `phat` with mean `s` (Fishtest's MLE_expected)."""
-    a = values - s
-    return phat / (1.0 + _secular(a, phat) * a)
-
-
-def _mle_t(values: np.ndarray, phat: np.ndarray, ref: float, t: float) -> np.ndarray:
-    """The distribution on `values` nearest to `phat` with t-value (mean - ref) / sd = t (Fishtest's MLE_t_value)."""
-    q = np.full(len(values), 1.0 / len(values))
-    for _ in range(10):
-        mu = float(q @ values)
-        sigma = math.sqrt(float(q @ (values - mu) ** 2))
-        a = values - ref - t * sigma * (1.0 + ((mu - values) / sigma) ** 2) / 2.0
-        new = phat / (1.0 + _secular(a, phat) * a)
-        done = np.max(np.abs(new - q)) < 1e-9
-        q = new
-        if done:
-            break
-    return q
-
-
-def pentanomial_llr(counts: Sequence[float], elo0: float, elo1: float, model: str = "logistic",
-                    method: str = "exact") -> float:
-    """The generalized log-likelihood ratio of H1 (Elo = elo1) against H0 (Elo = elo0) for pentanomial `counts`,
-    as Fishtest computes it (LLRcalc.LLR_logistic / LLR_normalized): empty outcomes count 1e-3 times, the
-    empirical distribution of the per-game pair score is projected by maximum likelihood onto each hypothesis
-    (mean score L(elo) for `model` "logistic"; t-value elo / (800 / ln 10) * sqrt 2 for "normalized"), and the LLR
-    is the total count times the expected log ratio of the two projections.
-
-    `method` "normal" is Fishtest's LLR_alt instead: the GLR of a normal model with unknown variance on the same
-    regularised distribution, n/2 log(r0 / r1) with r_k its mean squared deviation from each hypothesis' score.
-    They agree when results vary, not when they do not. If every pair is 1-1 (identical deterministic bots on paired
-    seeds) the exact GLR gains only about log(1 - 2 (s1 - s0)) per pair (-0.029 for [0, 10] Elo: ~100 pairs to
-    accept H0; all 2-0 sweeps likewise need ~104 pairs for H1), as H1 may still be a rare sweep not yet seen; the
-    normal GLR takes the zero spread at its word and accepts H0 in 6 pairs, but is fooled by exactly that: a +10
-    Elo bot drawing every pair but a 2.9% of sweeps got H0 in 52 of 60 runs (the exact test: 5 of 60)."""
-    c = np.asarray(counts, dtype=np.float64)
-    if c.shape != (5,) or np.any(c < 0):
-        raise ValueError(f"pentanomial counts must be 5 non-negative numbers, got {counts}")
-    c = np.where(c == 0, _EPS_COUNT, c)
-    n = float(c.sum())
-    phat = c / n
-    values = np.arange(5) / 4.0
-    if method == "normal":
-        if model != "logistic":
-            raise ValueError("the normal approximation is computed on logistic Elo bounds")
-        r0, r1 = (float(phat @ (values - elo_to_score(e)) ** 2) for e in (elo0, elo1))
-        return 0.5 * n * math.log(r0 / r1)
-    if method != "exact":
-        raise ValueError(f"unknown LLR method {method!r}: exact or normal")
-    if model == "logistic":
-        q0, q1 = (_mle_mean(values, phat, float(elo_to_score(e))) for e in (elo0, elo1))
-    elif model == "normalized":
-        q0, q1 = (_mle_t(values, phat, 0.5, e / _NELO_PER_NT * math.sqrt(2.0)) for e in (elo0, elo1))
-    else:
-        raise ValueError(f"unknown Elo model {model!r}: logistic or normalized")
-    return n * float(phat @ (np.log(q1) - np.log(q0)))
-
-
-def points_llr(margins: Sequence[float], points0: float, points1: float, resolution: float = 1.0) -> float:
-    """The generalized LLR of H1 (mean margin = points1) against H0 (= points0) for per-pair points margins.
-
-    The margins are modelled as normal with unknown variance: the GLR is n/2 log(r0 / r1), r_k the mean squared
-    deviation from points_k (Fishtest's LLR_alt on a continuous score). Margins are whole points, known only to
-    `resolution`; each r_k is floored by that rounding error's variance, resolution**2 / 12 (Sheppard), so pairs
-    that all end with the same margin (identical bots) give a finite LLR that still favours the nearer hypothesis.
-    """
-    x = np.asarray(margins, dtype=np.float64)
-    if len(x) == 0:
-        return 0.0
-    floor = resolution ** 2 / 12.0
-    r0, r1 = (float(np.mean((x - p) ** 2)) + floor for p in (points0, points1))
-    return 0.5 * len(x) * math.log(r0 / r1)
-
-
-class SequentialTest:
-    """A GSPRT fed one pair of games at a time (NEW and BASE on one seed, seats swapped).
-
-    kind "elo": the pentanomial test on NEW's pair scores with Elo `bounds` (elo0, elo1) under `model` and
-    `method` (see `pentanomial_llr`);
-    kind "points": the normal GLR on the pair's mean points margin with `bounds` (points0, points1).
-    The verdict is fixed at the first crossing of `sprt_bounds(alpha, beta)` ("H1": NEW is at least bounds[1]
-    better, "H0": at most bounds[0]); pairs added after it still count in `counts`, `llr` and `trajectory`.
-    """
-
-    def __init__(self, kind: str = "elo", bounds: tuple[float, float] = (0.0, 10.0), alpha: float = 0.05,
-                 beta: float = 0.05, model: str = "logistic", method: str = "exact") -> None:
-        if kind not in ("elo", "points"):
-            raise ValueError(f"unknown test kind {kind!r}: elo or points")
-        if not bounds[0] < bounds[1]:
-            raise ValueError(f"test bounds must increase, got {bounds}")
-        if model not in ("logistic", "normalized") or method not in ("exact", "normal"):
-            raise ValueError(f"unknown Elo model {model!r} or LLR method {method!r}")
-        self.kind, self.bounds, self.alpha, self.beta = kind, (float(bounds[0]), float(bounds[1])), alpha, beta
-        self.model, self.method = model, method
-        self.lower, self.upper = sprt_bounds(alpha, beta)
-        self.scores: list[float] = []
-        self.margins: list[float] = []
-        self.trajectory: list[float] = []
-        self.verdict: str | None = None
-        self.decided_at: int | None = None  # pairs played when the verdict was reached
-        self._counts = np.zeros(5, dtype=np.int64)
-
-    @property
-    def counts(self) -> list[int]:
-        """Pentanomial counts of NEW's pair scores so far."""
-        return [int(c) for c in self._counts]
-
-    @property
-    def pairs(self) -> int:
-        return len(self.scores)
-
-    @property
-    def llr(self) -> float:
-        return self.trajectory[-1] if self.trajectory else 0.0
-
-    def add(self, score: float, margin: float) -> str | None:
-        """Count one pair: NEW's score over it (0 .. 2) and its mean points margin per game; returns the verdict."""
-        self._counts += pentanomial([score])
-        self.scores.append(float(score))
-        self.margins.append(float(margin))
-        if self.kind == "elo":
-            llr = pentanomial_llr(self._counts, *self.bounds, model=self.model, method=self.method)
-        else:
-            llr = points_llr(self.margins, *self.bounds)
-        self.trajectory.append(llr)
-        if self.verdict is None and (llr <= self.lower or llr >= self.upper):
-            self.verdict = "H1" if llr >= self.upper else "H0"
-            self.decided_at = self.pairs
-        return self.verdict
 
 
 # ------------------------------------------------------------------------------------ margins and categories
