@@ -146,8 +146,8 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
     config = apply_overrides(config, overrides, spec)
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
-    return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume, device=getattr(ns, "device", "cpu"),
-                   max_minutes=ns.max_minutes, progress=not ns.no_progress)
+    return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume,
+                   device=getattr(ns, "device", "cpu"), max_minutes=ns.max_minutes, progress=not ns.no_progress)
 
 
 def command_line(argv: list[str]) -> str:

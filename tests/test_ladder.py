@@ -90,8 +90,8 @@ def test_until_ci_with_bot_places_that_bot_alone(tmp_path):
         commands.play(ladder, until_games=64)
         commands.add(ladder, "random", name="new")
         with pytest.raises(ValueError, match="is the anchor"):
-            commands.play(ladder, until_ci=150.0, bot="random")
-        commands.play(ladder, until_ci=150.0, bot="new")
+            commands.play(ladder, 10_000, until_ci=150.0, bot="random")
+        commands.play(ladder, 10_000, until_ci=150.0, bot="new")
         new = ladder.bot("new").id
         placed = [g for g in ladder.games() if g["block"] >= 32]
         results = game_results(ladder.games())
