@@ -1,0 +1,76 @@
+"""How tests/data/old_checkpoints/ was written: each file by the writer of the commit in its folder's name, run in
+that commit's tree (never by today's code, never edited by hand), so that tests/test_old_checkpoints.py proves that
+today's loaders read what earlier versions wrote.
+
+    git archive COMMIT | tar -x -C /tmp/old-COMMIT
+    cd /tmp/old-COMMIT && PYTHONPATH=$PWD python /path/to/tests/old_checkpoints.py KIND OUT [ARGS]
+
+    mlp-76a8f8b     mlp OUT/mlp experiments.train_learned agents.learned   sidecar {network, training}, no sha256
+    mlp-2902963     mlp OUT/mlp experiments.train_mlp agents.mlp.agent     sidecar {network, sha256, training}
+    ntuple-245b3c4  ntuple OUT/ntuple agents.ntuple                        {ntuple, sha256, training}, layout 1
+    ntuple-d540ad2  ntuple OUT/learned-win agents.ntuple.agent 2 win       the same, layout 2, the win head
+    ppo-afbaac7     ppo OUT/policy.pt                                      flat export, no observation_version
+    ppo-2902963     ppo OUT/policy.pt                                      flat export with observation_version
+
+Each prints what its network computes on a fixed input; the tests compare today's load with those numbers. Today's
+own format (`agents.checkpoint`'s sidecar schema 1) is written and read by the round-trip tests in test_checkpoint.py.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def mlp(out: Path, trainer: str, agent: str) -> None:
+    """A 1968-2-8 network (seed 0) by the trainer's own `save_agent_checkpoint`."""
+    import torch
+
+    tr = __import__(trainer, fromlist=["x"])
+    net_of = __import__(agent, fromlist=["x"]).torch_net
+    cfg = tr.with_defaults({"network": {"hidden": [2]}}) if hasattr(tr, "with_defaults") else \
+        tr.load_config(None, ["network.hidden=[2]"])
+    netcfg = tr.network_config(cfg)
+    torch.manual_seed(0)
+    net = net_of(netcfg)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tr.save_agent_checkpoint(out, net.state_dict(), netcfg, {"fixture": f"written by {trainer}.save_agent_checkpoint"})
+    print(net(torch.linspace(-1, 1, netcfg["num_features"])[None]).detach().numpy().tolist())
+
+
+def ntuple(out: Path, module: str, layout: str | None = None, head: str | None = None) -> None:
+    """Zeros but every 99,991st weight (-3.0, -2.5, ...): a full layout that compresses to a few KB."""
+    import numpy as np
+
+    m = __import__(module, fromlist=["x"])
+    n = m.NUM_WEIGHTS if layout is None else m.LAYOUT_WEIGHTS[int(layout)]
+    w = np.zeros(n, dtype=np.float32)
+    w[::99991] = np.arange(len(w[::99991]), dtype=np.float32) * 0.5 - 3.0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    kw = {} if head is None else {"head": head}
+    m.save_checkpoint(out, w, {"beam": 4, "candidates": 8}, {"fixture": f"written by {module}.save_checkpoint"}, **kw)
+    print(n)
+
+
+def ppo(out: Path) -> None:
+    """A MaskableActorCriticPolicy with net_arch [1] (seed 0) by `agents.ppo.save_policy`."""
+    import numpy as np
+    import torch
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from agents import ppo as ppo_agents
+    from harmonies_env import actions as A
+    from harmonies_env.observation import OBS_SIZE
+
+    torch.manual_seed(0)
+    policy = MaskableActorCriticPolicy(spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32),
+                                       spaces.Discrete(A.NUM_ACTIONS), lambda _: 0.0, net_arch=[1])
+    ppo_agents.save_policy(policy, out)
+    x = torch.linspace(0, 1, OBS_SIZE)[None]
+    with torch.no_grad():
+        print(policy.get_distribution(x).distribution.logits[0, :4].tolist(), policy.predict_values(x)[0].tolist())
+
+
+if __name__ == "__main__":
+    kind, out, *rest = sys.argv[1:]
+    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo}[kind](Path(out), *rest)
