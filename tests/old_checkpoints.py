@@ -11,6 +11,7 @@ today's loaders read what earlier versions wrote.
     ntuple-d540ad2  ntuple OUT/learned-win agents.ntuple.agent 2 win       the same, layout 2, the win head
     ppo-afbaac7     ppo OUT/policy.pt                                      flat export, no observation_version
     ppo-2902963     ppo OUT/policy.pt                                      flat export with observation_version
+    ppo-76a8f8b     ppo_resume OUT/step_1234.pt experiments.runner         resume checkpoint, format 1 (no games)
 
 Each prints what its network computes on a fixed input; the tests compare today's load with those numbers. Today's
 own format (`agents.checkpoint`'s sidecar schema 1) is written and read by the round-trip tests in test_checkpoint.py.
@@ -71,6 +72,40 @@ def ppo(out: Path) -> None:
         print(policy.get_distribution(x).distribution.logits[0, :4].tolist(), policy.predict_values(x)[0].tolist())
 
 
+def stub_ppo(seed: int = 0):
+    """A MaskablePPO (net_arch [1], seed) on a stand-in env of the game's spaces (the checkpoint's format does not
+    depend on the env; no engine runs)."""
+    import gymnasium as gym
+    import numpy as np
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from harmonies_env import actions as A
+    from harmonies_env.observation import OBS_SIZE
+
+    class Stand(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 1.0, (OBS_SIZE,), np.float32)
+        action_space = gym.spaces.Discrete(A.NUM_ACTIONS)
+
+        def reset(self, seed=None, options=None):
+            return np.zeros(OBS_SIZE, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(OBS_SIZE, np.float32), 0.0, True, False, {}
+
+    return MaskablePPO("MlpPolicy", DummyVecEnv([Stand]), seed=seed, policy_kwargs={"net_arch": [1]}, verbose=0)
+
+
+def ppo_resume(out: Path, runner: str) -> None:
+    """A resume checkpoint (`step_N.pt`) by the runner's own `checkpoint_bytes`, of a stand-in model at 1,234 steps
+    and 5 updates."""
+    model = stub_ppo()
+    model.num_timesteps, model._n_updates = 1234, 5
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(__import__(runner, fromlist=["x"]).checkpoint_bytes(model))
+    print(float(sum(v.double().sum() for v in model.policy.state_dict().values())))
+
+
 if __name__ == "__main__":
     kind, out, *rest = sys.argv[1:]
-    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo}[kind](Path(out), *rest)
+    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo, "ppo_resume": ppo_resume}[kind](Path(out), *rest)

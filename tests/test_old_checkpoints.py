@@ -5,6 +5,7 @@ sidecar from before the SHA-256 was recorded) is refused in one line that says h
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -91,3 +92,33 @@ def test_a_flat_ppo_export_from_before_the_schema_loads(folder):
         logits = policy.get_distribution(x).distribution.logits[0, :4].tolist()
         value = policy.predict_values(x)[0].item()
     assert logits == pytest.approx(PPO_OUT[0], abs=1e-6) and value == pytest.approx(PPO_OUT[1], abs=1e-6)
+
+
+def test_a_ppo_resume_checkpoint_of_format_1_resumes_without_games_in_flight():
+    """ppo-76a8f8b/step_1234.pt: "harmonies-ppo-checkpoint-1" (weights, optimizer, counters, generators; no games in
+    flight), written by the runner's checkpoint_bytes before 76dc58a. Today's restore takes it all back and says why
+    the games in flight were not (the run then starts new games)."""
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from old_checkpoints import stub_ppo
+
+    from experiments.ppo.checkpoint import restore_checkpoint
+
+    path = OLD / "ppo-76a8f8b" / "step_1234.pt"
+    saved = torch.load(path, weights_only=True)
+    assert saved["format"] == "harmonies-ppo-checkpoint-1" and "env" not in saved and "last_obs" not in saved
+    model = stub_ppo(seed=1)  # other initial weights than the file's
+    model.get_env().set_state = lambda state: pytest.fail("the file holds no games to set")  # as our envs can
+    kept = torch.get_rng_state(), np.random.get_state(), random.getstate()  # restore sets the global generators
+    try:
+        why = restore_checkpoint(model, path)
+        assert torch.equal(torch.get_rng_state(), saved["torch_rng"])
+    finally:
+        torch.set_rng_state(kept[0])
+        np.random.set_state(kept[1])
+        random.setstate(kept[2])
+    assert why == "the checkpoint keeps no games in flight (an older version's, or an env's that cannot keep them)"
+    assert (model.num_timesteps, model._n_updates) == (1234, 5)
+    state = model.policy.state_dict()
+    assert sorted(state) == sorted(saved["policy"])
+    assert all(torch.equal(state[k], saved["policy"][k]) for k in state)
