@@ -12,6 +12,7 @@ today's loaders read what earlier versions wrote.
     ppo-afbaac7     ppo OUT/policy.pt                                      flat export, no observation_version
     ppo-2902963     ppo OUT/policy.pt                                      flat export with observation_version
     ppo-76a8f8b     ppo_resume OUT/step_1234.pt experiments.runner         resume checkpoint, format 1 (no games)
+    run-2902963     trainer OUT/checkpoints experiments.runner             a run's checkpoint record before the schema
 
 Each prints what its network computes on a fixed input; the tests compare today's load with those numbers. Today's
 own format (`agents.checkpoint`'s sidecar schema 1) is written and read by the round-trip tests in test_checkpoint.py.
@@ -106,6 +107,17 @@ def ppo_resume(out: Path, runner: str) -> None:
     print(float(sum(v.double().sum() for v in model.policy.state_dict().values())))
 
 
+def trainer(out: Path, runner: str) -> None:
+    """A run folder's checkpoint (step_N.pt + its record {timesteps, model, bytes, sha256, state}) by
+    `experiments.common.save_checkpoint`, holding the runner's resume checkpoint of a stand-in model at 1,234 steps."""
+    from experiments.common import save_checkpoint
+
+    model = stub_ppo()
+    model.num_timesteps, model._n_updates = 1234, 5
+    save_checkpoint(out, 1234, __import__(runner, fromlist=["x"]).checkpoint_bytes(model),
+                    {"evals": [], "minutes": 1.5, "cpu_minutes": 1.25})
+
+
 if __name__ == "__main__":
     kind, out, *rest = sys.argv[1:]
-    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo, "ppo_resume": ppo_resume}[kind](Path(out), *rest)
+    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo, "ppo_resume": ppo_resume, "trainer": trainer}[kind](Path(out), *rest)

@@ -122,3 +122,31 @@ def test_a_ppo_resume_checkpoint_of_format_1_resumes_without_games_in_flight():
     state = model.policy.state_dict()
     assert sorted(state) == sorted(saved["policy"])
     assert all(torch.equal(state[k], saved["policy"][k]) for k in state)
+
+
+def test_a_run_checkpoint_record_from_before_the_schema_is_found_and_resumed():
+    """run-2902963/checkpoints: step_N.pt + the record {timesteps, model, bytes, sha256, state} that
+    experiments.common.save_checkpoint wrote before agents.checkpoint's schema (d0c2ec8). `--resume` finds it as the
+    run's newest complete checkpoint (its size and SHA-256 checked) and restores the model from it."""
+    pytest.importorskip("sb3_contrib")
+    import torch
+    from old_checkpoints import stub_ppo
+
+    from experiments.common import latest_checkpoint
+    from experiments.ppo.checkpoint import restore_checkpoint
+
+    found = latest_checkpoint(OLD / "run-2902963" / "checkpoints")
+    assert found is not None
+    path, record = found
+    assert path.name == "step_000000001234.pt" and record["timesteps"] == 1234
+    assert record["state"] == {"evals": [], "minutes": 1.5, "cpu_minutes": 1.25}
+    model = stub_ppo(seed=1)
+    kept = torch.get_rng_state(), np.random.get_state(), random.getstate()
+    try:
+        restore_checkpoint(model, path)
+    finally:
+        torch.set_rng_state(kept[0])
+        np.random.set_state(kept[1])
+        random.setstate(kept[2])
+    saved = torch.load(path, weights_only=True)["policy"]
+    assert model.num_timesteps == 1234 and all(torch.equal(v, saved[k]) for k, v in model.policy.state_dict().items())
