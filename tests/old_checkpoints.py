@@ -13,6 +13,7 @@ today's loaders read what earlier versions wrote.
     ppo-2902963     ppo OUT/policy.pt                                      flat export with observation_version
     ppo-76a8f8b     ppo_resume OUT/step_1234.pt experiments.runner         resume checkpoint, format 1 (no games)
     run-2902963     trainer OUT/checkpoints experiments.runner             a run's checkpoint record before the schema
+    rllib-2902963   rllib OUT/iter_00003                                   RLlib folder: checkpoint.json + module.pt
 
 Each prints what its network computes on a fixed input; the tests compare today's load with those numbers. Today's
 own format (`agents.checkpoint`'s sidecar schema 1) is written and read by the round-trip tests in test_checkpoint.py.
@@ -118,6 +119,24 @@ def trainer(out: Path, runner: str) -> None:
                     {"evals": [], "minutes": 1.5, "cpu_minutes": 1.25})
 
 
+def rllib(out: Path) -> None:
+    """An RLlib weights-only folder by `experiments.rllib_selfplay.save_checkpoint`, of a stand-in algorithm whose
+    learner holds a 2x3 and a 3 array (the writer asks it for nothing else; building a real one needs a Ray cluster
+    and writes megabytes)."""
+    import numpy as np
+
+    from experiments.rllib_selfplay import POLICY, save_checkpoint
+
+    class Learners:
+        def get_weights(self, ids):
+            return {POLICY: {"pi.weight": np.arange(6, dtype=np.float32).reshape(2, 3) / 4,
+                             "pi.bias": np.array([0.5, -1.0, 2.0], dtype=np.float32)}}
+
+    algo = type("Stand", (), {"learner_group": Learners()})()
+    save_checkpoint(algo, out, {"num_players": 2, "side": "B", "spirits": True, "hidden": [1], "seed": 7}, 3)
+
+
 if __name__ == "__main__":
     kind, out, *rest = sys.argv[1:]
-    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo, "ppo_resume": ppo_resume, "trainer": trainer}[kind](Path(out), *rest)
+    {"mlp": mlp, "ntuple": ntuple, "ppo": ppo, "ppo_resume": ppo_resume, "trainer": trainer,
+     "rllib": rllib}[kind](Path(out), *rest)

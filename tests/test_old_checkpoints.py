@@ -150,3 +150,23 @@ def test_a_run_checkpoint_record_from_before_the_schema_is_found_and_resumed():
         random.setstate(kept[2])
     saved = torch.load(path, weights_only=True)["policy"]
     assert model.num_timesteps == 1234 and all(torch.equal(v, saved[k]) for k, v in model.policy.state_dict().items())
+
+
+def test_an_rllib_folder_from_before_the_schema_gives_its_weights_and_settings():
+    """rllib-2902963/iter_00003: checkpoint.json (format harmonies-rllib-checkpoint 1, loose num_players / side /
+    spirits among its settings) + module.pt, as experiments.rllib_selfplay.save_checkpoint wrote it before the schema.
+    What `restore` reads from it: the checked weights and the settings, the game's as one GameConfig (building the
+    algorithm itself needs a Ray cluster: tests/test_rllib.py)."""
+    pytest.importorskip("ray")
+    import io
+
+    import torch
+
+    from experiments.rllib_selfplay import _legacy_weights
+    from harmonies_env import GameConfig
+
+    weights, settings = _legacy_weights(OLD / "rllib-2902963" / "iter_00003")
+    assert settings == {"config": GameConfig(2, "B", True), "hidden": (1,), "seed": 7}
+    state = torch.load(io.BytesIO(weights), weights_only=True)
+    assert torch.equal(state["pi.weight"], torch.arange(6, dtype=torch.float32).reshape(2, 3) / 4)
+    assert torch.equal(state["pi.bias"], torch.tensor([0.5, -1.0, 2.0]))
