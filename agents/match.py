@@ -8,8 +8,8 @@ on it (`act_batch`, `agents.policy`), and one numba call plays the answers.
 
 Configuration: one `harmonies_env.GameConfig` (players, side, Spirits, river_loops) says the rules of every game of
 a match: `play_match(policies, games=8, config=GameConfig(2, "B", river_loops="bga"))`; without one, the default
-rules with one seat per policy. The old loose arguments (`play_match(policies, 2, 8, "B", True)`,
-`river_loops="bga"`) work for one more release: a FutureWarning, and they make the same config.
+rules with one seat per policy. There is no loose form: `play_match(policies, 2, 8, "B")` or `side="B"` is a
+TypeError.
 
 Seeding (one rule): game i of a match with base seed `seed` and n seats is the game `Game(seed=seed + i)`, or
 `seed + i // n` with `paired=True` (every seed played from every seating: common random numbers, as the MLP's
@@ -37,7 +37,7 @@ from harmonies_env import actions as A
 from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
-from harmonies_env.config import GameConfig, make_config, old_arguments
+from harmonies_env.config import GameConfig, make_config
 from harmonies_env.game import Game, IllegalActionError, make_record
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.stops import held, ignore_in_worker
@@ -117,23 +117,22 @@ def _turn_step(policy: Any, name: str, states: np.ndarray, rows: np.ndarray, thr
             on_action(int(index[r]), a)
 
 
-def match_config(config: GameConfig | None, seats: int, loose: dict[str, Any] | None = None) -> GameConfig:
+def match_config(config: GameConfig | None, seats: int) -> GameConfig:
     """The `GameConfig` a match runs with: `config`, else the default rules with `seats` players (one per policy or
-    agent given); `loose`: the old loose arguments' fields (`old_arguments`), checked against `config`."""
-    return make_config(config, {"num_players": seats}, **(loose or {}))
+    agent given)."""
+    return make_config(config, {"num_players": seats})
 
 
-def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | None = None, seed: int = 0,
+def play_match(policies: Sequence[Any], *, games: int | Sequence[int] | None = None, seed: int = 0,
                config: GameConfig | None = None, paired: bool = False, names: Sequence[str] | None = None,
                seating: np.ndarray | None = None,
                record: bool = False, threads: int = 1, progress: Callable[[int], None] | None = None,
                on_action: Callable[[int, int], None] | None = None,
-               on_result: Callable[[dict[str, Any]], None] | None = None, **loose: Any) -> list[dict[str, Any]]:
+               on_result: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Play seeded games between batch policies, all at once; one result dict per game, in game order.
 
     config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
-    policy). games is required. `old`/`loose`: the old form (num_players, games, side, spirits, seed positionally,
-    river_loops=...) for one more release, with a FutureWarning.
+    policy). games is required.
     policies: one per seat (num_players of them; one for solo), each an object with `act_batch` (`agents.policy`;
     every `Agent` has it) or an agent spec string (`policy_of`). Pass distinct objects: a policy keeps per-game
     memory for the seat it plays. seating: int (games, seats), which of `policies` sits in each seat of each game,
@@ -150,9 +149,7 @@ def play_match(policies: Sequence[Any], *old: Any, games: int | Sequence[int] | 
     An illegal action raises `IllegalActionError` naming the policy, the game and the reason; a policy's answer of
     the wrong shape, ValueError.
     """
-    fields, given = old_arguments("play_match", old, ("num_players", "games", "side", "spirits", "seed"), loose)
-    games, seed = given.get("games", games), given.get("seed", seed)
-    cfg = match_config(config, len(policies) if seating is None else np.shape(seating)[1], fields)
+    cfg = match_config(config, len(policies) if seating is None else np.shape(seating)[1])
     n_players = cfg.num_players
     if games is None:
         raise ValueError("games is required: how many games to play, or which game indices")
@@ -316,10 +313,10 @@ def jobs_note(jobs: int) -> str | None:
             f"than --jobs {n})")
 
 
-def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
+def run_match(specs: Sequence[str], *, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, worker: Callable[[MatchTask], list[dict]] | None = None, extra: Any = None,
               config: GameConfig | None = None, ray_address: str | None = None, collect: list[dict] | None = None,
-              on_result: Callable[[dict], None] | None = None, paired: bool = False, **loose: Any) -> list[dict]:
+              on_result: Callable[[dict], None] | None = None, paired: bool = False) -> list[dict]:
     """A match of agent specs over `jobs` processes, or a Ray cluster's CPUs: `games` seeded games (seats rotated),
     results in game order.
 
@@ -327,9 +324,7 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     i % seats, so games k*seats .. k*seats + seats - 1 are one block of the seed `seed + k`); `games` must then be a
     whole number of blocks (a multiple of the seats).
 
-    config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it;
-    `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs, progress, worker, extra positionally,
-    river_loops=...) for one more release, with a FutureWarning.
+    config: the games' `GameConfig` (default: the default rules, one seat per spec), as `play_match` takes it.
 
     The games are split into tasks of consecutive indices (a few per process, at most MAX_SHARE games each), and a
     game depends only on its index, so the results are the same for any `jobs` with reproducible agents. Solo
@@ -347,11 +342,7 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     processes are ended) keeps every game that came back."""
     from tqdm import tqdm
 
-    fields, given = old_arguments("run_match", old, ("num_players", "games", "side", "spirits", "seed", "jobs",
-                                                     "progress", "worker", "extra"), loose)
-    games, seed, jobs = given.get("games", games), given.get("seed", seed), given.get("jobs", jobs)
-    progress, worker, extra = given.get("progress", progress), given.get("worker", worker), given.get("extra", extra)
-    cfg = match_config(config, len(specs), fields)
+    cfg = match_config(config, len(specs))
     num_players = cfg.num_players
 
     if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
@@ -425,20 +416,16 @@ def run_match(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     return out
 
 
-def play_game(agents: Sequence[Any], *old: Any, seed: int = 0,
-              on_turn: Callable[[Game, int, list[str]], None] | None = None, config: GameConfig | None = None,
-              **loose: Any) -> Game:
+def play_game(agents: Sequence[Any], *, seed: int = 0,
+              on_turn: Callable[[Game, int, list[str]], None] | None = None,
+              config: GameConfig | None = None) -> Game:
     """Play one game with agents[k] in seat k (`play_match`'s game 0 with base seed `seed`: `Game(seed=seed)`, no
     rotation), each asked one `PlayerView` at a time (`AgentPolicy`). Returns the finished `Game`, with its history.
 
     config: the game's `GameConfig` (default: the default rules, one seat per agent). on_turn(game, player,
-    descriptions) is called after each whole turn with the actions in words. `old`/`loose`: the old form
-    (num_players, side, spirits, seed, on_turn positionally, river_loops=...) for one more release, with a
-    FutureWarning.
+    descriptions) is called after each whole turn with the actions in words.
     """
-    fields, given = old_arguments("play_game", old, ("num_players", "side", "spirits", "seed", "on_turn"), loose)
-    seed, on_turn = given.get("seed", seed), given.get("on_turn", on_turn)
-    cfg = match_config(config, len(agents), fields)
+    cfg = match_config(config, len(agents))
     if len(agents) != cfg.num_players:
         raise ValueError(f"{cfg.num_players} players need {cfg.num_players} agents, got {len(agents)}")
     game = Game(seed=seed, config=cfg)
@@ -457,14 +444,12 @@ def play_game(agents: Sequence[Any], *old: Any, seed: int = 0,
     return game
 
 
-def replay_result(result: dict[str, Any], *old: Any, config: GameConfig | None = None, **loose: Any) -> Game:
+def replay_result(result: dict[str, Any], *, config: GameConfig | None = None) -> Game:
     """The finished `Game` of a result played with record=True (its seed and actions), with its history; config
-    (default: the default rules, one seat per seat of the result) must be the match's. `old`/`loose`: the old form
-    (num_players, side, spirits positionally, river_loops=...) for one more release, with a FutureWarning."""
+    (default: the default rules, one seat per seat of the result) must be the match's."""
     if "actions" not in result:
         raise ValueError("this result has no actions: play the match with record=True")
-    fields, _ = old_arguments("replay_result", old, ("num_players", "side", "spirits"), loose)
-    cfg = match_config(config, len(result["seats"]), fields)
+    cfg = match_config(config, len(result["seats"]))
     return Game.replay(make_record(cfg, result["seed"], result["actions"]))
 
 

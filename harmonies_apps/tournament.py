@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from agents.match import MatchTask, agent_seed, describe, play_game, wilson_interval
-from harmonies_env.config import GameConfig, old_arguments
+from harmonies_env.config import GameConfig
 from harmonies_env.firstrun import install_hint
 from harmonies_env.game import make_record
 from harmonies_env.scoring import CATEGORIES
@@ -103,10 +103,10 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "agent"
 
 
-def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: int = 0, jobs: int = 1,
+def run_games(specs: Sequence[str], *, games: int | None = None, seed: int = 0, jobs: int = 1,
               progress: bool = True, save_games: str | Path | None = None, config: GameConfig | None = None,
-              ray_address: str | None = None, collect: list[dict] | None = None, paired: bool = False,
-              **loose: Any) -> list[dict]:
+              ray_address: str | None = None, collect: list[dict] | None = None,
+              paired: bool = False) -> list[dict]:
     """Play `games` seeded games (seats rotated) over `jobs` processes, or on a Ray cluster (`ray_address`: "local",
     "auto" or HOST:PORT, `agents.distributed`), and return per-game results in game order (`agents.match.run_match`,
     identical for any `jobs` or cluster with reproducible agents).
@@ -114,8 +114,7 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     config: the games' `GameConfig` (players, side, Spirits, river_loops; default: the default rules, one seat per
     spec). paired: each seed played from every seating, in blocks of `seats` consecutive games (2 players: the
     seats swapped; 3-4: the seat rotations with the seed held), so seat and deal luck cancel within a block; games
-    must be a multiple of the seats. `old`/`loose`: the old form (num_players, games, side, spirits, seed, jobs,
-    progress, save_games positionally, river_loops=...) for one more release, with a FutureWarning.
+    must be a multiple of the seats.
 
     Solo (num_players 1): each spec plays `games` games of its own. save_games: a folder to write every game's
     record to (`Game.record()` plus "names", the agent in each seat), one JSON file per game, written atomically by
@@ -125,11 +124,7 @@ def run_games(specs: Sequence[str], *old: Any, games: int | None = None, seed: i
     """
     from agents.match import match_config, run_match
 
-    fields, given = old_arguments("run_games", old, ("num_players", "games", "side", "spirits", "seed", "jobs",
-                                                     "progress", "save_games"), loose)
-    games, seed, jobs = given.get("games", games), given.get("seed", seed), given.get("jobs", jobs)
-    progress, save_games = given.get("progress", progress), given.get("save_games", save_games)
-    config = match_config(config, len(specs), fields)
+    config = match_config(config, len(specs))
     if save_games is None:
         return run_match(specs, games=games, seed=seed, jobs=jobs, progress=progress, config=config,
                          ray_address=ray_address, collect=collect, paired=paired)

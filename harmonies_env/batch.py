@@ -82,7 +82,7 @@ from .batch_kernels import (
     step_rows,
 )
 from .cards import NUM_CLASSES
-from .config import GameConfig, make_config, old_arguments
+from .config import GameConfig, make_config
 from .game import Game, check_seed
 from .observation import OBS_SIZE
 from .rewards import SCORE_SCALE
@@ -94,22 +94,16 @@ __all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch
            "episode_seed", "outcome", "play_plan", "play_plans", "run_rows", "step_rows", "BOOK_SIZE", "B_EPISODE",
            "B_FRESH", "B_LEN", "B_SEAT", "OPPONENT_SALT"]
 
-def init_batch(states: np.ndarray, *old: Any, seeds: Sequence[int] | np.ndarray | None = None,
-               config: GameConfig | None = None, **loose: Any) -> None:
+def init_batch(states: np.ndarray, *, seeds: Sequence[int] | np.ndarray | None = None,
+               config: GameConfig | None = None) -> None:
     """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
     `Game(seed=seeds[r], config=config)` does (config default: `GameConfig()`). Every argument is validated
-    (ValueError naming it): the kernel writes rows by these values. `old`/`loose`: the old form (num_players, side
-    as 0 / "A" or 1 / "B", spirits, seeds positionally, river_loops=...) for one more release, with a FutureWarning."""
+    (ValueError naming it): the kernel writes rows by these values."""
     if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
             or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
         raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
                          f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
-    fields, given = old_arguments("init_batch", old, ("num_players", "side", "spirits", "seeds"), loose)
-    seeds = given.get("seeds", seeds)
-    side = fields.get("side")
-    if isinstance(side, (int, np.integer)) and not isinstance(side, (bool, np.bool_)) and side in (0, 1):
-        fields["side"] = "AB"[int(side)]
-    cfg = make_config(config, **fields)
+    cfg = make_config(config)
     if seeds is None:
         raise ValueError("init_batch needs seeds: one game seed per row")
     seeds = _as_seeds(seeds, states.shape[0])
@@ -498,23 +492,14 @@ class BatchedGames(_Batch):
     action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
     steps row ranges in threads with the same results. record=True keeps each row's actions so that `game(r)`
     exports a replayable record (a few numpy operations per step; off by default). config: the games'
-    `GameConfig` (default: `GameConfig(num_players=1)`, Solo-v0's rules); the old loose arguments (num_players,
-    side, spirits, river_loops) work one more release, with a FutureWarning.
+    `GameConfig` (default: `GameConfig(num_players=1)`, Solo-v0's rules).
     """
 
-    def __init__(self, num_games: int, *old: Any, config: GameConfig | None = None, seat: int | None = 0,
+    def __init__(self, num_games: int, *, config: GameConfig | None = None, seat: int | None = 0,
                  seed: int | Sequence[int] | None = None, reward: str | None = None, reward_scale: float | None = None,
                  illegal_reward: float | None = None, max_steps: int = 5000, num_threads: int = 1,
-                 record: bool = False, **loose: Any):
-        fields, given = old_arguments("BatchedGames", old, ("num_players", "side", "spirits", "seat", "seed",
-                                                           "reward", "reward_scale", "illegal_reward", "max_steps",
-                                                           "num_threads", "record"), loose)
-        seat, seed, reward = given.get("seat", seat), given.get("seed", seed), given.get("reward", reward)
-        reward_scale, illegal_reward = given.get("reward_scale", reward_scale), given.get("illegal_reward",
-                                                                                          illegal_reward)
-        max_steps, num_threads = given.get("max_steps", max_steps), given.get("num_threads", num_threads)
-        record = given.get("record", record)
-        cfg = make_config(config, {"num_players": 1}, **fields)
+                 record: bool = False):
+        cfg = make_config(config, {"num_players": 1})
         np_ = cfg.num_players
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
                                  or not 0 <= seat < np_):
@@ -546,22 +531,14 @@ class SelfPlayBatch(_Batch):
     "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
     An illegal action leaves the game unchanged and earns the mover `illegal_reward`. record=True: as in
     `BatchedGames`, `game(r)` then exports row r's game with every action. config: the games' `GameConfig`
-    (default: `GameConfig()`, 2 players); the old loose arguments as `BatchedGames`.
+    (default: `GameConfig()`, 2 players).
     """
 
-    def __init__(self, num_games: int, *old: Any, config: GameConfig | None = None,
+    def __init__(self, num_games: int, *, config: GameConfig | None = None,
                  seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
-                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1, record: bool = False,
-                 **loose: Any):
-        fields, given = old_arguments("SelfPlayBatch", old, ("num_players", "side", "spirits", "seed", "reward",
-                                                            "reward_scale", "illegal_reward", "max_steps",
-                                                            "num_threads", "record"), loose)
-        seed, reward = given.get("seed", seed), given.get("reward", reward)
-        reward_scale, illegal_reward = given.get("reward_scale", reward_scale), given.get("illegal_reward",
-                                                                                          illegal_reward)
-        max_steps, num_threads = given.get("max_steps", max_steps), given.get("num_threads", num_threads)
-        record = given.get("record", record)
-        cfg = make_config(config, **fields)
+                 illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1,
+                 record: bool = False):
+        cfg = make_config(config)
         if cfg.num_players < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"

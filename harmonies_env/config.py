@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -130,36 +129,6 @@ def make_config(config: GameConfig | None = None, defaults: dict[str, Any] | Non
             raise ValueError(f"{name}={value!r} conflicts with config.{name}={getattr(config, name)!r}: give each "
                              f"setting once, in the config or as an argument")
     return config
-
-
-#: The loose game arguments the public constructors take (and the functions below them took until 0.1).
-LOOSE = tuple(_CHECKS)
-
-
-def old_arguments(where: str, args: tuple, names: Sequence[str], given: dict[str, Any]) -> tuple[dict, dict]:
-    """One release of the old call forms of a function that now takes `config=`: its extra positional `args` (named
-    `names`, the old signature's order) and its loose keyword arguments `given` -> (game fields, other old values).
-
-    Game fields given (not None) make one FutureWarning naming them, pointing at the caller (stacklevel 3: call
-    this from the function itself). Too many positional arguments or an unknown keyword is a TypeError, as Python
-    would say it."""
-    if len(args) > len(names):
-        raise TypeError(f"{where}() takes {len(names)} more positional arguments at most (the old form "
-                        f"{', '.join(names)}), got {len(args)}")
-    unknown = set(given) - set(LOOSE)
-    if unknown:
-        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
-    named = dict(zip(names, args))
-    both = set(named) & set(given)
-    if both:
-        raise TypeError(f"{where}() got multiple values for argument {sorted(both)[0]!r}")
-    named.update(given)
-    fields = {k: named.pop(k) for k in LOOSE if k in named}
-    fields = {k: v for k, v in fields.items() if v is not None}
-    if fields:
-        warnings.warn(f"{where}: loose {', '.join(fields)} arguments are deprecated and go in the next release; pass "
-                      f"config=GameConfig(...)", FutureWarning, stacklevel=3)
-    return fields, named
 
 
 def _players_option(counts: Sequence[int]) -> Any:

@@ -71,6 +71,7 @@ from .scoring import (
     NUM_CATEGORIES,
     building_count,
     count_groups,
+    mountain_walk,
     river_length,
     river_points,
     score_into,
@@ -283,16 +284,7 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
         i = (a - PLACE_TOKEN) % MAX_CELLS
         new = s[S.STACK + MAX_CELLS * p + i]
         score[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
-        mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
-        m = 0
-        cells = mountains
-        while cells:
-            j = lowest_cell(cells)
-            cells &= cells - 1
-            if NEIGHBOUR_MASK[side, j] & mountains:
-                bit = 1 << j
-                m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
-        score[1] = m
+        score[1] = mountain_walk(side, bb[ST.S_MOUNTAIN1], bb[ST.S_MOUNTAIN2], bb[ST.S_MOUNTAIN3])
         if new == ST.S_YELLOW:
             score[2] = 5 * count_groups(side, bb[ST.S_YELLOW], 2)
         buildings = bb[ST.S_BROWN_RED] | bb[ST.S_GRAY_RED] | bb[ST.S_RED_RED]

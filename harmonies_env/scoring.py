@@ -169,9 +169,12 @@ def tree_points(bb) -> int:
 
 
 @njit(cache=True)
-def mountain_points(side: int, bb) -> int:
-    """Mountains category: mountains with a mountain neighbour (reads the mountain bitboards only)."""
-    mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
+def mountain_walk(side: int, m1: int, m2: int, m3: int) -> int:
+    """Points of the mountains that have a mountain neighbour, from the bitboards of mountains 1, 2 and 3 high: the
+    one walk of the mountains category, for `mountain_points` and the observation's score update (greedy's
+    isolated-mountain term keeps its own walk: docs/engine.md, hot kernels). Why scalars: a hot caller hands no
+    array, so no reference count is taken per call."""
+    mountains = m1 | m2 | m3
     m = 0
     cells = mountains
     while cells:
@@ -179,8 +182,14 @@ def mountain_points(side: int, bb) -> int:
         cells &= cells - 1
         if NEIGHBOUR_MASK[side, i] & mountains:
             bit = 1 << i
-            m += 1 if bb[ST.S_MOUNTAIN1] & bit else (3 if bb[ST.S_MOUNTAIN2] & bit else 7)
+            m += 1 if m1 & bit else (3 if m2 & bit else 7)
     return m
+
+
+@njit(cache=True)
+def mountain_points(side: int, bb) -> int:
+    """Mountains category: mountains with a mountain neighbour (reads the mountain bitboards only)."""
+    return mountain_walk(side, bb[ST.S_MOUNTAIN1], bb[ST.S_MOUNTAIN2], bb[ST.S_MOUNTAIN3])
 
 
 @njit(cache=True)

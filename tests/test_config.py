@@ -177,13 +177,11 @@ def test_self_play_batch_and_init_batch_carry_the_option():
     states = np.zeros((2, S.STATE_SIZE), dtype=np.int64)
     init_batch(states, seeds=[4, 5], config=GameConfig(river_loops="bga"))
     assert np.array_equal(states[1], Game(seed=5, river_loops="bga").state)
-    with pytest.warns(FutureWarning, match="init_batch: loose num_players, side, spirits arguments"):
-        init_batch(states, 2, "A", False, [4, 5])  # the old form, one more release
-    assert (states[:, S.RIVER_LOOPS] == 0).all()
+    with pytest.raises(TypeError, match="positional argument"):  # no old loose form
+        init_batch(states, 2, "A", False, [4, 5])
     with pytest.raises(ValueError, match="needs seeds"):
         init_batch(states, config=GameConfig())
-    with pytest.raises(ValueError, match="num_players=2 conflicts with config.num_players=1"), \
-            pytest.warns(FutureWarning):
+    with pytest.raises(TypeError, match="num_players"):
         BatchedGames(1, num_players=2, config=BGA)
     with pytest.raises(ValueError, match="self-play needs 2-4 players"):
         SelfPlayBatch(1, config=BGA)
@@ -378,12 +376,6 @@ def test_match_engine_plays_and_replays_by_the_config():
     rec = make_record(GameConfig(2, "A", river_loops="bga"), res["seed"], res["actions"])
     assert rec["version"] == 2 and rec["river_loops"] == "bga"
     assert "river_loops" not in make_record(GameConfig(), 0, [])  # the rulebook's: version 1, as Game.record
-    with pytest.warns(FutureWarning, match="replay_result"):  # the old loose arguments, one more release
-        assert replay_result(res, 2, "A", False, river_loops="bga").scores() == res["scores"]
-    with pytest.raises(ValueError, match="river_loops='rulebook' conflicts with config.river_loops='bga'"), \
-            pytest.warns(FutureWarning):
-        play_match([RandomAgent(), RandomAgent()], games=1, river_loops="rulebook",
-                   config=GameConfig(river_loops="bga"))
     with pytest.raises(ValueError, match="games is required"):
         play_match([RandomAgent(), RandomAgent()], config=GameConfig())
 
@@ -399,9 +391,6 @@ def test_tournament_records_carry_the_config(tmp_path):
         assert (rec["version"], rec["river_loops"], rec["side"], rec["spirits"]) == (2, "bga", "B", True)
         g = Game.replay(rec)
         assert g.config == cfg and g.scores() == r["scores"]
-    with pytest.warns(FutureWarning, match="run_games"):  # the old loose arguments, one more release
-        loose = run_games(["greedy:2", "random"], 2, 3, "B", True, seed=4, progress=False, river_loops="bga")
-    assert [r["scores"] for r in loose] == [r["scores"] for r in results]
 
 
 def test_cli_river_loops_flows_into_the_games(tmp_path):

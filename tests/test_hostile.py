@@ -408,10 +408,8 @@ def test_all_zero_state_and_bad_batches_raise_clear_errors():
     with pytest.raises(ValueError, match="row 0, field 'num_players'"):
         rollout_batch(np.zeros((2, S.STATE_SIZE), dtype=np.int64), [1, 2])
     states = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
-    with pytest.raises(ValueError, match="num_players"), pytest.warns(FutureWarning):  # the old loose form too
+    with pytest.raises(TypeError, match="positional argument"):  # no old loose form
         init_batch(states, 9, 0, 0, np.arange(3))
-    with pytest.raises(ValueError, match="side"), pytest.warns(FutureWarning):
-        init_batch(states, 2, 5, 0, np.arange(3))
     with pytest.raises(ValueError, match="config must be a harmonies_env.GameConfig"):
         init_batch(states, seeds=np.arange(3), config={"num_players": 2})
     with pytest.raises(ValueError, match="seeds"):

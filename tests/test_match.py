@@ -184,31 +184,24 @@ def test_bad_policies_are_refused_naming_what_is_wrong():
         play_match([object(), GreedyAgent()], games=1)
 
 
-def test_the_old_loose_arguments_warn_once_and_play_the_same_games():
-    """One release of the old form: play_match / play_game / replay_result / run_games with loose num_players, side,
-    spirits (positional or keyword) say FutureWarning and play the games of the config they make."""
+def test_the_old_loose_arguments_are_refused():
+    """No old form: play_match / play_game / replay_result / run_match / run_games given loose num_players, side,
+    spirits (positional or keyword) refuse with Python's TypeError, before any game is played."""
     from agents.match import run_match
     from harmonies_apps.tournament import run_games
 
-    cfg = GameConfig(2, "B", True, "bga")
-    new = play_match(["greedy:2", "random"], games=2, seed=5, config=cfg, record=True)
-    with pytest.warns(FutureWarning, match="play_match: loose num_players, side, spirits, river_loops arguments"):
-        old = play_match(["greedy:2", "random"], 2, 2, "B", True, 5, river_loops="bga", record=True)
-    assert old == new
-    with pytest.warns(FutureWarning, match="replay_result"):
-        assert replay_result(new[0], 2, "B", True, river_loops="bga").history == new[0]["actions"]
-    with pytest.warns(FutureWarning, match="play_game"):
-        g = play_game([RandomAgent(1), RandomAgent(2)], 2, "B", seed=3)
-    assert g.history == play_game([RandomAgent(1), RandomAgent(2)], seed=3, config=GameConfig(2, "B")).history
-    with pytest.warns(FutureWarning, match="run_games"):
-        loose = run_games(["greedy:2", "random"], 2, 2, "B", True, 5, progress=False, river_loops="bga")
-    assert [r["scores"] for r in loose] == [r["scores"] for r in new]
-    with pytest.warns(FutureWarning, match="run_match"):
+    with pytest.raises(TypeError, match="positional argument"):
+        play_match(["greedy:2", "random"], 2, 2, "B", True, 5)
+    with pytest.raises(TypeError, match="river_loops"):
+        play_match(["random", "random"], games=1, river_loops="bga")
+    with pytest.raises(TypeError, match="positional argument"):
+        play_game([RandomAgent(1), RandomAgent(2)], 2, "B", seed=3)
+    with pytest.raises(TypeError, match="side"):
+        replay_result({"seats": ["a", "b"], "seed": 0, "actions": []}, side="B")
+    with pytest.raises(TypeError, match="num_players"):
         run_match(["random", "random"], num_players=2, games=1, progress=False)
-    with pytest.raises(ValueError, match="side='A' conflicts with config.side='B'"), pytest.warns(FutureWarning):
-        play_match(["random", "random"], games=1, side="A", config=cfg)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'sides'"):
-        play_match(["random", "random"], games=1, sides="A")
+    with pytest.raises(TypeError, match="positional argument"):
+        run_games(["greedy:2", "random"], 2, 2, "B", True, 5, progress=False)
 
 
 def test_each_game_is_handed_over_once_as_it_ends_and_the_match_kept_in_game_order():

@@ -21,7 +21,7 @@ first token looks poor on its own (figures in benchmarks/STRENGTH.md).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from numba import njit
@@ -59,6 +59,17 @@ from .terms import (
 )
 
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
+
+
+def plan_rows(plans: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Whole-turn plans as the kernels take them: int64 (C, MAX_PLAN) rows, zero-padded, and their lengths int64
+    (C,). The one-turn searches' root candidates (`ntuple.search`, `mlp`'s search) are set up so."""
+    rows = np.zeros((len(plans), MAX_PLAN), dtype=np.int64)
+    lens = np.zeros(len(plans), dtype=np.int64)
+    for k, plan in enumerate(plans):
+        rows[k, : len(plan)] = plan
+        lens[k] = len(plan)
+    return rows, lens
 
 
 #: Beam of the planner that proposes whole-turn candidates to MCTSAgent. Much wider than GreedyAgent's 24; alone

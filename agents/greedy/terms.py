@@ -126,7 +126,9 @@ def _assemble(side: int, bb, t2: float, t3: float, t5: float, t7: float, t8: flo
 
 @njit(cache=True)
 def _mountain_term(side: int, bb) -> float:
-    """Term 2: isolated mountains, each x its points (reads the mountain bitboards only)."""
+    """Term 2: isolated mountains, each x its points (reads the mountain bitboards only). The engine's
+    `scoring.mountain_walk` counts the others; this walk stays written out, as the complement of that one measured
+    several times slower per call (docs/engine.md, hot kernels)."""
     t2 = 0.0
     mountains = bb[ST.S_MOUNTAIN1] | bb[ST.S_MOUNTAIN2] | bb[ST.S_MOUNTAIN3]
     m = mountains

@@ -45,7 +45,7 @@ from ..afterstate import FEATURE_VERSION, MIRRORS, NUM_FEATURES, candidate_rows,
 from ..archive import read_torch
 from ..base import PlanAgent, private_copy
 from ..checkpoint import CheckpointError, read_checkpoint, weights_sha256, write_checkpoint
-from ..greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, planner_settings
+from ..greedy import MAX_BEAM, MAX_PLAN, WIDE_BEAM, plan_rows, planner_settings
 from ..policy import PlanRows
 from .kernels import search_leaves
 
@@ -598,11 +598,7 @@ class MLPSearchAgent(MLPAgent):
         cand = [plans[k] for k in order]
         prior = values[order]
         C = len(cand)
-        cp = np.zeros((C, MAX_PLAN), dtype=np.int64)
-        cl = np.zeros(C, dtype=np.int64)
-        for k, pl in enumerate(cand):
-            cp[k, : len(pl)] = pl
-            cl[k] = len(pl)
+        cp, cl = plan_rows(cand)
         me = int(view.player)
         n = int(game.num_players)
         turn = int(game.turn)

@@ -14,7 +14,7 @@ from harmonies_env.batch import play_plan
 from harmonies_env.geometry import MAX_CELLS, NUM_SYMMETRIES, SYMMETRIES, permute_mask
 
 from ..base import PlanAgent, private_copy
-from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, MAX_PLAN
+from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, plan_rows
 from .agent import MAX_CANDIDATES, NTupleAgent
 from .kernels import search_values
 
@@ -110,11 +110,7 @@ class NTupleSearchAgent(NTupleAgent):
             return plans[int(np.argmax(values))] if plans else []
         order = self.root_candidates(game, values)
         C = len(order)
-        cp = np.zeros((C, MAX_PLAN), dtype=np.int64)
-        cl = np.zeros(C, dtype=np.int64)
-        for k, o in enumerate(order):
-            cp[k, : len(plans[o])] = plans[o]
-            cl[k] = len(plans[o])
+        cp, cl = plan_rows([plans[o] for o in order])
         which = np.arange(C, dtype=np.int64)
         total = np.zeros(C)
         out = np.zeros(C)
