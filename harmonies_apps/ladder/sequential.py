@@ -162,9 +162,9 @@ def pentanomial_llr(counts: Sequence[float] | np.ndarray, elo0: float, elo1: flo
     return float(out) if out.ndim == 0 else out
 
 
-def sup_loglik(counts: Sequence[float] | np.ndarray, s: float, side: str) -> float | np.ndarray:
+def sup_loglik(counts: Sequence[float] | np.ndarray, s: float, where: str) -> float | np.ndarray:
     """The exact maximum log-likelihood of `counts` (rows of 5, no regularisation) over every distribution of the
-    pair outcomes whose mean score per game is at most `s` (`side` "below") or at least `s` ("above"): the
+    pair outcomes whose mean score per game is at most `s` (`where` "below") or at least `s` ("above"): the
     denominator of an e-process against that composite hypothesis. The maximiser is phat_i / (1 + x (v_i - s)), x
     from the dual's one-dimensional concave problem, at an end of its range when the unseen extreme outcome takes the
     missing mass (all 2-0 pairs against mean <= s: s per pair)."""
@@ -172,20 +172,20 @@ def sup_loglik(counts: Sequence[float] | np.ndarray, s: float, side: str) -> flo
     n = c.sum(axis=-1)
     phat = c / np.maximum(n, 1.0)[..., None]
     a = VALUES - s
-    lo, hi = (0.0, -1.0 / a.min()) if side == "below" else (-1.0 / a.max(), 0.0)
+    lo, hi = (0.0, -1.0 / a.min()) if where == "below" else (-1.0 / a.max(), 0.0)
     x = _root(a, phat, lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(c > 0, c * np.log(phat / (1.0 + x[..., None] * a)), 0.0).sum(axis=-1)
     return float(out) if out.ndim == 0 else out
 
 
-def e_numerator(counts: Sequence[float] | np.ndarray, s: float, side: str) -> np.ndarray:
+def e_numerator(counts: Sequence[float] | np.ndarray, s: float, where: str) -> np.ndarray:
     """The e-process's predictable forecast of the next pair's outcome: the counts so far plus PRIOR_COUNT each,
-    projected (max likelihood) onto mean score >= `s` (`side` "above") or <= `s` ("below") when outside it."""
+    projected (max likelihood) onto mean score >= `s` (`where` "above") or <= `s` ("below") when outside it."""
     c = np.asarray(counts, dtype=np.float64) + PRIOR_COUNT
     est = c / c.sum(axis=-1)[..., None]
     mean = est @ VALUES
-    outside = mean < s if side == "above" else mean > s
+    outside = mean < s if where == "above" else mean > s
     return np.where(outside[..., None], _mle_mean(est, s), est)
 
 
