@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from experiments.ppo_clean import Args, Policy, evaluate, train  # noqa: E402
+from experiments.ppo_clean import Args, Policy, evaluate, milestones, train  # noqa: E402
 
 
 def test_a_few_hundred_seeded_steps_run_reproduce_and_save(tmp_path):
@@ -41,3 +41,9 @@ def test_bad_args_are_one_line():
         Args(players=2, opponent="mcts").check()
     with pytest.raises(ValueError, match="total_steps >= 1"):
         Args(total_steps=0).check()
+
+
+def test_the_curve_by_cpu_time_keeps_the_first_update_past_each_mark_and_the_last():
+    curve = [{"cpu_s": c, "steps": 1024 * (k + 1), "mean_return_last_50": float(k)}
+             for k, c in enumerate([5.0, 29.9, 30.1, 45.0, 95.0, 100.0])]
+    assert milestones(curve) == [[30.1, 3072, 2.0], [95.0, 5120, 4.0], [100.0, 6144, 5.0]]
