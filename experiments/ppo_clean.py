@@ -148,7 +148,7 @@ def train(args: Args, out: Path | None = None, log=print) -> tuple[Policy, list[
     obs, info = envs.reset(seed=args.seed)
     obs, mask, done = torch.as_tensor(obs), torch.as_tensor(info["action_mask"]), torch.zeros(E)
     returns, ep_ret, curve, steps, start = [], np.zeros(E), [], 0, time.process_time()
-    try:  # Ctrl-C ends the run after the update in progress is dropped: the policy so far is saved and evaluated
+    try:  # Ctrl-C ends the run where it is (mid-update too): the policy so far is saved and evaluated
         while time.process_time() - start < args.cpu_seconds and steps < args.total_steps:
             if args.anneal_lr:
                 opt.param_groups[0]["lr"] = args.learning_rate * (1.0 - steps / args.total_steps)
