@@ -9,8 +9,10 @@ no pickle) + NAME.json (this run's Args, its curve and the weights' SHA-256), pr
 process CPU seconds, mean points of the last 50 games that ended) and a last line with the curve every 30 CPU-s and
 the evaluation on fresh seeds (argmax of the masked logits).
 
-    python -m experiments.ppo_clean --hidden 128 --total-steps 900000 --out runs/ppo_clean/solo
-    python -m experiments.ppo_clean --players 2 --opponent greedy --total-steps 200000 --out runs/ppo_clean/greedy
+    python -m experiments.ppo_clean --hidden 128 --learning-rate 0.0005 --total-steps 1000000 --eval-seed 910000 \
+        --out runs/ppo_clean/solo_lr5e4
+    python -m experiments.ppo_clean --players 2 --opponent greedy --hidden 128 --total-steps 150000 \
+        --out runs/ppo_clean/greedy
 """
 from __future__ import annotations
 
