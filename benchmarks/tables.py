@@ -1,13 +1,15 @@
-"""The tables of benchmarks/STRENGTH.md, RESULTS.md and LADDER.md, generated from the benchmarks' JSON lines.
+"""The tables of benchmarks/STRENGTH.md, RESULTS.md, LADDER.md and LEARNING.md, generated from the benchmarks' JSON
+lines.
 
 Why: the reference pages show current figures only, each with the command that printed it, and a figure cannot drift
 from its data. The data are the JSON lines the benchmark scripts print (`benchmarks.strength`, `bench_*`,
-`experiments.eval_mlp`), stored in `benchmarks/results/*.jsonl` with a few keys of our own: `table` (which table
-shows the line), `command` (what printed it), `machine`, `date`, and where known `commit`, `label` (the row's
-wording), `transcribed` (copied from an older table, so fields that table did not record are absent) and `note`.
+`experiments.eval_mlp`, `experiments.ppo_clean`), stored in `benchmarks/results/*.jsonl` with a few keys of our own:
+`table` (which table shows the line), `command` (what printed it), `machine`, `date`, and where known `commit`,
+`label` (the row's wording), `transcribed` (copied from an older table, so fields that table did not record are
+absent) and `note`.
 Lines of retired or superseded measurements live in `benchmarks/results/history.jsonl` (docs/history.md).
 
-    python -m benchmarks.tables            # rewrite the generated blocks of STRENGTH.md, RESULTS.md, LADDER.md
+    python -m benchmarks.tables            # rewrite the generated blocks of the four pages
     python -m benchmarks.tables --check    # exit 1, naming the page, if a block is not what the lines give
 
 A generated block sits between `<!-- table NAME -->` and `<!-- end table -->`; everything else on the pages is
@@ -257,6 +259,26 @@ def _decision(r: dict[str, Any]) -> tuple[str, str]:
             f"({r['decisions']} decisions)")
 
 
+def ppo_table(rows: list[dict[str, Any]]) -> str:
+    """`experiments.ppo_clean` lines: each run's budget and fresh-seed figures, then their curves side by side (mean
+    points of the last 50 training games at each 30 CPU-seconds, as the script's `curve` holds them)."""
+    out = [_machine_line(rows), "| run | steps | CPU-s | last 50 training games | fresh seeds | argmax policy: "
+           "mean (sd) | wins | measured | command |\n", "|---|---|---|---|---|---|---|---|---|\n"]
+    for r in rows:
+        f = r["final"]
+        wins = f"{fixed(100 * r['eval_win_rate'], 1)}%" if "eval_win_rate" in r else ""
+        cells = [r["label"], f"{f['steps']:,}", fixed(f["cpu_s"], 1), fixed(f["mean_return_last_50"], 1),
+                 r["eval_seeds"], f"**{fixed(r['eval_mean'], 1)}** ({fixed(r['eval_std'], 1)})", wins, _measured(r),
+                 f"`{r['command']}`"]
+        out.append("| " + " | ".join(cells) + " |\n")
+    marks = sorted({30 * int(c[0] // 30) for r in rows for c in r["curve"]})
+    out += ["\n| CPU-s | " + " | ".join(r["label"] for r in rows) + " |\n", "|---" * (len(rows) + 1) + "|\n"]
+    for m in marks:
+        cells = [next((fixed(c[2], 1) for c in r["curve"] if 30 * int(c[0] // 30) == m), "") for r in rows]
+        out.append(f"| {m} | " + " | ".join(cells) + " |\n")
+    return "".join(out)
+
+
 def speed_table(rows: list[dict[str, Any]]) -> str:
     """Lines of the bench_* scripts (a `machine` line only feeds the machine sentence)."""
     out = [_machine_line(rows), "| case | configuration | result | measured | command |\n", "|---|---|---|---|---|\n"]
@@ -291,8 +313,9 @@ TABLES: dict[str, tuple[str, Callable[[list[dict[str, Any]]], str]]] = {
     "chance": ("speed", speed_table),
     "ladder": ("speed", speed_table),
     "ladder_sim": ("speed", speed_table),
+    "ppo_clean": ("learning", ppo_table),
 }
-PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md", HERE / "LADDER.md")
+PAGES = (HERE / "STRENGTH.md", HERE / "RESULTS.md", HERE / "LADDER.md", HERE / "LEARNING.md")
 
 
 def render(table: str) -> str:

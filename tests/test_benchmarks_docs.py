@@ -20,7 +20,7 @@ REFERENCE = [ROOT / "benchmarks" / name for name in ("STRENGTH.md", "RESULTS.md"
 #: Pages whose named scripts must exist (docs/history.md names retired ones on purpose).
 NAMING = [*REFERENCE, ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "history.md")]
 PACKAGES = ("agents", "benchmarks", "experiments", "harmonies_env", "harmonies_apps", "tests", "docs")
-DATA = ("strength", "speed")
+DATA = ("strength", "speed", "learning")
 
 
 def strength_cases() -> dict:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-from experiments.ppo_clean import Args, Policy, evaluate, train  # noqa: E402
+from experiments.ppo_clean import Args, Policy, evaluate, milestones, train  # noqa: E402
 
 
 def test_a_few_hundred_seeded_steps_run_reproduce_and_save(tmp_path):
@@ -24,12 +24,12 @@ def test_a_few_hundred_seeded_steps_run_reproduce_and_save(tmp_path):
     for (k, a), b in zip(policy.state_dict().items(), again.state_dict().values()):
         assert torch.equal(a, b), k
         assert torch.isfinite(a).all(), k
-    assert not torch.equal(policy.actor.weight, first.actor.weight)  # it learned something
+    assert not torch.equal(policy.actor[-1].weight, first.actor[-1].weight)  # it learned something
     meta = json.loads((tmp_path / "solo.json").read_text())
     data = (tmp_path / "solo.npz").read_bytes()
     assert meta["sha256"] == hashlib.sha256(data).hexdigest() and meta["config"]["args"]["seed"] == 3
     with np.load(tmp_path / "solo.npz", allow_pickle=False) as z:
-        assert np.array_equal(z["actor.weight"], policy.actor.weight.detach().numpy())
+        assert np.array_equal(z["actor.4.weight"], policy.actor[-1].weight.detach().numpy())
     result = evaluate(policy, args)
     assert result["eval_games"] == 1 and result["eval_mean"] > 0  # a whole legal game was played
 
@@ -39,3 +39,11 @@ def test_bad_args_are_one_line():
         Args(num_envs=0).check()
     with pytest.raises(ValueError, match="opponent random or greedy"):
         Args(players=2, opponent="mcts").check()
+    with pytest.raises(ValueError, match="total_steps >= 1"):
+        Args(total_steps=0).check()
+
+
+def test_the_curve_by_cpu_time_keeps_the_first_update_past_each_mark_and_the_last():
+    curve = [{"cpu_s": c, "steps": 1024 * (k + 1), "mean_return_last_50": float(k)}
+             for k, c in enumerate([5.0, 29.9, 30.1, 45.0, 95.0, 100.0])]
+    assert milestones(curve) == [[30.1, 3072, 2.0], [95.0, 5120, 4.0], [100.0, 6144, 5.0]]
