@@ -149,7 +149,7 @@ BATCH_GROUP = {"gym_single": "gym", "gym_make_single": "gym", "step": "step", "r
 
 
 #: the modules a speed line's command may run.
-BENCH_MODULES = ("benchmarks.bench_", "harmonies_apps.ladder.bench")
+BENCH_MODULES = ("benchmarks.bench_", "harmonies_apps.ladder.bench", "harmonies_apps.ladder.sprt_sim")
 
 
 def test_speed_commands_name_the_script_that_prints_the_case():
