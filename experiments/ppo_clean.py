@@ -150,7 +150,7 @@ def train(args: Args, out: Path | None = None, log=print) -> tuple[Policy, list[
     obs, info = envs.reset(seed=args.seed)
     obs, mask, done = torch.as_tensor(obs), torch.as_tensor(info["action_mask"]), torch.zeros(E)
     returns, ep_ret, curve, steps, start = [], np.zeros(E), [], 0, time.process_time()
-    try:  # Ctrl-C ends the run where it is (mid-update too): the policy so far is saved and evaluated
+    try:  # Ctrl-C ends the run where it is (mid-update too): the policy so far is saved, then the stop goes on up
         while time.process_time() - start < args.cpu_seconds and steps < args.total_steps:
             if args.anneal_lr:
                 opt.param_groups[0]["lr"] = args.learning_rate * (1.0 - steps / args.total_steps)
@@ -201,7 +201,10 @@ def train(args: Args, out: Path | None = None, log=print) -> tuple[Policy, list[
             curve.append(row)
             log(json.dumps(row))
     except KeyboardInterrupt:
-        log(json.dumps({"stopped": "Ctrl-C", "steps": steps}))
+        envs.close()
+        if out is not None:
+            save(policy, args, curve, out)
+        raise
     envs.close()
     if out is not None:
         save(policy, args, curve, out)
@@ -250,12 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
     try:
-        with stop_on_signals():  # Ctrl-C or SIGTERM in training: the policy so far is saved and evaluated
+        with stop_on_signals():  # Ctrl-C or SIGTERM: one line, exit 130 / 143, the policy so far saved with --out
             policy, curve = train(args, out)
             print(json.dumps({"args": dataclasses.asdict(args), "final": curve[-1] if curve else None,
                               "curve": milestones(curve), **evaluate(policy, args)}), flush=True)
-    except KeyboardInterrupt as e:  # a second signal, or one in the evaluation
-        print(stop_message("ppo_clean", e), file=sys.stderr)
+    except KeyboardInterrupt as e:
+        kept = f"the policy so far is in {out.with_suffix('.npz')}" if out is not None else "nothing saved (no --out)"
+        print(stop_message("ppo_clean", e, kept), file=sys.stderr)
         return exit_status(e)
     return 0
 

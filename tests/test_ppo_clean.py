@@ -47,3 +47,21 @@ def test_the_curve_by_cpu_time_keeps_the_first_update_past_each_mark_and_the_las
     curve = [{"cpu_s": c, "steps": 1024 * (k + 1), "mean_return_last_50": float(k)}
              for k, c in enumerate([5.0, 29.9, 30.1, 45.0, 95.0, 100.0])]
     assert milestones(curve) == [[30.1, 3072, 2.0], [95.0, 5120, 4.0], [100.0, 6144, 5.0]]
+
+
+def test_ctrl_c_in_training_saves_the_policy_so_far_says_one_line_and_exits_130(tmp_path, monkeypatch, capsys):
+    import experiments.ppo_clean as ppo_clean
+
+    real_train = ppo_clean.train
+
+    def interrupted(line: str) -> None:  # Ctrl-C as the first update's progress line is written: a point surely reached
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ppo_clean, "train", lambda args, out: real_train(args, out, log=interrupted))
+    rc = ppo_clean.main(["--seed", "3", "--num-envs", "2", "--num-steps", "64", "--total-steps", "256",
+                         "--hidden", "16", "--eval-games", "1", "--out", str(tmp_path / "solo")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 130
+    assert err == [f"ppo_clean: stopped by SIGINT (Ctrl-C); the policy so far is in {tmp_path / 'solo.npz'}"]
+    meta = json.loads((tmp_path / "solo.json").read_text())
+    assert meta["sha256"] == hashlib.sha256((tmp_path / "solo.npz").read_bytes()).hexdigest()
