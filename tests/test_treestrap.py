@@ -124,3 +124,30 @@ def test_targets_is_checked_and_all_refuses_workers():
                   "selfplay": {**base["selfplay"], "workers": 2}})
     settings({**base, "expert": {**base["expert"], "targets": "all", "share": 0.0},
               "selfplay": {**base["selfplay"], "workers": 2}})  # no search: nothing to learn in the driver
+
+
+def test_a_run_with_all_targets_resumes_exactly_and_learns_otherwise(tmp_path):
+    """The root candidates are learnt in the iteration that searched them, so a checkpoint holds nothing pending: a
+    run saved and resumed is the run never stopped; and their targets change what is learned."""
+    from experiments.common import latest_checkpoint
+
+    cfg = _cfg(share=0.5, targets="all", root=4)
+    whole = Trainer(cfg, 7, tmp_path / "whole", progress=False)
+    first = Trainer(cfg, 7, tmp_path / "split", progress=False)
+    for _ in range(20):
+        for t in (whole, first):
+            t.step()
+            t.iteration += 1
+    first.save()
+    second = Trainer(cfg, 7, tmp_path / "split", progress=False)
+    second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
+    for _ in range(20):
+        for t in (whole, second):
+            t.step()
+            t.iteration += 1
+    assert whole.searched > 0 and np.array_equal(whole.w, second.w) and np.array_equal(whole.wwin, second.wwin)
+    chosen = Trainer(_cfg(share=0.5, targets="chosen", root=4), 7, tmp_path / "chosen", progress=False)
+    for _ in range(40):
+        chosen.step()
+        chosen.iteration += 1
+    assert chosen.searched > 0 and not np.array_equal(chosen.w, whole.w)
