@@ -48,7 +48,8 @@ SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new ver
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 
 The package: kernels.py (the jitted kernels over arrays), agent.py (`NTupleAgent`, `NTupleWinAgent`, weight
-vectors and checkpoint files), search.py (`NTupleSearchAgent`).
+vectors and checkpoint files), search.py (`NTupleSearchAgent`; `distinct_candidates`, the search's root, which expert
+iteration's `targets = "all"` shares).
 """
 from ..checkpoint import weights_sha256
 from .agent import (

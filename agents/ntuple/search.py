@@ -38,6 +38,28 @@ def afterstate_key(s: np.ndarray, p: int) -> bytes:
     return min(images) + rest.tobytes()
 
 
+def distinct_candidates(state: np.ndarray, plans: np.ndarray, lens: np.ndarray, values: np.ndarray,
+                        root: int) -> np.ndarray:
+    """The indices of the `root` best of the candidates plans[i, :lens[i]] (i < len(values), by value, the first of
+    equal values first) whose afterstates from `state` (the turn played up to its END, before any chance) are
+    different positions (`afterstate_key`): the search's root, in play (`NTupleSearchAgent.root_candidates`) and in
+    training (expert iteration's `targets = "all"`, `experiments.evaluators.ntuple`)."""
+    seen: set[bytes] = set()
+    keep = []
+    after = np.empty_like(state)
+    mover = int(state[S.CURRENT])
+    for o in np.argsort(-values, kind="stable"):
+        after[:] = state
+        play_plan(after, plans[o], lens[o], True)
+        key = afterstate_key(after, mover)
+        if key not in seen:
+            seen.add(key)
+            keep.append(int(o))
+            if len(keep) == root:
+                break
+    return np.array(keep, dtype=np.int64)
+
+
 class NTupleSearchAgent(NTupleAgent):
     """The n-tuple agent with a one-turn expectimax over the chance: its `root` best candidates (by the network) that
     are different positions (`root_candidates`: a repeated afterstate would be valued the same in every world) are each
@@ -88,19 +110,7 @@ class NTupleSearchAgent(NTupleAgent):
         whose afterstates (the turn played up to its END, before any chance) are different positions: a repeat (the
         same afterstate, or its mirror image: the rules, scoring and network treat a board and its mirror images
         alike, `geometry.SYMMETRIES`) would only take a slot, valued as its first in every world."""
-        seen: set[bytes] = set()
-        keep = []
-        after = np.empty_like(game.state)
-        for o in np.argsort(-values, kind="stable"):
-            after[:] = game.state
-            play_plan(after, self._plans[o], self._lens[o], True)
-            key = afterstate_key(after, int(game.state[S.CURRENT]))
-            if key not in seen:
-                seen.add(key)
-                keep.append(int(o))
-                if len(keep) == self.root:
-                    break
-        return np.array(keep, dtype=np.int64)
+        return distinct_candidates(game.state, self._plans, self._lens, values, self.root)
 
     def choose_plan(self, view: Any, game: Any) -> list[int]:
         start = time.perf_counter()

@@ -21,6 +21,7 @@ from agents import ntuple as N
 from agents.afterstate_agent import Buffers
 from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS
+from agents.ntuple.search import distinct_candidates
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan, run_rows
@@ -60,7 +61,10 @@ class ExpertSection:
     """[expert]: expert iteration (off at share 0). A share of the network's decisions is taken by a one-turn
     expectimax (`ntuple.search_values`: the `root` best candidates in `worlds` resampled refills, replies at beam
     `reply_beam` / `reply_candidates` plans), which the game plays, and whose value of the chosen afterstate becomes
-    its training target (mixed with the lambda-return by `mix`)."""
+    its training target (mixed with the lambda-return by `mix`). `targets`: "chosen" (only that afterstate) or "all"
+    (TreeStrap-style: the root is the `root` best candidates that are distinct positions, `search.distinct_candidates`,
+    and every other root candidate's afterstate is also trained towards its own search mean, in the trainer's own
+    process after each iteration: it needs `selfplay.workers = 0`)."""
 
     share: float = 0.0
     worlds: int = 4
@@ -68,6 +72,11 @@ class ExpertSection:
     reply_beam: int = 8
     reply_candidates: int = 32
     mix: float = 1.0
+    targets: str = "chosen"
+
+
+#: [expert] targets: which root candidates a search trains.
+EXPERT_TARGETS = ("chosen", "all")
 
 
 #: Every setting with its default (a config's sections override them; unknown keys are refused): the typed sections'.
@@ -86,6 +95,12 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= 1024:
             raise ConfigError(f"[{sec}] {key} must be a whole number {low}..1024, got {v!r}")
     check_unit("expert", cfg["expert"], ("share", "mix"))
+    ex = cfg["expert"]
+    if ex["targets"] not in EXPERT_TARGETS:
+        raise ConfigError(f"[expert] targets must be \"chosen\" or \"all\", got {ex['targets']!r}")
+    if ex["targets"] == "all" and ex["share"] > 0 and sp["workers"] > 0:
+        raise ConfigError(f"[expert] targets = \"all\" needs selfplay.workers = 0 (the root candidates' targets are "
+                          f"learnt in the trainer's own process), got workers = {sp['workers']}")
     check_unit("train", tr, ("alpha_final",))
     for key in ("alpha_tuple", "alpha_linear"):
         v = tr[key]
@@ -138,6 +153,9 @@ class NTupleEvaluator(Evaluator):
         self.coh_win = None if self.coh is None or self.wwin is None else np.zeros_like(self.coh)
         self.win_loss_ema = float("nan")
         self.expert_share = float(self.ex.share)
+        #: targets = "all": the root candidates' (afterstate, mover, search target) rows of this iteration's searches,
+        #: learnt by `after_iteration` (so none is pending at a checkpoint)
+        self.root_rows: list[tuple[np.ndarray, int, float]] = []
 
     # ---- valuing ----
     def values(self, afters: np.ndarray, movers: np.ndarray, out: np.ndarray) -> None:
@@ -157,8 +175,7 @@ class NTupleEvaluator(Evaluator):
     def learn(self, g: Finished, progress: float) -> float:
         """TD(lambda) from one finished game (`ntuple.learn_game`, and `learn_win` for the win head), step sizes
         scaled by the schedule at `progress` (0..1); the mean squared error."""
-        scale = 1.0 + (float(self.tr.alpha_final) - 1.0) * progress
-        a_tuple, a_linear = float(self.tr.alpha_tuple) * scale, float(self.tr.alpha_linear) * scale
+        a_tuple, a_linear = self._alphas(progress)
         m = g.m
         sse = N.learn_game(self.w, g.afters, g.seats, g.preds, m, g.totals, float(self.tr.lam), a_tuple, a_linear,
                            g.targets, float(self.ex.mix), self.coh)
@@ -168,6 +185,27 @@ class NTupleEvaluator(Evaluator):
                              a_linear, self.coh_win) / max(1, m)
             self.win_loss_ema = xe if math.isnan(self.win_loss_ema) else 0.95 * self.win_loss_ema + 0.05 * xe
         return sse / max(1, m)
+
+    def _alphas(self, progress: float) -> tuple[float, float]:
+        """The tuple and linear step sizes at `progress` (0..1) of the schedule."""
+        scale = 1.0 + (float(self.tr.alpha_final) - 1.0) * progress
+        return float(self.tr.alpha_tuple) * scale, float(self.tr.alpha_linear) * scale
+
+    def after_iteration(self, ctx: Context) -> float:
+        """targets = "all": each root candidate recorded by this iteration's searches (`root_rows`) moves towards its
+        search target, by `learn_game` with every return a target (mix 1: the target itself; the same step sizes,
+        skip of afterstates without a turn left and temporal coherence as the chosen afterstates'). NaN: the loss is
+        the games' alone."""
+        if self.root_rows:
+            k = len(self.root_rows)
+            afters = np.stack([a for a, _, _ in self.root_rows])
+            seats = np.array([q for _, q, _ in self.root_rows], dtype=np.int64)
+            targets = np.array([v for _, _, v in self.root_rows])
+            a_tuple, a_linear = self._alphas(ctx.progress)
+            N.learn_game(self.w, afters, seats, np.zeros(k), k, np.zeros(4, dtype=np.int64), float(self.tr.lam),
+                         a_tuple, a_linear, targets, 1.0, self.coh)
+            self.root_rows = []
+        return math.nan
 
     def metrics(self) -> dict[str, Any]:
         """The eval row's own columns: the win head's loss."""
@@ -222,7 +260,10 @@ class NTupleEvaluator(Evaluator):
         spirit = n > 0 and A.KEEP_SPIRIT <= b.plans[r, 0, 0] < A.KEEP_SPIRIT + 2
         if n <= 1 or spirit:
             return math.nan
-        order = np.argsort(-b.values[r, :n], kind="stable")[: int(ex.root)]
+        if ex.targets == "all":  # distinct positions only: a repeat would be trained twice towards one mean
+            order = distinct_candidates(s, b.plans[r], b.lens[r], b.values[r, :n], int(ex.root))
+        else:
+            order = np.argsort(-b.values[r, :n], kind="stable")[: int(ex.root)]
         C, W = len(order), int(ex.worlds)
         plans, lens = b.plans[r, order].copy(), b.lens[r, order].copy()
         worlds = np.repeat(s[None], W, axis=0)
@@ -239,6 +280,13 @@ class NTupleEvaluator(Evaluator):
         mean = out.reshape(C, W).mean(axis=1)
         c = int(np.argmax(mean))
         p = int(s[S.CURRENT])
+        sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
+        if ex.targets == "all":  # the other root candidates: their own search means, as points still to come
+            for i in range(C):
+                if i != c:
+                    a = s.copy()
+                    play_plan(a, plans[i], lens[i], True)
+                    self.root_rows.append((a, p, float(mean[i] - N.own_total(a, p, sc))))
         b.after[r] = s
         play_plan(b.after[r], plans[c], lens[c], True)
         play_plan(s, plans[c], lens[c])
@@ -247,7 +295,7 @@ class NTupleEvaluator(Evaluator):
         N.evaluate_batch(b.after[r:r + 1], np.array([p], dtype=np.int64), self.w, out1)
         b.pred[r] = out1[0]
         b.recorded[r] = True
-        return float(mean[c] - N.own_total(b.after[r], p, np.zeros(NUM_CATEGORIES, dtype=np.int64)))
+        return float(mean[c] - N.own_total(b.after[r], p, sc))
 
 
 def make(cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0) -> NTupleEvaluator:
