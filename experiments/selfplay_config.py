@@ -85,16 +85,20 @@ RESUMABLE = frozenset({"train.iterations", "eval.every", "eval.mcts_every", "run
 
 def changed_on_resume(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
     """The settings (`section.key (old -> new)`) by which the config `after` would train a resumed run otherwise than
-    its saved config `before` did: every difference outside `RESUMABLE`, and `train.iterations` where it is also the
-    schedule's length (`train.schedule` = 0). Both configs checked against the same schema."""
+    its saved config `before` did: every difference outside `RESUMABLE`, and the schedule's length
+    (`schedule_length`: `train.schedule`, or `train.iterations` where that is 0). Both configs checked against the
+    same schema."""
     out = [f"{sec}.{key} ({before.get(sec, {}).get(key)!r} -> {value!r})"
            for sec, values in after.items() for key, value in values.items()
-           if f"{sec}.{key}" not in RESUMABLE and before.get(sec, {}).get(key) != value]
+           if f"{sec}.{key}" not in RESUMABLE | {"train.schedule"} and before.get(sec, {}).get(key) != value]
     old, new = before.get("train", {}), after.get("train", {})
-    if "iterations" in old and "iterations" in new and not any(s.startswith("train.schedule ") for s in out) \
-            and schedule_length(old) != schedule_length(new):
-        out.append(f"train.iterations ({old['iterations']!r} -> {new['iterations']!r}: the schedule's length; keep "
-                   f"it with --set train.schedule={schedule_length(old)})")
+    if "iterations" in old and "iterations" in new and schedule_length(old) != schedule_length(new):
+        if old.get("schedule") != new.get("schedule"):
+            out.append(f"train.schedule ({old.get('schedule')!r} -> {new.get('schedule')!r}: the schedule's length "
+                       f"was {schedule_length(old)})")
+        else:
+            out.append(f"train.iterations ({old['iterations']!r} -> {new['iterations']!r}: the schedule's length; "
+                       f"keep it with --set train.schedule={schedule_length(old)})")
     return out
 
 
