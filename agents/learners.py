@@ -97,4 +97,8 @@ def _play(kind: LearnerKind, arg: str, seed: int, name: str) -> Any:
     return play_saved(kind.maker(), arg, seed, name)
 
 
+# ---- the learners, one line each (the shipped `learned` and `mlp` register from `experiments.evaluators`, where their
+# evaluators' modules are); a new one: register_learner(LearnerKind("NAME", "package.module:EvaluatorClass", "help"))
+
+
 __all__ = ["LEARNERS", "LearnerKind", "learner", "register_learner", "resolve", "unregister_learner"]

@@ -193,13 +193,13 @@ def test_train_command_line_errors(tmp_path, capsys):
 def test_a_command_that_parses_its_own_flags_registers_in_one_line(monkeypatch, capsys):
     import types
 
-    from experiments import train
+    from experiments import commands, train
 
     calls = []
     module = types.ModuleType("own_flags_cmd")
     module.main = lambda argv: calls.append(argv) or 3
     monkeypatch.setitem(sys.modules, "own_flags_cmd", module)
-    monkeypatch.setitem(train.COMMANDS, "own", ("own_flags_cmd", "main", None, "parses its own flags"))
+    monkeypatch.setitem(commands.COMMANDS, "own", ("own_flags_cmd", "main", None, "parses its own flags"))
     assert train.main(["own", "--config", "x.toml", "--whatever", "1"]) == 3
     assert calls == [["--config", "x.toml", "--whatever", "1"]]
     with pytest.raises(SystemExit):
