@@ -642,7 +642,7 @@ def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(t
         old.rename(old.with_suffix(".pt"))
         doc["weights"] = old.with_suffix(".pt").name
         rec.write_text(json.dumps(doc))
-    p = _train(tmp_path, 20)
+    p = _train(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 2 and "before the self-play framework" in out, out
 
@@ -660,7 +660,7 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     assert tr.evaluator.init_sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
     with pytest.raises(ConfigError, match="hidden"):
         mlp_learner(load_config(TINY, [f'train.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path,
-                progress=False)
+                    progress=False)
     with pytest.raises(ConfigError, match="nope"):
         mlp_learner(load_config(TINY, [f'train.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
     copy = tmp_path / "init.pt"
@@ -671,7 +671,7 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
     copy.unlink()  # resuming takes the weights from the run's checkpoint, not from train.init
-    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"'])
+    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"])
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["iteration"] == 20 and info["init_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
