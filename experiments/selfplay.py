@@ -31,9 +31,11 @@ its mover and how it learns from a finished game.
   `experiments.common.save_checkpoint` (atomic, SHA-256 in the JSON record, no pickle); the agent's own checkpoint
   (`Evaluator.save`: weights + `agents.checkpoint` JSON sidecar) as model.* and best.*.
 - Config: typed sections (`SelfPlaySection`, `TrainSection`, `EvalSection`, `RunSection`: frozen dataclasses
-  whose defaults are the schema, `schema_of`), read from the checked config once (`typed`).
+  whose defaults are the schema, `schema_of`), read from the checked config once (`typed`). The schedule
+  (`progress_fraction`) runs over `train.schedule` iterations (0: `train.iterations`) and then stays at its end.
+- Commands: a learner is one line of `agents.learners`; `experiments.selfplay_command` is every learner's command.
 
-docs/training.md ("Your own evaluator") shows a torch evaluator trained through it.
+docs/training.md ("Your own evaluator", "Register it, train it, play it") shows a torch evaluator trained through it.
 """
 from __future__ import annotations
 

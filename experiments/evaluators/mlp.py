@@ -138,7 +138,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class MLPEvaluator(Evaluator):
-    """The MLP as an `experiments.selfplay.Evaluator` (module docstring). learns: False for a self-play worker
+    """The MLP as an `agents.evaluator.Evaluator` (module docstring). learns: False for a self-play worker
     (the network only: no optimizer, no buffer, no start from `train.init`); start: False for a run that resumes
     (its weights come from its checkpoint: `train.init` is not read again)."""
 

@@ -118,7 +118,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class NTupleEvaluator(Evaluator):
-    """The n-tuple network as an `experiments.selfplay.Evaluator` with a fused `decide_rows` (module docstring).
+    """The n-tuple network as an `agents.evaluator.Evaluator` with a fused `decide_rows` (module docstring).
     learns: False for a self-play worker (weights only; no win head, no accumulators: it does not learn)."""
 
     def __init__(self, cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0):
