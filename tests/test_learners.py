@@ -99,6 +99,16 @@ def test_one_class_and_one_line_train_play_and_are_rated(linear, tmp_path, capsy
     out = capsys.readouterr().out
     assert NAME in out[out.index("{"):]
 
+    pytest.importorskip("starlette", reason='the play server needs the web extra: pip install -e ".[web]"')
+    pytest.importorskip("httpx2", reason='Starlette\'s TestClient needs httpx2: pip install -e ".[web]"')
+    from starlette.testclient import TestClient
+
+    from harmonies_apps.serve import create_app
+
+    with TestClient(create_app([spec, "random"], bot_delay=0)) as c:  # the play server offers it
+        r = c.post("/api/games", json={"opponents": [spec], "seat": 0})
+        assert r.status_code == 200, r.text
+
 
 def test_the_schedule_runs_apart_from_the_run(linear):
     """train.schedule: the step sizes' schedule ends there and stays (the run goes on to train.iterations); 0 (every
