@@ -29,13 +29,14 @@ from pathlib import Path
 
 from experiments.common import load_config
 from experiments.evaluators.mlp import DEFAULTS, settings
-from experiments.train_mlp import Trainer
+from experiments.selfplay_command import build
 
 from .decisions import decision_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The trainer cases: each times one phase of the MLP's training (`experiments.train_mlp.Trainer`, the framework's).
+#: The trainer cases: each times one phase of the MLP's training (the framework's `Learner` of `mlp`,
+#: `experiments.selfplay_command.build`).
 TRAINER = ("selfplay_mlp", "train_mlp", "iteration_mlp")
 #: The decision-time cases: case -> (agent spec, games of 2 players, Side A, seeds 0..games-1).
 DECISIONS = {"mlp_decision": ("mlp", 4), "mlp_search_decision": ("mlp-search:300it", 2)}
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if not trainer_cases:
             tmp = None
-        tr = Trainer(cfg, seed=0, run=Path(tmp), progress=False) if tmp else None
+        tr = build("mlp", cfg, seed=0, run=Path(tmp), progress=False) if tmp else None
         ev = tr.evaluator if tr is not None else None
         # warm-up: compile the kernels, fill the replay buffer
         while ev is not None and ev.buf_size < max(int(cfg["train"]["batch"]) * 4, 2048):

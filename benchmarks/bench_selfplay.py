@@ -13,7 +13,7 @@ minutes with no arguments.
 played (`play_plan`), finished games replaced, for --cpu-seconds of this process's CPU time (`time.process_time`, so
 other jobs on the machine count less; after one warm-up turn). Prints decisions and ranked candidates per
 CPU-second. The games are a function of --seed. `selfplay_learned_trainer` (only when named): the n-tuple trainer's
-own loop (`Trainer.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
+own loop (`Learner.step`: its greedy seats and TD updates included) on one thread, decisions per CPU-second.
 `selfplay_learned_workers` (only when named): that loop with N self-play workers (`--workers`; local processes, or
 Ray actors with `--ray ADDRESS`) for --learned-seconds of wall time: decisions per wall second over all workers, a
 worker's own rate, the driver's learning per finished game, its share of time waiting on the workers and the cost
@@ -21,8 +21,8 @@ of one weights sync (docs/distributed.md, section 6).
 
     python -m benchmarks.bench_selfplay --cases selfplay_learned_workers --workers 1 2 --learned-seconds 40
 
-The MLP's cases (each worker the framework's self-play of the MLP evaluator, `train_mlp.Trainer` as a worker builds
-it, with its own `selfplay.games` games, warmed up first):
+The MLP's cases (each worker the framework's self-play of the MLP evaluator, its `Learner` as a worker builds it
+(`selfplay_command.build`), with its own `selfplay.games` games, warmed up first):
 * `selfplay_processes`: N spawned processes, each timing its own `play_turn` loop for --seconds: the decisions/s
   summed;
 * `selfplay_ray`: `experiments.selfplay_workers.WorkerPool` of N `selfplay.SelfPlayActor`s on a local Ray instance
@@ -53,10 +53,10 @@ def _config(path: str, threads: int) -> dict:
 def _process_rate(job: tuple) -> float:
     """One worker process: decisions/s of its own self-play loop."""
     path, threads, seed, seconds = job
-    from experiments.train_mlp import Trainer
+    from experiments.selfplay_command import build
 
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(_config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)  # a worker's
+        tr = build("mlp", _config(path, threads), seed=seed, run=Path(tmp), progress=False, init=False)  # a worker's
 
         def turn() -> None:
             tr.play_turn(lambda game: None)
@@ -75,7 +75,7 @@ def learned_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
     from agents import ntuple as N
     from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
     from experiments.common import read_toml
-    from experiments.train_ntuple import settings
+    from experiments.evaluators.ntuple import settings
     from harmonies_env import state as S
     from harmonies_env.batch import play_plan
 
@@ -118,16 +118,17 @@ def learned_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
 
 
 def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
-    """The `selfplay_learned_trainer` case: the n-tuple trainer's iterations (`train_ntuple.Trainer.step`: the shipped
+    """The `selfplay_learned_trainer` case: the n-tuple learner's iterations (`Learner.step` of `learned`: the shipped
     config's self-play on one thread, its greedy seats, TD updates at each game's end; no evaluation) per CPU-second,
     from the greedy start (`train.init`)."""
     from experiments.common import read_toml
-    from experiments.train_ntuple import Trainer, settings
+    from experiments.evaluators.ntuple import settings
+    from experiments.selfplay_command import build
 
     cfg = settings(read_toml(config))
     cfg["selfplay"]["threads"] = 1
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, seed=seed, run=Path(tmp), progress=False)
+        tr = build("learned", cfg, seed=seed, run=Path(tmp), progress=False)
         while tr.games_done == 0:  # warm-up until games finish: their TD updates (learn_game) compile too
             tr.step()
         d0, g0, t0 = tr.decisions, tr.games_done, time.process_time()
@@ -142,22 +143,23 @@ def learned_trainer_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict
 
 def learned_workers_rate(config: str, workers: int, seconds: float, transport: str = "processes",
                          seed: int = 0) -> dict:
-    """The `selfplay_learned_workers` case: the n-tuple trainer's loop (`Trainer.step`) with `workers` self-play
+    """The `selfplay_learned_workers` case: the n-tuple trainer's loop (`Learner.step`) with `workers` self-play
     workers (the shipped config, one thread each; no evaluation) for about `seconds` of wall time after a warm-up
     iteration: decisions per wall second over all workers, and the costs that limit it: a worker's own decision rate
     (in its play calls), the driver's `learn` per finished game, its wait for the workers (`gather`: they play the
     next iteration while the driver learns), and one weights sync
-    (`Trainer.publish` + a play call of 0 turns: the weights copied into the shared block and loaded by every worker;
+    (`Learner.publish` + a play call of 0 turns: the weights copied into the shared block and loaded by every worker;
     the median of 5 after 3 warm-up ones) and one snapshot of every worker's games (which the pool takes every
     `held_versions` publications to bound the weights it keeps, and every checkpoint)."""
     import numpy as np
 
     from experiments.common import read_toml
-    from experiments.train_ntuple import Trainer, settings
+    from experiments.evaluators.ntuple import settings
+    from experiments.selfplay_command import build
 
     cfg = settings(read_toml(config))
     cfg["selfplay"].update(threads=1, workers=workers)
-    tr = Trainer(cfg, seed=seed, run=None, progress=False)
+    tr = build("learned", cfg, seed=seed, run=None, progress=False)
     tr.connect(transport)
     try:
         tr.step()  # warm-up: the workers load the kernels
@@ -263,12 +265,12 @@ def main(argv: list[str] | None = None) -> int:
 
         from experiments.evaluators.mlp import make
         from experiments.selfplay import SelfPlayActor
+        from experiments.selfplay_command import build
         from experiments.selfplay_workers import WorkerPool
-        from experiments.train_mlp import Trainer
 
         with tempfile.TemporaryDirectory() as tmp:
-            weights = {k: v.copy() for k, v in Trainer(cfg, seed=0, run=Path(tmp), progress=False,
-                                                       init=False).evaluator.get_weights().items()}
+            weights = {k: v.copy() for k, v in build("mlp", cfg, seed=0, run=Path(tmp), progress=False,
+                                                     init=False).evaluator.get_weights().items()}
         for n in args.workers:
             ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False, logging_level="warning")
             try:

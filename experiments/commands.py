@@ -1,4 +1,5 @@
-"""The training commands: their table (`COMMANDS`: name -> module, function, default config, help), each one's
+"""The training commands: their table (`commands()`: `COMMANDS`, name -> module, function, default config, help, and
+one command for each learner registered in `agents.learners`, run by `experiments.selfplay_command`), each one's
 settings (`schema`), the run-level arguments every command function takes (`RunArgs`) and the run's saved record
 (`config.json`: `save_run_config`, `saved_run`). The CLI (`experiments.train`) reads them; so does every module
 that needs to know a run's command (e.g. `experiments.ppo.evaluate`), which therefore never imports the CLI.
@@ -44,7 +45,8 @@ def save_run_config(args: RunArgs) -> None:
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 #: name -> (module, function, default config file in experiments/configs/ (None: the module's `function(argv)`
-#: parses its own flags), one-line help).
+#: parses its own flags; "": none, every setting at its default), one-line help). The self-play learners are not
+#: here: each is its line in `agents.learners` (`commands()`).
 COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
     "solo-ppo": (".flat_ppo", "solo", "solo_ppo.toml", "MaskablePPO on the solo rules"),
     "versus-ppo": (".flat_ppo", "versus", "versus_random_ppo.toml",
@@ -55,18 +57,40 @@ COMMANDS: dict[str, tuple[str, str, str | None, str]] = {
                     "compare / hill-climb the greedy planner's weights in numba"),
     "rllib-ppo": (".rllib_selfplay", "run", "rllib_ppo.toml",
                   "self-play PPO with Ray RLlib on the AEC env (needs .[distributed])"),
-    "learned": (".train_ntuple", "run", "learned.toml",
-                "the n-tuple network `learned` (agents/ntuple/) by TD(lambda) from self-play"),
-    "mlp": (".train_mlp", "run", "mlp.toml",
-            "the MLP baseline `mlp` (agents/mlp/) from scratch by batched self-play"),
 }
+#: The module and function of every learner's command (`agents.learners`).
+LEARNER_COMMAND = (".selfplay_command", "run")
 #: Commands renamed since a run could be saved: the name a run folder's config.json records -> today's (read only).
 _SAVED_BEFORE_RENAME: dict[str, str] = {"ntuple": "learned"}
 
 
+def learners() -> tuple[str, ...]:
+    """The registered learners' names (`agents.learners`, the shipped ones among them): each is a command."""
+    from agents.learners import LEARNERS
+
+    from . import evaluators  # noqa: F401  (registers the shipped learners)
+
+    return tuple(LEARNERS)
+
+
+def commands() -> dict[str, tuple[str, str, str | None, str]]:
+    """Every training command: `COMMANDS`, then each registered learner's (`LEARNER_COMMAND`, its default config
+    file or "", its help), read when called (a learner registered since is one)."""
+    from agents.learners import LEARNERS
+
+    out = dict(COMMANDS)
+    for name in learners():
+        kind = LEARNERS[name]
+        out[name] = (*LEARNER_COMMAND, kind.config or "", kind.help)
+    return out
+
+
 def schema(algo: str) -> Schema | None:
-    """The command's settings (its module's `SCHEMAS[algo]`; None: a command that names none, its config unchecked)."""
-    module = importlib.import_module(COMMANDS[algo][0], __package__)
+    """The command's settings (a learner's, `selfplay_command.schema`; else its module's `SCHEMAS[algo]`; None: a
+    command that names none, its config unchecked)."""
+    module = importlib.import_module(commands()[algo][0], __package__)
+    if algo in learners():
+        return module.schema(algo)
     return getattr(module, "SCHEMAS", {}).get(algo)
 
 

@@ -13,7 +13,7 @@ its mover and how it learns from a finished game.
   seat. A finished game (`Finished`: afterstates, movers, predictions, final totals, who won) goes to
   `Evaluator.learn`; `td_targets` gives its TD(lambda) targets (points gained to the seat's next afterstate plus
   the prediction there, mixed by `train.lam`).
-- The evaluator (`evaluators.base.Evaluator`, a base class): the methods it must define, and optional hooks with
+- The evaluator (`agents.evaluator.Evaluator`, a base class): the methods it must define, and optional hooks with
   no-op defaults that the loop calls directly (`HOOKS`; a method named like a hook that is none is refused when the
   class is defined). A hook reads or changes the run only through a `Context` (the run's generator, the games, this
   turn's rows, the iteration). `decide_rows` (default: `agents.afterstate_agent.decide_generic`) may fuse planning
@@ -31,9 +31,11 @@ its mover and how it learns from a finished game.
   `experiments.common.save_checkpoint` (atomic, SHA-256 in the JSON record, no pickle); the agent's own checkpoint
   (`Evaluator.save`: weights + `agents.checkpoint` JSON sidecar) as model.* and best.*.
 - Config: typed sections (`SelfPlaySection`, `TrainSection`, `EvalSection`, `RunSection`: frozen dataclasses
-  whose defaults are the schema, `schema_of`), read from the checked config once (`typed`).
+  whose defaults are the schema, `schema_of`), read from the checked config once (`typed`). The schedule
+  (`progress_fraction`) runs over `train.schedule` iterations (0: `train.iterations`) and then stays at its end.
+- Commands: a learner is one line of `agents.learners`; `experiments.selfplay_command` is every learner's command.
 
-docs/training.md ("Your own evaluator") shows a torch evaluator trained through it.
+docs/training.md ("Your own evaluator", "Register it, train it, play it") shows a torch evaluator trained through it.
 """
 from __future__ import annotations
 
@@ -47,24 +49,24 @@ from typing import Any, Callable
 
 import numpy as np
 
-from agents.afterstate_agent import AfterstateAgent, Buffers, decide_generic
+from agents.afterstate_agent import Buffers
 from agents.archive import read_npz
+from agents.evaluator import HOOKS, Context, Evaluator, Finished
 from harmonies_env import state as S
 from harmonies_env.batch import outcome
+from harmonies_env.config import GameConfig
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from .common import ConfigError, atomic_write_csv, iterate, save_checkpoint
-from .evaluators.base import (
-    HOOKS,
-    Context,
-    Evaluator,
-    Finished,
-    load_weights,
-    save_weights,
-    td_targets,
-    vs_greedy,
+from .selfplay_config import (
+    EvalSection,
+    RunSection,
+    SelfPlaySection,
+    TrainSection,
+    schedule_length,
+    settings,
+    typed,
 )
-from .selfplay_config import EvalSection, RunSection, SelfPlaySection, TrainSection, settings, typed
 
 #: Training games' seeds are drawn from [TRAIN_SEED_LOW, 2**62): never a small seed evaluations use.
 TRAIN_SEED_LOW = 2**40
@@ -101,6 +103,28 @@ def unpack_games(p: dict[str, Any]) -> list[Finished]:
                             p["totals"][i].astype(np.int64), p["won"][i].astype(np.int64)))
         at += m
     return out
+
+
+def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
+              threads: int = 1) -> dict[str, float]:
+    """`policy` (an agent or batch policy, named by its `name`) against the greedy planner (`GreedyAgent`, beam
+    `opponent_beam`, in every other seat) in `games` games of `config` (default: 2 players, Side A) on seeds
+    seed + i // players, seats rotated (`agents.match.play_match`, paired): every learner's periodic evaluation.
+    Returns its win rate (shared wins split), its mean total and the other seats' mean total."""
+    from agents.greedy import GreedyAgent
+    from agents.match import play_match, totals_of, win_shares
+
+    cfg = config or GameConfig()
+    name = str(getattr(policy, "name", "learner"))
+    n = cfg.num_players
+    others = [GreedyAgent(beam=int(opponent_beam), name="greedy") for _ in range(1, n)]
+    results = play_match([policy, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
+                         threads=int(threads))
+    totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
+    mine = totals_of(results, name)
+    theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
+    return {"win_rate": float(win_shares(results, name).mean()), "mean_score": float(mine.mean()),
+            "greedy_score": float(theirs.mean())}
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -169,7 +193,7 @@ class Learner:
         self.progress = progress
         self.evaluator = make(cfg, init, self.seed)
         if not isinstance(self.evaluator, Evaluator):
-            raise TypeError(f"{make!r} made a {type(self.evaluator).__name__}, not an experiments.selfplay.Evaluator "
+            raise TypeError(f"{make!r} made a {type(self.evaluator).__name__}, not an agents.evaluator.Evaluator "
                             f"(derive from it: its hooks are {', '.join(HOOKS)})")
         self.G, self.K, self.D = self.sp.games, self.sp.candidates, self.sp.max_decisions
         self.searched = 0
@@ -210,12 +234,13 @@ class Learner:
         self.pend_target[r] = np.nan
 
     def progress_fraction(self) -> float:
-        """How far the schedule is: iteration / train.iterations, at most 1 (a function of the iteration alone, so a
-        resumed run is the same); what `Evaluator.learn` scales its step sizes by."""
-        return min(1.0, self.iteration / max(1, int(self.tr.iterations)))
+        """How far the schedule is: iteration / its length (`train.schedule`, or `train.iterations` when 0), at most 1
+        (a function of the iteration alone, so a resumed run is the same); what `Evaluator.learn` scales its step
+        sizes by."""
+        return min(1.0, self.iteration / max(1, schedule_length(self.cfg["train"])))
 
     def context(self) -> Context:
-        """What the evaluator's hooks may read or change of this run (`evaluators.base.Context`)."""
+        """What the evaluator's hooks may read or change of this run (`agents.evaluator.Context`)."""
         return Context(self.rng, self.states, self.buf, self.iteration, self.progress_fraction(), self.sp.threads,
                        self.seed)
 
@@ -601,8 +626,7 @@ def run_learner(args: Any, learner: Learner) -> dict[str, Any]:
     return summary
 
 
-#: The framework's public names: the loop (here), its config (`selfplay_config`) and the evaluator interface
-#: (`evaluators.base`), so that a user's evaluator imports from one place.
-__all__ = ["AfterstateAgent", "Buffers", "Context", "EvalSection", "Evaluator", "Finished", "HOOKS", "Learner",
-           "RunSection", "SelfPlayActor", "SelfPlaySection", "TrainSection", "decide_generic", "load_weights",
-           "pack_games", "run_learner", "save_weights", "settings", "td_targets", "typed", "unpack_games", "vs_greedy"]
+#: The framework's public names: the loop (here) and its config (`selfplay_config`); the evaluator interface is
+#: `agents.evaluator`'s, its registry `agents.learners`.
+__all__ = ["EvalSection", "Factory", "Learner", "RunSection", "SelfPlayActor", "SelfPlaySection", "TrainSection",
+           "pack_games", "run_learner", "settings", "typed", "unpack_games", "vs_greedy"]

@@ -30,8 +30,10 @@ class SelfPlaySection:
 class TrainSection:
     """[train]: the learning schedule every learner has (an evaluator's own keys extend it)."""
 
-    iterations: int = 100_000
+    iterations: int = 100_000  # the run's length
     lam: float = 0.5  # TD(lambda): 1 = Monte-Carlo returns
+    schedule: int = 0  # iterations over which the step sizes move from their start to their final values (e.g.
+    # `alpha_final`, `lr_final`), which they keep after; 0: `iterations` (the run ends where the schedule does)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +69,39 @@ def typed(cls: type, values: dict[str, Any], name: str) -> Any:
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
 
 
+def schedule_length(train: dict[str, Any]) -> int:
+    """The iterations a checked [train] section's schedule runs over: `schedule`, or `iterations` when 0."""
+    return int(train.get("schedule") or train["iterations"])
+
+
+#: Settings a resumed run may change (`--resume` with `--set` or `--config`): how long it runs (`train.iterations`,
+#: as long as the schedule's length stays: `schedule_length`), how often it evaluates (`eval.every`,
+#: `eval.mcts_every`) and checkpoints, how many checkpoints it keeps, and where its self-play workers run (their
+#: number is the checkpoint's own check, `Learner.load`). Evaluations draw nothing from the training generator, so
+#: none of these changes what the run learns; every other setting does, and is refused (`changed_on_resume`).
+RESUMABLE = frozenset({"train.iterations", "eval.every", "eval.mcts_every", "run.checkpoint_every", "run.keep",
+                       "run.ray", "selfplay.workers"})
+
+
+def changed_on_resume(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> list[str]:
+    """The settings (`section.key (old -> new)`) by which the config `after` would train a resumed run otherwise than
+    its saved config `before` did: every difference outside `RESUMABLE`, and the schedule's length
+    (`schedule_length`: `train.schedule`, or `train.iterations` where that is 0). Both configs checked against the
+    same schema."""
+    out = [f"{sec}.{key} ({before.get(sec, {}).get(key)!r} -> {value!r})"
+           for sec, values in after.items() for key, value in values.items()
+           if f"{sec}.{key}" not in RESUMABLE | {"train.schedule"} and before.get(sec, {}).get(key) != value]
+    old, new = before.get("train", {}), after.get("train", {})
+    if "iterations" in old and "iterations" in new and schedule_length(old) != schedule_length(new):
+        if old.get("schedule") != new.get("schedule"):
+            out.append(f"train.schedule ({old.get('schedule')!r} -> {new.get('schedule')!r}: the schedule's length "
+                       f"was {schedule_length(old)})")
+        else:
+            out.append(f"train.iterations ({old['iterations']!r} -> {new['iterations']!r}: the schedule's length; "
+                       f"keep it with --set train.schedule={schedule_length(old)})")
+    return out
+
+
 def check_whole(sec: str, values: dict[str, Any], keys: tuple[tuple[str, int], ...]) -> None:
     """ConfigError unless every (key, low) of `values` is a whole number >= low."""
     for key, low in keys:
@@ -88,7 +123,7 @@ def check_sections(cfg: dict[str, dict[str, Any]]) -> None:
     sp = cfg["selfplay"]
     check_whole("selfplay", sp, (("games", 1), ("beam", 1), ("candidates", 1), ("threads", 1), ("workers", 0),
                                  ("sync_every", 1), ("max_decisions", 1)))
-    check_whole("train", cfg["train"], (("iterations", 1),))
+    check_whole("train", cfg["train"], (("iterations", 1), ("schedule", 0)))
     check_whole("eval", cfg["eval"], (("every", 0), ("games", 0), ("opponent_beam", 1)))
     check_whole("run", cfg["run"], (("checkpoint_every", 1), ("keep", 1)))
     if not (isinstance(sp["players"], list) and sp["players"] and all(p in (2, 3, 4) for p in sp["players"])):
@@ -113,6 +148,11 @@ def check_sections(cfg: dict[str, dict[str, Any]]) -> None:
 #: The framework's own sections: what a learner whose evaluator has no settings of its own reads (`settings`).
 SECTIONS: dict[str, type] = {"selfplay": SelfPlaySection, "train": TrainSection, "eval": EvalSection,
                              "run": RunSection}
+
+
+def framework_schema() -> dict[str, dict[str, Any]]:
+    """The framework's own sections' settings with their defaults: the schema of a learner that declares none."""
+    return {name: schema_of(cls) for name, cls in SECTIONS.items()}
 
 
 def settings(config: dict[str, Any], sections: dict[str, type] | None = None) -> dict[str, dict[str, Any]]:

@@ -16,15 +16,19 @@ with its default and kind; `experiments.common.check_config`): an unknown settin
 refused by name. Every run writes into --run (default `runs/<algo>-s<seed>`): config.json (the command, its
 resolved config and seed), atomic checkpoints in checkpoints/ (newest two kept), the evaluations (eval.csv),
 tb/, summary.json and the model, weights-only, with its JSON (recording the command
-line): model.pt + model.json for the PPO commands and mlp, model.npz + model.json for learned (rllib-ppo: its
-iter_NNNNN/ checkpoints; tune-greedy: summary.json only). `--resume` continues from the newest complete checkpoint
-with the run's saved config (plus any --set), and exports the model again. The same seed gives the same run (up to
-torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in one line (exit status 130 / 143):
-learned and mlp finish the iteration and checkpoint it, the others keep their last checkpoint; either way
-`--resume` goes on. `harmonies train ALGO ...` forwards here.
+line): model.pt + model.json for the PPO commands and mlp, model.npz + model.json for learned and the other self-play
+learners (rllib-ppo: its iter_NNNNN/ checkpoints; tune-greedy: summary.json only). `--resume` continues from the
+newest complete checkpoint with the run's saved config (plus any --set), and exports the model again; a self-play
+learner's run refuses, in one line naming them, settings that would change how it trains (all but its length, its
+evaluation and checkpoint cadence and where its workers run: `experiments.selfplay_config.RESUMABLE`). The same
+seed gives the same run (up to torch's own nondeterminism on some hardware). Ctrl-C or SIGTERM stops a run in one
+line (exit status 130 / 143): the self-play learners finish the iteration and checkpoint it, the others keep their
+last checkpoint; either way `--resume` goes on. `harmonies train ALGO ...` forwards here.
 
-Adding a command: one line in `experiments.commands.COMMANDS`: name -> (module, function, default config, help),
-and its schema in the module's `SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded
+Adding a self-play learner: its evaluator class and one line in the learners' registry (`agents.learners`); it is a
+command here by that line (docs/agents.md, "Adding an agent or a learner"). Adding another command: one line in
+`experiments.commands.COMMANDS`: name -> (module, function, default config, help), and its schema in the module's
+`SCHEMAS`; the function takes a `RunArgs` (run-level flags parsed here, config loaded
 and validated) and returns a summary dict. A command whose module parses its own flags registers with default config
 None: `function(argv)` then gets every argument after the command's name, unchanged, and returns an exit status.
 """
@@ -42,7 +46,7 @@ from typing import Any
 from harmonies_env.firstrun import say_if_compiling
 from harmonies_env.stops import Stopped, exit_status, quiet_exit, stop_message, stop_on_signals
 
-from .commands import COMMANDS, CONFIGS, RunArgs, save_run_config, saved_run, schema
+from .commands import CONFIGS, RunArgs, commands, learners, save_run_config, saved_run, schema
 from .common import (
     ConfigError,
     apply_overrides,
@@ -76,29 +80,33 @@ def build_parser() -> argparse.ArgumentParser:
                                  epilog="\n".join(__doc__.splitlines()[2:]),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="algo", metavar="ALGO", required=True)
-    for name, (_, _, default, help_) in COMMANDS.items():
+    learning = learners()
+    for name, (_, _, default, help_) in commands().items():
         if default is None:  # listed here; its own parser handles its flags (main forwards before parsing)
             sub.add_parser(name, help=f"{help_} (its own flags: {name} --help)", add_help=False)
             continue
         p = sub.add_parser(name, help=help_, description=help_,
                            formatter_class=_DefaultsHelp)
+        where = f"experiments/configs/{default}" if default else "every setting at its default"
         p.add_argument("--config", default=None,
-                       help=f"TOML config (default: experiments/configs/{default}; with --resume: the run's own)")
+                       help=f"TOML config (default: {where}; with --resume: the run's own)")
         p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                        help="override one config key (TOML value syntax); repeatable")
         p.add_argument("--seed", type=int, default=None, help="seeds games, torch and the trainer (default 0; with "
                        "--resume: the run's own)")
         p.add_argument("--run", default=None, help="run folder (default runs/<algo>-s<seed>)")
         p.add_argument("--resume", action="store_true", help="continue the run in --run from its newest "
-                       "complete checkpoint")
+                       "complete checkpoint" + (" (with its own settings: a --set or --config that changes how it "
+                                                "trains is refused; experiments.selfplay_config.RESUMABLE)"
+                                                if name in learning else ""))
         p.add_argument("--max-minutes", type=float, default=0.0,
                        help="stop after this much training wall time, checkpointed there (the PPO commands also "
-                       "evaluate and export the model; learned and mlp keep the schedule's evaluations); "
+                       "evaluate and export the model; the self-play learners keep the schedule's evaluations); "
                        "0: no limit")
-        if name not in ("learned", "mlp"):  # the self-play learners run numba and a small torch MLP on the CPU
+        if name not in learning:  # the self-play learners run numba and small torch networks on the CPU
             p.add_argument("--device", default="cpu", help="torch device: cpu, cuda, auto")
         p.add_argument("--no-progress", action="store_true", help="no progress bar")
-        if name in ("learned", "mlp"):  # one pool (experiments.selfplay_workers.WorkerPool), processes by default
+        if name in learning:  # one pool (experiments.selfplay_workers.WorkerPool), processes by default
             p.add_argument("--workers", type=int, default=None, metavar="N",
                            help="self-play workers, each with its own selfplay.games games (--set "
                            "selfplay.workers=N): local processes, or Ray actors with --ray; 0: in this process")
@@ -122,15 +130,18 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             raise SystemExit(f"--resume: {run} is a {saved['algo']} run, not {ns.algo}")
         if ns.seed is not None and ns.seed != saved["seed"]:
             raise SystemExit(f"--resume: the run's seed is {saved['seed']}, not {ns.seed}")
-        if ns.config is not None:
-            config = load_config(ns.config, spec)
-        else:  # settings added since the run was made read as their defaults
-            config = check_config(saved["config"], spec, str(run / "config.json")) if spec else saved["config"]
+        # settings added since the run was made read as their defaults
+        before = check_config(saved["config"], spec, str(run / "config.json")) if spec else saved["config"]
+        config = load_config(ns.config, spec) if ns.config is not None else before
         seed = int(saved["seed"])
     else:
         if latest_checkpoint(run / "checkpoints") is not None:
             raise SystemExit(f"{run} already holds a run: pass --resume to continue it, or another --run")
-        config = load_config(ns.config if ns.config else CONFIGS / COMMANDS[ns.algo][2], spec)
+        default = commands()[ns.algo][2]
+        if ns.config or default:
+            config = load_config(ns.config if ns.config else CONFIGS / default, spec)
+        else:  # a learner without a config file of its own: every setting at its default
+            config = check_config({}, spec, ns.algo)
         seed = 0 if ns.seed is None else ns.seed
     overrides = list(ns.overrides)
     if getattr(ns, "workers", None) is not None:
@@ -144,6 +155,13 @@ def resolve(ns: argparse.Namespace) -> RunArgs:
             raise SystemExit(str(e)) from None
         overrides.append(f"run.ray={json.dumps(ns.ray)}")  # "" is local processes, so "local" is kept
     config = apply_overrides(config, overrides, spec)
+    if ns.resume and ns.algo in learners():
+        from .selfplay_config import changed_on_resume
+
+        changed = changed_on_resume(before, config)
+        if changed:
+            raise SystemExit(f"--resume: {run} was trained with other settings, which would change how it goes on: "
+                             f"{', '.join(changed)}; resume with its own, or start another --run")
     if ns.max_minutes < 0 or ns.max_minutes != ns.max_minutes:
         raise SystemExit(f"--max-minutes must be >= 0, got {ns.max_minutes}")
     return RunArgs(algo=ns.algo, config=config, seed=seed, run=run, resume=ns.resume,
@@ -187,8 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv:  # no command: the list of commands, not an error
         build_parser().print_help()
         return 0
-    if argv[0] in COMMANDS and COMMANDS[argv[0]][2] is None:  # a command that parses its own flags
-        module, function, _, _ = COMMANDS[argv[0]]
+    table = commands()
+    if argv[0] in table and table[argv[0]][2] is None:  # a command that parses its own flags
+        module, function, _, _ = table[argv[0]]
         return int(getattr(importlib.import_module(module, __package__), function)(argv[1:]) or 0)
     ns = build_parser().parse_args(argv)
     args = before = None
@@ -196,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         args = resolve(ns)
         before = _run_as_found(args.run)
         args.command = command_line(argv)
-        module, function, _, _ = COMMANDS[args.algo]
+        module, function, _, _ = table[args.algo]
         fn = getattr(importlib.import_module(module, __package__), function)
         args.run.mkdir(parents=True, exist_ok=True)
         say_if_compiling()  # a first run's 30 s compile, said on a terminal

@@ -22,7 +22,8 @@ if str(ROOT) not in sys.path:
 from agents import ntuple as N  # noqa: E402
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn  # noqa: E402
 from experiments.common import read_toml  # noqa: E402
-from experiments.train_ntuple import Trainer, settings  # noqa: E402
+from experiments.evaluators.ntuple import settings  # noqa: E402
+from experiments.selfplay_command import build  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
 from harmonies_env.batch import play_plan  # noqa: E402
 
@@ -86,10 +87,11 @@ def tiny_run() -> tuple[np.ndarray, np.ndarray]:
     (games, decisions, searched)."""
     cfg = settings(read_toml(ROOT / "experiments" / "configs" / "learned_tiny.toml"))
     with tempfile.TemporaryDirectory() as tmp:
-        tr = Trainer(cfg, seed=3, run=Path(tmp), progress=False)
+        tr = build("learned", cfg, seed=3, run=Path(tmp), progress=False)
         for _ in range(TRAIN_STEPS):
             tr.step()
-        return (np.array([hashlib.sha256(tr.w.tobytes()).hexdigest(), hashlib.sha256(tr.wwin.tobytes()).hexdigest()]),
+        ev = tr.evaluator
+        return (np.array([hashlib.sha256(ev.w.tobytes()).hexdigest(), hashlib.sha256(ev.wwin.tobytes()).hexdigest()]),
                 np.array([tr.games_done, tr.decisions, tr.searched]))
 
 

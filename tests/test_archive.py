@@ -161,10 +161,11 @@ from pathlib import Path
 sys.path.insert(0, "tests")
 from bad_checkpoints import npz_bomb
 from experiments.common import latest_checkpoint, load_config
-from experiments.train_ntuple import Trainer, settings
+from experiments.evaluators.ntuple import settings
+from experiments.selfplay_command import build
 run = Path(sys.argv[1])
 cfg = settings(load_config("experiments/configs/learned_tiny.toml"))
-t = Trainer(cfg, 5, run, progress=False)
+t = build("learned", cfg, 5, run, progress=False)
 t.step()
 t.iteration += 1
 t.save()
@@ -177,7 +178,7 @@ def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM"):
             return int(line.split()[1]) / 1024
-again = Trainer(cfg, 5, run, progress=False)
+again = build("learned", cfg, 5, run, progress=False)
 before = hwm()
 try:
     again.load(*latest_checkpoint(run / "checkpoints"))

@@ -24,7 +24,9 @@ KERNELS = {"data", "geometry", "stacks", "cards", "actions", "state", "scoring",
            "validate", "io", "batch_kernels"}
 
 RANK = {"kernels": 0, "harmonies_env": 1, "agents": 2, "experiments": 3, "benchmarks": 4, "harmonies_apps": 5}
-MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*$" % "|".join(PACKAGES))
+#: A project module named in a string: "pkg.mod", or "pkg.mod:name" (an object in it, imported when first used, as
+#: `agents.learners` names an evaluator).
+MODULE_NAME = re.compile(r"^(%s)(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?$" % "|".join(PACKAGES))
 
 
 def layer(module: str) -> str | None:
@@ -63,7 +65,7 @@ def imports(module: str, source: str, is_package: bool = False) -> set[str]:
             found.add(target)
             found.update(f"{target}.{a.name}" for a in node.names)  # `from . import state` imports a module
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_NAME.match(node.value):
-            found.add(node.value)
+            found.add(node.value.partition(":")[0])
     # a module's own packages are imported before it anyway: `from . import stacks` is an edge to `stacks` only
     return {m for m in found if layer(m) is not None and not module.startswith(m + ".")}
 

@@ -53,7 +53,7 @@ from experiments.common import load_config as _load_config  # noqa: E402
 from experiments.eval_mlp import main as eval_main  # noqa: E402
 from experiments.eval_mlp import play_vs_greedy  # noqa: E402
 from experiments.evaluators.mlp import DEFAULTS, settings  # noqa: E402
-from experiments.train_mlp import Trainer  # noqa: E402
+from experiments.selfplay_command import build  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
@@ -515,6 +515,11 @@ def test_eval_command(tmp_path, capsys):
 
 # ---------------------------------------------------------------------------------------------- training
 
+def mlp_learner(cfg, seed, run, progress=False):
+    """The `mlp` learner's `Learner` (`experiments.selfplay_command.build`, what its command runs)."""
+    return build("mlp", cfg, seed, run, progress=progress)
+
+
 def load_config(path, overrides):
     """The checked settings of a config file and `--set` overrides, as `python -m experiments.train mlp` reads them."""
     return settings(_load_config(path, DEFAULTS, overrides))
@@ -522,7 +527,7 @@ def load_config(path, overrides):
 
 def test_training_lowers_the_loss(tmp_path):
     """The framework's games fill the evaluator's replay buffer (`learn`); its Adam steps lower the loss on it."""
-    tr = Trainer(load_config(TINY, ["train.min_buffer=4000"]), seed=3, run=tmp_path, progress=False)
+    tr = mlp_learner(load_config(TINY, ["train.min_buffer=4000"]), seed=3, run=tmp_path, progress=False)
     ev = tr.evaluator
     while ev.buf_size < 400:
         tr.step()
@@ -545,20 +550,20 @@ def test_evaluations_start_at_game_zero_and_meet_mcts(tmp_path):
     """The curve's first row is the untrained network (no loss yet); MCTS columns (the evaluator's extra evaluation)
     appear on the rows that met it; evaluating draws nothing from the training generator, so the run is unchanged."""
     over = ["eval.mcts_every=2", "eval.mcts_games=2", "eval.mcts_iterations=2", "eval.games=2", "train.iterations=3"]
-    tr = Trainer(load_config(TINY, over), seed=3, run=tmp_path, progress=False)
+    tr = mlp_learner(load_config(TINY, over), seed=3, run=tmp_path, progress=False)
     tr.train()
     rows = list(csv.DictReader(open(tmp_path / "eval.csv")))
     assert [r["iteration"] for r in rows] == ["0"]
     assert rows[0]["games"] == "0" and rows[0]["loss"] == ""
     assert 0.0 <= float(rows[0]["mcts_win_rate"]) <= 1.0 and float(rows[0]["mcts_mean_score"]) > 0
     (tmp_path / "c").mkdir()
-    tr2 = Trainer(load_config(TINY, [*over, "eval.every=1"]), seed=3, run=tmp_path / "c", progress=False)
+    tr2 = mlp_learner(load_config(TINY, [*over, "eval.every=1"]), seed=3, run=tmp_path / "c", progress=False)
     tr2.train()
     rows = list(csv.DictReader(open(tmp_path / "c" / "eval.csv")))
     assert [r["iteration"] for r in rows] == ["0", "1", "2", "3"]
     assert [r["mcts_win_rate"] != "" for r in rows] == [True, False, True, False]
     (tmp_path / "d").mkdir()
-    plain = Trainer(load_config(TINY, ["train.iterations=3"]), seed=3, run=tmp_path / "d", progress=False)
+    plain = mlp_learner(load_config(TINY, ["train.iterations=3"]), seed=3, run=tmp_path / "d", progress=False)
     plain.train()  # the same run without evaluations against MCTS ends with the same weights
     for k, v in plain.evaluator.net.state_dict().items():
         assert torch.equal(v, tr2.evaluator.net.state_dict()[k]), k
@@ -637,7 +642,7 @@ def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(t
         old.rename(old.with_suffix(".pt"))
         doc["weights"] = old.with_suffix(".pt").name
         rec.write_text(json.dumps(doc))
-    p = _train(tmp_path, 20)
+    p = _train(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
     out = p.stdout.read().decode()
     assert p.wait(timeout=300) == 2 and "before the self-play framework" in out, out
 
@@ -646,18 +651,18 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     """train.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the
     model's JSON records the file's SHA-256, and a resumed run never reads it again."""
     (tmp_path / "a").mkdir()
-    first = Trainer(load_config(TINY, ["train.iterations=10"]), seed=3, run=tmp_path / "a", progress=False)
+    first = mlp_learner(load_config(TINY, ["train.iterations=10"]), seed=3, run=tmp_path / "a", progress=False)
     first.train()
     src = tmp_path / "a" / "model.pt"
-    tr = Trainer(load_config(TINY, [f'train.init="{src}"']), seed=4, run=tmp_path / "b", progress=False)
+    tr = mlp_learner(load_config(TINY, [f'train.init="{src}"']), seed=4, run=tmp_path / "b", progress=False)
     for k, v in first.evaluator.net.state_dict().items():
         assert torch.equal(v, tr.evaluator.net.state_dict()[k]), k
     assert tr.evaluator.init_sha256 == hashlib.sha256(src.read_bytes()).hexdigest()
     with pytest.raises(ConfigError, match="hidden"):
-        Trainer(load_config(TINY, [f'train.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path,
-                progress=False)
+        mlp_learner(load_config(TINY, [f'train.init="{src}"', "network.hidden=[16]"]), seed=4, run=tmp_path,
+                    progress=False)
     with pytest.raises(ConfigError, match="nope"):
-        Trainer(load_config(TINY, [f'train.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
+        mlp_learner(load_config(TINY, [f'train.init="{tmp_path / "nope.pt"}"']), seed=4, run=tmp_path, progress=False)
     copy = tmp_path / "init.pt"
     copy.write_bytes(src.read_bytes())
     (tmp_path / "init.json").write_bytes(src.with_suffix(".json").read_bytes())
@@ -666,7 +671,7 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
     copy.unlink()  # resuming takes the weights from the run's checkpoint, not from train.init
-    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"'])
+    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"])
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["iteration"] == 20 and info["init_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()

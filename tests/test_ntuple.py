@@ -1,4 +1,5 @@
-"""The n-tuple value function (agents/ntuple/) and its trainer (experiments/train_ntuple.py)."""
+"""The n-tuple value function (agents/ntuple/) and its training (the learner `learned`,
+experiments/evaluators/ntuple.py)."""
 from __future__ import annotations
 
 import csv
@@ -21,7 +22,7 @@ from agents.base import private_copy
 from agents.checkpoint import CheckpointError
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_turn
 from agents.ntuple.learning import td_step
-from experiments.train_ntuple import play_vs_greedy
+from experiments.selfplay import vs_greedy
 from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
 from harmonies_env import state as S
@@ -355,6 +356,12 @@ def test_checkpoints_are_weights_only_and_checked(tmp_path):
         N.load_checkpoint(tmp_path / "nope.npz")
 
 
+def play_vs_greedy(w, games, seed, beam, candidates, opponent_beam, threads=1):
+    """The network as `NTupleAgent` plays it against the greedy planner (the framework's evaluation)."""
+    return vs_greedy(N.NTupleAgent(weights=w, beam=beam, candidates=candidates, name="ntuple"), games, seed,
+                     opponent_beam, threads=threads)
+
+
 def test_the_heuristic_start_beats_greedy_and_random():
     """Untrained (`heuristic_weights`), the network plays as greedy:BEAM:spaces: above `greedy` at its beam."""
     res = play_vs_greedy(N.heuristic_weights(), 8, 1_000_000, beam=4, candidates=32, opponent_beam=4)
@@ -433,49 +440,53 @@ def test_a_run_with_temporal_coherence_resumes_exactly_and_learns_otherwise(tmp_
     """train.coherence: its accumulators are in the trainer's checkpoint (a run saved and resumed is the run never
     stopped), and they change what is learned."""
     from experiments.common import latest_checkpoint, load_config
-    from experiments.train_ntuple import Trainer, settings
+    from experiments.evaluators.ntuple import settings
+    from experiments.selfplay_command import build
 
     base = load_config(TINY)
     cfg = settings({**base, "train": {**base["train"], "coherence": True}, "expert": {"share": 0.0}})
-    whole = Trainer(cfg, 5, tmp_path / "whole", progress=False)
-    first = Trainer(cfg, 5, tmp_path / "split", progress=False)
+    whole = build("learned", cfg, 5, tmp_path / "whole", progress=False)
+    first = build("learned", cfg, 5, tmp_path / "split", progress=False)
     for _ in range(40):  # (`iterate` advances the iteration: the step sizes' schedule reads it)
         for t in (whole, first):
             t.step()
             t.iteration += 1
     first.save()
-    second = Trainer(cfg, 5, tmp_path / "split", progress=False)
+    second = build("learned", cfg, 5, tmp_path / "split", progress=False)
     second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
     for _ in range(40):
         for t in (whole, second):
             t.step()
             t.iteration += 1
-    assert whole.games_done > 0 and whole.coh[1].any() and whole.coh_win[1].any()
-    assert np.array_equal(whole.w, second.w) and np.array_equal(whole.coh, second.coh)
-    assert np.array_equal(whole.wwin, second.wwin)
-    plain = Trainer(settings({**base, "expert": {"share": 0.0}}), 5, tmp_path / "plain", progress=False)
+    assert whole.games_done > 0 and whole.evaluator.coh[1].any() and whole.evaluator.coh_win[1].any()
+    assert np.array_equal(whole.evaluator.w, second.evaluator.w)
+    assert np.array_equal(whole.evaluator.coh, second.evaluator.coh)
+    assert np.array_equal(whole.evaluator.wwin, second.evaluator.wwin)
+    plain = build("learned", settings({**base, "expert": {"share": 0.0}}), 5, tmp_path / "plain", progress=False)
     for _ in range(80):
         plain.step()
         plain.iteration += 1
-    assert plain.coh is None and plain.games_done == whole.games_done and not np.array_equal(plain.w, whole.w)
+    assert plain.evaluator.coh is None and plain.games_done == whole.games_done
+    assert not np.array_equal(plain.evaluator.w, whole.evaluator.w)
 
 
 def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(tmp_path):
     from experiments.common import load_config
-    from experiments.train_ntuple import Trainer, settings
+    from experiments.evaluators.ntuple import settings
+    from experiments.selfplay_command import build
 
     old = N.save_checkpoint(tmp_path / "old", _random_weights(3, layout=1))
     assert N.load_checkpoint(old)[0]["version"] == 1
     cfg = settings({**load_config(TINY), "train": {**load_config(TINY)["train"], "init": str(old)}})
-    w = Trainer(cfg, 0, tmp_path / "run", progress=False).w
+    w = build("learned", cfg, 0, tmp_path / "run", progress=False).evaluator.w
     assert w.shape == (N.LAYOUT_WEIGHTS[2],) and np.array_equal(w[: N.CARD_FROM], _random_weights(3, layout=1))
     assert not w[N.CARD_FROM:].any()
     cfg["train"]["layout"] = 1
-    assert Trainer(cfg, 0, tmp_path / "run", progress=False).w.shape == (N.LAYOUT_WEIGHTS[1],)
+    assert build("learned", cfg, 0, tmp_path / "run", progress=False).evaluator.w.shape == (N.LAYOUT_WEIGHTS[1],)
     # a layout-2 network starts a layout-3 (multistage) run in every stage
     two = N.save_checkpoint(tmp_path / "two", _random_weights(4, layout=2))
     cfg = settings({**load_config(TINY), "train": {**load_config(TINY)["train"], "init": str(two), "layout": 3}})
-    w = Trainer(cfg, 0, tmp_path / "run3", progress=False).w
+    w = build("learned", cfg, 0, tmp_path / "run3", progress=False).evaluator.w
     assert w.shape == (N.LAYOUT_WEIGHTS[3],)
     assert all(np.array_equal(w[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS], _random_weights(4, layout=2))
                for b in range(N.STAGES))

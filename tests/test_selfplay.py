@@ -22,8 +22,9 @@ def doc_example() -> str:
 
 
 def test_the_documented_torch_evaluator_learns_through_the_framework_and_resumes(tmp_path):
+    from agents.evaluator import Evaluator, load_weights
     from experiments.common import latest_checkpoint
-    from experiments.selfplay import Evaluator, Learner, load_weights
+    from experiments.selfplay import Learner
 
     space: dict = {"__name__": "__docs__"}
     exec(compile(doc_example(), "docs/training.md:Your own evaluator", "exec"), space)
@@ -54,7 +55,7 @@ def test_the_documented_torch_evaluator_learns_through_the_framework_and_resumes
 
 
 def test_td_targets_are_the_lambda_returns():
-    from experiments.selfplay import Finished, td_targets
+    from agents.evaluator import Finished, td_targets
     from harmonies_env import state as S
 
     afters = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
@@ -89,9 +90,10 @@ def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
     """The n-tuple evaluator's fused `decide_rows` is an optional hook: with the base class's default (the
     framework's own turn, `decide_generic`, valuing through `values`) the tiny run plays the same games and learns
     the same weights."""
+    from agents.evaluator import Evaluator
     from experiments.common import read_toml
     from experiments.evaluators.ntuple import NTupleEvaluator, make, settings
-    from experiments.selfplay import Evaluator, Learner
+    from experiments.selfplay import Learner
 
     class Plain(NTupleEvaluator):  # the n-tuple evaluator without its fused path
         decide_rows = Evaluator.decide_rows
@@ -113,7 +115,8 @@ def test_the_fused_fast_path_plays_the_games_of_the_generic_loop(tmp_path):
 def test_a_misspelled_hook_is_an_error_and_every_hook_has_a_default():
     """The interface is declared: a method named like a hook that is none is refused when the class is defined, an
     evaluator missing a required method cannot be built, and one defining only those has every hook (no-ops)."""
-    from experiments.selfplay import HOOKS, Context, Evaluator, Learner, settings
+    from agents.evaluator import HOOKS, Context, Evaluator
+    from experiments.selfplay import Learner, settings
 
     with pytest.raises(TypeError, match="after_iterations is no evaluator hook .did you mean after_iteration"):
         type("Typo", (Evaluator,), {"after_iterations": lambda self, ctx: 0.0})
@@ -144,9 +147,6 @@ def test_a_misspelled_hook_is_an_error_and_every_hook_has_a_default():
         def load_arrays(self, arrays, where):
             pass
 
-        def save(self, path, play, info):
-            pass
-
         def _helper(self):  # a private helper is no hook
             pass
 
@@ -161,7 +161,7 @@ def test_a_misspelled_hook_is_an_error_and_every_hook_has_a_default():
     for learner.iteration in range(5):
         learner.step()
     assert learner.decisions > 0
-    with pytest.raises(TypeError, match="not an experiments.selfplay.Evaluator"):
+    with pytest.raises(TypeError, match="not an agents.evaluator.Evaluator"):
         Learner(cfg, 0, None, lambda cfg, learns, seed: object(), progress=False)
 
 
@@ -172,11 +172,11 @@ def test_the_mlp_trainer_evaluates_through_the_one_evaluation(tmp_path):
     from experiments.common import read_toml
     from experiments.eval_mlp import play_vs_greedy
     from experiments.evaluators.mlp import settings
-    from experiments.train_mlp import Trainer
+    from experiments.selfplay_command import build
 
     base = read_toml(ROOT / "experiments" / "configs" / "mlp_tiny.toml")
     cfg = settings({**base, "eval": {**base["eval"], "games": 2, "beam": 2, "candidates": 2}})
-    tr = Trainer(cfg, seed=0, run=tmp_path, progress=False)
+    tr = build("mlp", cfg, seed=0, run=tmp_path, progress=False)
     ev = tr.evaluator
     net = ValueNet(ev.netcfg, {k: v.clone() for k, v in ev.net.state_dict().items()})
     want = play_vs_greedy(net, 2, cfg["eval"]["seed"], ev.netcfg["value"], beam=2, candidates=2,

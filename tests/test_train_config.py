@@ -16,7 +16,7 @@ CONFIGS = train.CONFIGS
 
 
 def _schemas() -> dict[str, dict]:
-    out = {algo: train.schema(algo) for algo in train.COMMANDS}
+    out = {algo: train.schema(algo) for algo in train.commands()}
     out["framework"] = {name: schema_of(cls) for name, cls in SECTIONS.items()}
     return {k: v for k, v in out.items() if v}
 
@@ -42,7 +42,7 @@ def test_every_numeric_setting_of_every_command_has_a_range_holding_its_default_
                 if default is not Setting.ABSENT and default is not None and check_range(name, default, name):
                     outside.append(f"{algo}: {name} = {default}")
     assert not missing and not outside, (missing, outside)
-    for algo, (_, _, default, _) in train.COMMANDS.items():
+    for algo, (_, _, default, _) in train.commands().items():
         schema = train.schema(algo)
         if schema and default:
             for path in CONFIGS.glob(f"{default.split('_')[0].split('.')[0]}*.toml"):

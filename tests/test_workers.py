@@ -41,8 +41,9 @@ def reference(tmp_path_factory) -> Path:
 
 
 def test_packed_rows_and_games_come_back_exactly():
+    from agents.evaluator import Finished
+    from experiments.selfplay import pack_games, unpack_games
     from experiments.selfplay_workers import pack_rows, unpack_rows
-    from experiments.train_ntuple import Finished, pack_games, unpack_games
 
     rng = np.random.default_rng(0)
     a = rng.integers(-300, 300, size=(7, 5))
@@ -62,9 +63,9 @@ def test_the_pool_snapshots_itself_to_bound_the_weights_it_keeps():
     """With `held_versions` = 2 the pool takes its own snapshots; a worker killed after that is put back from one and
     plays what it would have played (every weights version its calls used since, replayed)."""
     from experiments.common import read_toml
+    from experiments.evaluators.ntuple import make, settings
     from experiments.selfplay import SelfPlayActor
     from experiments.selfplay_workers import WorkerPool
-    from experiments.train_ntuple import make, settings
 
     cfg = settings({**read_toml(TINY), "selfplay": {**read_toml(TINY)["selfplay"], "games": 2}})
 

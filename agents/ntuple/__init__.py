@@ -36,7 +36,7 @@ remaining(after) = sum of the tuple weights its board selects + the linear part,
 A second weight vector of the same layout can be a *win head* (`win_logit`, `learn_win`): its output is the logit of
 the mover's share of the victory, learned from the same games; `NTupleWinAgent` (`learned-win`) adds C x its
 probability to each candidate's value. `learn_game` can also take a search's value of an afterstate as its target
-(expert iteration, experiments/train_ntuple.py).
+(expert iteration, experiments/evaluators/ntuple.py).
 
 Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [triangle] [line] [rhombus], then in
 layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`); the kernels read the layout from

@@ -8,9 +8,10 @@ ranks them by the decision weights (`network.value`: P(win), margin, own total);
 afterstates. A finished game's afterstates become replay-buffer rows (`learn`: their features, and each output's
 TD(lambda) targets, `train.lam`, bootstrapped from the network's current predictions; the final outcome at the
 end); `after_iteration` takes `train.steps_per_iter` Adam steps on minibatches from the buffer once it holds
-`train.min_buffer` rows (learning rate decaying to `train.lr_final` over `train.iterations`, optional mirror-image
-augmentation). Its extra evaluation meets MCTS (`eval.mcts_every`). Its agent checkpoint is `agents.mlp`'s
-(NAME.pt weights + NAME.json sidecar with their SHA-256, written atomically): what `mlp:PATH` loads.
+`train.min_buffer` rows (learning rate decaying to `train.lr_final` over the schedule, `train.schedule` or
+`train.iterations`, then kept; optional mirror-image augmentation). Its extra evaluation meets MCTS (`eval.mcts_every`).
+Its agent checkpoint is `agents.mlp`'s (NAME.pt weights + NAME.json sidecar with their SHA-256, written atomically):
+what `mlp:PATH` loads.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from agents.afterstate import (
     symmetry_index,
 )
 from agents.afterstate_agent import Buffers
+from agents.evaluator import Context, Evaluator, Finished
 from agents.greedy import DEFAULT_WEIGHTS, plan_turn
 from agents.mlp import DEFAULT_CONFIG, Candidates, candidate_outputs, check_config, decision_values, torch_net
 from agents.mlp import save_checkpoint as save_mlp_checkpoint
@@ -53,7 +55,6 @@ from ..selfplay_config import (
     schema_of,
     typed,
 )
-from .base import Context, Evaluator, Finished
 
 #: The network's outputs: every seat's final total / 100, then every seat's win logit (seats relative to the mover).
 OUTPUTS = 8
@@ -77,7 +78,7 @@ class MLPTrainSection(TrainSection):
 
     lam: float = 1.0  # TD(lambda) of each output: 1 = Monte-Carlo (the final outcome)
     lr: float = 1e-3
-    lr_final: float | None = None  # linear decay from lr to it over `iterations` (None: constant)
+    lr_final: float | None = None  # linear decay from lr to it over the schedule, then kept (None: constant)
     batch: int = 256
     steps_per_iter: int = 2  # Adam steps after each iteration (once the buffer holds min_buffer rows)
     buffer: int = 200_000  # replay buffer rows (a ring)
@@ -137,7 +138,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class MLPEvaluator(Evaluator):
-    """The MLP as an `experiments.selfplay.Evaluator` (module docstring). learns: False for a self-play worker
+    """The MLP as an `agents.evaluator.Evaluator` (module docstring). learns: False for a self-play worker
     (the network only: no optimizer, no buffer, no start from `train.init`); start: False for a run that resumes
     (its weights come from its checkpoint: `train.init` is not read again)."""
 
@@ -318,7 +319,7 @@ class MLPEvaluator(Evaluator):
         multi = (npl > 1).float()
         ce = -(win * torch.log_softmax(logits, dim=1)).sum(dim=1)
         loss = score_loss + float(self.tr.win_loss) * (ce * multi).sum() / multi.sum().clamp(min=1.0)
-        if self.tr.lr_final is not None:  # linear decay over train.iterations (a function of the iteration alone)
+        if self.tr.lr_final is not None:  # linear decay over the schedule (a function of the iteration alone)
             for group in self.opt.param_groups:
                 group["lr"] = float(self.tr.lr) + ctx.progress * (float(self.tr.lr_final) - float(self.tr.lr))
         self.opt.zero_grad(set_to_none=True)

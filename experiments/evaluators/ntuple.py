@@ -2,7 +2,8 @@
 
 Its value of an afterstate is `ntuple.remaining` (predicted points still to come); it learns by TD(lambda) from each
 finished game (`ntuple.learn_game`: each seat's lambda-returns, one update per afterstate, tuple and linear weights
-with their own step sizes scaled linearly from 1 to `train.alpha_final` over `train.iterations`; optionally
+with their own step sizes scaled linearly from 1 to `train.alpha_final` over the schedule (`train.schedule`, or
+`train.iterations`); optionally
 temporal-coherence step sizes, `train.coherence`, and a win head, `train.win_head`). Its fused fast path
 (`decide_rows`: the numba kernel `ntuple.decide_rows` plans, values, chooses and plays a turn in every game in one
 call, rows split over `selfplay.threads`) plays the same games as the framework's own loop, faster. Expert iteration
@@ -20,6 +21,7 @@ import numpy as np
 from agents import ntuple as N
 from agents.afterstate_agent import Buffers
 from agents.checkpoint import CheckpointError
+from agents.evaluator import Context, Evaluator, Finished
 from agents.greedy import DEFAULT_WEIGHTS
 from agents.ntuple.search import distinct_candidates
 from harmonies_env import actions as A
@@ -38,7 +40,6 @@ from ..selfplay_config import (
     schema_of,
     typed,
 )
-from .base import Context, Evaluator, Finished
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +48,7 @@ class NTupleTrainSection(TrainSection):
 
     alpha_tuple: float = 0.03  # the tuple part moves this fraction of the error per afterstate (normalized LMS)
     alpha_linear: float = 0.003  # the linear part's step size
-    alpha_final: float = 1.0  # both step sizes scale linearly from 1x at iteration 0 to this at `iterations`
+    alpha_final: float = 1.0  # both step sizes scale linearly from 1x at iteration 0 to this at the schedule's end
     coherence: bool = False  # temporal-coherence step sizes for the tuple weights (`ntuple.learning.td_step`)
     win_head: bool = False  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
     layout: int = 2  # 2: board and card shapes; 1: board shapes only; 3: layout 2 per game stage (multistage,
@@ -132,7 +133,7 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 class NTupleEvaluator(Evaluator):
-    """The n-tuple network as an `experiments.selfplay.Evaluator` with a fused `decide_rows` (module docstring).
+    """The n-tuple network as an `agents.evaluator.Evaluator` with a fused `decide_rows` (module docstring).
     learns: False for a self-play worker (weights only; no win head, no accumulators: it does not learn)."""
 
     def __init__(self, cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0):

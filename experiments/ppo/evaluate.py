@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     import json
     from pathlib import Path
 
-    from ..commands import COMMANDS, saved_run, schema
+    from ..commands import commands, saved_run, schema
     from ..common import atomic_write_json, check_config
 
     ap = argparse.ArgumentParser(description="evaluate a training run's policy on its evaluation task",
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     saved = saved_run(a.run)  # runs saved under the commands' old names read as today's
     if saved is None:
         raise SystemExit(f"{a.run} holds no run (no config.json)")
-    module = importlib.import_module(COMMANDS[saved["algo"]][0], __package__.rpartition(".")[0])
+    module = importlib.import_module(commands()[saved["algo"]][0], __package__.rpartition(".")[0])
     if saved["algo"] == "mlp":  # its own evaluation command, on the same match engine
         raise SystemExit(f"an mlp run: python -m experiments.eval_mlp --checkpoint {a.run / 'model.pt'}")
     if not hasattr(module, "evaluation"):

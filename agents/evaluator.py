@@ -1,11 +1,15 @@
-"""The self-play framework's evaluator interface (`experiments.selfplay`): the base class every evaluator derives
-from (`Evaluator`: the methods it must have, and every optional hook with a no-op default), what a hook may read or
-change of the run (`Context`), the finished game it learns from (`Finished`), its TD(lambda) targets
-(`td_targets`), its weights' files (`save_weights`, `load_weights`) and the evaluation every learner meets
-(`vs_greedy`). Every evaluator (`experiments.evaluators.ntuple`, `experiments.evaluators.mlp`, a user's own)
-derives from it; the loop that plays and records is `experiments.selfplay.Learner`, which calls every hook
-directly (no hook is looked up by name, so a misspelled one cannot be silently skipped: `Evaluator` refuses a
-method whose name is close to a hook's, or starts like one, when the class is defined)."""
+"""The evaluator interface of the self-play learners: the base class every evaluator derives from (`Evaluator`: the
+methods it must have, and every optional hook with a no-op default), what a hook may read or change of the run
+(`Context`), the finished game it learns from (`Finished`), its TD(lambda) targets (`td_targets`), its weights' files
+(`save_weights`, `load_weights`) and the agent that plays them (`play_saved`).
+
+Why in agents: an evaluator is a value model of afterstates (what an agent plays) plus learning hooks that are pure
+functions of arrays and a `Context`; so the class a user writes plays through the agent registry (tournaments, the
+play server, a ladder) without the agents layer knowing the trainer. The loop that plays, records and checkpoints is
+`experiments.selfplay.Learner`, which calls every hook directly (no hook is looked up by name, so a misspelled one
+cannot be silently skipped: `Evaluator` refuses a method whose name is close to a hook's, or starts like one, when
+the class is defined). A learner is registered, to be trained and played, by one line in `agents.learners`.
+"""
 from __future__ import annotations
 
 import abc
@@ -18,12 +22,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from agents.afterstate import own_total
-from agents.afterstate_agent import AfterstateAgent, Buffers, decide_generic
-from agents.archive import read_npz
-from agents.td import lambda_returns
-from harmonies_env.config import GameConfig
 from harmonies_env.scoring import NUM_CATEGORIES
+
+from .afterstate import own_total
+from .afterstate_agent import AfterstateAgent, Buffers, decide_generic
+from .archive import read_npz
+from .td import lambda_returns
 
 #: The `agents.checkpoint` format of an evaluator's weights saved by `save_weights`, and their largest size read.
 WEIGHTS_FORMAT = "selfplay-evaluator"
@@ -62,9 +66,9 @@ class Context:
 
 #: The optional hooks, each with a no-op default in `Evaluator`.
 HOOKS = ("decide_rows", "after_iteration", "expert_turn", "agent", "extra_evaluation", "metrics", "meta",
-         "load_meta")
+         "load_meta", "save")
 #: What every evaluator must define.
-REQUIRED = ("values", "learn", "get_weights", "set_weights", "arrays", "load_arrays", "save")
+REQUIRED = ("values", "learn", "get_weights", "set_weights", "arrays", "load_arrays")
 #: Name beginnings that only a hook may have (a method so named that is not one is a misspelled hook).
 _HOOK_PREFIXES = ("after_", "before_", "on_", "decide_", "expert_", "extra_", "load_", "meta", "metric")
 
@@ -119,11 +123,6 @@ class Evaluator(abc.ABC):
     def load_arrays(self, arrays: dict[str, np.ndarray], where: str) -> None:
         """Take back `arrays()` from a checkpoint (ConfigError naming `where` and what does not fit)."""
 
-    @abc.abstractmethod
-    def save(self, path: Path, play: dict[str, int], info: dict[str, Any]) -> None:
-        """The agent's checkpoint at `path` (weights + JSON sidecar, `agents.checkpoint`; `save_weights` does it
-        for a dict of arrays), which the agent registry's spec of this evaluator's value model loads."""
-
     # ---- optional hooks: every one a no-op here ----
     def decide_rows(self, buf: Buffers, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
                     explore: np.ndarray, pick: np.ndarray) -> None:
@@ -163,6 +162,12 @@ class Evaluator(abc.ABC):
     def load_meta(self, meta: dict[str, Any]) -> None:
         """Take back `meta()` from a checkpoint's record."""
 
+    def save(self, path: Path, play: dict[str, int], info: dict[str, Any]) -> None:
+        """The agent's checkpoint at `path` (weights + JSON sidecar, `agents.checkpoint`), which its agent spec
+        loads. By default `get_weights()` by `save_weights`, with how it plays (`play`) and the run's checked config
+        (info["config"]), from which `play_saved` builds it again."""
+        save_weights(path, self.get_weights(), {"play": play, "settings": info.get("config")}, info)
+
 
 def td_targets(game: Finished, lam: float) -> np.ndarray:
     """TD(lambda) targets (remaining points) of a finished game's afterstates: for each seat's afterstates in order,
@@ -182,7 +187,7 @@ def save_weights(path: str | Path, arrays: dict[str, np.ndarray], config: dict[s
                  training: dict[str, Any] | None = None) -> Path:
     """An evaluator's weights as NAME.npz + NAME.json (`agents.checkpoint`'s sidecar: SHA-256, shapes, `config`,
     how it was trained; atomic; no pickle). Returns the .npz's path."""
-    from agents.checkpoint import write_checkpoint
+    from .checkpoint import write_checkpoint
 
     buf = io.BytesIO()
     np.savez(buf, **arrays)
@@ -192,29 +197,29 @@ def save_weights(path: str | Path, arrays: dict[str, np.ndarray], config: dict[s
 
 def load_weights(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(config, arrays) of a checkpoint `save_weights` wrote, its SHA-256 checked (CheckpointError naming it)."""
-    from agents.checkpoint import read_checkpoint
+    from .checkpoint import read_checkpoint
 
     ck = read_checkpoint(path, ".npz", WEIGHTS_FORMAT, "an evaluator's weights", MAX_WEIGHTS_BYTES)
     return ck.config, dict(read_npz(ck.data, MAX_WEIGHTS_BYTES, ck.weights_path))
 
 
-def vs_greedy(policy: Any, games: int, seed: int, opponent_beam: int, config: GameConfig | None = None,
-              threads: int = 1) -> dict[str, float]:
-    """`policy` (an agent or batch policy, named by its `name`) against the greedy planner (`GreedyAgent`, beam
-    `opponent_beam`, in every other seat) in `games` games of `config` (default: 2 players, Side A) on seeds
-    seed + i // players, seats rotated (`agents.match.play_match`, paired): every learner's periodic evaluation.
-    Returns its win rate (shared wins split), its mean total and the other seats' mean total."""
-    from agents.greedy import GreedyAgent
-    from agents.match import play_match, totals_of, win_shares
+def play_saved(make: Any, path: str | Path, seed: int = 0, name: str = "") -> Any:
+    """The agent of an evaluator's weights saved by the default `Evaluator.save` (NAME.npz + NAME.json): its maker
+    `make(settings, False, seed)` (a self-play worker's: weights only) given the saved config, the saved weights set,
+    playing as its `agent` hook says at the saved beam and candidates, named `name`. CheckpointError naming a file
+    that is not one; ValueError for weights saved without the config to rebuild them."""
+    config, arrays = load_weights(path)
+    if not isinstance(config, dict) or not isinstance(config.get("settings"), dict) \
+            or not isinstance(config.get("play"), dict):
+        raise ValueError(f"{path}: saved without the run's settings and play (not by Evaluator.save's default)")
+    evaluator = make(config["settings"], False, int(seed))
+    evaluator.set_weights(arrays)
+    play = config["play"]
+    agent = evaluator.agent(int(play["beam"]), int(play["candidates"]))
+    if name:
+        agent.name = name
+    return agent
 
-    cfg = config or GameConfig()
-    name = str(getattr(policy, "name", "learner"))
-    n = cfg.num_players
-    others = [GreedyAgent(beam=int(opponent_beam), name="greedy") for _ in range(1, n)]
-    results = play_match([policy, *others], games=int(games), seed=int(seed), config=cfg, paired=True,
-                         threads=int(threads))
-    totals = np.array([[sc["total"] for sc in r["scores"]] for r in results], dtype=np.int64)
-    mine = totals_of(results, name)
-    theirs = (totals.sum(axis=1) - mine) / max(1, n - 1)
-    return {"win_rate": float(win_shares(results, name).mean()), "mean_score": float(mine.mean()),
-            "greedy_score": float(theirs.mean())}
+
+__all__ = ["HOOKS", "MAX_WEIGHTS_BYTES", "REQUIRED", "WEIGHTS_FORMAT", "AfterstateAgent", "Buffers", "Context",
+           "Evaluator", "Finished", "decide_generic", "load_weights", "play_saved", "save_weights", "td_targets"]
