@@ -14,7 +14,8 @@ from agents import ntuple as N
 from agents.greedy import DEFAULT_WEIGHTS, MAX_PLAN
 from agents.ntuple.search import afterstate_key
 from experiments.common import ConfigError, load_config
-from experiments.train_ntuple import Trainer, settings
+from experiments.evaluators.ntuple import settings
+from experiments.selfplay_command import build
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
 from harmonies_env.scoring import NUM_CATEGORIES
@@ -65,7 +66,7 @@ def _search_means(s: np.ndarray, w: np.ndarray, beam: int, K: int, ex: dict, rng
 def test_all_targets_train_every_distinct_root_candidate_towards_its_search_mean(tmp_path):
     cfg = _cfg(share=1.0, targets="all", root=6, worlds=2)
     ex = cfg["expert"]
-    tr = Trainer(cfg, 3, tmp_path / "run", progress=False)
+    tr = build("learned", cfg, 3, tmp_path / "run", progress=False)
     ev = tr.evaluator
     for _ in range(12):  # some learning first, so the network's values differ between candidates
         tr.step()
@@ -79,8 +80,8 @@ def test_all_targets_train_every_distinct_root_candidate_towards_its_search_mean
         if s[S.GAME_OVER] or tr.kinds[r, int(s[S.CURRENT])]:
             continue
         start, rng, p = s.copy(), copy.deepcopy(tr.rng), int(s[S.CURRENT])
-        afters, means = _search_means(start, tr.w, int(cfg["selfplay"]["beam"]), int(cfg["selfplay"]["candidates"]),
-                                      ex, rng)
+        sp = cfg["selfplay"]
+        afters, means = _search_means(start, tr.evaluator.w, int(sp["beam"]), int(sp["candidates"]), ex, rng)
         target = ev.expert_turn(tr.context(), r)
         if np.isnan(target):  # a Spirit choice or a single candidate: nothing searched, nothing recorded
             assert ev.root_rows == []
@@ -98,18 +99,18 @@ def test_all_targets_train_every_distinct_root_candidate_towards_its_search_mean
             assert t == pytest.approx(means[i] - N.own_total(a, p, sc))
         # each row alone moves its afterstate's value by the chosen one's step sizes towards its target
         a_tuple, a_linear = ev._alphas(tr.progress_fraction())
-        w0 = tr.w.copy()
+        w0 = tr.evaluator.w.copy()
         for a, q, t in rows:
             if N.no_turn_left(a, q):
                 continue
             ev.root_rows = [(a, q, t)]
-            tr.w[...] = w0
-            before = reference_remaining(a, q, tr.w)
+            tr.evaluator.w[...] = w0
+            before = reference_remaining(a, q, tr.evaluator.w)
             ev.after_iteration(tr.context())
-            after = reference_remaining(a, q, tr.w)
+            after = reference_remaining(a, q, tr.evaluator.w)
             assert after - t == pytest.approx((before - t) * (1 - a_tuple - a_linear), abs=1e-2)
             checked += 1
-        tr.w[...] = w0
+        tr.evaluator.w[...] = w0
         ev.root_rows = []
     assert checked >= 3
 
@@ -132,22 +133,23 @@ def test_a_run_with_all_targets_resumes_exactly_and_learns_otherwise(tmp_path):
     from experiments.common import latest_checkpoint
 
     cfg = _cfg(share=0.5, targets="all", root=4)
-    whole = Trainer(cfg, 7, tmp_path / "whole", progress=False)
-    first = Trainer(cfg, 7, tmp_path / "split", progress=False)
+    whole = build("learned", cfg, 7, tmp_path / "whole", progress=False)
+    first = build("learned", cfg, 7, tmp_path / "split", progress=False)
     for _ in range(20):
         for t in (whole, first):
             t.step()
             t.iteration += 1
     first.save()
-    second = Trainer(cfg, 7, tmp_path / "split", progress=False)
+    second = build("learned", cfg, 7, tmp_path / "split", progress=False)
     second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
     for _ in range(20):
         for t in (whole, second):
             t.step()
             t.iteration += 1
-    assert whole.searched > 0 and np.array_equal(whole.w, second.w) and np.array_equal(whole.wwin, second.wwin)
-    chosen = Trainer(_cfg(share=0.5, targets="chosen", root=4), 7, tmp_path / "chosen", progress=False)
+    w, w2 = whole.evaluator, second.evaluator
+    assert whole.searched > 0 and np.array_equal(w.w, w2.w) and np.array_equal(w.wwin, w2.wwin)
+    chosen = build("learned", _cfg(share=0.5, targets="chosen", root=4), 7, tmp_path / "chosen", progress=False)
     for _ in range(40):
         chosen.step()
         chosen.iteration += 1
-    assert chosen.searched > 0 and not np.array_equal(chosen.w, whole.w)
+    assert chosen.searched > 0 and not np.array_equal(chosen.evaluator.w, whole.evaluator.w)
