@@ -495,7 +495,7 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.layout=4", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
+                        "train.layout=5", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 

@@ -76,6 +76,7 @@ from .kernels import (
     LAYOUT_WEIGHTS,
     LINEAR_INDEX,
     LINES,
+    MARKET_FROM,
     MAX_ACTIVE,
     NTUPLE_VERSION,
     NUM_LINEAR,
@@ -107,12 +108,13 @@ from .kernels import (
     win_logit,
 )
 from .learning import learn_game, learn_win, selected_norm
+from .market import MARKET_SHAPES
 from .search import NTupleSearchAgent
 
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
            "learn_win", "HEADS", "DEFAULT_WIN_CHECKPOINT",
            "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "CARD_SHAPES", "VALUES",
-           "LAYOUT_WEIGHTS", "CARD_FROM", "check_layout", "layout_of",
+           "LAYOUT_WEIGHTS", "CARD_FROM", "MARKET_FROM", "MARKET_SHAPES", "check_layout", "layout_of",
            "STAGE_STARTS", "STAGE_WEIGHTS", "STAGES", "stage_of", "grown_weights",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",
