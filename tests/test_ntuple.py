@@ -506,6 +506,9 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
     for layout in (1, 2, 3):
         with pytest.raises(ValueError, match="layout-4 network"):
             N.grown_weights(w, layout)
+    cfg["train"]["layout"], cfg["train"]["init"] = 3, str(N.save_checkpoint(tmp_path / "four", w))
+    with pytest.raises(Exception, match="layout-4 network"):
+        settings(cfg)
 
 
 def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):

@@ -42,13 +42,16 @@ Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [tr
 layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`); the kernels read the layout from
 the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Layout 3 is a layout-2 vector
 per game stage (multistage weights: the stage of an afterstate is where the mover's own turn stands in
-`STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Checkpoints are `NAME.npz`
+`STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Layout 4 is layout 2
+then [held_supply] [market_supply] (`MARKET_SHAPES`, market.py): per held and per face-up card, a table per card id at
+(its nearest habitat's distance, how many of the tokens it lacks one central space supplies, how many spaces supply
+any). Checkpoints are `NAME.npz`
 (one array `weights`, read by `agents.archive.read_npz`) + `NAME.json` (its config with the layout, and the
 SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 
-The package: kernels.py (the jitted kernels over arrays), agent.py (`NTupleAgent`, `NTupleWinAgent`, weight
-vectors and checkpoint files), search.py (`NTupleSearchAgent`).
+The package: kernels.py (the jitted kernels over arrays), market.py (layout 4's market look-ups), agent.py
+(`NTupleAgent`, `NTupleWinAgent`, weight vectors and checkpoint files), search.py (`NTupleSearchAgent`).
 """
 from ..checkpoint import weights_sha256
 from .agent import (
