@@ -16,7 +16,7 @@ from harmonies_env import state as S
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, lowest_cell
 
-from ..greedy.habitats import habitat_distance, need_masks
+from ..greedy.habitats import need_masks
 
 _NC = NUM_CARDS + 1
 #: The two market tables, after layout 2's: a table per card id (1..42, row 0 unused) for the cards the mover holds,
@@ -69,16 +69,15 @@ def card_need(s, p: int, card: int, need, out, o: int) -> None:
     one of the nearest placements still lacks (all 0 at distance 0 or beyond 3). need: `need_masks` of p's board.
 
     Why the most per colour over the nearest placements: one row per card and board, shared by every candidate that
-    leaves the same board; a space that supplies any nearest placement's tokens counts."""
+    leaves the same board; a space that supplies any nearest placement's tokens counts. One pass over the card's
+    placements (`habitat_distance`'s costs, a placement dropped once it costs more than the nearest so far)."""
     side = s[S.SIDE]
     cubes = s[S.CUBES + p]
-    d = habitat_distance(side, cubes, card, need)
+    stack0 = S.STACK + MAX_CELLS * p
+    lack = np.zeros(NEED_ROW - 1, dtype=np.int64)
     for c in range(NEED_ROW):
         out[o + c] = 0
-    out[o] = min(d, 3)
-    if d == 0 or d > 3:
-        return
-    stack0 = S.STACK + MAX_CELLS * p
+    best = 4  # nearest cost so far; 4: none within 3 tokens
     for q in range(C.HABITAT_START[side, card], C.HABITAT_START[side, card + 1]):
         if (cubes >> C.HABITAT_CUBE[side, q]) & 1:
             continue
@@ -89,25 +88,39 @@ def card_need(s, p: int, card: int, need, out, o: int) -> None:
                 break
             m = C.HABITAT_MASK[side, q, j]
             if m & ~(need[cls, 0] | need[cls, 1] | need[cls, 2] | need[cls, 3]):
-                cost = d + 1
+                cost = best + 1
                 break
             cost += _popcount(m & need[cls, 1]) + 2 * _popcount(m & need[cls, 2]) + 3 * _popcount(m & need[cls, 3])
-            if cost > d:
+            if cost > best:
                 break
-        if cost != d:
+        if cost > best or cost > 3:
             continue
+        if cost == 0:
+            best = 0
+            break
+        if cost < best:
+            best = cost
+            for c in range(NEED_ROW - 1):
+                out[o + 1 + c] = 0
         for c in range(NEED_ROW - 1):
-            lack = 0
-            for j in range(4):
-                cls = C.HABITAT_CLASS[side, q, j]
-                if cls < 0:
-                    break
-                m = C.HABITAT_MASK[side, q, j]
-                while m:
-                    lack += MISSING[s[stack0 + lowest_cell(m)], cls, c]
-                    m &= m - 1
-            if lack > out[o + 1 + c]:
-                out[o + 1 + c] = lack
+            lack[c] = 0
+        for j in range(4):
+            cls = C.HABITAT_CLASS[side, q, j]
+            if cls < 0:
+                break
+            m = C.HABITAT_MASK[side, q, j] & (need[cls, 1] | need[cls, 2] | need[cls, 3])
+            while m:
+                code = s[stack0 + lowest_cell(m)]
+                m &= m - 1
+                for c in range(NEED_ROW - 1):
+                    lack[c] += MISSING[code, cls, c]
+        for c in range(NEED_ROW - 1):
+            if lack[c] > out[o + 1 + c]:
+                out[o + 1 + c] = lack[c]
+    if best == 0:
+        for c in range(NEED_ROW - 1):
+            out[o + 1 + c] = 0
+    out[o] = min(best, 3)
 
 
 @njit(cache=True, inline="always")
