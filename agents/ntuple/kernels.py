@@ -25,7 +25,7 @@ from ..afterstate import (
 )
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 from ..greedy.terms import TERMS_SCRATCH
-from .market import MARKET_ACTIVE, MARKET_WEIGHTS, NEED_ROW, market_keys, market_sum
+from .market import CARD_SCRATCH, MARKET_ACTIVE, MARKET_WEIGHTS, NEED_ROW, market_keys, market_sum
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays; layout 3 = a layout-2 vector per game
@@ -454,9 +454,12 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     cdone = np.zeros((n, _NC), dtype=np.bool_)
     near = np.full((n, S.MAX_MARKET, 2), -1, dtype=np.int64)
     market = ws.shape[0] > MARKET_FROM  # layout 4: each board's need rows per card (`market.market_sum`)
-    mrows = np.empty((n if market else 0, _NC * NEED_ROW), dtype=np.int64)
-    mdone = np.zeros((n if market else 0, _NC), dtype=np.bool_)
+    mrows = np.empty((n if market else 0, MARKET_ACTIVE * NEED_ROW), dtype=np.int64)
+    mdone = np.zeros((n if market else 0, MARKET_ACTIVE), dtype=np.bool_)
+    mlocal = np.full(_NC, -1, dtype=np.int64)
+    mlocal[0] = 0
     need = np.empty((9, 4), dtype=np.int64)
+    mscratch = np.empty(CARD_SCRATCH, dtype=np.int64)
     boards = 0
     stack0 = S.STACK + MAX_CELLS * p
     # the states after each distinct prefix of tokens (central space and placements), played once
@@ -545,7 +548,7 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
                     cdone[b, card] = True
                 v += csum[b, card]
         if market:
-            v = market_sum(after, p, ws, MARKET_FROM, v, need, mrows[b], mdone[b])
+            v = market_sum(after, p, ws, MARKET_FROM, v, need, mrows[b], mdone[b], mlocal, mscratch)
         values[k] = total + v
     return n
 

@@ -14,9 +14,9 @@ from harmonies_env import cards as C
 from harmonies_env import stacks as ST
 from harmonies_env import state as S
 from harmonies_env.cards import NUM_CARDS
-from harmonies_env.geometry import MAX_CELLS, lowest_cell
+from harmonies_env.geometry import MAX_CELLS
 
-from ..greedy.habitats import need_masks
+from ..greedy.habitats import MAX_ROTATIONS, need_grids, rotation_levels
 
 _NC = NUM_CARDS + 1
 #: The two market tables, after layout 2's: a table per card id (1..42, row 0 unused) for the cards the mover holds,
@@ -30,6 +30,10 @@ MARKET_WEIGHTS = 2 * _NC * MARKET_KEYS
 MARKET_ACTIVE = S.MAX_SLOTS + S.MAX_MARKET
 #: A card's need row (`card_need`): the distance, then the tokens missing by colour, then the building bases.
 NEED_ROW = 8
+#: Scratch of one `card_need` call (each rotation's cost levels, then one placement's missing tokens), then a need
+#: row `market_sum` does not keep.
+_ROW_AT = 4 * MAX_ROTATIONS + NEED_ROW - 1
+CARD_SCRATCH = _ROW_AT + NEED_ROW
 _WILD = ST.NUM_COLOURS  # the missing-colour slot of a building's base: a gray, brown or red token
 
 
@@ -60,76 +64,78 @@ def _missing() -> np.ndarray:
 #: (15, 9, 7); its sum is `habitats.NEED_K` where that is >= 0.
 MISSING = _missing()
 _BASE = (1 << ST.GRAY) | (1 << ST.BROWN) | (1 << ST.RED)
+_DEBRUIJN = 0x03F79D71B4CB0A89  # (bit * this) >> 58 differs for each of the 64 single bits
+#: GRID_CELL[side, (g * _DEBRUIJN >> 58) & 63] -> the board cell at grid bit g of the habitat matcher's grid (-1:
+#: none). int64 (2, 64)
+GRID_CELL = np.full((2, 64), -1, dtype=np.int64)
+for _side in range(2):
+    for _b in range(63):
+        GRID_CELL[_side, (((1 << _b) * _DEBRUIJN) & (2**64 - 1)) >> 58] = (
+            int(C.from_grid.py_func(_side, 1 << _b)).bit_length() - 1)
 
 
 @njit(cache=True)
-def card_need(s, p: int, card: int, need, out, o: int) -> None:
+def card_need(s, p: int, card: int, grid_need, out, o: int, scratch) -> None:
     """What seat p's board in s lacks for `card`'s habitat, into out[o: o + NEED_ROW]: min(3, `habitat_distance`)
     (3 = three or more tokens, or never), then per colour (and building base, `MISSING`) the most tokens of it that
-    one of the nearest placements still lacks (all 0 at distance 0 or beyond 3). need: `need_masks` of p's board.
+    one of the nearest placements still lacks (all 0 at distance 0 or beyond 3). grid_need: `need_grids` of p's board.
 
     Why the most per colour over the nearest placements: one row per card and board, shared by every candidate that
-    leaves the same board; a space that supplies any nearest placement's tokens counts. One pass over the card's
-    placements (`habitat_distance`'s costs, a placement dropped once it costs more than the nearest so far)."""
+    leaves the same board; a space that supplies any nearest placement's tokens counts. The nearest placements are
+    found on the matcher's grid, every position of a rotation at once (`rotation_levels`, as `habitat_near`), and only
+    they are walked cell by cell. scratch: int64 (>= CARD_SCRATCH,)."""
     side = s[S.SIDE]
-    cubes = s[S.CUBES + p]
+    free = ~C.to_grid(side, s[S.CUBES + p])
     stack0 = S.STACK + MAX_CELLS * p
-    lack = np.zeros(NEED_ROW - 1, dtype=np.int64)
+    rot = scratch[:4 * MAX_ROTATIONS]
+    lack = scratch[4 * MAX_ROTATIONS: _ROW_AT]
+    r0 = C.GRID_ROT_START[side, card]
+    r1 = C.GRID_ROT_START[side, card + 1]
+    d = 4  # nearest cost; 4: none within 3 tokens
+    for r in range(r0, r1):
+        e0, e1, e2, e3 = rotation_levels(side, r, free, grid_need)
+        if e0:
+            d = 0
+            break
+        q = 4 * (r - r0)
+        rot[q + 1] = e1
+        rot[q + 2] = e2
+        rot[q + 3] = e3
+        if e1 and d > 1:
+            d = 1
+        elif e2 and d > 2:
+            d = 2
+        elif e3 and d > 3:
+            d = 3
     for c in range(NEED_ROW):
         out[o + c] = 0
-    best = 4  # nearest cost so far; 4: none within 3 tokens
-    for q in range(C.HABITAT_START[side, card], C.HABITAT_START[side, card + 1]):
-        if (cubes >> C.HABITAT_CUBE[side, q]) & 1:
-            continue
-        cost = 0
-        for j in range(4):
-            cls = C.HABITAT_CLASS[side, q, j]
-            if cls < 0:
-                break
-            m = C.HABITAT_MASK[side, q, j]
-            if m & ~(need[cls, 0] | need[cls, 1] | need[cls, 2] | need[cls, 3]):
-                cost = best + 1
-                break
-            cost += _popcount(m & need[cls, 1]) + 2 * _popcount(m & need[cls, 2]) + 3 * _popcount(m & need[cls, 3])
-            if cost > best:
-                break
-        if cost > best or cost > 3:
-            continue
-        if cost == 0:
-            best = 0
-            break
-        if cost < best:
-            best = cost
+    out[o] = min(d, 3)
+    if d == 0 or d == 4:
+        return
+    for r in range(r0, r1):
+        w = rot[4 * (r - r0) + d]
+        while w:
+            pos = w & -w
+            w &= w - 1
             for c in range(NEED_ROW - 1):
-                out[o + 1 + c] = 0
-        for c in range(NEED_ROW - 1):
-            lack[c] = 0
-        for j in range(4):
-            cls = C.HABITAT_CLASS[side, q, j]
-            if cls < 0:
-                break
-            m = C.HABITAT_MASK[side, q, j] & (need[cls, 1] | need[cls, 2] | need[cls, 3])
-            while m:
-                code = s[stack0 + lowest_cell(m)]
-                m &= m - 1
+                lack[c] = 0
+            for j in range(4):
+                cls = C.GRID_ROT_CLASS[side, r, j]
+                if cls < 0:
+                    break
+                g = _shift(pos, C.GRID_ROT_OFF[side, r, j])
+                code = s[stack0 + GRID_CELL[side, ((g * _DEBRUIJN) >> 58) & 63]]
                 for c in range(NEED_ROW - 1):
                     lack[c] += MISSING[code, cls, c]
-        for c in range(NEED_ROW - 1):
-            if lack[c] > out[o + 1 + c]:
-                out[o + 1 + c] = lack[c]
-    if best == 0:
-        for c in range(NEED_ROW - 1):
-            out[o + 1 + c] = 0
-    out[o] = min(best, 3)
+            for c in range(NEED_ROW - 1):
+                if lack[c] > out[o + 1 + c]:
+                    out[o + 1 + c] = lack[c]
 
 
 @njit(cache=True, inline="always")
-def _popcount(x: int) -> int:
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
+def _shift(m: int, o: int) -> int:
+    """m shifted by o grid bits (left for o >= 0): a placement's cube cell to its pattern cell at offset o."""
+    return m << o if o >= 0 else m >> -o
 
 
 @njit(cache=True)
@@ -168,40 +174,55 @@ def market_keys(s, p: int, out, rows) -> int:
     out (>= MARKET_ACTIVE,): one per card p holds, then one per face-up card; returns how many. rows int64
     (>= NEED_ROW,) scratch."""
     need = np.empty((9, 4), dtype=np.int64)
-    need_masks(s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], need)
+    need_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], need)
+    scratch = np.empty(CARD_SCRATCH, dtype=np.int64)
     k = 0
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card >= 0:
-            card_need(s, p, card, need, rows, 0)
+            card_need(s, p, card, need, rows, 0, scratch)
             out[k] = card * MARKET_KEYS + supply_key(s, rows, 0)
             k += 1
     for i in range(S.MAX_MARKET):
         card = s[S.MARKET + i]
         if card >= 0:
-            card_need(s, p, card, need, rows, 0)
+            card_need(s, p, card, need, rows, 0, scratch)
             out[k] = (_NC + card) * MARKET_KEYS + supply_key(s, rows, 0)
             k += 1
     return k
 
 
 @njit(cache=True)
-def market_sum(s, p: int, w, lo: int, v: float, need, rows, done) -> float:
+def market_sum(s, p: int, w, lo: int, v: float, need, rows, done, local, scratch) -> float:
     """v + the market tables' weights (starting at w[lo]) that seat p's afterstate s selects, added in `market_keys`
-    order. The need rows are shared by every afterstate of one board: rows int64 (_NC x NEED_ROW,) and done bool
-    (_NC,) are that board's (a card's row is made once, `card_need`); need int64 (9, 4) scratch."""
+    order. The need rows are shared by every afterstate of one board: rows int64 (MARKET_ACTIVE x NEED_ROW,) and done
+    bool (MARKET_ACTIVE,) are that board's (a card's row is made once, `card_need`), at the card's index in local
+    int64 (_NC,) (-1: none yet; local[0] counts the cards given one: every afterstate of one turn holds or shows at
+    most MARKET_ACTIVE cards; any more are valued without keeping their rows); need int64 (9, 4) and scratch int64
+    (>= CARD_SCRATCH,) scratch."""
     masks = False
     for h in range(S.MAX_SLOTS + S.MAX_MARKET):
         held = h < S.MAX_SLOTS
         card = s[S.SLOT + S.MAX_SLOTS * p + h] if held else s[S.MARKET + h - S.MAX_SLOTS]
         if card < 0:
             continue
-        if not done[card]:
-            if not masks:
-                need_masks(s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], need)
-                masks = True
-            card_need(s, p, card, need, rows, card * NEED_ROW)
-            done[card] = True
         t = card if held else _NC + card
-        v += float(w[lo + t * MARKET_KEYS + supply_key(s, rows, card * NEED_ROW)])
+        c = local[card]
+        if c < 0 and local[0] < MARKET_ACTIVE:
+            c = local[0]
+            local[card] = c
+            local[0] = c + 1
+        if c < 0:  # more cards than a turn can show: this one's row is not kept
+            need_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], need)
+            masks = True
+            card_need(s, p, card, need, scratch, _ROW_AT, scratch)
+            v += float(w[lo + t * MARKET_KEYS + supply_key(s, scratch, _ROW_AT)])
+            continue
+        if not done[c]:
+            if not masks:
+                need_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CUBES + p], need)
+                masks = True
+            card_need(s, p, card, need, rows, c * NEED_ROW, scratch)
+            done[c] = True
+        v += float(w[lo + t * MARKET_KEYS + supply_key(s, rows, c * NEED_ROW)])
     return v
