@@ -30,7 +30,7 @@ RANGES: dict[str, tuple[float, float]] = {
     "selfplay.eval_beam": (1, MAX_BEAM),
     "selfplay.snapshot_every": (1, MAX_STEPS), "selfplay.players": (2, 4),
     # [train]
-    "train.iterations": (1, 10**9), "train.schedule": (0, 10**9), "train.lam": (0, 1), "train.layout": (1, 3),
+    "train.iterations": (1, 10**9), "train.schedule": (0, 10**9), "train.lam": (0, 1), "train.layout": (1, 4),
     "train.alpha_tuple": (0, 10), "train.alpha_linear": (0, 10), "train.alpha_final": (0, 10),
     "train.batch": (1, 65_536),
     "train.buffer": (1, 1_000_000), "train.min_buffer": (1, 1_000_000), "train.lr": (0, 1), "train.lr_final": (0, 1),

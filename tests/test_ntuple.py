@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ntuple_reference import reference_output, reference_remaining
+from ntuple_reference import reference_market_keys, reference_output, reference_remaining
 
 from agents import RandomAgent, make_agent
 from agents import ntuple as N
@@ -61,7 +61,7 @@ def _random_weights(seed: int, layout: int = N.NTUPLE_VERSION) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=N.LAYOUT_WEIGHTS[layout]).astype(np.float32)
 
 
-@pytest.mark.parametrize("layout", [1, 2, 3])
+@pytest.mark.parametrize("layout", [1, 2, 3, 4])
 def test_kernels_agree_with_the_plain_python_reference(layout):
     w = _random_weights(1, layout)
     pos = _positions(40, 2)
@@ -86,6 +86,22 @@ def test_kernels_agree_with_the_plain_python_reference(layout):
         N.evaluate_batch(states, seats, np.ascontiguousarray(w[: N.STAGE_WEIGHTS]), first)
         late = np.array([N.stage_of(s) > 0 for s in states])
         assert np.allclose(first[~late], got[~late]) and not np.allclose(first[late], got[late])
+    if layout == 4:  # the market tables count, and their look-ups are the reference's on every position
+        short = np.zeros(len(pos))
+        N.evaluate_batch(states, seats, np.ascontiguousarray(w[: N.MARKET_FROM]), short)
+        assert not np.allclose(short, got)
+        from agents.ntuple.market import MARKET_ACTIVE, NEED_ROW, market_keys
+
+        keys = np.zeros(MARKET_ACTIVE, np.int64)
+        rows = []
+        for (s, p), h in zip(pos, held):
+            k = market_keys(s, p, keys, np.zeros(NEED_ROW, np.int64))
+            assert list(keys[:k]) == reference_market_keys(s, p)
+            assert k == h + int((s[S.MARKET: S.MARKET + S.MAX_MARKET] >= 0).sum())
+            rows += [int(x) % 48 for x in keys[:k]]
+        distance, supply, spaces = np.array(rows) // 12, np.array(rows) // 3 % 4, np.array(rows) % 3
+        # every distance met, and cards that one space supplies 1 and 2 of their missing tokens, from 1 and 2+ spaces
+        assert set(distance) == {0, 1, 2, 3} and {1, 2} <= set(supply) and {0, 1, 2} <= set(spaces)
 
 
 def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
@@ -493,6 +509,30 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
     cfg["train"]["layout"], cfg["train"]["init"] = 2, str(N.save_checkpoint(tmp_path / "three", w))
     with pytest.raises(Exception, match="layout-3 network"):
         settings(cfg)
+    # a layout-2 network starts a layout-4 run (the market tables at zero); a layout-4 one fits no other layout
+    cfg = settings({**load_config(TINY), "train": {**load_config(TINY)["train"], "init": str(two), "layout": 4}})
+    w = build("learned", cfg, 0, tmp_path / "run4", progress=False).evaluator.w
+    assert w.shape == (N.LAYOUT_WEIGHTS[4],) and np.array_equal(w[: N.MARKET_FROM], _random_weights(4, layout=2))
+    assert not w[N.MARKET_FROM:].any()
+    for layout in (1, 2, 3):
+        with pytest.raises(ValueError, match="layout-4 network"):
+            N.grown_weights(w, layout)
+    cfg["train"]["layout"], cfg["train"]["init"] = 3, str(N.save_checkpoint(tmp_path / "four", w))
+    with pytest.raises(Exception, match="layout-4 network"):
+        settings(cfg)
+
+
+def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):
+    """`--set train.layout=4` trains the market tables (they move from zero) and `learned:PATH` plays the result."""
+    p = _train(tmp_path / "run", ["--set", "train.layout=4", "--set", "train.iterations=40", "--set", "eval.every=40",
+                                  "--set", "expert.share=0"])
+    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    config, w = N.load_checkpoint(tmp_path / "run" / "model.npz")
+    assert config["version"] == 4 and config["shapes"][-2:] == list(N.MARKET_SHAPES)
+    assert w.shape == (N.LAYOUT_WEIGHTS[4],) and w[N.MARKET_FROM:].any()
+    agent = make_agent(f"learned:{tmp_path / 'run' / 'model.npz'}")
+    g = play_game([agent, RandomAgent(seed=3)], seed=3)
+    assert g.is_over and g.winners()
 
 
 def test_bad_settings_are_one_line_errors(tmp_path):
@@ -506,7 +546,7 @@ def test_bad_settings_are_one_line_errors(tmp_path):
     assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
     assert len(p.stderr.strip().splitlines()) == 1, p.stderr
     p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.layout=4", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
+                        "train.layout=5", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
@@ -589,7 +629,8 @@ def test_the_candidates_shared_board_values_equal_the_full_evaluation_on_random_
     distances and each token prefix's state once for the candidates that share them: every candidate's value is
     still its total + `remaining` of its own afterstate, computed from scratch (to 1e-9; the weights add in another
     order), on random weights, on the golden fixture's positions (1-4 players, both sides, with and without
-    Spirits), narrow and wide, and on a layout-3 network (the stage's block)."""
+    Spirits), narrow and wide, and on a layout-3 network (the stage's block) and a layout-4 one (each board's market
+    need rows kept per card)."""
     import ntuple_golden as G
 
     sc = np.zeros(8, np.int64)
@@ -597,7 +638,8 @@ def test_the_candidates_shared_board_values_equal_the_full_evaluation_on_random_
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(N.NUM_LINEAR)
     checked = shared = 0
-    for w, K, beam in ((_random_weights(8), 16, 3), (_random_weights(8), 128, 24), (_random_weights(8, 3), 16, 3)):
+    for w, K, beam in ((_random_weights(8), 16, 3), (_random_weights(8), 128, 24), (_random_weights(8, 3), 16, 3),
+                       (_random_weights(8, 4), 16, 3)):
         P = np.zeros((K, MAX_PLAN), np.int64)
         L = np.zeros(K, np.int64)
         V = np.zeros(K)
@@ -624,6 +666,7 @@ def test_the_fused_tuple_sum_is_the_full_evaluation_bit_for_bit():
     from agents.afterstate import GLOBAL, NUM_FEATURES, SEAT, SEAT_HEAD, afterstate_features, afterstate_head_features
 
     w = _random_weights(5)
+    w4 = _random_weights(5, 4)
     idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     full = np.empty(NUM_FEATURES, dtype=np.float32)
@@ -638,8 +681,8 @@ def test_the_fused_tuple_sum_is_the_full_evaluation_bit_for_bit():
         assert np.array_equal(feats[head], full[head])
         if N.no_turn_left(s, p):
             continue
-        for weights in (w, np.ascontiguousarray(w[: N.CARD_FROM])):
-            k = N.tuple_indices(s, p, idx, weights.shape[0] > N.CARD_FROM)
+        for weights in (w, np.ascontiguousarray(w[: N.CARD_FROM]), w4):
+            k = N.tuple_indices(s, p, idx, weights.shape[0] > N.CARD_FROM, weights.shape[0] > N.MARKET_FROM)
             N.linear_features(s, p, feats, lin)
             assert N.remaining(s, p, weights, idx, feats, lin) == N.value_of(weights, idx, k, lin)
         checked += 1

@@ -171,7 +171,7 @@ def _shift(m: int, o: int) -> int:
 
 
 @njit(cache=True, inline="always")
-def _rotation_levels(side: int, r: int, free: int, grid_need):
+def rotation_levels(side: int, r: int, free: int, grid_need):
     """The cube cells (grid bits) where rotation r's placement is exactly 0, 1, 2 and 3 tokens short in all."""
     e0 = C.GRID_ROT_VALID[side, r] & free
     e1 = 0
@@ -211,7 +211,7 @@ def near_witness(side: int, cubes: int, card: int, grid_need, out, o: int, rot) 
     d = 3
     r0 = C.GRID_ROT_START[side, card]
     for r in range(r0, C.GRID_ROT_START[side, card + 1]):
-        e0, e1, e2, e3 = _rotation_levels(side, r, free, grid_need)
+        e0, e1, e2, e3 = rotation_levels(side, r, free, grid_need)
         q = 4 * (r - r0)
         rot[q] = e0
         rot[q + 1] = e1

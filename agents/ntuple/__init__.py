@@ -42,14 +42,17 @@ Layout of the one float32 weight vector: [linear (NUM_LINEAR)] [cell] [pair] [tr
 layout 2 [card_cell] [card_pair] [card_triangle] [card_line] (offsets `OFFSETS`); the kernels read the layout from
 the vector's length (`LAYOUT_WEIGHTS`), so a layout-1 network plays exactly as it did. Layout 3 is a layout-2 vector
 per game stage (multistage weights: the stage of an afterstate is where the mover's own turn stands in
-`STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Checkpoints are `NAME.npz`
+`STAGE_STARTS`; `stage_of`), each afterstate valued and learned by its stage's block alone. Layout 4 is layout 2
+then [held_supply] [market_supply] (`MARKET_SHAPES`, market.py): per held and per face-up card, a table per card id at
+(its nearest habitat's distance, how many of the tokens it lacks one central space supplies, how many spaces supply
+any). Checkpoints are `NAME.npz`
 (one array `weights`, read by `agents.archive.read_npz`) + `NAME.json` (its config with the layout, and the
 SHA-256 of NAME.npz, checked before anything plays). A new layout gets a new version in `LAYOUT_WEIGHTS`. The
 plain-Python reference in tests/ntuple_reference.py computes the same numbers.
 
-The package: kernels.py (the jitted kernels over arrays), agent.py (`NTupleAgent`, `NTupleWinAgent`, weight
-vectors and checkpoint files), search.py (`NTupleSearchAgent`; `distinct_candidates`, the search's root, which expert
-iteration's `targets = "all"` shares).
+The package: kernels.py (the jitted kernels over arrays), market.py (layout 4's market look-ups), agent.py
+(`NTupleAgent`, `NTupleWinAgent`, weight vectors and checkpoint files), search.py (`NTupleSearchAgent`;
+`distinct_candidates`, the search's root, which expert iteration's `targets = "all"` shares).
 """
 from ..checkpoint import weights_sha256
 from .agent import (
@@ -77,6 +80,7 @@ from .kernels import (
     LAYOUT_WEIGHTS,
     LINEAR_INDEX,
     LINES,
+    MARKET_FROM,
     MAX_ACTIVE,
     NTUPLE_VERSION,
     NUM_LINEAR,
@@ -108,12 +112,13 @@ from .kernels import (
     win_logit,
 )
 from .learning import learn_game, learn_win, selected_norm
+from .market import MARKET_SHAPES
 from .search import NTupleSearchAgent
 
 __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values", "win_logit", "candidate_wins",
            "learn_win", "HEADS", "DEFAULT_WIN_CHECKPOINT",
            "NTUPLE_VERSION", "NUM_WEIGHTS", "NUM_LINEAR", "OFFSETS", "SHAPES", "CARD_SHAPES", "VALUES",
-           "LAYOUT_WEIGHTS", "CARD_FROM", "check_layout", "layout_of",
+           "LAYOUT_WEIGHTS", "CARD_FROM", "MARKET_FROM", "MARKET_SHAPES", "check_layout", "layout_of",
            "STAGE_STARTS", "STAGE_WEIGHTS", "STAGES", "stage_of", "grown_weights",
            "LINEAR_INDEX", "MAX_ACTIVE", "DEFAULT_CHECKPOINT", "DEFAULT_PLAY", "tuple_indices", "linear_features",
            "remaining", "evaluate_batch", "candidate_values", "choose_rows", "decide_rows", "learn_game",

@@ -35,6 +35,7 @@ from .kernels import (
     candidate_wins,
     choose_rows,
 )
+from .market import MARKET_SHAPES
 
 # ------------------------------------------------------------------------------------------------ weights
 
@@ -52,15 +53,15 @@ def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
 
 def grown_weights(start: np.ndarray, layout: int) -> np.ndarray:
     """A network of a smaller layout as the start of a `layout` one: its weights at the beginning of each stage's
-    block (layout 3) or of the vector; the tables it lacks (cards, other stages' beyond its own) at zero."""
+    block (layout 3) or of the vector; the tables it lacks (cards, market, other stages' beyond its own) at zero."""
     w = np.zeros(LAYOUT_WEIGHTS[check_layout(layout)], dtype=np.float32)
     start = np.asarray(start, dtype=np.float32)
-    if start.shape[0] > w.shape[0]:
+    if start.shape[0] > w.shape[0] or (start.shape[0] > STAGE_WEIGHTS and start.shape[0] != w.shape[0]):
         raise ValueError(f"a layout-{layout_of(start)} network does not fit layout {layout}")
     if start.shape[0] == w.shape[0]:
         w[:] = start
         return w
-    for lo in range(0, w.shape[0], STAGE_WEIGHTS):
+    for lo in range(0, w.shape[0] if layout == 3 else 1, STAGE_WEIGHTS):
         w[lo: lo + start.shape[0]] = start
     return w
 
@@ -100,7 +101,7 @@ def network_config(play: dict[str, Any] | None = None, head: str = "points",
     if head not in HEADS:
         raise ValueError(f"head must be one of {HEADS}, got {head!r}")
     layout = check_layout(layout)
-    shapes = SHAPES + (CARD_SHAPES if layout >= 2 else ())
+    shapes = SHAPES + (CARD_SHAPES if layout >= 2 else ()) + (MARKET_SHAPES if layout == 4 else ())
     stages = {"stage_starts": [int(x) for x in STAGE_STARTS]} if layout == 3 else {}
     return {"version": layout, "feature_version": FEATURE_VERSION, "num_weights": LAYOUT_WEIGHTS[layout],
             "shapes": list(shapes), **stages, "play": check_play({**DEFAULT_PLAY, **(play or {})}),

@@ -25,10 +25,11 @@ from ..afterstate import (
 )
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 from ..greedy.terms import TERMS_SCRATCH
+from .market import CARD_SCRATCH, MARKET_ACTIVE, MARKET_WEIGHTS, NEED_ROW, market_keys, market_sum
 
 #: Layout version of new weight vectors (stored in checkpoints): 2 = the board shapes and the card shapes; layout 1
 #: (the board shapes only, the first shipped networks) still loads and plays; layout 3 = a layout-2 vector per game
-#: stage (`STAGE_STARTS`). Any other is refused.
+#: stage (`STAGE_STARTS`); layout 4 = layout 2 and the market tables (`market.MARKET_SHAPES`). Any other is refused.
 NTUPLE_VERSION = 2
 #: Contents a cell can have: stack code 0..14, + 15 with an animal cube.
 VALUES = 30
@@ -55,8 +56,13 @@ STAGE_STARTS = np.array([0, 3, 6], dtype=np.int64)
 STAGES = STAGE_STARTS.shape[0]
 #: One stage's weights: a whole layout-2 vector.
 STAGE_WEIGHTS = int(OFFSETS[-1])
-#: Weights of each layout: layout 1 ends where the card tables begin; layout 3 is STAGES layout-2 blocks.
-LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1]), 3: STAGES * int(OFFSETS[-1])}
+#: Weights of each layout: layout 1 ends where the card tables begin; layout 3 is STAGES layout-2 blocks; layout 4
+#: is layout 2 then the market tables.
+LAYOUT_WEIGHTS = {1: int(OFFSETS[len(SHAPES) + 1]), 2: int(OFFSETS[-1]), 3: STAGES * int(OFFSETS[-1]),
+                  4: int(OFFSETS[-1]) + MARKET_WEIGHTS}
+#: Where layout 4's market tables begin (a longer vector than this that is not layout 3's has them).
+MARKET_FROM = LAYOUT_WEIGHTS[2]
+_MULTI = LAYOUT_WEIGHTS[3]
 #: Layout 1's length: a longer vector has the card tables (the kernels read the layout from the vector's length).
 CARD_FROM = LAYOUT_WEIGHTS[1]
 NUM_WEIGHTS = LAYOUT_WEIGHTS[NTUPLE_VERSION]
@@ -106,9 +112,9 @@ def _placements() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.nd
 
 ORBIT, PAIRS, TRIANGLES, LINES, RHOMBI, COUNTS = _placements()
 #: Most tuple weights one board selects (a look-up per placement of every shape, and of every card shape per held
-#: card).
+#: card, and a market look-up per held and face-up card).
 MAX_ACTIVE = (MAX_CELLS + int(COUNTS.sum(axis=1).max())
-              + S.MAX_SLOTS * (MAX_CELLS + int(COUNTS[:, :3].sum(axis=1).max())))
+              + S.MAX_SLOTS * (MAX_CELLS + int(COUNTS[:, :3].sum(axis=1).max())) + MARKET_ACTIVE)
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -128,18 +134,18 @@ def stage_of(s) -> int:
 def stage_start(w, s) -> int:
     """Where the weights that value afterstate s begin in w: 0 for layouts 1 and 2, its stage's block in layout 3
     (they run for `stage_length(w)`)."""
-    return 0 if w.shape[0] <= STAGE_WEIGHTS else stage_of(s) * STAGE_WEIGHTS
+    return stage_of(s) * STAGE_WEIGHTS if w.shape[0] == _MULTI else 0
 
 
 @njit(cache=True, inline="always")
 def stage_length(w) -> int:
-    """How many weights value one afterstate: w's length in layouts 1 and 2, a layout-2 block in layout 3."""
-    return min(w.shape[0], STAGE_WEIGHTS)
+    """How many weights value one afterstate: w's length in layouts 1, 2 and 4, a layout-2 block in layout 3."""
+    return STAGE_WEIGHTS if w.shape[0] == _MULTI else w.shape[0]
 
 
 @njit(cache=True, inline="always")
 def stage_weights(w, s):
-    """The weights that value afterstate s, a view: w (layouts 1 and 2) or its stage's layout-2 block (layout 3)."""
+    """The weights that value afterstate s, a view: w (layouts 1, 2, 4) or its stage's layout-2 block (layout 3)."""
     lo = stage_start(w, s)
     return w[lo: lo + stage_length(w)]
 
@@ -153,10 +159,11 @@ def cell_values(s, p: int, out) -> None:
 
 
 @njit(cache=True)
-def tuple_indices(s, p: int, idx, cards: bool) -> int:
+def tuple_indices(s, p: int, idx, cards: bool, market: bool = False) -> int:
     """The weights (indices into the weight vector) that seat p's board selects, into idx int64 (>= MAX_ACTIVE,);
     returns how many. Keys are the same for a shape's mirror images and rotations (module docstring). cards (layout
-    2): also the card shapes, once for each card p holds."""
+    2): also the card shapes, once for each card p holds; market (layout 4, with cards): then the market tables'
+    look-ups (`market.market_keys`)."""
     side = s[S.SIDE]
     v = np.empty(MAX_CELLS, dtype=np.int64)
     cell_values(s, p, v)
@@ -216,6 +223,12 @@ def tuple_indices(s, p: int, idx, cards: bool) -> int:
         o = OFFSETS[9] + card * V * V * V - OFFSETS[4]
         for t in range(kl, ke):
             idx[k] = o + idx[t]
+            k += 1
+    if market:
+        m = np.empty(MARKET_ACTIVE, dtype=np.int64)
+        km = market_keys(s, p, m, np.empty(NEED_ROW, dtype=np.int64))
+        for t in range(km):
+            idx[k] = MARKET_FROM + m[t]
             k += 1
     return k
 
@@ -382,6 +395,11 @@ def tuple_sum(s, p: int, w, v: float) -> float:
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card >= 0:
             v = card_sum(side, card, w, val, v)
+    if w.shape[0] > MARKET_FROM:  # layout 4 (w is one stage's block in layout 3)
+        m = np.empty(MARKET_ACTIVE, dtype=np.int64)
+        km = market_keys(s, p, m, np.empty(NEED_ROW, dtype=np.int64))
+        for t in range(km):
+            v += float(w[MARKET_FROM + m[t]])
     return v
 
 
@@ -435,6 +453,13 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     csum = np.empty((n, _NC), dtype=np.float64)
     cdone = np.zeros((n, _NC), dtype=np.bool_)
     near = np.full((n, S.MAX_MARKET, 2), -1, dtype=np.int64)
+    market = ws.shape[0] > MARKET_FROM  # layout 4: each board's need rows per card (`market.market_sum`)
+    mrows = np.empty((n if market else 0, MARKET_ACTIVE * NEED_ROW), dtype=np.int64)
+    mdone = np.zeros((n if market else 0, MARKET_ACTIVE), dtype=np.bool_)
+    mlocal = np.full(_NC, -1, dtype=np.int64)
+    mlocal[0] = 0
+    need = np.empty((9, 4), dtype=np.int64)
+    mscratch = np.empty(CARD_SCRATCH, dtype=np.int64)
     boards = 0
     stack0 = S.STACK + MAX_CELLS * p
     # the states after each distinct prefix of tokens (central space and placements), played once
@@ -522,6 +547,8 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
                     csum[b, card] = card_sum(side, card, ws, keys[b], 0.0)
                     cdone[b, card] = True
                 v += csum[b, card]
+        if market:
+            v = market_sum(after, p, ws, MARKET_FROM, v, need, mrows[b], mdone[b], mlocal, mscratch)
         values[k] = total + v
     return n
 
@@ -589,7 +616,7 @@ def win_logit(s, p: int, w, idx, feats, lin) -> float:
     """The win head's output at afterstate s for seat p: the logit of p's share of the victory (w: a weight vector of
     the points head's layout; unlike `remaining`, also where p has no turn left, since the others may)."""
     ws = stage_weights(w, s)
-    k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM)
+    k = tuple_indices(s, p, idx, ws.shape[0] > CARD_FROM, ws.shape[0] > MARKET_FROM)
     linear_features(s, p, feats, lin)
     return value_of(ws, idx, k, lin)
 

@@ -15,6 +15,7 @@ from ..greedy import no_turn_left
 from ..td import lambda_returns
 from .kernels import (
     CARD_FROM,
+    MARKET_FROM,
     MAX_ACTIVE,
     NUM_LINEAR,
     linear_features,
@@ -117,7 +118,7 @@ def _stage_inputs(w, s, p: int, idx, feats, lin):
     """(start of s's stage block in w, active tuple count): the active tuple indices written to idx and the linear
     inputs to lin for seat p at afterstate s (a learning step's inputs, `learn_game`'s and `learn_win`'s)."""
     lo = stage_start(w, s)
-    k = tuple_indices(s, p, idx, stage_length(w) > CARD_FROM)
+    k = tuple_indices(s, p, idx, stage_length(w) > CARD_FROM, stage_length(w) > MARKET_FROM)
     linear_features(s, p, feats, lin)
     return lo, k
 

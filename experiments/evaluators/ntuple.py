@@ -52,9 +52,10 @@ class NTupleTrainSection(TrainSection):
     coherence: bool = False  # temporal-coherence step sizes for the tuple weights (`ntuple.learning.td_step`)
     win_head: bool = False  # also learn the win head (`ntuple.learn_win`) from the same games: model-win.npz
     layout: int = 2  # 2: board and card shapes; 1: board shapes only; 3: layout 2 per game stage (multistage,
-    # `ntuple.STAGE_STARTS`)
+    # `ntuple.STAGE_STARTS`); 4: layout 2 and the market tables (`ntuple.MARKET_SHAPES`)
     init: str = "greedy"  # "greedy": the planner's evaluation; "zero": all zero; or an ntuple checkpoint
-    # (a smaller layout's grows into this one: card tables at zero, copied into every stage; `ntuple.grown_weights`)
+    # (a smaller layout's grows into this one: card and market tables at zero, copied into every stage;
+    # `ntuple.grown_weights`)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,12 +120,14 @@ def settings(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"[train] {e}") from None
     if tr["init"] not in ("greedy", "zero"):
         try:
-            version = N.load_checkpoint(tr["init"])[0]["version"]
+            config, start = N.load_checkpoint(tr["init"])
         except (CheckpointError, OSError) as e:
             raise ConfigError(f"[train] init: {e}") from None
-        if version > tr["layout"]:
-            raise ConfigError(f"[train] init: {tr['init']} is a layout-{version} network; layout = {tr['layout']} "
-                              f"cannot hold it")
+        try:  # a smaller layout grows into this one; a layout 3 or 4 network only into its own
+            N.grown_weights(start, tr["layout"])
+        except ValueError:
+            raise ConfigError(f"[train] init: {tr['init']} is a layout-{config['version']} network; layout = "
+                              f"{tr['layout']} cannot hold it") from None
     try:
         N.check_play({"beam": sp["beam"], "candidates": sp["candidates"]})
     except ValueError as e:
