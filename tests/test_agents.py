@@ -12,12 +12,12 @@ from agents.greedy import (
     MAX_PLAN,
     PARENT_CACHE,
     TERMS_SCRATCH,
-    evaluate,
-    evaluate_after,
-    evaluate_board,
-    evaluate_child,
-    evaluate_with,
     habitat_distance,
+    heuristic_value,
+    heuristic_value_after,
+    heuristic_value_board,
+    heuristic_value_child,
+    heuristic_value_with,
     need_masks,
     no_turn_left,
     parent_cache,
@@ -180,16 +180,17 @@ def test_evaluate_drops_the_potential_on_a_players_last_turn():
     terms = np.zeros(len(DEFAULT_WEIGHTS))
     potential_terms(s, p, terms)
     assert abs(float(DEFAULT_WEIGHTS @ terms)) > 0.1  # this position has potential
-    assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == pytest.approx(sc[7] + DEFAULT_WEIGHTS @ terms)
+    assert heuristic_value(s, p, DEFAULT_WEIGHTS, sc) == pytest.approx(sc[7] + DEFAULT_WEIGHTS @ terms)
     s[S.END_TRIGGER] = 2
-    assert evaluate(s, p, DEFAULT_WEIGHTS, sc) == sc[7] == game.scores()[p]["total"]
+    assert heuristic_value(s, p, DEFAULT_WEIGHTS, sc) == sc[7] == game.scores()[p]["total"]
 
 
 def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
-    """The beam's `evaluate_child` (a token placement valued from its parent's cached score, terms and grids) is
-    `evaluate_board` of the child bit for bit: every token placement of up to 3 tokens into a turn, random weights,
-    1-4 players, both sides, Spirits, both river readings; and the final stage's `evaluate_after` (a card taken,
-    cubes placed, the board's parts reused) is `evaluate_with`, and so is `taken_parts` (a card taken, no cube)."""
+    """The beam's `heuristic_value_child` (a token placement valued from its parent's cached score, terms and
+    grids) is `heuristic_value_board` of the child bit for bit: every token placement of up to 3 tokens into a turn,
+    random weights, 1-4 players, both sides, Spirits, both river readings; and the final stage's
+    `heuristic_value_after` (a card taken, cubes placed, the board's parts reused) is `heuristic_value_with`, and so
+    is `taken_parts` (a card taken, no cube)."""
     from agents.greedy.incremental import after_parts, taken_parts, weigh
     from harmonies_env.batch import play_plan
     from harmonies_env.rules import legal_actions, step, token_cells
@@ -228,8 +229,8 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
                     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()
                     bb[old] &= ~(1 << i)
                     bb[new] |= 1 << i
-                    want = evaluate_board(s, p, bb, w, sc, scratch)
-                    assert evaluate_child(s, p, bb, i, old, new, w, sc, scratch, pc) == want, (g, c, i)
+                    want = heuristic_value_board(s, p, bb, w, sc, scratch)
+                    assert heuristic_value_child(s, p, bb, i, old, new, w, sc, scratch, pc) == want, (g, c, i)
                     checked += 1
                     moves.append(A.PLACE_TOKEN + 25 * c + i)
             if not moves:
@@ -242,8 +243,8 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
             if a >= 0:
                 step(t, a)
             cubes = place_cubes_greedily(t, np.zeros(MAX_PLAN, dtype=np.int64), 0)
-            want = evaluate_with(t, p, w, sc, scratch)
-            assert evaluate_after(t, p, w, sc, scratch, pc, s) == want, (g, a)
+            want = heuristic_value_with(t, p, w, sc, scratch)
+            assert heuristic_value_after(t, p, w, sc, scratch, pc, s) == want, (g, a)
             finals += 1
             if cubes == 0:  # no habitat stands: the final stage values it from the turn's parts
                 got = weigh(parts if a < 0 else taken_parts(s, p, int(s[S.MARKET + a - A.TAKE_CARD]), pc, parts), w)

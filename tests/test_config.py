@@ -318,7 +318,7 @@ def test_the_replay_viewer_and_annotations_keep_the_records_reading():
 
 def test_the_planners_score_by_the_states_reading():
     """greedy's evaluation reads the state's river_loops field: the same ring scores more under "bga"."""
-    from agents.greedy import DEFAULT_WEIGHTS, evaluate
+    from agents.greedy import DEFAULT_WEIGHTS, heuristic_value
     from harmonies_env.scoring import NUM_CATEGORIES
 
     rng = np.random.default_rng(0)
@@ -327,9 +327,9 @@ def test_the_planners_score_by_the_states_reading():
         g.step(ring_policy(g) if g.current_player == 0 else int(rng.choice(g.legal_actions())))
     s = np.array(g.state)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    bga = evaluate(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
+    bga = heuristic_value(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
     s[S.RIVER_LOOPS] = 0
-    rulebook = evaluate(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
+    rulebook = heuristic_value(s, 0, np.asarray(DEFAULT_WEIGHTS, dtype=np.float64), sc)
     assert bga == g.scores()[0]["total"] and bga > rulebook
 
 

@@ -212,10 +212,10 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
 
 @pytest.mark.parametrize("layout", [2, 3])
 def test_heuristic_weights_are_the_greedy_evaluation(layout):
-    """Own total + remaining under `heuristic_weights` is `greedy.evaluate` (up to float32 rounding), in every stage
-    of a layout-3 network."""
+    """Own total + remaining under `heuristic_weights` is `greedy.heuristic_value` (up to float32 rounding), in
+    every stage of a layout-3 network."""
     from agents.afterstate import NUM_FEATURES
-    from agents.greedy import evaluate
+    from agents.greedy import heuristic_value
 
     w = N.heuristic_weights(layout)
     sc = np.zeros(16, dtype=np.int64)
@@ -225,7 +225,7 @@ def test_heuristic_weights_are_the_greedy_evaluation(layout):
     stages = set()
     for s, p in _positions(20, 3):
         got = N.own_total(s, p, sc) + N.remaining(s, p, w, idx, feats, lin)
-        assert got == pytest.approx(evaluate(s, p, DEFAULT_WEIGHTS, sc), abs=1e-4)
+        assert got == pytest.approx(heuristic_value(s, p, DEFAULT_WEIGHTS, sc), abs=1e-4)
         stages.add(int(N.stage_of(s)))
     assert len(stages) == N.STAGES
 

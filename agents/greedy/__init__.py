@@ -1,7 +1,7 @@
 """The greedy turn planner: its jitted kernels — need grids and habitat distances (`habitats`), the evaluation terms
-(`terms`: `evaluate`, `potential_terms`, ...), the evaluation from a parent position (`incremental`) and the candidate
-planner every learner uses (`planner`: `plan_turn`, `plan_candidates`, `greedy_plans`) — and the classes that drive
-them (`agent.GreedyAgent`; `agent.GreedyPlans` for many games at once). Everything is importable from
+(`terms`: `heuristic_value`, `potential_terms`, ...), the evaluation from a parent position (`incremental`) and
+the candidate planner every learner uses (`planner`: `plan_turn`, `plan_candidates`, `greedy_plans`) — and the classes
+that drive them (`agent.GreedyAgent`; `agent.GreedyPlans` for many games at once). Everything is importable from
 `agents.greedy`."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The greedy evaluation, incrementally: a parent position's cache (`parent_cache`) from which a child board one
-token away (`evaluate_child`) or a turn's afterstate (`evaluate_after`, `after_parts`, `taken_parts`) is evaluated
-by recomputing only the parts that read what changed. Exact: every part is the same whole number as
-`agents.greedy.terms.evaluate_board` computes from scratch."""
+token away (`heuristic_value_child`) or a turn's afterstate (`heuristic_value_after`, `after_parts`, `taken_parts`) is
+evaluated by recomputing only the parts that read what changed. Exact: every part is the same whole number as
+`agents.greedy.terms.heuristic_value_board` computes from scratch."""
 from __future__ import annotations
 
 import numpy as np
@@ -74,9 +74,10 @@ _BUILDING_CODES = sum(1 << k for k in ST.BUILDING_STACKS)
 
 @njit(cache=True)
 def parent_cache(s, p: int, pc, witness: bool) -> None:
-    """What `evaluate_child` (witness) or `evaluate_after` (not witness) reuse of p's board in s, into pc int64
-    (PARENT_CACHE,): the score by category, terms 2, 3 and 5 and the need grids; then for `evaluate_child` each held
-    card's `near_witness`, for `evaluate_after` the class grids and each held card's habitat answers."""
+    """What `heuristic_value_child` (witness) or `heuristic_value_after` (not witness) reuse of p's board in s, into pc
+    int64 (PARENT_CACHE,): the score by category, terms 2, 3 and 5 and the need grids; then for `heuristic_value_child`
+    each held card's `near_witness`, for `heuristic_value_after` the class grids and each held card's habitat
+    answers."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p
@@ -156,10 +157,10 @@ def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
 
 
 @njit(cache=True)
-def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc) -> float:
-    """`evaluate_board(s, p, bb, ...)` where bb is p's board in s with cell i's stack changed from code old to new (a
-    token placed), computed from s's `parent_cache` pc: only the score categories and terms that read a changed
-    bitboard are recomputed, and the grids change in one bit. Exact: every part is the same whole number."""
+def heuristic_value_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc) -> float:
+    """`heuristic_value_board(s, p, bb, ...)` where bb is p's board in s with cell i's stack changed from code old
+    to new (a token placed), computed from s's `parent_cache` pc: only the score categories and terms that read a
+    changed bitboard are recomputed, and the grids change in one bit. Exact: every part is the same whole number."""
     side = s[S.SIDE]
     touched = (1 << old) | (1 << new)
     for k in range(NUM_CATEGORIES):
@@ -192,11 +193,11 @@ def evaluate_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scratch, pc
 
 
 @njit(cache=True)
-def evaluate_after(s, p: int, w, sc, scratch, pc, parent) -> float:
-    """`evaluate_with(s, p, ...)` where p's board in s is the board of `parent`, the state whose `parent_cache` pc
-    holds, and only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the beam's final
-    stage). The board's score categories and terms and the class grids are reused; when no cube was placed, so are
-    the need grids and each card's habitat answers, and only a card taken is matched. Exact."""
+def heuristic_value_after(s, p: int, w, sc, scratch, pc, parent) -> float:
+    """`heuristic_value_with(s, p, ...)` where p's board in s is the board of `parent`, the state whose
+    `parent_cache` pc holds, and only p's cards, cubes and the rest of s may differ (a card taken, cubes placed: the
+    beam's final stage). The board's score categories and terms and the class grids are reused; when no cube was
+    placed, so are the need grids and each card's habitat answers, and only a card taken is matched. Exact."""
     return weigh(after_parts(s, p, sc, scratch, pc, parent), w)
 
 
@@ -213,8 +214,8 @@ def weigh(parts, w) -> float:
 
 @njit(cache=True)
 def after_parts(s, p: int, sc, scratch, pc, parent):
-    """`evaluate_after`'s parts: (whether p has no turn left, p's total as a float, the potential terms tuple; zeros
-    when p has no turn left)."""
+    """`heuristic_value_after`'s parts: (whether p has no turn left, p's total as a float, the potential terms tuple;
+    zeros when p has no turn left)."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
     cp = S.CUBES_PLACED + _NC * p

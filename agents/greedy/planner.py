@@ -10,10 +10,10 @@ exactly on any determinized copy. The kernel `plan_turn` searches it as a beam o
 1. every central space that can be taken;
 2. token placements, one level per token: every (held colour, legal cell) with cells in non-decreasing
    order, which enumerates each distinct final board once (same-cell placements keep both stacking
-   orders); after each level the best `beam` partial turns by `evaluate` are kept;
+   orders); after each level the best `beam` partial turns by `heuristic_value` are kept;
 3. for each surviving turn: take no card or any legal market card, then place cubes greedily while any
    habitat stands (cubes are free and final);
-4. the value is `evaluate` of the position just before END; the best plans are returned, best first.
+4. the value is `heuristic_value` of the position just before END; the best plans are returned, best first.
 
 The beam matters as much as the weights: GreedyAgent's default beam 24 is the reference baseline (kept so its
 figures stay comparable); beam 800 (`WIDE_BEAM`) scores more and beats it, because a narrow beam drops turns whose
@@ -44,8 +44,8 @@ from .incremental import (
     _PC_T2,
     PARENT_CACHE,
     after_parts,
-    evaluate_after,
-    evaluate_child,
+    heuristic_value_after,
+    heuristic_value_child,
     parent_cache,
     taken_parts,
     weigh,
@@ -55,7 +55,7 @@ from .terms import (
     _SLOT_AT,
     DEFAULT_WEIGHTS,
     TERMS_SCRATCH,
-    evaluate_with,
+    heuristic_value_with,
 )
 
 MAX_PLAN = 48  # micro-actions in one turn: 1 take + 3 tokens + 1 card + cubes (<= 25) + END
@@ -260,7 +260,7 @@ def _plan_pool(s0, w, beam: int, only_space: int):
 @njit(cache=True)
 def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     """`_plan_pool` with a memo of token-level evaluations (`new_memo`) that beams of the same turn share: while
-    tokens are placed, `evaluate` of the mover depends only on its board (its cards, cubes, the pouch and the end
+    tokens are placed, `heuristic_value` of the mover depends only on its board (its cards, cubes, the pouch and the end
     trigger do not change), so a board reached again (another central space's tokens, another order) is looked up
     by its 25 stack codes instead of being copied, stepped and evaluated. `final` (`new_final_memo`) does the same
     for the final stage: a board another space's beam reached gets the turns (card, cubes, value) found for it there,
@@ -346,7 +346,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                         if not cached:
                             parent_cache(sb, p, pc, True)
                             cached = True
-                        v = evaluate_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
+                        v = heuristic_value_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
@@ -360,7 +360,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                 if mused[slot]:
                     cval[nc] = mvals[slot]
                 else:
-                    v = evaluate_with(sb, p, w, sc, scratch)
+                    v = heuristic_value_with(sb, p, w, sc, scratch)
                     memo_put(mkeys, mvals, mused, mcount, slot, k0, k1, v)
                     cval[nc] = v
                 nc += 1
@@ -428,7 +428,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                     continue
         nf0 = nf
         parent_cache(sb, p, pc, False)
-        standing = False  # a held card's habitat stands: cubes follow (copy, step, evaluate_after)
+        standing = False  # a held card's habitat stands: cubes follow (copy, step, heuristic_value_after)
         for h in range(S.MAX_SLOTS):
             card = sb[S.SLOT + S.MAX_SLOTS * p + h]
             if card >= 0 and (pc[_SLOT_AT + 2 * h] != 0 or (card < C.FIRST_SPIRIT
@@ -456,7 +456,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                 if m >= 0:
                     step(tmp, A.TAKE_CARD + m)
                 ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)
-                fval[nf] = evaluate_after(tmp, p, w, sc, scratch, pc, sb)
+                fval[nf] = heuristic_value_after(tmp, p, w, sc, scratch, pc, sb)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
             nf += 1
@@ -493,7 +493,7 @@ def plan_group(plan, n: int) -> int:
 
 @njit(cache=True)
 def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
-    """Candidate turn plans that cover the turn's strategic choices: the best plan (by `evaluate`) of every
+    """Candidate turn plans that cover the turn's strategic choices: the best plan (by `heuristic_value`) of every
     (central space, card taken or none) pair the beam finds, then the best remaining plans, best first.
 
     Why: the plain beam's best plans mostly share one central space and one card choice (measured: 1.9 spaces and

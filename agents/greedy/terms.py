@@ -1,7 +1,8 @@
-"""The greedy planner's evaluation terms: what a position is worth to a player (`evaluate`, `evaluate_board`), its
-potential terms (`potential_terms`, read by the learners' features too) and whether the player has a turn left.
+"""The greedy planner's evaluation terms: what a position is worth to a player (`heuristic_value`,
+`heuristic_value_board`), its potential terms (`potential_terms`, read by the learners' features too) and whether the
+player has a turn left.
 
-`evaluate` = the player's current score + potential (weights in `DEFAULT_WEIGHTS`, by index), except on the
+`heuristic_value` = the player's current score + potential (weights in `DEFAULT_WEIGHTS`, by index), except on the
 player's last turn (`no_turn_left`: the end is triggered and the player has played this round, or ending the
 turn now triggers it), where only points count:
  0 brown trunk of 1 (a tree 2 or 3 waiting for green)      1 brown trunk of 2
@@ -53,7 +54,7 @@ NUM_TERMS = 14
 
 
 #: Scratch of `_terms` (int64 (TERMS_SCRATCH,)): the need grids (9 x 4), the class grids (NUM_CLASSES), then per held
-#: slot whether its card's habitat stands and its `habitat_near` (what `evaluate_child` reuses of a parent's).
+#: slot whether its card's habitat stands and its `habitat_near` (what `heuristic_value_child` reuses of a parent's).
 _SLOT_AT = 36 + C.NUM_CLASSES
 
 
@@ -74,7 +75,7 @@ _ALL = -1
 
 @njit(cache=True)
 def _terms(s, p: int, scratch):
-    """The potential terms of player p as a tuple of floats (`evaluate` runs in inner loops: no allocation; the
+    """The potential terms of player p as a tuple of floats (`heuristic_value` runs in inner loops: no allocation; the
     need grids and the class grids are computed into scratch, int64 (TERMS_SCRATCH,), only when a held card asks)."""
     return _terms_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], scratch)
 
@@ -241,7 +242,7 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
 def potential_terms(s, p: int, t) -> None:
     """The unweighted potential terms of player p (see the module docstring, by index) into t: float64 (NUM_TERMS,).
 
-    What `evaluate` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
+    What `heuristic_value` weights; the learned agent's features (`agents.afterstate`) read them raw. Depends only on
     public fields (p's board, cubes, held cards and the cubes placed on them).
     """
     x = _terms(s, p, np.empty(TERMS_SCRATCH, dtype=np.int64))
@@ -274,7 +275,7 @@ def no_turn_left_board(s, p: int, empty: int) -> bool:
     if popcount(empty) <= 2:
         return True
     solo = s[S.NUM_PLAYERS] == 1
-    if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: evaluate is hot)
+    if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: hot)
         return False
     pouch = 0
     for c in range(6):
@@ -283,24 +284,24 @@ def no_turn_left_board(s, p: int, empty: int) -> bool:
 
 
 @njit(cache=True)
-def evaluate(s, p: int, w, sc) -> float:
+def heuristic_value(s, p: int, w, sc) -> float:
     """Score of player p now plus the potential heuristic: total + w . potential_terms.
 
     The potential is left out when p has no turn left (`no_turn_left`): on a player's last turn only points count.
     w: float64 (NUM_TERMS,); sc: int64 (NUM_CATEGORIES,) scratch (left holding p's score by category).
     """
-    return evaluate_with(s, p, w, sc, np.empty(TERMS_SCRATCH, dtype=np.int64))
+    return heuristic_value_with(s, p, w, sc, np.empty(TERMS_SCRATCH, dtype=np.int64))
 
 
 @njit(cache=True)
-def evaluate_with(s, p: int, w, sc, scratch) -> float:
-    """`evaluate` with the potential's scratch passed in (int64 (TERMS_SCRATCH,)): the planners' inner loops."""
-    return evaluate_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], w, sc, scratch)
+def heuristic_value_with(s, p: int, w, sc, scratch) -> float:
+    """`heuristic_value` with the potential's scratch passed in (int64 (TERMS_SCRATCH,)): the planners' inner loops."""
+    return heuristic_value_board(s, p, s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], w, sc, scratch)
 
 
 @njit(cache=True)
-def evaluate_board(s, p: int, bb, w, sc, scratch) -> float:
-    """`evaluate_with` of p with its board's bitboards bb (int64 (15,)) instead of s's: the beam values a token
+def heuristic_value_board(s, p: int, bb, w, sc, scratch) -> float:
+    """`heuristic_value_with` of p with its board's bitboards bb (int64 (15,)) instead of s's: the beam values a token
     placement from its parent's state and the child's bitboards, without copying the state and stepping."""
     cp = S.CUBES_PLACED + _NC * p
     score_into(s[S.SIDE], bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])

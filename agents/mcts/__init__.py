@@ -16,7 +16,7 @@ Design (why it looks like this):
 * **Rollouts.** From the chosen plan, every following turn (opponents and self) is played by the greedy
   planner with a narrow beam (`rollout_beam`) inside numba, for `rollout_turns` turns (or to the end of
   the game). The leaf value is the searching player's margin over the best opponent (exact final scores
-  at the game end, otherwise score + potential from `greedy.evaluate`), squashed to [0, 1] by a logistic
+  at the game end, otherwise score + potential from `greedy.heuristic_value`), squashed to [0, 1] by a logistic
   of scale `scale` (a win-probability-like reward that still prefers bigger margins).
 * **Budget.** `iterations` per decision, or `seconds` of wall time per decision (checked between
   iterations), whichever is given (iterations wins if both). The chosen child is the one with the best

@@ -13,7 +13,7 @@ from harmonies_env.scoring import NUM_CATEGORIES
 from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
 
 from ..greedy.planner import MAX_PLAN, plan_turn
-from ..greedy.terms import evaluate
+from ..greedy.terms import heuristic_value
 
 
 @njit(cache=True)
@@ -44,11 +44,11 @@ def rollout_value(s, me: int, w, beam: int, turns: int, scale: float) -> float:
             if o != me and out[o, NUM_CATEGORIES - 1] > best:
                 best = float(out[o, NUM_CATEGORIES - 1])
     else:
-        mine = evaluate(s, me, w, sc)
+        mine = heuristic_value(s, me, w, sc)
         best = -1e9
         for o in range(np_):
             if o != me:
-                v = evaluate(s, o, w, sc)
+                v = heuristic_value(s, o, w, sc)
                 if v > best:
                     best = v
     if np_ == 1:

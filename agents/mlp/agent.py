@@ -543,10 +543,10 @@ class MLPSearchAgent(MLPAgent):
     (beam `reply_beam`), like MCTSAgent's rollouts, and asks the network what the last of those turns' afterstate is
     worth to us (or reads the exact result if the game ended): a truncated rollout with the network's value at its
     end. `turns=None` judges after the opponents' replies only (n - 1 turns; 0 in solo). The leaf value mixes the
-    network's with the hand-written evaluation's (`mix` x `heuristic_values` of `greedy.evaluate`'s estimates, on the
-    same scale): the two err differently. benchmarks/STRENGTH.md measures each step against `mcts:200it`.
-    The root keeps the network's `root` best candidates; sequential halving (as in Gumbel MuZero) spends the
-    budget in rounds, halving the candidates each round by mean leaf value plus `prior` x the network's own value.
+    network's with the hand-written evaluation's (`mix` x `heuristic_values` of `greedy.heuristic_value`'s
+    estimates, on the same scale): the two err differently. benchmarks/STRENGTH.md measures each step against
+    `mcts:200it`. The root keeps the network's `root` best candidates; sequential halving (as in Gumbel MuZero) spends
+    the budget in rounds, halving the candidates each round by mean leaf value plus `prior` x the network's own value.
     Every candidate alive in a round is played in the same sampled worlds (common random numbers), so the
     comparison between candidates is not drowned by the luck of the draws.
     Budget: `iterations` leaves per decision, or `seconds` of wall time (split evenly over the rounds).

@@ -11,7 +11,7 @@ from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..afterstate import afterstate_features
 from ..greedy.planner import MAX_PLAN, plan_turn
-from ..greedy.terms import evaluate
+from ..greedy.terms import heuristic_value
 
 
 @njit(cache=True)
@@ -25,7 +25,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
     Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
     leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
     (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written);
-    heuristic float64 (L, 4): every seat's `greedy.evaluate` (score + potential) at the leaf, by absolute seat
+    heuristic float64 (L, 4): every seat's `greedy.heuristic_value` (score + potential) at the leaf, by absolute seat
     (pass a (0, 4) array to skip it: the value is then the network's alone).
     """
     tp = np.zeros((1, MAX_PLAN), dtype=np.int64)
@@ -51,7 +51,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
                 leaf_seat[i] = 0
                 if heuristic.shape[0] > 0:
                     for o in range(n):
-                        heuristic[i, o] = evaluate(s, o, w, tmp)
+                        heuristic[i, o] = heuristic_value(s, o, w, tmp)
                 break
             k = plan_turn(s, w, beam, tp, tl, tv)
             last = played == turns - 1
@@ -65,7 +65,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
                 leaf_seat[i] = (me - mover) % n
                 if heuristic.shape[0] > 0:
                     for o in range(n):
-                        heuristic[i, o] = evaluate(s, o, w, tmp)
+                        heuristic[i, o] = heuristic_value(s, o, w, tmp)
                 break
             play_plan(s, tp[0], tl[0])
             if tp[0, tl[0] - 1] == A.END_TURN:

@@ -42,7 +42,7 @@ from .market import MARKET_SHAPES
 def heuristic_weights(layout: int = NTUPLE_VERSION) -> np.ndarray:
     """A weight vector (of `layout`) that plays as the greedy planner evaluates: zero tuples, and the linear weights of
     the mover's potential terms (features / 10) set to 10 x `greedy.DEFAULT_WEIGHTS`, so total + remaining =
-    `greedy.evaluate` (where the mover still has a turn)."""
+    `greedy.heuristic_value` (where the mover still has a turn)."""
     layout = check_layout(layout)
     w = np.zeros(LAYOUT_WEIGHTS[1], dtype=np.float32)  # the linear part leads every layout's (and stage's) block
     pos = {int(f): j for j, f in enumerate(LINEAR_INDEX)}
