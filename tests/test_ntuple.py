@@ -455,25 +455,15 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on
 def test_a_run_with_temporal_coherence_resumes_exactly_and_learns_otherwise(tmp_path):
     """train.coherence: its accumulators are in the trainer's checkpoint (a run saved and resumed is the run never
     stopped), and they change what is learned."""
-    from experiments.common import latest_checkpoint, load_config
+    from selfplay_runs import whole_and_resumed
+
+    from experiments.common import load_config
     from experiments.evaluators.ntuple import settings
     from experiments.selfplay_command import build
 
     base = load_config(TINY)
     cfg = settings({**base, "train": {**base["train"], "coherence": True}, "expert": {"share": 0.0}})
-    whole = build("learned", cfg, 5, tmp_path / "whole", progress=False)
-    first = build("learned", cfg, 5, tmp_path / "split", progress=False)
-    for _ in range(40):  # (`iterate` advances the iteration: the step sizes' schedule reads it)
-        for t in (whole, first):
-            t.step()
-            t.iteration += 1
-    first.save()
-    second = build("learned", cfg, 5, tmp_path / "split", progress=False)
-    second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
-    for _ in range(40):
-        for t in (whole, second):
-            t.step()
-            t.iteration += 1
+    whole, second = whole_and_resumed(cfg, 5, tmp_path, 40)
     assert whole.games_done > 0 and whole.evaluator.coh[1].any() and whole.evaluator.coh_win[1].any()
     assert np.array_equal(whole.evaluator.w, second.evaluator.w)
     assert np.array_equal(whole.evaluator.coh, second.evaluator.coh)

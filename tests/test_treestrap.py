@@ -130,22 +130,9 @@ def test_targets_is_checked_and_all_refuses_workers():
 def test_a_run_with_all_targets_resumes_exactly_and_learns_otherwise(tmp_path):
     """The root candidates are learnt in the iteration that searched them, so a checkpoint holds nothing pending: a
     run saved and resumed is the run never stopped; and their targets change what is learned."""
-    from experiments.common import latest_checkpoint
+    from selfplay_runs import whole_and_resumed
 
-    cfg = _cfg(share=0.5, targets="all", root=4)
-    whole = build("learned", cfg, 7, tmp_path / "whole", progress=False)
-    first = build("learned", cfg, 7, tmp_path / "split", progress=False)
-    for _ in range(20):
-        for t in (whole, first):
-            t.step()
-            t.iteration += 1
-    first.save()
-    second = build("learned", cfg, 7, tmp_path / "split", progress=False)
-    second.load(*latest_checkpoint(tmp_path / "split" / "checkpoints"))
-    for _ in range(20):
-        for t in (whole, second):
-            t.step()
-            t.iteration += 1
+    whole, second = whole_and_resumed(_cfg(share=0.5, targets="all", root=4), 7, tmp_path, 20)
     w, w2 = whole.evaluator, second.evaluator
     assert whole.searched > 0 and np.array_equal(w.w, w2.w) and np.array_equal(w.wwin, w2.wwin)
     chosen = build("learned", _cfg(share=0.5, targets="chosen", root=4), 7, tmp_path / "chosen", progress=False)
