@@ -11,9 +11,15 @@ Cases:
 - `rollout`: whole random 2-player games from fresh states with `rollout_batch` (games/s and actions/s).
 - `threads_step` / `threads_rollout`: the batch-1024 (and 4096) step and the rollout case with 1 and 2 threads;
   `speedup_vs_gym` there is the machine-level figure (the single env cannot use a second core).
+- `step_sizes` (group `sizes`): does the step hold its speed as the batch grows? `BatchedGames.step` (observations
+  and masks included, one thread) at --sizes rows (default 64, 256, 1024, 4096), Solo and 2-player Versus, in thread
+  CPU time: --rounds rounds, each running every size for --seconds CPU-seconds in turn (so load drifts hit every
+  size alike). One line per mode and size: steps per CPU-second over all rounds, each round's figure, and
+  `ratio_to_best`, the size's figure over the best size's of its mode (issue 46 asks >= 0.85 at 4,096 rows).
 
     PYTHONPATH=. taskset -c 1 python benchmarks/bench_batch.py --only gym,step,rollout   # one core
     PYTHONPATH=. python benchmarks/bench_batch.py --only gym,threads                     # 1 vs 2 cores
+    taskset -c 1 python -m benchmarks.bench_batch --only sizes --seconds 1 --rounds 3     # batch-size fall-off
     options: [--seconds 2] [--quick] [--repeat 3 (best of)]
 
 Numbers depend on the machine and on what else runs on it: on a shared machine they are noisy (check
@@ -87,6 +93,40 @@ def bench_step(batch: int, config: GameConfig, seconds: float, threads: int = 1)
             "us_per_step": round(1e6 * timed / steps, 3), "episodes": episodes}
 
 
+def bench_sizes(config: GameConfig, sizes: list[int], cpu_seconds: float, rounds: int) -> list[dict]:
+    """The `step_sizes` lines of one mode: every size stepped for cpu_seconds of thread CPU time per round, the
+    sizes taking turns within each round. Only `step` is timed (not the picking of the actions)."""
+    rng = np.array([12345], dtype=np.int64)
+    batches = {}
+    for n in sizes:
+        b = BatchedGames(n, config=config, seed=1)
+        acts = np.zeros(n, dtype=np.int64)
+        for _ in range(20):  # warm up (compiles on first use)
+            pick_random_legal(b.masks, rng, acts)
+            b.step(acts)
+        batches[n] = (b, acts)
+    done = {n: [0, 0.0, []] for n in sizes}  # steps, CPU seconds, per-round steps per CPU-second
+    for _ in range(rounds):
+        for n in sizes:
+            b, acts = batches[n]
+            steps = 0
+            cpu = 0.0
+            while cpu < cpu_seconds:
+                pick_random_legal(b.masks, rng, acts)
+                t = time.thread_time()
+                b.step(acts)
+                cpu += time.thread_time() - t
+                steps += n
+            done[n][0] += steps
+            done[n][1] += cpu
+            done[n][2].append(round(steps / cpu))
+    best = max(d[0] / d[1] for d in done.values())
+    mode = "solo" if config.num_players == 1 else f"versus{config.num_players}"
+    return [{"case": "step_sizes", "mode": mode, "batch": n, "threads": 1, "steps": d[0], "cpu_seconds": round(d[1], 3),
+             "steps_per_cpu_s": round(d[0] / d[1]), "rounds": d[2], "ratio_to_best": round(d[0] / d[1] / best, 3),
+             "loadavg": os.getloadavg()[0]} for n, d in done.items()]
+
+
 def bench_gym_single(seconds: float, make: bool = False) -> dict:
     """harmonies/Solo-v0 stepped one action per call; timed: env.step + env.action_masks (not the picking).
 
@@ -149,17 +189,31 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="0.3 s per case, one run (smoke run)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
     ap.add_argument("--only", default="gym,step,rollout,threads",
-                    help="comma-separated case groups: gym, step, rollout, threads")
+                    help="comma-separated case groups: gym, step, rollout, threads, sizes")
+    ap.add_argument("--sizes", default="64,256,1024,4096", help="batch sizes of the sizes group, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the sizes group (each size --seconds of CPU)")
     args = ap.parse_args(argv)
     sec = 0.3 if args.quick else args.seconds
     rep = 1 if args.quick else max(1, args.repeat)
     only = set(args.only.split(","))
-    unknown = only - {"gym", "step", "rollout", "threads"}
+    unknown = only - {"gym", "step", "rollout", "threads", "sizes"}
     if unknown:
         ap.error(f"unknown case groups {sorted(unknown)}")
+    try:
+        sizes = [int(x) for x in args.sizes.split(",")]
+    except ValueError:
+        ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if not sizes or min(sizes) < 1 or args.rounds < 1:
+        ap.error("--sizes must be positive and --rounds at least 1")
     print(json.dumps({"case": "machine", "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
                       "loadavg": os.getloadavg()[0], "python": platform.python_version(), "numba": numba.__version__,
                       "note": "other processes on a shared machine make these numbers noisy"}), flush=True)
+    if "sizes" in only:
+        for num_players in (1, 2):
+            for r in bench_sizes(GameConfig(num_players), sizes, sec, 1 if args.quick else args.rounds):
+                print(json.dumps(r), flush=True)
+    if not only - {"sizes"}:
+        return
     gym = best_of(bench_gym_single, rep, "steps_per_s", sec)
     gym_make = best_of(bench_gym_single, rep, "steps_per_s", sec, True)
     if "gym" in only:

@@ -145,7 +145,7 @@ def test_eval_mlp_commands_would_print_their_lines():
 
 #: bench_batch's --only group of each case it prints.
 BATCH_GROUP = {"gym_single": "gym", "gym_make_single": "gym", "step": "step", "rollout": "rollout",
-               "threads_step": "threads", "threads_rollout": "threads", "machine": None}
+               "threads_step": "threads", "threads_rollout": "threads", "step_sizes": "sizes", "machine": None}
 
 
 #: the modules a speed line's command may run.
