@@ -16,6 +16,8 @@ Cases:
   CPU time: --rounds rounds, each running every size for --seconds CPU-seconds in turn (so load drifts hit every
   size alike). One line per mode and size: steps per CPU-second over all rounds, each round's figure, and
   `ratio_to_best`, the size's figure over the best size's of its mode (issue 46 asks >= 0.85 at 4,096 rows).
+  --obs-dtypes float32,int16 runs each size with both observation buffers (`BatchedGames(obs_dtype=...)`), taking
+  turns too; `ratio_to_float32` is then the size's figure over the float32 buffer's at that size.
 
     PYTHONPATH=. taskset -c 1 python benchmarks/bench_batch.py --only gym,step,rollout   # one core
     PYTHONPATH=. python benchmarks/bench_batch.py --only gym,threads                     # 1 vs 2 cores
@@ -93,22 +95,25 @@ def bench_step(batch: int, config: GameConfig, seconds: float, threads: int = 1)
             "us_per_step": round(1e6 * timed / steps, 3), "episodes": episodes}
 
 
-def bench_sizes(config: GameConfig, sizes: list[int], cpu_seconds: float, rounds: int) -> list[dict]:
-    """The `step_sizes` lines of one mode: every size stepped for cpu_seconds of thread CPU time per round, the
-    sizes taking turns within each round. Only `step` is timed (not the picking of the actions)."""
+def bench_sizes(config: GameConfig, sizes: list[int], cpu_seconds: float, rounds: int,
+                obs_dtypes: tuple[str, ...] = ("float32",)) -> list[dict]:
+    """The `step_sizes` lines of one mode: every size (and observation dtype) stepped for cpu_seconds of thread CPU
+    time per round, taking turns within each round. Only `step` is timed (not the picking of the actions)."""
     rng = np.array([12345], dtype=np.int64)
     batches = {}
-    for n in sizes:
-        b = BatchedGames(n, config=config, seed=1)
+    keys = [(n, dt) for n in sizes for dt in obs_dtypes]
+    for n, dt in keys:
+        b = BatchedGames(n, config=config, seed=1, obs_dtype=dt)
         acts = np.zeros(n, dtype=np.int64)
         for _ in range(20):  # warm up (compiles on first use)
             pick_random_legal(b.masks, rng, acts)
             b.step(acts)
-        batches[n] = (b, acts)
-    done = {n: [0, 0.0, []] for n in sizes}  # steps, CPU seconds, per-round steps per CPU-second
+        batches[n, dt] = (b, acts)
+    done = {key: [0, 0.0, []] for key in keys}  # steps, CPU seconds, per-round steps per CPU-second
     for _ in range(rounds):
-        for n in sizes:
-            b, acts = batches[n]
+        for key in keys:
+            b, acts = batches[key]
+            n = key[0]
             steps = 0
             cpu = 0.0
             while cpu < cpu_seconds:
@@ -117,14 +122,21 @@ def bench_sizes(config: GameConfig, sizes: list[int], cpu_seconds: float, rounds
                 b.step(acts)
                 cpu += time.thread_time() - t
                 steps += n
-            done[n][0] += steps
-            done[n][1] += cpu
-            done[n][2].append(round(steps / cpu))
-    best = max(d[0] / d[1] for d in done.values())
+            done[key][0] += steps
+            done[key][1] += cpu
+            done[key][2].append(round(steps / cpu))
+    rate = {key: d[0] / d[1] for key, d in done.items()}
+    best = {dt: max(rate[n, dt] for n in sizes) for dt in obs_dtypes}
     mode = "solo" if config.num_players == 1 else f"versus{config.num_players}"
-    return [{"case": "step_sizes", "mode": mode, "batch": n, "threads": 1, "steps": d[0], "cpu_seconds": round(d[1], 3),
-             "steps_per_cpu_s": round(d[0] / d[1]), "rounds": d[2], "ratio_to_best": round(d[0] / d[1] / best, 3),
-             "loadavg": os.getloadavg()[0]} for n, d in done.items()]
+    out = []
+    for (n, dt), d in done.items():
+        r = {"case": "step_sizes", "mode": mode, "batch": n, "threads": 1, "obs_dtype": dt, "steps": d[0],
+             "cpu_seconds": round(d[1], 3), "steps_per_cpu_s": round(rate[n, dt]), "rounds": d[2],
+             "ratio_to_best": round(rate[n, dt] / best[dt], 3), "loadavg": os.getloadavg()[0]}
+        if dt != "float32" and "float32" in obs_dtypes:
+            r["ratio_to_float32"] = round(rate[n, dt] / rate[n, "float32"], 3)
+        out.append(r)
+    return out
 
 
 def bench_gym_single(seconds: float, make: bool = False) -> dict:
@@ -192,6 +204,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="comma-separated case groups: gym, step, rollout, threads, sizes")
     ap.add_argument("--sizes", default="64,256,1024,4096", help="batch sizes of the sizes group, comma-separated")
     ap.add_argument("--rounds", type=int, default=3, help="rounds of the sizes group (each size --seconds of CPU)")
+    ap.add_argument("--obs-dtypes", default="float32",
+                    help="observation buffers of the sizes group, comma-separated: float32, int16")
     args = ap.parse_args(argv)
     sec = 0.3 if args.quick else args.seconds
     rep = 1 if args.quick else max(1, args.repeat)
@@ -205,12 +219,15 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
     if not sizes or min(sizes) < 1 or args.rounds < 1:
         ap.error("--sizes must be positive and --rounds at least 1")
+    obs_dtypes = tuple(args.obs_dtypes.split(","))
+    if not obs_dtypes or set(obs_dtypes) - {"float32", "int16"}:
+        ap.error(f"--obs-dtypes must name float32 and/or int16, got {args.obs_dtypes!r}")
     print(json.dumps({"case": "machine", "cpus": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)),
                       "loadavg": os.getloadavg()[0], "python": platform.python_version(), "numba": numba.__version__,
                       "note": "other processes on a shared machine make these numbers noisy"}), flush=True)
     if "sizes" in only:
         for num_players in (1, 2):
-            for r in bench_sizes(GameConfig(num_players), sizes, sec, 1 if args.quick else args.rounds):
+            for r in bench_sizes(GameConfig(num_players), sizes, sec, 1 if args.quick else args.rounds, obs_dtypes):
                 print(json.dumps(r), flush=True)
     if not only - {"sizes"}:
         return

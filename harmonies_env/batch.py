@@ -24,6 +24,11 @@ bookkeeping (`state.read_only_view`: numpy refuses writes, and numba refuses to 
 them), and new positions go in through `set_states`, which validates them (`harmonies_env.validate`) and
 re-encodes the rows' observations and masks.
 
+Compact observations: `obs_dtype=np.int16` keeps the observation buffers as the encoding's raw integers (2 bytes an
+entry instead of float32's 4: 5.6 KB a row instead of 11.2 KB), written by the same kernels;
+`observation.to_float32` turns them into exactly the float32 observation. The default is float32, what the
+Gymnasium, SB3 and PettingZoo paths hand out; benchmarks/RESULTS.md ("Batched engine") has what each costs.
+
 Determinism: every row owns its chance (the game's generator in the state) and its opponent's generator
 (`opp_rng`), so a row's trajectory depends only on its seed and its actions, never on the thread count
 or on the other rows. Episode k of a row with base seed b is the game `Game(seed=episode_seed(b, k))`
@@ -84,7 +89,7 @@ from .batch_kernels import (
 from .cards import NUM_CLASSES
 from .config import GameConfig, make_config
 from .game import Game, check_seed
-from .observation import OBS_SIZE
+from .observation import OBS_DTYPES, OBS_SIZE
 from .rewards import SCORE_SCALE
 from .scoring import NUM_CATEGORIES
 from .validate import check_states
@@ -164,11 +169,12 @@ class BatchStep(NamedTuple):
     overwrites (copy what you keep, as the vector envs do). obs and masks are read-only views: the engine
     updates them incrementally, so they must not be written to.
 
-    obs float32 (N, OBS_SIZE) and masks bool (N, NUM_ACTIONS): the deciding seat's view of each game (the
-    new game's for rows that just ended: auto-reset). rewards float32: (N,) for the learner
+    obs float32 (N, OBS_SIZE) (int16 raw values with `obs_dtype=np.int16`: `observation.to_float32`) and masks
+    bool (N, NUM_ACTIONS): the deciding seat's view of each game (the new game's for rows that just ended:
+    auto-reset). rewards float32: (N,) for the learner
     (`BatchedGames`), (N, 4) per seat (`SelfPlayBatch`). terminated / truncated / illegal bool (N,).
-    For rows that ended (terminated | truncated), other rows holding stale values: final_obs float32
-    (N, OBS_SIZE) the ended game's last observation; final_scores int64 (N, 4, NUM_CATEGORIES) score
+    For rows that ended (terminated | truncated), other rows holding stale values: final_obs (N, OBS_SIZE),
+    obs's dtype, the ended game's last observation; final_scores int64 (N, 4, NUM_CATEGORIES) score
     breakdowns; final_won int64 (N, 4) 1 per winner; episode_returns float64 (N, 4) per-seat returns;
     episode_lengths int64 (N,) decisions sent (illegal ones included); episode_seeds int64 (N,) the ended
     game's seed; suns int64 (N,) the solo result (0 with opponents); seats int64 (N,) the learner's seat in
@@ -218,8 +224,16 @@ class _Batch:
 
     def __init__(self, num_games: int, config: GameConfig, mode: int, seat: int,
                  seed: int | Sequence[int] | None, reward: str, reward_scale: float | None,
-                 illegal_reward: float, max_steps: int, num_threads: int, record: bool = False):
+                 illegal_reward: float, max_steps: int, num_threads: int, record: bool = False,
+                 obs_dtype: Any = np.float32):
         self.num_games = n = _check_int("num_games", num_games, 1)
+        try:
+            self.obs_dtype = np.dtype(obs_dtype)
+        except TypeError:
+            self.obs_dtype = None
+        if self.obs_dtype not in OBS_DTYPES:
+            raise ValueError(f"obs_dtype must be float32 (the observation) or int16 (its raw values), "
+                             f"got {obs_dtype!r}")
         if not isinstance(record, (bool, np.bool_)):
             raise ValueError(f"record must be True or False, got {record!r}")
         self.record = bool(record)
@@ -244,7 +258,7 @@ class _Batch:
                               self.max_steps, config.river_loops_code], dtype=np.int64)
         self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
         self._book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
-        self._obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._obs = np.zeros((n, OBS_SIZE), dtype=self.obs_dtype)
         self._masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
         self._ep_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
         self._final_returns = np.zeros((n, S.MAX_PLAYERS), dtype=np.float64)
@@ -254,7 +268,7 @@ class _Batch:
         self._flags = np.zeros((n, FLAGS_SIZE), dtype=np.int64)
         self._final_scores = np.zeros((n, S.MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
         self._final_won = np.zeros((n, S.MAX_PLAYERS), dtype=np.int64)
-        self._final_obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+        self._final_obs = np.zeros((n, OBS_SIZE), dtype=self.obs_dtype)
         self._scratch = np.zeros((n, SCRATCH_SIZE), dtype=np.int64)
         self._obs_view = _read_only(self._obs)
         self._masks_view = _read_only(self._masks)
@@ -420,8 +434,8 @@ class _Batch:
 
     @property
     def obs(self) -> np.ndarray:
-        """float32 (N, OBS_SIZE): each game's observation for its deciding seat (read-only view of the buffer
-        that the next step updates)."""
+        """float32 (N, OBS_SIZE), or int16 raw values with `obs_dtype=np.int16` (`observation.to_float32`): each
+        game's observation for its deciding seat (read-only view of the buffer that the next step updates)."""
         return self._obs_view
 
     @property
@@ -492,13 +506,14 @@ class BatchedGames(_Batch):
     action leaves its game unchanged, earns `illegal_reward` and is flagged in `illegal`. num_threads > 1
     steps row ranges in threads with the same results. record=True keeps each row's actions so that `game(r)`
     exports a replayable record (a few numpy operations per step; off by default). config: the games'
-    `GameConfig` (default: `GameConfig(num_players=1)`, Solo-v0's rules).
+    `GameConfig` (default: `GameConfig(num_players=1)`, Solo-v0's rules). obs_dtype: np.float32 (the
+    observation, default) or np.int16 (its raw values, half the bytes; `observation.to_float32` converts).
     """
 
     def __init__(self, num_games: int, *, config: GameConfig | None = None, seat: int | None = 0,
                  seed: int | Sequence[int] | None = None, reward: str | None = None, reward_scale: float | None = None,
                  illegal_reward: float | None = None, max_steps: int = 5000, num_threads: int = 1,
-                 record: bool = False):
+                 record: bool = False, obs_dtype: Any = np.float32):
         cfg = make_config(config, {"num_players": 1})
         np_ = cfg.num_players
         if seat is not None and (isinstance(seat, bool) or not isinstance(seat, (int, np.integer))
@@ -510,7 +525,7 @@ class BatchedGames(_Batch):
         if illegal_reward is None:
             illegal_reward = -1.0 if np_ == 1 else -0.01
         super().__init__(num_games, cfg, MODES[self.mode], -1 if seat is None else int(seat),
-                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record)
+                         seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record, obs_dtype)
 
     @property
     def seats(self) -> np.ndarray:
@@ -531,19 +546,19 @@ class SelfPlayBatch(_Batch):
     "score"/"win" every seat's reward on the game's last step (also for seats that did not move then).
     An illegal action leaves the game unchanged and earns the mover `illegal_reward`. record=True: as in
     `BatchedGames`, `game(r)` then exports row r's game with every action. config: the games' `GameConfig`
-    (default: `GameConfig()`, 2 players).
+    (default: `GameConfig()`, 2 players). obs_dtype: as in `BatchedGames`.
     """
 
     def __init__(self, num_games: int, *, config: GameConfig | None = None,
                  seed: int | Sequence[int] | None = None, reward: str = "win", reward_scale: float | None = None,
                  illegal_reward: float = -0.01, max_steps: int = 5000, num_threads: int = 1,
-                 record: bool = False):
+                 record: bool = False, obs_dtype: Any = np.float32):
         cfg = make_config(config)
         if cfg.num_players < 2:
             raise ValueError("self-play needs 2-4 players; use BatchedGames for solo")
         self.mode = "selfplay"
         super().__init__(num_games, cfg, MODE_SELFPLAY, 0, seed, reward, reward_scale,
-                         illegal_reward, max_steps, num_threads, record)
+                         illegal_reward, max_steps, num_threads, record, obs_dtype)
 
     def step(self, actions: Sequence[int] | np.ndarray) -> BatchStep:
         """Play the action of the player to move in every game; auto-reset ended games."""

@@ -52,6 +52,12 @@ Global part, from GLOBAL = 4 * PLAYER_BLOCK = 2564:
 OBS_SIZE = 2811. `OBS_LAYOUT` holds the same table as data: (name, offset, size, meaning), per-seat rows
 for block 0 (add k * PLAYER_BLOCK for block k).
 
+Raw values: the kernels write an entry as a small integer `raw` and its divisor, so the same kernels fill a
+float32 buffer (raw / divisor, the observation above) or an int16 buffer (raw itself: the batched engine's compact
+`obs_dtype`, 2 bytes an entry instead of 4). `OBS_DIVISOR` (float64 (OBS_SIZE,), 1 for one-hots) holds every entry's
+divisor, and `to_float32(raw)` = (raw / OBS_DIVISOR) as float32 is bit for bit the float32 encoding (each entry is
+one float64 division rounded once to float32 in both). Raw values stay below 2**15 (a score below 500).
+
 `OBS_VERSION` numbers this encoding: bump it whenever the layout or the meaning of any entry changes (an offset, a
 size, a scale, what an entry counts), even when OBS_SIZE stays the same. Policies trained on the observation record
 it (the PPO policy export's `observation_version`, `agents.ppo.save_policy`) and loading refuses a mismatch.
@@ -59,7 +65,8 @@ it (the PPO policy export's `observation_version`, `agents.ppo.save_policy`) and
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from . import stacks as ST
 from . import state as S
@@ -82,13 +89,19 @@ NUM_SPIRITS = NUM_CARDS + 1 - FIRST_SPIRIT  # 10
 NUM_ANIMALS = FIRST_SPIRIT - 1  # 32
 
 OBS_LAYOUT: list[tuple[str, int, int, str]] = []
+_DIVISORS: list[tuple[int, int, int]] = []  # (offset, size, divisor) of the scaled blocks, per-seat offsets in block 0
 _off = 0
+#: Divisors of the scaled entries (raw value / divisor = the float32 entry): the kernels and OBS_DIVISOR use these.
+DIV_CUBES_LEFT, DIV_SCORE, DIV_ANIMAL_CUBES, DIV_CELLS = 5, 100, 20, 25
+DIV_TOKENS, DIV_SUPPLY, DIV_DECK, DIV_ROUND = 3, 30, 32, 25
 
 
-def _block(name: str, size: int, meaning: str) -> int:
+def _block(name: str, size: int, meaning: str, divisor: int = 1) -> int:
     global _off
     o = _off
     OBS_LAYOUT.append((name, o, size, meaning))
+    if divisor != 1:
+        _DIVISORS.append((o, size, divisor))
     _off += size
     return o
 
@@ -98,13 +111,14 @@ P_STACKS = _block("stacks", ST.NUM_STACKS * MAX_CELLS,
                   "one-hot, code-major: [code * 25 + cell] = 1 if that cell holds stack code (0 empty .. 14)")
 P_CUBES = _block("cubes", MAX_CELLS, "1 where the cell holds a cube")
 P_SLOTS = _block("held_cards", S.MAX_SLOTS * (NUM_CARDS + 1),
-                 "4 slots x 43: one-hot card id - 1 (42), then cubes left / 5")
+                 "4 slots x 43: one-hot card id - 1 (42), then cubes left / 5")  # divisors: OBS_DIVISOR below
 P_DONE = _block("completed_cards", NUM_CARDS, "1 at card id - 1 for each card with all its cubes placed")
 P_SPIRIT = _block("kept_spirit", NUM_SPIRITS, "kept Spirit one-hot (card id - 33)")
 P_SPIRIT_CUBE = _block("spirit_cube_placed", 1, "the kept Spirit's cube is on the board")
-P_SCORE = _block("score", NUM_CATEGORIES, "current score breakdown / 100 (trees .. spirit, total)")
-P_ANIMAL_CUBES = _block("animal_cubes", 1, "animal cubes placed / 20")
-P_EMPTY = _block("empty_cells", 1, "empty cells / 25")
+P_SCORE = _block("score", NUM_CATEGORIES, "current score breakdown / 100 (trees .. spirit, total)",
+                 DIV_SCORE)
+P_ANIMAL_CUBES = _block("animal_cubes", 1, "animal cubes placed / 20", DIV_ANIMAL_CUBES)
+P_EMPTY = _block("empty_cells", 1, "empty cells / 25", DIV_CELLS)
 P_SEAT = _block("seat", S.MAX_PLAYERS, "absolute seat one-hot")
 P_PRESENT = _block("present", 1, "this seat is in the game")
 P_TO_MOVE = _block("to_move", 1, "this seat is to move")
@@ -112,17 +126,18 @@ PLAYER_BLOCK = _off
 # ---- global part ----
 GLOBAL = _off = S.MAX_PLAYERS * PLAYER_BLOCK
 G_MARKET = _block("market", S.MAX_MARKET * NUM_ANIMALS, "5 slots x 32: one-hot animal card id - 1")
-G_CENTRAL = _block("central", S.MAX_SPACES * 6, "5 spaces x 6 colours: tokens of that colour / 3")
-G_POUCH = _block("pouch", 6, "tokens left in the pouch by colour / 30")
-G_DISCARDED = _block("discarded", 6, "tokens out of the game by colour / 30")
-G_DECK = _block("draw_pile", 1, "draw pile size / 32")
-G_HAND = _block("hand", 6, "tokens in hand by colour / 3")
+G_CENTRAL = _block("central", S.MAX_SPACES * 6, "5 spaces x 6 colours: tokens of that colour / 3",
+                   DIV_TOKENS)
+G_POUCH = _block("pouch", 6, "tokens left in the pouch by colour / 30", DIV_SUPPLY)
+G_DISCARDED = _block("discarded", 6, "tokens out of the game by colour / 30", DIV_SUPPLY)
+G_DECK = _block("draw_pile", 1, "draw pile size / 32", DIV_DECK)
+G_HAND = _block("hand", 6, "tokens in hand by colour / 3", DIV_TOKENS)
 G_TOOK_TOKENS = _block("took_tokens", 1, "tokens were taken this turn")
 G_TOOK_CARD = _block("took_card", 1, "an Animal card was taken this turn")
 G_TAKEN_SPACE = _block("taken_space", S.MAX_SPACES, "central space emptied this turn, one-hot")
 G_DEALT = _block("dealt_spirits", 2 * NUM_SPIRITS, "own dealt Spirits while choosing, 2 x 10 one-hot")
 G_CHOOSING = _block("choosing_spirit", 1, "the observer must choose a Spirit now")
-G_ROUND = _block("round", 1, "round / 25")
+G_ROUND = _block("round", 1, "round / 25", DIV_ROUND)
 G_END = _block("end_trigger", 2, "[pouch could not refill, a board has <= 2 empty cells]")
 G_OVER = _block("game_over", 1, "game over")
 G_NUM_PLAYERS = _block("num_players", S.MAX_PLAYERS, "number of players one-hot (1..4)")
@@ -144,6 +159,48 @@ for _k in range(S.MAX_PLAYERS):
     OBS_HIGH[_k * PLAYER_BLOCK + P_ANIMAL_CUBES] = 2.0
 OBS_HIGH[G_ROUND] = 2.0
 
+#: Every entry's divisor: the float32 observation is raw / OBS_DIVISOR (see `to_float32`). float64 (OBS_SIZE,)
+OBS_DIVISOR = np.ones(OBS_SIZE, dtype=np.float64)
+for _o, _n, _d in _DIVISORS:
+    for _k in range(S.MAX_PLAYERS if _o < PLAYER_BLOCK else 1):
+        OBS_DIVISOR[_k * PLAYER_BLOCK + _o: _k * PLAYER_BLOCK + _o + _n] = _d
+    del _o, _n, _d
+for _k in range(S.MAX_PLAYERS):
+    for _h in range(S.MAX_SLOTS):
+        OBS_DIVISOR[_k * PLAYER_BLOCK + P_SLOTS + _h * (NUM_CARDS + 1) + NUM_CARDS] = DIV_CUBES_LEFT
+#: Output dtypes of the observation kernels: the observation itself, and the raw values.
+OBS_DTYPES = (np.dtype(np.float32), np.dtype(np.int16))
+
+
+def to_float32(raw: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """The float32 observation(s) of raw int16 values ((..., OBS_SIZE), e.g. an `obs_dtype=np.int16` batch's
+    buffer): raw / OBS_DIVISOR, bit for bit what `encode_observation` writes into a float32 buffer."""
+    raw = np.asarray(raw)
+    if raw.shape[-1:] != (OBS_SIZE,) or raw.dtype != np.int16:
+        raise ValueError(f"raw observations must be int16 (..., {OBS_SIZE}), got {raw.dtype} {raw.shape}")
+    if out is None:
+        out = np.empty(raw.shape, dtype=np.float32)
+    np.divide(raw, OBS_DIVISOR, out=out, casting="same_kind")
+    return out
+
+
+def _put(out, i, raw, div):
+    """out[i] = raw / div for a float output, raw itself for an integer one (the raw values); numba only."""
+    raise NotImplementedError("a numba kernel helper")
+
+
+@overload(_put, inline="always")
+def _put_typed(out, i, raw, div):
+    if isinstance(out.dtype, types.Float):
+        def put_scaled(out, i, raw, div):
+            out[i] = raw / div
+        return put_scaled
+
+    def put_raw(out, i, raw, div):
+        out[i] = raw
+    return put_raw
+
+
 
 @njit(cache=True)
 def _encode_cards(s, p: int, b: int, out) -> None:
@@ -153,22 +210,22 @@ def _encode_cards(s, p: int, b: int, out) -> None:
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card > 0:
             o = b + P_SLOTS + h * (NUM_CARDS + 1)
-            out[o + card - 1] = 1.0
-            out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+            out[o + card - 1] = 1
+            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
     for card in range(1, NUM_CARDS + 1):
         if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
-            out[b + P_DONE + card - 1] = 1.0
+            out[b + P_DONE + card - 1] = 1
     kept = s[S.SPIRIT_KEPT + p]
     if kept > 0:
-        out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1.0
+        out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1
         if s[cp + kept] >= 1:
-            out[b + P_SPIRIT_CUBE] = 1.0
+            out[b + P_SPIRIT_CUBE] = 1
 
 
 @njit(cache=True, inline="always")
 def _write_score(score, b: int, out) -> None:
     for c in range(NUM_CATEGORIES):
-        out[b + P_SCORE + c] = score[c] / 100.0
+        _put(out, b + P_SCORE + c, score[c], DIV_SCORE)
 
 
 @njit(cache=True)
@@ -185,42 +242,44 @@ def _encode_global(s, player: int, out) -> None:
     for m in range(s[S.NUM_MARKET]):
         card = s[S.MARKET + m]
         if card > 0:
-            out[G_MARKET + m * NUM_ANIMALS + card - 1] = 1.0
+            out[G_MARKET + m * NUM_ANIMALS + card - 1] = 1
     for sp in range(s[S.NUM_SPACES]):
+        o = S.CENTRAL + 3 * sp
         for t in range(3):
-            c = s[S.CENTRAL + 3 * sp + t]
-            if c >= 0:
-                out[G_CENTRAL + 6 * sp + c] += 1.0 / 3.0
+            c = s[o + t]
+            if c >= 0:  # how many tokens of colour c the space holds (written once per such token: the same value)
+                _put(out, G_CENTRAL + 6 * sp + c, (s[o] == c) + (s[o + 1] == c) + (s[o + 2] == c), DIV_TOKENS)
     for c in range(6):
-        out[G_POUCH + c] = s[S.POUCH + c] / 30.0
-        out[G_DISCARDED + c] = s[S.DISCARDED + c] / 30.0
-        out[G_HAND + c] = s[S.HAND + c] / 3.0
-    out[G_DECK] = s[S.DECK_COUNT] / 32.0
+        _put(out, G_POUCH + c, s[S.POUCH + c], DIV_SUPPLY)
+        _put(out, G_DISCARDED + c, s[S.DISCARDED + c], DIV_SUPPLY)
+        _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
+    _put(out, G_DECK, s[S.DECK_COUNT], DIV_DECK)
     out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
     out[G_TOOK_CARD] = s[S.TOOK_CARD]
     if s[S.TAKEN_SPACE] >= 0:
-        out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1.0
+        out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1
     if s[S.SPIRITS] and s[S.SPIRIT_KEPT + player] < 0:
         for j in range(2):
             card = s[S.SPIRIT_DEALT + 2 * player + j]
             if card > 0:
-                out[G_DEALT + j * NUM_SPIRITS + card - FIRST_SPIRIT] = 1.0
+                out[G_DEALT + j * NUM_SPIRITS + card - FIRST_SPIRIT] = 1
         if s[S.CURRENT] == player and not s[S.GAME_OVER]:
-            out[G_CHOOSING] = 1.0
-    out[G_ROUND] = (s[S.TURN] // n + 1) / 25.0
+            out[G_CHOOSING] = 1
+    _put(out, G_ROUND, s[S.TURN] // n + 1, DIV_ROUND)
     if s[S.END_TRIGGER] > 0:
-        out[G_END + s[S.END_TRIGGER] - 1] = 1.0
+        out[G_END + s[S.END_TRIGGER] - 1] = 1
     out[G_OVER] = s[S.GAME_OVER]
-    out[G_NUM_PLAYERS + n - 1] = 1.0
+    out[G_NUM_PLAYERS + n - 1] = 1
     out[G_SIDE_B] = s[S.SIDE]
     out[G_SPIRITS] = s[S.SPIRITS]
 
 
 @njit(cache=True)
 def encode_observation(s, player: int, out) -> None:
-    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out (float32 (OBS_SIZE,))."""
+    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out: float32 (OBS_SIZE,), or
+    int16 for the raw values (`to_float32` turns them into the float32 observation)."""
     for i in range(out.shape[0]):  # a loop: numba's `out[:] = 0.0` is not vectorised
-        out[i] = 0.0
+        out[i] = 0
     n = s[S.NUM_PLAYERS]
     score = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for k in range(n):
@@ -230,21 +289,21 @@ def encode_observation(s, player: int, out) -> None:
             m = s[S.BITBOARD + 15 * p + code]
             base = b + P_STACKS + code * MAX_CELLS
             while m:  # visit set bits only: 23-25 cells per board in all
-                out[base + lowest_cell(m)] = 1.0
+                out[base + lowest_cell(m)] = 1
                 m &= m - 1
         m = s[S.CUBES + p]
         while m:
-            out[b + P_CUBES + lowest_cell(m)] = 1.0
+            out[b + P_CUBES + lowest_cell(m)] = 1
             m &= m - 1
         _encode_cards(s, p, b, out)
         _score_of(s, p, score)
         _write_score(score, b, out)
-        out[b + P_ANIMAL_CUBES] = s[S.ANIMAL_CUBES + p] / 20.0
-        out[b + P_EMPTY] = popcount(s[S.BITBOARD + 15 * p]) / 25.0
-        out[b + P_SEAT + p] = 1.0
-        out[b + P_PRESENT] = 1.0
+        _put(out, b + P_ANIMAL_CUBES, s[S.ANIMAL_CUBES + p], DIV_ANIMAL_CUBES)
+        _put(out, b + P_EMPTY, popcount(s[S.BITBOARD + 15 * p]), DIV_CELLS)
+        out[b + P_SEAT + p] = 1
+        out[b + P_PRESENT] = 1
         if p == s[S.CURRENT] and not s[S.GAME_OVER]:
-            out[b + P_TO_MOVE] = 1.0
+            out[b + P_TO_MOVE] = 1
     _encode_global(s, player, out)
 
 
@@ -325,50 +384,50 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
     b = ((mover - player) % n) * PLAYER_BLOCK
     if a < PLACE_TOKEN:  # take the tokens of central space a
         for c in range(6):
-            out[G_CENTRAL + 6 * a + c] = 0.0
-            out[G_HAND + c] = s[S.HAND + c] / 3.0
+            out[G_CENTRAL + 6 * a + c] = 0
+            _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
         out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
-        out[G_TAKEN_SPACE + a] = 1.0
+        out[G_TAKEN_SPACE + a] = 1
         return False
     if a < TAKE_CARD:  # place a token of colour c on cell i
         c = (a - PLACE_TOKEN) // MAX_CELLS
         i = (a - PLACE_TOKEN) % MAX_CELLS
         new = s[S.STACK + MAX_CELLS * mover + i]
         old = STACK_BELOW[new]
-        out[b + P_STACKS + old * MAX_CELLS + i] = 0.0
-        out[b + P_STACKS + new * MAX_CELLS + i] = 1.0
+        out[b + P_STACKS + old * MAX_CELLS + i] = 0
+        out[b + P_STACKS + new * MAX_CELLS + i] = 1
         if old == 0:
-            out[b + P_EMPTY] = popcount(s[S.BITBOARD + 15 * mover]) / 25.0
-        out[G_HAND + c] = s[S.HAND + c] / 3.0
+            _put(out, b + P_EMPTY, popcount(s[S.BITBOARD + 15 * mover]), DIV_CELLS)
+        _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
         score_update(s, mover, a, card, score)
         _write_score(score, b, out)
         return True
     if a < PLACE_CUBE:  # take the market card `card` into the first free slot
         m = a - TAKE_CARD
-        out[G_MARKET + m * NUM_ANIMALS + card - 1] = 0.0
+        out[G_MARKET + m * NUM_ANIMALS + card - 1] = 0
         cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
         for h in range(S.MAX_SLOTS):
             if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 o = b + P_SLOTS + h * (NUM_CARDS + 1)
-                out[o + card - 1] = 1.0
-                out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+                out[o + card - 1] = 1
+                _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
         out[G_TOOK_CARD] = s[S.TOOK_CARD]
         return False
     if a < KEEP_SPIRIT:  # place a cube of held card `card` (slot h) on cell i
         h = (a - PLACE_CUBE) // MAX_CELLS
         i = (a - PLACE_CUBE) % MAX_CELLS
         cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
-        out[b + P_CUBES + i] = 1.0
+        out[b + P_CUBES + i] = 1
         o = b + P_SLOTS + h * (NUM_CARDS + 1)
         if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
-            out[o + NUM_CARDS] = (CUBES_ON_CARD[card] - s[cp + card]) / 5.0
+            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
         else:  # the card is complete: its slot is free
-            out[o + card - 1] = 0.0
-            out[o + NUM_CARDS] = 0.0
-            out[b + P_DONE + card - 1] = 1.0
+            out[o + card - 1] = 0
+            out[o + NUM_CARDS] = 0
+            out[b + P_DONE + card - 1] = 1
         if card == s[S.SPIRIT_KEPT + mover] and s[cp + card] >= 1:
-            out[b + P_SPIRIT_CUBE] = 1.0
-        out[b + P_ANIMAL_CUBES] = s[S.ANIMAL_CUBES + mover] / 20.0
+            out[b + P_SPIRIT_CUBE] = 1
+        _put(out, b + P_ANIMAL_CUBES, s[S.ANIMAL_CUBES + mover], DIV_ANIMAL_CUBES)
         score_update(s, mover, a, card, score)
         _write_score(score, b, out)
         return True
@@ -376,11 +435,12 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         encode_observation(s, player, out)
         return False
     # the turn ended (plain or with a solo card replacement): the global part, and who is to move
-    out[GLOBAL:] = 0.0
+    for i in range(GLOBAL, out.shape[0]):  # a loop: numba's `out[GLOBAL:] = 0` is not vectorised
+        out[i] = 0
     _encode_global(s, player, out)
     for k in range(n):
         p = (player + k) % n
-        out[k * PLAYER_BLOCK + P_TO_MOVE] = 1.0 if p == s[S.CURRENT] and not s[S.GAME_OVER] else 0.0
+        out[k * PLAYER_BLOCK + P_TO_MOVE] = 1 if p == s[S.CURRENT] and not s[S.GAME_OVER] else 0
     return False
 
 
@@ -393,7 +453,8 @@ def scores_of(s, out) -> None:
 
 @njit(cache=True)
 def encode_batch(states, players, out) -> None:
-    """encode_observation over rows: states int64 (N, STATE_SIZE), players int64 (N,), out float32 (N, OBS_SIZE)."""
+    """encode_observation over rows: states int64 (N, STATE_SIZE), players int64 (N,), out float32 (N, OBS_SIZE)
+    (or int16: raw values)."""
     for r in range(states.shape[0]):
         encode_observation(states[r], players[r], out[r])
 
@@ -416,6 +477,7 @@ def layout_table() -> str:
     return "\n".join(rows)
 
 
-__all__ = ["OBS_SIZE", "OBS_VERSION", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "PLAYER_BLOCK", "GLOBAL",
+__all__ = ["OBS_SIZE", "OBS_VERSION", "OBS_LAYOUT", "OBS_LOW", "OBS_HIGH", "OBS_DIVISOR", "OBS_DTYPES", "to_float32",
+           "PLAYER_BLOCK", "GLOBAL",
            "encode_observation", "update_observation", "action_card", "score_update", "scores_of", "encode_batch",
            "observe", "layout_table"]

@@ -17,7 +17,7 @@ from harmonies_env.batch import OPPONENT_SALT, BatchedGames, SelfPlayBatch, epis
 from harmonies_env.cards import NUM_CARDS, NUM_CLASSES, class_grids, habitat_cells, habitat_cells_grid
 from harmonies_env.config import GameConfig
 from harmonies_env.game import Game
-from harmonies_env.observation import OBS_SIZE, encode_observation, observe
+from harmonies_env.observation import OBS_SIZE, encode_observation, observe, to_float32
 
 
 def _pick(masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -267,7 +267,7 @@ def _fresh(states, players, obs, masks):
 
 def _check_fresh(b, where: str) -> None:
     n = b.num_games
-    obs = np.empty((n, OBS_SIZE), dtype=np.float32)
+    obs = np.empty((n, OBS_SIZE), dtype=b.obs.dtype)
     masks = np.empty((n, NUM_ACTIONS), dtype=np.bool_)
     _fresh(b.states, np.ascontiguousarray(b.players), obs, masks)
     bad = np.flatnonzero((obs != b.obs).any(axis=1) | (masks != b.masks).any(axis=1))
@@ -325,6 +325,35 @@ def test_property_buffers_equal_fresh_encoding(num_players, side, spirits, selfp
         b = BatchedGames(rows, config=GameConfig(num_players, side, spirits), seat=None, seed=seed,
                          reward="dense", max_steps=steps // 2 + 1, num_threads=threads)
     _drive(b, steps, seed=seed % 1000, illegal_rate=illegal)
+
+
+@pytest.mark.parametrize("num_players,side,spirits,selfplay", [
+    (1, "A", True, False), (1, "B", True, False), (2, "B", True, False), (3, "A", True, True), (4, "B", True, True),
+])
+def test_int16_batch_is_the_float32_batch_in_raw_values(num_players, side, spirits, selfplay):
+    """obs_dtype=np.int16 plays the same games and its buffers convert (`to_float32`) to the float32 batch's, bit for
+    bit, every step (incremental updates, final observations and resets included)."""
+    cfg = GameConfig(num_players, side, spirits)
+    make = (lambda dt: SelfPlayBatch(8, config=cfg, seed=5, obs_dtype=dt)) if selfplay else \
+        (lambda dt: BatchedGames(8, config=cfg, seat=None, seed=5, obs_dtype=dt, max_steps=150))
+    b32, b16 = make(np.float32), make(np.int16)
+    assert b16.obs.dtype == np.int16 and b32.obs.dtype == np.float32
+    rng = np.random.default_rng(num_players)
+    ended = 0
+    for k in range(220):
+        acts = _pick(b32.masks, rng)
+        o32, o16 = b32.step(acts), b16.step(acts)
+        assert to_float32(o16.obs).tobytes() == o32.obs.tobytes(), f"step {k}"
+        np.testing.assert_array_equal(o16.masks, o32.masks)
+        np.testing.assert_array_equal(o16.rewards, o32.rewards)
+        done = o32.terminated | o32.truncated
+        np.testing.assert_array_equal(done, o16.terminated | o16.truncated)
+        assert to_float32(o16.final_obs[done]).tobytes() == o32.final_obs[done].tobytes()
+        ended += int(done.sum())
+    assert ended >= 1
+    _check_fresh(b16, "int16 after 220 steps")
+    with pytest.raises(ValueError, match="obs_dtype"):
+        BatchedGames(2, obs_dtype=np.float64)
 
 
 def test_buffers_are_read_only_views_and_set_states_follows_new_positions():

@@ -15,6 +15,8 @@ from harmonies_env.observation import (
     G_HAND,
     G_NUM_PLAYERS,
     G_POUCH,
+    G_ROUND,
+    OBS_DIVISOR,
     OBS_HIGH,
     OBS_LAYOUT,
     OBS_LOW,
@@ -31,6 +33,7 @@ from harmonies_env.observation import (
     encode_batch,
     encode_observation,
     observe,
+    to_float32,
 )
 from harmonies_env.scoring import CATEGORIES
 from harmonies_env.view import PlayerView
@@ -174,6 +177,40 @@ def test_observation_stays_in_bounds_over_whole_games(n, side, spirits):
         if g.is_over:
             break
         g.step(int(rng.choice(g.legal_actions())))
+
+
+@pytest.mark.parametrize("n,side,spirits,seed", [(1, "A", True, 1), (1, "B", True, 2), (2, "B", True, 3),
+                                                  (2, "A", False, 4), (3, "A", True, 5), (4, "B", True, 6)])
+def test_raw_int16_encoding_is_the_float32_observation_bit_for_bit(n, side, spirits, seed):
+    """The one kernel writes raw values into int16 and scaled ones into float32: to_float32 joins them exactly."""
+    g = Game(n, side, spirits, seed=seed)
+    rng = np.random.default_rng(seed)
+    f32 = np.empty(OBS_SIZE, dtype=np.float32)
+    raw = np.empty((n, OBS_SIZE), dtype=np.int16)
+    scaled = set()
+    while True:
+        for p in range(n):
+            encode_observation(g.state, p, f32)
+            encode_observation(g.state, p, raw[p])
+            assert to_float32(raw[p]).tobytes() == f32.tobytes()
+            scaled |= set(np.flatnonzero(raw[p] > 1).tolist())
+        assert to_float32(raw).shape == (n, OBS_SIZE)
+        if g.is_over:
+            break
+        g.step(int(rng.choice(g.legal_actions())))
+    assert G_ROUND in scaled and P_SCORE + 7 in scaled  # raw, not scaled, values went through
+
+
+def test_divisors_follow_the_layout_and_raw_values_fit_int16():
+    assert OBS_DIVISOR[P_SCORE] == 100 and OBS_DIVISOR[G_POUCH] == 30 and OBS_DIVISOR[G_CENTRAL] == 3
+    assert OBS_DIVISOR[P_SLOTS + 42] == 5 and OBS_DIVISOR[P_SLOTS + 41] == 1 and OBS_DIVISOR[P_STACKS] == 1
+    for name, off, size, meaning in OBS_LAYOUT:  # "/ d" in a meaning is that block's divisor
+        if name != "held_cards":
+            want = int(meaning.split("/ ")[1].split()[0]) if "/ " in meaning else 1
+            assert (OBS_DIVISOR[off: off + size] == want).all(), name
+    assert (OBS_HIGH * OBS_DIVISOR < 2**15).all()
+    with pytest.raises(ValueError, match="int16"):
+        to_float32(np.zeros(OBS_SIZE, dtype=np.float32))
 
 
 def test_encode_batch_matches_single_rows():
