@@ -171,6 +171,9 @@ SPEED: dict[str, Callable[[dict[str, Any]], tuple[str, str]]] = {
     "step": lambda r: (f"batched step, {r['mode']}, batch {r['batch']}, {_threads(r)}",
                        f"{r['steps_per_s']:,} steps/s"
                        + (f" ({r['speedup_vs_gym']}× the env class)" if "speedup_vs_gym" in r else "")),
+    "step_sizes": lambda r: (f"batched step, {r['mode']}, {r['batch']:,} rows, {r['obs_dtype']} obs, {_threads(r)}",
+                             f"{r['steps_per_cpu_s']:,} steps/CPU-s ({r['ratio_to_best']}× the best size"
+                             + (f", {r['ratio_to_float32']}× float32" if "ratio_to_float32" in r else "") + ")"),
     "threads_step": lambda r: (f"batched step, {r['mode']}, batch {r['batch']}, {_threads(r)}",
                                f"{r['steps_per_s']:,} steps/s"
                                + (f" ({r['speedup_vs_gym']}× the env class on one core)" if "speedup_vs_gym" in r
