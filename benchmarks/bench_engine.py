@@ -166,7 +166,7 @@ def bench_reference(boards: int) -> None:
 @njit(cache=True)
 def _random_boards(bbs, cubes, sides, cards) -> None:
     """Boards met in random games (2p, both sides), each with a card drawn at random: int64 (N, 15), (N,) x 3."""
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     buf = np.zeros(NUM_ACTIONS, dtype=np.int64)
     grids = np.zeros(9, dtype=np.int64)
     rng = np.array([7], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The batched steppers' kernels: many games stepped together, a batch of N games being an int64 array
+"""The batched steppers' kernels: many games stepped together, a batch of N games being an int32 array
 (N, STATE_SIZE), one game per row. Pure functions over arrays (no classes): `harmonies_env.batch` wraps them
 (`BatchedGames`, `SelfPlayBatch`, `init_batch`, `rollout_batch`) and says why they are built this way.
 
@@ -76,9 +76,8 @@ def episode_seed(base: int, episode: int) -> int:
 @njit(cache=True)
 def _total(s, p: int, tmp) -> int:
     """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp,
-               s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
+               p, tmp, s[S.RIVER_LOOPS])
     return tmp[NUM_CATEGORIES - 1]
 
 
@@ -186,7 +185,7 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
         # colour c may be used up; habitats change only for the cards that use the cell's old or new class
         c = (a - A.PLACE_TOKEN) // A.MAX_CELLS
         i = (a - A.PLACE_TOKEN) % A.MAX_CELLS
-        new = s[S.STACK + A.MAX_CELLS * mover + i]
+        new = S.stack_at(s, mover, i)
         for c2 in range(6):
             if s[S.HAND + c2] > 0:
                 mask[A.PLACE_TOKEN + A.MAX_CELLS * c2 + i] = (ACCEPTS[c2] >> new) & 1
@@ -292,9 +291,8 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
         flags[F_TRUNC] = 1 if trunc else 0
         for p in range(S.MAX_PLAYERS):
             if p < n:
-                cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
                 score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
-                           s[cp: cp + NUM_CARDS + 1], final_scores[p], s[S.RIVER_LOOPS])
+                           s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, final_scores[p], s[S.RIVER_LOOPS])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]
@@ -372,7 +370,7 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
               learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch, num_threads: int = 1) -> None:
     """Step every row of a batch in ONE numba call (the engine under `BatchedGames` and `SelfPlayBatch`).
 
-    Inputs: states int64 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
+    Inputs: states int32 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
     illegal one leaves its row unchanged, earns `illegal_reward` (negative) and is flagged); cfg int64
     (CFG_SIZE,); illegal_reward, scale float; book int64 (N, BOOK_SIZE) per-row bookkeeping; ep_returns
     float64 (N, 4) running per-seat returns (zeroed when a game ends, after its value went to final_returns).
@@ -400,7 +398,7 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
 def play_plan(s, plan, n: int, before_end: bool = False) -> int:
     """Play a whole-turn plan (a macro-action) on one game: the micro-actions plan[0], ..., plan[n - 1] in order.
 
-    s int64 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
+    s int32 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
     planner (`agents.greedy.plan_turn`) on this position: tokens, card, cubes, then END_TURN (the refill and the
     next seat follow, as after that micro-action), or the first turn's Spirit choice alone (no END: the same seat
     stays to move). before_end: stop at the first END_TURN, not playing it, which leaves the turn's exact
@@ -434,7 +432,7 @@ def play_plans(states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: 
                num_threads: int = 1, min_rows: int = MIN_ROWS_PER_THREAD) -> np.ndarray:
     """Play one chosen whole-turn plan in each active row of a batch, in ONE numba call: the whole-plan stepper.
 
-    states int64 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
+    states int32 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
     are skipped too); plans int64 (N, K, MAX_PLAN) K candidate plans per row; lens int64 (N, K) their lengths;
     choice int64 (N,) the candidate to play per row: row r plays plans[r, choice[r], :lens[r, choice[r]]] with
     `play_plan` (END_TURN included). Returns int64 (N,): 0, or the `rules.step` error code that stopped the row's

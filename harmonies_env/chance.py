@@ -325,8 +325,8 @@ def playout(s, c, seed: int, rng, buf, grids) -> int:
     the draw pile reshuffled (its order was never dealt), the pending chance sampled, then uniformly random actions
     with rng[0] (`rules.random_playout`) and chance dealt inline. The fast rollout of `openspiel.RolloutEvaluator`.
     buf: int64 (NUM_ACTIONS,), grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played."""
-    s[S.RNG] = seed
-    S.next_random(s, S.RNG)
+    S.set_rng(s, seed)
+    S.chance_random(s)
     S.shuffle_range(s, S.DECK, s[S.DECK_COUNT])
     c[C_DECK_SHUFFLED] = 1
     while c[C_NODE] != NODE_NONE:

@@ -106,12 +106,11 @@ def legal_mask(s, mask, buf) -> int:
 
 @njit(cache=True, forceinline=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
-    base = S.STACK + MAX_CELLS * p
-    old = s[base + i]
+    old = S.stack_at(s, p, i)
     bit = 1 << i
     s[S.BITBOARD + 15 * p + old] &= ~bit
     s[S.BITBOARD + 15 * p + new] |= bit
-    s[base + i] = new
+    S.set_stack_at(s, p, i, new)
 
 
 @njit(cache=True, forceinline=True)
@@ -225,7 +224,7 @@ def step(s, a: int) -> int:
             card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
             s[S.SPIRIT_KEPT + p] = card
             s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
-            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            S.set_cubes_placed(s, p, card, 0)
     elif choosing:
         code = 3
     elif a < A.PLACE_TOKEN:
@@ -244,7 +243,7 @@ def step(s, a: int) -> int:
     elif a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
-        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c] if i < NUM_CELLS[side] else -1
+        new = STACK_AFTER[S.stack_at(s, p, i), c] if i < NUM_CELLS[side] else -1
         if s[S.HAND + c] <= 0:
             code = 6
         elif i >= NUM_CELLS[side]:
@@ -270,7 +269,7 @@ def step(s, a: int) -> int:
                 if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
                     s[S.SLOT + S.MAX_SLOTS * p + h] = card
                     break
-            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            S.set_cubes_placed(s, p, card, 0)
             s[S.MARKET + m] = -1
             s[S.TOOK_CARD] = 1
     elif a < A.KEEP_SPIRIT:
@@ -285,11 +284,11 @@ def step(s, a: int) -> int:
             code = 14
         else:
             s[S.CUBES + p] |= 1 << i
-            k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
+            k = S.CARD_HELD + card  # held by p: p * 8 + cubes placed
             s[k] += 1
             if card < FIRST_SPIRIT:
                 s[S.ANIMAL_CUBES + p] += 1
-            if s[k] == CUBES_ON_CARD[card]:
+            if (s[k] & 7) == CUBES_ON_CARD[card]:
                 s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
     else:  # end of turn, plain or with a solo card replacement
         code = end_turn_action(s, a)
@@ -307,8 +306,7 @@ def scores_into(s, out) -> None:
             out[p, k] = 0
     side = s[S.SIDE]
     for p in range(s[S.NUM_PLAYERS]):
-        score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
-                   out[p], s[S.RIVER_LOOPS])
+        score_into(side, _bb(s, p), s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, out[p], s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)
@@ -322,7 +320,7 @@ def token_total(s) -> int:
             n += 1
     for p in range(s[S.NUM_PLAYERS]):
         for i in range(MAX_CELLS):
-            n += HEIGHT[s[S.STACK + MAX_CELLS * p + i]]
+            n += HEIGHT[S.stack_at(s, p, i)]
     return n
 
 
@@ -372,7 +370,7 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 
     Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
     """
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)

@@ -163,7 +163,7 @@ def test_determinism_for_any_thread_count():
 
 
 def test_rollouts_deterministic_and_match_single_game_playout():
-    states = np.zeros((6, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((6, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     init_batch(states, config=GameConfig(2, "A", False), seeds=np.arange(10, 16, dtype=np.int64))
     seeds = np.arange(100, 106)
     r1 = rollout_batch(states, seeds)
@@ -395,7 +395,7 @@ def test_grid_habitat_matcher_equals_placement_reference():
 def _legal_mismatches(num_players, side, spirits, seed, steps):
     """Random games: the cube actions of legal_actions (grid matcher) against the placement reference, and
     write_mask(MASK_ALL) against legal_mask."""
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     b1 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     b2 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     m1 = np.zeros(NUM_ACTIONS, dtype=np.bool_)

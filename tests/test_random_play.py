@@ -71,7 +71,7 @@ def _popcount(x: int) -> int:
 def _board_tokens(s, p: int, height) -> int:
     n = 0
     for i in range(MAX_CELLS):
-        n += height[s[S.STACK + MAX_CELLS * p + i]]
+        n += height[S.stack_at(s, p, i)]
     return n
 
 
@@ -90,7 +90,7 @@ def _check_position(s, after, height, cubes_on_card) -> int:
             n += 1
     for p in range(S.MAX_PLAYERS):
         for i in range(MAX_CELLS):
-            code = s[S.STACK + MAX_CELLS * p + i]
+            code = S.stack_at(s, p, i)
             if code < 0 or code >= 15 or (code != 0 and (p >= npl or i >= ncell)):
                 return 7
             n += height[code]
@@ -102,7 +102,7 @@ def _check_position(s, after, height, cubes_on_card) -> int:
         for k in range(15):
             m = 0
             for i in range(ncell):
-                if s[S.STACK + MAX_CELLS * p + i] == k:
+                if S.stack_at(s, p, i) == k:
                     m |= 1 << i
             if s[S.BITBOARD + 15 * p + k] != m:
                 return 8
@@ -115,9 +115,8 @@ def _check_position(s, after, height, cubes_on_card) -> int:
         moved = 0
         animal = 0
         incomplete = 0
-        base = S.CUBES_PLACED + (NUM_CARDS + 1) * p
         for card in range(1, NUM_CARDS + 1):
-            k = s[base + card]
+            k = S.cubes_placed(s, p, card)
             if k < -1 or k > cubes_on_card[card]:
                 return 12
             if k > 0:
@@ -167,7 +166,7 @@ def _check_mask(s, buf, mark, after) -> int:
     for c in range(6):
         for i in range(MAX_CELLS):
             ok = (s[S.HAND + c] > 0 and i < ncell and not (cubes >> i) & 1
-                  and after[s[S.STACK + MAX_CELLS * p + i], c] >= 0)
+                  and after[S.stack_at(s, p, i), c] >= 0)
             placeable = placeable or ok
             if ok != (mark[A.PLACE_TOKEN + MAX_CELLS * c + i] == 1):
                 return 16
@@ -189,7 +188,7 @@ def _check_mask(s, buf, mark, after) -> int:
         for i in range(MAX_CELLS):
             if mark[A.PLACE_CUBE + MAX_CELLS * h + i]:
                 if (s[S.SLOT + S.MAX_SLOTS * p + h] < 0 or i >= ncell or (cubes >> i) & 1
-                        or s[S.STACK + MAX_CELLS * p + i] == 0):
+                        or S.stack_at(s, p, i) == 0):
                     return 30
     return 0
 
@@ -253,7 +252,7 @@ def play_checked(s, seed: int, out_actions, buf, mark, tmp, after, height, cubes
             i = (a - A.PLACE_TOKEN) % MAX_CELLS
             if (tmp[S.CUBES + p] >> i) & 1:
                 return 13, steps
-            if after[tmp[S.STACK + MAX_CELLS * p + i], c] != s[S.STACK + MAX_CELLS * p + i]:
+            if after[S.stack_at(tmp, p, i), c] != S.stack_at(s, p, i):
                 return 14, steps
         elif a < A.PLACE_CUBE:
             cards += 1
@@ -262,7 +261,7 @@ def play_checked(s, seed: int, out_actions, buf, mark, tmp, after, height, cubes
             if (s[S.CUBES + p] ^ tmp[S.CUBES + p]) != (1 << i) or (tmp[S.CUBES + p] >> i) & 1:
                 return 15, steps
             for k in range(MAX_CELLS):
-                if s[S.STACK + MAX_CELLS * p + k] != tmp[S.STACK + MAX_CELLS * p + k]:
+                if S.stack_at(s, p, k) != S.stack_at(tmp, p, k):
                     return 15, steps
         if s[S.TURN] != tmp[S.TURN]:  # the turn ended with this action
             held = 0
@@ -321,7 +320,7 @@ GAMES_PER_CONFIG = 64  # 16 configurations -> 1,024 games
 def test_random_games_keep_every_invariant_and_replay(num_players: int, side: str, spirits: bool) -> None:
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
     mark = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
-    tmp = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    tmp = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     acts = np.zeros(5000, dtype=np.int64)
     turns = []
     for g in range(GAMES_PER_CONFIG):
@@ -353,8 +352,8 @@ def test_rule_stacks_are_the_engines_stacks() -> None:
 def _listings_with_and_without_the_cache(num_players, side, spirits, seed, games, big) -> tuple[int, int]:
     """Two random games played in turns list their actions with one shared habitat cache (`big`, a scratch of
     rules.LIST_SCRATCH) and without one; returns (positions where the two listings differ, positions listed)."""
-    sa = np.zeros(S.STATE_SIZE, dtype=np.int64)
-    sb = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    sa = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
+    sb = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     rng = np.zeros(2, dtype=np.int64)
     rng[0] = seed
     rng[1] = seed + 1

@@ -56,7 +56,7 @@ def play(game: Game, max_actions: int, seed: int) -> Game:
 def set_stack(game: Game, player: int, cell: int, code: int) -> None:
     """Put a stack on a cell directly (state kept consistent: stack code and bitboards)."""
     old = int(game.field("stack")[player, cell])
-    S.field(game._state, "stack")[player, cell] = code
+    S.set_stack_at(game._state, player, cell, code)
     bb = S.field(game._state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, code] |= 1 << cell

@@ -16,7 +16,7 @@ def public_rows(states, rows, out) -> None:
     """out[j] = the public copy of states[rows[j]] for its player to move (`state.hide_private`, the rule of
     `view.public_copy`).
 
-    states int64 (N, STATE_SIZE) (read only); rows int64 (M,); out int64 (M, STATE_SIZE)."""
+    states int32 (N, STATE_SIZE) (read only); rows int64 (M,); out int32 (M, STATE_SIZE)."""
     for j in range(rows.shape[0]):
         out[j] = states[rows[j]]
         S.hide_private(out[j], out[j, S.CURRENT])
@@ -33,7 +33,7 @@ def _observe_rows(states, players, obs, masks, buf) -> None:
 def random_rows(states, rows, rng, out, buf) -> None:
     """A uniformly random legal action of the player to move in each listed row.
 
-    states: int64 (N, STATE_SIZE), read only; rows: int64 (M,); rng: int64 (N,) each row's splitmix64
+    states: int32 (N, STATE_SIZE), read only; rows: int64 (M,); rng: int64 (N,) each row's splitmix64
     generator (`state.random_below`), advanced here (`rules.random_action`, the engine's random player);
     out: int64 (M,) the actions (-1 where the game is over, the only position without a legal action);
     buf: int64 (NUM_ACTIONS,) scratch.
