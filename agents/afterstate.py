@@ -299,7 +299,7 @@ def candidate_features(s, w, beam: int, diverse: bool, plans, lens, values, feat
     p = s[S.CURRENT]
     t = np.empty_like(s)
     for k in range(n):
-        t[:] = s
+        S.copy_state(t, s)
         plan_afterstate(t, plans[k], lens[k])
         afterstate_features(t, p, feats[k])
     return n

@@ -83,13 +83,6 @@ for _cls in range(9):
                 NEED_K[_code, _cls] = _k
 
 
-@njit(cache=True, inline="always")
-def copy_state(dst, src) -> None:
-    """dst[:] = src by an explicit loop (numba's slice copy of a small array is ~4x slower)."""
-    for j in range(src.shape[0]):
-        dst[j] = src[j]
-
-
 @njit(cache=True)
 def place_cubes_greedily(s, plan, n: int) -> int:
     """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
@@ -277,7 +270,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
         for k in range(n):
             a = buf[k]
             if a < A.PLACE_TOKEN and (only_space < 0 or a - A.TAKE_TOKENS == only_space):
-                copy_state(states[nb], s0)
+                S.copy_state(states[nb], s0)
                 step(states[nb], a)
                 acts[nb, 0] = a
                 alen[nb] = 1
@@ -357,7 +350,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
         for j in range(nn):
             k = order[j]
             b = cpar[k]
-            copy_state(new_states[j], states[b])
+            S.copy_state(new_states[j], states[b])
             for q in range(MAX_PLAN):
                 new_acts[j, q] = acts[b, q]
             new_len[j] = alen[b]
@@ -382,7 +375,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     if nb > 0:
         for m in range(s0[S.NUM_MARKET]):
             if states[0][S.MARKET + m] >= 0:
-                copy_state(tmp, states[0])
+                S.copy_state(tmp, states[0])
                 if step(tmp, A.TAKE_CARD + m) == 0:
                     can_take |= 1 << m
     side = s0[S.SIDE]
@@ -438,7 +431,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
             if fast:  # no cube to place: valued from this turn's parts
                 fval[nf] = weigh(parts if m < 0 else taken_parts(sb, p, sb[S.MARKET + m], pc, parts), w)
             else:
-                copy_state(tmp, sb)
+                S.copy_state(tmp, sb)
                 if m >= 0:
                     step(tmp, A.TAKE_CARD + m)
                 ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)

@@ -624,7 +624,7 @@ def candidate_wins(s, plans, lens, n: int, w, out) -> None:
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
     after = np.empty(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     for k in range(n):
-        after[:] = s
+        S.copy_state(after, s)
         play_plan(after, plans[k], lens[k], True)
         out[k] = 1.0 / (1.0 + np.exp(-win_logit(after, p, w, idx, feats, lin)))
 
