@@ -62,7 +62,7 @@ def private_copy(view: Any, seed: int):
 
 #: State fields that the player to move sees and that a plan depends on (used to detect a changed view).
 PUBLIC_FIELDS = ("stack_words", "cubes", "hand", "central", "market", "slot", "card_held", "spirit_kept",
-                 "current", "turn", "took_tokens", "took_card", "taken_space", "pouch")
+                 "current", "turn", "took_card", "taken_space", "pouch")
 
 
 def public_key(state: np.ndarray) -> bytes:

@@ -81,7 +81,6 @@ from .batch_kernels import (
     run_rows,
     step_rows,
 )
-from .cards import NUM_CLASSES
 from .config import GameConfig, make_config
 from .game import Game, check_seed
 from .observation import OBS_SIZE
@@ -462,14 +461,13 @@ class _Batch:
         versus = self._cfg[CFG_MODE] == MODE_VERSUS
         rng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
         buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
-        grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         seat = int(self._cfg[CFG_SEAT])
         if versus and seat < 0:
             seat = int(S.random_below(rng, 0, n))
 
         def opponents() -> None:
             while versus and not g.is_over and g.current_player != seat:
-                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf, grids)))
+                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf)))
 
         opponents()
         for a in self._hist[r, : self._hlen[r]]:

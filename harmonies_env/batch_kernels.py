@@ -17,7 +17,7 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
+from .cards import CARD_CLASSES, NUM_CARDS, SPIRIT_SUN_BONUS, STACK_CLASSES
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 from .stacks import ACCEPTS
@@ -88,12 +88,12 @@ def _suns(s, total: int) -> int:
 
 
 @njit(cache=True)
-def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
+def _opponents_move_observed(s, seat: int, book, buf, obs) -> None:
     """`rules.random_until` (the same draws, one `rules.random_action` at a time) with book's generator
     (B_OPP_RNG), keeping obs (float32 (OBS_SIZE,)), seat's observation, and the score cache (B_SCORE) up to date
     incrementally after each action."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        a = rules.random_action(s, book, B_OPP_RNG, buf, grids)
+        a = rules.random_action(s, book, B_OPP_RNG, buf)
         mover = s[S.CURRENT]
         card = action_card(s, a)
         rules.step(s, a)
@@ -132,11 +132,9 @@ def outcome(s, totals, tmp, won) -> int:
 # scratch layout (int64 (SCRATCH_SIZE,) per row)
 _TMP = _NA                          # NUM_CATEGORIES: a score breakdown
 _TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
-_GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
-SCRATCH_SIZE = _GRIDS + NUM_CLASSES
-#: A rollout row's scratch: the same, with room after the class grids for `rules.legal_actions`' habitat cache
-#: (rules.LIST_SCRATCH; a whole game per row, so its listings reuse their answers).
-ROLLOUT_SCRATCH_SIZE = _GRIDS + rules.LIST_SCRATCH
+SCRATCH_SIZE = _TOTALS + S.MAX_PLAYERS
+#: A rollout row's scratch (`rollout_batch`): the same.
+ROLLOUT_SCRATCH_SIZE = SCRATCH_SIZE
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -152,7 +150,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
     if cfg[CFG_MODE] == MODE_VERSUS:
         if book[B_SEAT] < 0:
             book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
-        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
+        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA])
     for p in range(S.MAX_PLAYERS):
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
@@ -168,18 +166,18 @@ def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
     book[B_PLAYER] = player
     encode_observation(s, player, obs)
     scores_of(s, book[B_SCORE:])
-    rules.write_mask(s, mask, scratch[_GRIDS:], rules.MASK_ALL, 15)
+    rules.write_mask(s, mask, rules.MASK_ALL, 15)
 
 
 @njit(cache=True)
-def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
+def _update_mask(s, a: int, mover: int, card: int, mask) -> None:
     """Bring mask (bool (NUM_ACTIONS,)), the legal actions before `mover` played the legal action `a`, up to
     date: only the regions of `rules.write_mask` that the action can have changed; everything once the turn
     passed or after a Spirit choice. card: `observation.action_card` read before the action."""
     if a >= A.KEEP_SPIRIT or s[S.GAME_OVER] or s[S.CURRENT] != mover:
-        rules.write_mask(s, mask, grids, rules.MASK_ALL, 15)
+        rules.write_mask(s, mask, rules.MASK_ALL, 15)
     elif a < A.PLACE_TOKEN:  # tokens taken: placements open, no more taking, maybe the end of the turn
-        rules.write_mask(s, mask, grids, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
+        rules.write_mask(s, mask, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
     elif a < A.TAKE_CARD:
         # a token of colour c placed on cell i: only cell i changed for the colours still held (no cube is there),
         # colour c may be used up; habitats change only for the cards that use the cell's old or new class
@@ -198,13 +196,13 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
             card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
             if card_h >= 0 and CARD_CLASSES[card_h] & changed:
                 slots |= 1 << h
-        rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
+        rules.write_mask(s, mask, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
     elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
         slots = 0
         for h in range(S.MAX_SLOTS):
             if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 slots |= 1 << h
-        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
+        rules.write_mask(s, mask, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
     else:  # a cube placed on cell i: no token and no other cube can go there; a completed card frees its slot
         i = (a - A.PLACE_CUBE) % A.MAX_CELLS
         for h in range(S.MAX_SLOTS):
@@ -215,7 +213,7 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
         if s[S.SLOT + S.MAX_SLOTS * mover + h] < 0:
             for j in range(A.MAX_CELLS):
                 mask[A.PLACE_CUBE + A.MAX_CELLS * h + j] = 0
-        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_TAIL, 0)
+        rules.write_mask(s, mask, rules.MASK_CARD | rules.MASK_TAIL, 0)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -224,8 +222,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
     """Step one row (the row's slices of the arrays of `step_rows`); obs and mask are updated incrementally."""
     buf = scratch[:_NA]
     tmp = scratch[_TMP:_TOTALS]
-    totals = scratch[_TOTALS:_GRIDS]
-    grids = scratch[_GRIDS:]
+    totals = scratch[_TOTALS:SCRATCH_SIZE]
     mode = cfg[CFG_MODE]
     kind = cfg[CFG_REWARD]
     n = s[S.NUM_PLAYERS]
@@ -256,11 +253,11 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
             book[B_LAST + mover] = t
         book[B_FRESH] = 0
         if mode == MODE_VERSUS:
-            _opponents_move_observed(s, seat, book, buf, grids, obs)
+            _opponents_move_observed(s, seat, book, buf, obs)
         if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
             book[B_PLAYER] = s[S.CURRENT]
             encode_observation(s, s[S.CURRENT], obs)
-        _update_mask(s, a, mover, card, mask, grids)
+        _update_mask(s, a, mover, card, mask)
     done = s[S.GAME_OVER] != 0
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
@@ -457,7 +454,7 @@ def _init_rows(states, num_players: int, side: int, spirits: int, seeds, river_l
 def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
-    steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
+    steps = rules.random_playout(s, rng, scratch[:_NA])
     outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 

@@ -194,7 +194,7 @@ def _encode_global(s, player: int, out) -> None:
         out[G_DISCARDED + c] = s[S.DISCARDED + c] / 30.0
         out[G_HAND + c] = s[S.HAND + c] / 3.0
     out[G_DECK] = s[S.DECK_COUNT] / 32.0
-    out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
+    out[G_TOOK_TOKENS] = 1.0 if s[S.TAKEN_SPACE] >= 0 else 0.0
     out[G_TOOK_CARD] = s[S.TOOK_CARD]
     if s[S.TAKEN_SPACE] >= 0:
         out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1.0
@@ -324,7 +324,7 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         for c in range(6):
             out[G_CENTRAL + 6 * a + c] = 0.0
             out[G_HAND + c] = s[S.HAND + c] / 3.0
-        out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
+        out[G_TOOK_TOKENS] = 1.0 if s[S.TAKEN_SPACE] >= 0 else 0.0
         out[G_TAKEN_SPACE + a] = 1.0
         return False
     if a < TAKE_CARD:  # place a token of colour c on cell i

@@ -1,13 +1,15 @@
 """Game state as one flat int32 vector with named fields, and the kernels that create it.
 
-A game is `s = new_state()` (`np.zeros(STATE_SIZE, STATE_DTYPE)`, 964 bytes); a batch of N games is an
+A game is `s = new_state()` (`np.zeros(STATE_SIZE, STATE_DTYPE)`, 1,024 bytes); a batch of N games is an
 (N, STATE_SIZE) array whose rows are games, so every kernel written for one game steps a batch by looping over rows.
 Each field below is an offset into the vector with its shape (row-major); every entry is an int32. Players are always
 laid out for 4 (unused seats stay zero/-1) so every configuration has the same shape. Why so small: searches,
 batches and records hold many states, and a state that stays in cache is listed and copied faster (the int64 layout
 of 3,624 bytes cost listing 2x out of cache). Two fields are packed and read through kernels: the stacks (4 bits a
 cell: `stack_at`, `set_stack_at`) and the cards held (`cubes_placed`); the generator's 64 bits are two entries
-(`chance_below`). `field(s, "stack")` and `field(s, "cubes_placed")` decode them for Python (`VIEWS`).
+(`chance_below`). `field(s, "stack")` and `field(s, "cubes_placed")` decode them for Python (`VIEWS`). Each held
+card's habitat answer (`habitat`) is part of the state, kept up to date by `rules.step` as the boards change, so a
+listing reads it instead of matching.
 """
 from __future__ import annotations
 
@@ -59,13 +61,14 @@ MARKET = _field("market", (MAX_MARKET,), "face-up Animal card ids, -1 = empty sl
 DECK = _field("deck", (DECK_SIZE,), "draw pile card ids, top = DECK[deck_count - 1] (order hidden)")
 DECK_COUNT = _field("deck_count", (), "cards left in the draw pile")
 SLOT = _field("slot", (MAX_PLAYERS, MAX_SLOTS), "card id of each incomplete held card, -1 = free slot")
+HABITAT = _field("habitat", (MAX_PLAYERS, MAX_SLOTS),
+                 "cells where each held slot's card has its habitat, cubes aside (0 = free slot); kept by rules.step")
 CARD_HELD = _field("card_held", (NUM_CARDS + 1,),
                    "per card id: holder seat * 8 + cubes moved from it to the board, -1 = not held")
 SPIRIT_DEALT = _field("spirit_dealt", (MAX_PLAYERS, 2), "the two Spirit cards dealt (hidden to others)")
 SPIRIT_KEPT = _field("spirit_kept", (MAX_PLAYERS,), "Spirit card kept, -1 = not chosen yet / variant off")
 ANIMAL_CUBES = _field("animal_cubes", (MAX_PLAYERS,), "animal cubes placed (tie-break; Spirit cube excluded)")
 HAND = _field("hand", (6,), "tokens taken this turn and not yet placed, by colour")
-TOOK_TOKENS = _field("took_tokens", (), "1 once this turn's central space was taken")
 TOOK_CARD = _field("took_card", (), "1 once an Animal card was taken this turn")
 TAKEN_SPACE = _field("taken_space", (), "central space emptied this turn, -1 = none")
 CURRENT = _field("current", (), "player to move")
@@ -336,11 +339,15 @@ VIEWS: dict[str, tuple[tuple[int, ...], str]] = {
     "stack": ((MAX_PLAYERS, MAX_CELLS), "stack code per player and cell (0 = empty), from stack_words"),
     "cubes_placed": ((MAX_PLAYERS, NUM_CARDS + 1), "cubes moved from each card id to the board, -1 = card not "
                      "held, from card_held"),
+    "took_tokens": ((), "1 once this turn's central space was taken, from taken_space"),
 }
 
 
 def _decoded(s: np.ndarray, name: str) -> np.ndarray:
     lead = s.shape[:-1]
+    if name == "took_tokens":
+        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)
+        return took[()] if took.ndim == 0 else read_only_view(np.ascontiguousarray(took))
     if name == "stack":
         words = s[..., STACK_WORDS:STACK_WORDS + MAX_PLAYERS * STACK_WORDS_PER_SEAT].astype(np.int64)
         words = words.reshape(lead + (MAX_PLAYERS, STACK_WORDS_PER_SEAT))

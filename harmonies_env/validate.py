@@ -13,10 +13,11 @@ exactly the stack codes' cell masks; cubes only on the board and one per cube mo
 + the kept Spirit's); the pouch, central board, hands, boards and discarded tokens adding up to the 120 tokens
 colour by colour; the market, the draw pile (first deck_count entries, 0 after) and the held cards holding
 each Animal card at most once; the held-card slots exactly the incomplete held cards, at most 4; Spirit cards
-dealt (distinct, only with the variant), kept (one of the dealt, held); the turn flags (0/1, hand tokens only
-after taking, the taken space empty); current = turn % num_players (n - 1 once the game is over); end_trigger
-0..2, game_over only once triggered; and a game that is not over has a legal action. The generator (`rng`) may
-hold any value. A state that passes can be played to its end by the kernels without error. (river_loops: 0 or 1.)
+dealt (distinct, only with the variant), kept (one of the dealt, held); each held card's habitat answer
+(`habitat`, exactly the matcher's); the turn flags (0/1, hand tokens only after taking, the taken space empty);
+current = turn % num_players (n - 1 once the game is over); end_trigger 0..2, game_over only once triggered; and a
+game that is not over has a legal action. The generator (`rng`) may hold any value. A state that passes can be played
+to its end by the kernels without error. (river_loops: 0 or 1.)
 
 `parse_json(text, what)` is the one reader of JSON handed in from files (game records, learned checkpoints' configs):
 it raises only ValueError naming `what`, also for nesting too deep to walk (`MAX_JSON_DEPTH`), which would otherwise
@@ -33,7 +34,7 @@ from numba import njit
 from . import rules
 from . import state as S
 from .actions import NUM_ACTIONS
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
 from .data import COLOURS, TOKEN_COUNTS
 from .geometry import FULL_MASK, NUM_CELLS, popcount
 from .stacks import NUM_STACKS, STACKS
@@ -67,7 +68,8 @@ STATE_ERRORS: tuple[tuple[str, str], ...] = (
     ("card_held", "only the kept Spirit card may be held among the Spirits"),
     ("animal_cubes", "must equal the cubes moved from the seat's Animal cards"),
     ("cubes", "cubes on a board must equal the cubes moved from that seat's cards"),
-    ("took_tokens", "must be 0 or 1"),
+    ("habitat", "must be, for each held slot, the cells where its card's habitat stands, cubes aside (0 for a free "
+                "slot and absent seats): rules.refresh_habitats(state) computes it"),
     ("took_card", "must be 0 or 1"),
     ("taken_space", "must be -1 before taking tokens, else the emptied space 0..num_spaces-1"),
     ("hand", "tokens are held only after taking them this turn"),
@@ -253,12 +255,16 @@ def state_error(s) -> int:
     for card in range(1, _NUM_ANIMALS + 1):
         if seen[card] > 1:
             return 18
-    tt = s[S.TOOK_TOKENS]
-    if not _is_flag(tt):
-        return 25
+    for p in range(S.MAX_PLAYERS):  # the habitat answers: exactly what the matcher gives for each held card
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            want = habitat_cells(side, s, 0, card, S.BITBOARD + 15 * p) if card > 0 and p < n else 0
+            if s[S.HABITAT + S.MAX_SLOTS * p + h] != want:
+                return 25
+    ts = s[S.TAKEN_SPACE]
+    tt = 1 if ts >= 0 else 0  # tokens were taken this turn: the emptied space is named
     if not _is_flag(s[S.TOOK_CARD]):
         return 26
-    ts = s[S.TAKEN_SPACE]
     if tt == 0:
         if ts != -1:
             return 27

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.game import Game
 from harmonies_env.geometry import MAX_CELLS, cell_index, permute_mask
@@ -47,6 +48,7 @@ def set_cell(g: Game, player: int, cell: int, *colours: str) -> None:
     bb[player, old] &= ~(1 << cell)
     bb[player, new] |= 1 << cell
     S.set_stack_at(g._state, player, cell, new)
+    rules.refresh_habitats(g._state)  # the held cards' answers follow the board, as `rules.step` keeps them
 
 
 def mirror_board(s: np.ndarray, p: int, perm: np.ndarray) -> np.ndarray:
@@ -82,8 +84,7 @@ def give_hand(g: Game, *colours: str) -> None:
     S.field(g._state, "hand")[:] = 0
     for c in colours:
         S.field(g._state, "hand")[COLOURS.index(c)] += 1
-    g._state[S.TOOK_TOKENS] = 1
-    g._state[S.TAKEN_SPACE] = 0
+    g._state[S.TAKEN_SPACE] = 0  # (tokens were taken this turn: from space 0)
 
 
 def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
@@ -93,6 +94,7 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
         slot = int(np.flatnonzero(slots[player] < 0)[0])
     slots[player, slot] = card
     S.set_cubes_placed(g._state, player, card, 0)
+    rules.refresh_habitats(g._state)
     return slot
 
 

@@ -315,7 +315,7 @@ def test_diverse_candidates_cover_every_space_and_card_choice(players, side, spi
     checked = 0
     while not game.is_over and checked < 6:
         s = game.state.copy()
-        start = not s[S.TOOK_TOKENS] and not s[S.TOOK_CARD]  # a turn's first decision
+        start = s[S.TAKEN_SPACE] < 0 and not s[S.TOOK_CARD]  # a turn's first decision
         if start and not (spirits and s[S.SPIRIT_KEPT + game.current_player] < 0) and game.turn >= players:
             K = 40
             plans = np.zeros((K, MAX_PLAN), np.int64)
@@ -352,7 +352,7 @@ def test_greedy_with_a_beam_per_space_plays_the_diverse_generators_first_plan():
     while game.turn < 6:
         s = game.state.copy()
         a = agent.act(PlayerView(game, game.current_player))
-        if not s[S.TOOK_TOKENS]:
+        if s[S.TAKEN_SPACE] < 0:
             plans = np.zeros((3, MAX_PLAN), np.int64)
             lens = np.zeros(3, np.int64)
             plan_candidates(s, DEFAULT_WEIGHTS, 8, plans, lens, np.zeros(3))

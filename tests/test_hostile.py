@@ -394,7 +394,7 @@ def test_field_views_are_read_only_and_from_state_validates():
     ("market", 0, 40), ("deck", 0, 0), ("deck_count", 0, 33), ("slot", 0, 5), ("card_held", 1, 7),
     ("card_held", 0, 0), ("card_held", 1, 8 * 3),
     ("spirit_dealt", 0, 33), ("spirit_kept", 0, 40), ("animal_cubes", 0, 3), ("hand", 0, 2),
-    ("took_tokens", 0, 2), ("took_card", 0, -1), ("taken_space", 0, 7), ("turn", 0, -5),
+    ("habitat", 0, 1), ("took_card", 0, -1), ("taken_space", 0, 7), ("turn", 0, -5),
     ("end_trigger", 0, 3), ("game_over", 0, 1), ("discarded", 0, -1), ("current", 0, -(10**9)),
 ])
 def test_each_bad_field_is_named(field, index, value):

@@ -41,7 +41,6 @@ from .habitats import (
     NEED_K,
 )
 from .incremental import (
-    _PC_T2,
     PARENT_CACHE,
     after_parts,
     heuristic_value_after,
@@ -85,27 +84,14 @@ for _cls in range(9):
 
 @njit(cache=True)
 def place_cubes_greedily(s, plan, n: int) -> int:
-    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
+    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]. The cells come
+    from the state's habitat answers (`habitat`, which `rules.step` keeps up to date): cubes do not change them."""
     p = s[S.CURRENT]
-    grids = np.empty(C.NUM_CLASSES, dtype=np.int64)
-    C.class_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], grids)
-    return place_cubes_on(s, plan, n, grids)
-
-
-@njit(cache=True)
-def place_cubes_on(s, plan, n: int, grids) -> int:
-    """`place_cubes_greedily` with the mover's class grids (`cards.class_grids`, int64 (NUM_CLASSES,)) given: cubes
-    do not change the board, so the matcher's grids hold for every cube."""
-    p = s[S.CURRENT]
-    side = s[S.SIDE]
     placed = True
     while placed:
         placed = False
         for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card < 0:
-                continue
-            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+            m = s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p]  # 0 for a free slot
             if m:
                 a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
                 if step(s, a) == 0:
@@ -264,7 +250,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     last = np.zeros(cap, dtype=np.int64)
     states[0] = s0
     # level 0: which central space
-    if not s0[S.TOOK_TOKENS]:
+    if s0[S.TAKEN_SPACE] < 0:
         n = legal_actions(s0, buf)
         nb = 0
         for k in range(n):
@@ -434,7 +420,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                 S.copy_state(tmp, sb)
                 if m >= 0:
                     step(tmp, A.TAKE_CARD + m)
-                ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)
+                ln = place_cubes_greedily(tmp, fplan[nf], ln)
                 fval[nf] = heuristic_value_after(tmp, p, w, sc, scratch, pc, sb)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
@@ -487,7 +473,7 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
         return _spirit_plans(s0, plans, lens, values)
     spaces = np.full(S.MAX_SPACES, -1, dtype=np.int64)  # -1 alone: the tokens are taken already, plan the rest
     nsp = 1
-    if not s0[S.TOOK_TOKENS]:
+    if s0[S.TAKEN_SPACE] < 0:
         nsp = 0
         for sp in range(s0[S.NUM_SPACES]):
             if s0[S.CENTRAL + 3 * sp] >= 0:
@@ -535,40 +521,6 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
             values[out] = allv[k]
             out += 1
     return out
-
-
-@njit(cache=True)
-def place_cubes_after(s, plan, n: int, pc, parent) -> int:
-    """`place_cubes_on` in the beam's final stage: s is `parent` (whose `parent_cache` pc holds) with a card taken or
-    none, so until a cube is placed, a card the parent held whose habitat did not stand there still does not (pc's
-    answer) and is not matched again. The same cubes as `place_cubes_on`, in the same order."""
-    p = s[S.CURRENT]
-    side = s[S.SIDE]
-    grids = pc[36:_SLOT_AT]
-    known = 0  # slots whose habitat is known not to stand
-    if pc[_PC_T2 + 2] and s[S.CUBES + p] == parent[S.CUBES + p]:
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if (card >= 0 and card == parent[S.SLOT + S.MAX_SLOTS * p + h] and pc[_SLOT_AT + 2 * h] == 0
-                    and (card >= C.FIRST_SPIRIT or S.cubes_placed(s, p, card) < C.CUBES_ON_CARD[card])):
-                known |= 1 << h
-    placed = True
-    while placed:
-        placed = False
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card < 0 or (known >> h) & 1:
-                continue
-            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
-            if m:
-                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
-                if step(s, a) == 0:
-                    plan[n] = a
-                    n += 1
-                    placed = True
-                    known = 0
-                    break
-    return n
 
 
 #: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).

@@ -2,12 +2,10 @@
 (the classes that use them are in `agents.policy` and `agents.pool_env`)."""
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from harmonies_env import rules
 from harmonies_env import state as S
-from harmonies_env.cards import NUM_CLASSES
 from harmonies_env.observation import encode_observation
 
 
@@ -38,7 +36,6 @@ def random_rows(states, rows, rng, out, buf) -> None:
     out: int64 (M,) the actions (-1 where the game is over, the only position without a legal action);
     buf: int64 (NUM_ACTIONS,) scratch.
     """
-    grids = np.empty(NUM_CLASSES, dtype=np.int64)
     for j in range(rows.shape[0]):
         r = rows[j]
-        out[j] = -1 if states[r, S.GAME_OVER] else rules.random_action(states[r], rng, r, buf, grids)
+        out[j] = -1 if states[r, S.GAME_OVER] else rules.random_action(states[r], rng, r, buf)
