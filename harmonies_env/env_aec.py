@@ -13,7 +13,7 @@
 | Action Values      | Discrete(268)                                                      |
 | Observation Shape  | (2811,)                                                            |
 | Observation Values | [0, 5] (float32)                                                   |
-| State Shape        | (241,) (int32, `harmonies_env.state.STATE_SIZE`)                   |
+| State Shape        | (256,) (int32, `harmonies_env.state.STATE_SIZE`)                   |
 
 *Harmonies* (Libellud, 2024) for 1-4 players: take 3 tokens from the central board, place them on your
 board to build landscapes, take Animal cards and place their cubes on matching habitats. Every micro-action
