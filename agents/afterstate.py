@@ -60,8 +60,8 @@ SIDE_FEATURE = 4
 def own_total(s, p: int, sc) -> int:
     """Seat p's total score in state s now (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board
     (`scoring.score_into`), the "own total" every learner's value adds its predicted remaining points to."""
-    cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + _NC], p, sc,
+               s[S.RIVER_LOOPS])
     return sc[NUM_CATEGORIES - 1]
 
 
@@ -74,7 +74,7 @@ def _distance_onehot(d: int, out, o: int) -> None:
 def afterstate_features(s, p: int, out) -> None:
     """Features of state s seen by seat p (the player who just planned its turn) into out: float32 (NUM_FEATURES,).
 
-    s: int64 (STATE_SIZE,), any position (normally a plan's afterstate, just before END); reads public fields only.
+    s: int32 (STATE_SIZE,), any position (normally a plan's afterstate, just before END); reads public fields only.
     """
     for j in range(out.shape[0]):
         out[j] = 0.0
@@ -170,8 +170,7 @@ def _features(s, p: int, out, boards: bool, others, sc, scratch, near) -> int:
             continue
         bb = s[S.BITBOARD + 15 * q: S.BITBOARD + 15 * q + 15]
         cubes = s[S.CUBES + q]
-        cp = S.CUBES_PLACED + _NC * q
-        score_into(side, bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+        score_into(side, bb, s[S.CARD_HELD: S.CARD_HELD + _NC], q, sc, s[S.RIVER_LOOPS])
         for c in range(NUM_CATEGORIES - 1):
             out[base + c] = sc[c] / 20.0
         out[base + NUM_CATEGORIES - 1] = sc[NUM_CATEGORIES - 1] / 100.0
@@ -196,7 +195,7 @@ def _features(s, p: int, out, boards: bool, others, sc, scratch, near) -> int:
                 out[o + 3] = 0.2
                 _distance_onehot(habitat_slot(s, q, slot, scratch), out, o + 4)
                 continue
-            k = s[S.CUBES_PLACED + _NC * q + card]
+            k = S.cubes_placed(s, q, card)
             left = CUBES_ON_CARD[card] - k
             if left > 0:
                 out[o + 2] = (CARD_POINTS[card, k] - (CARD_POINTS[card, k - 1] if k > 0 else 0)) / 10.0
@@ -217,9 +216,8 @@ def _features(s, p: int, out, boards: bool, others, sc, scratch, near) -> int:
         h += 4 * S.MAX_MARKET
         if not boards:
             continue
-        stack = S.STACK + S.MAX_CELLS * q
         for i in range(_CELLS):
-            code = s[stack + i] if i < S.MAX_CELLS else 0
+            code = S.stack_at(s, q, i) if i < S.MAX_CELLS else 0
             if code > 0:
                 out[h + _CODES * i + code] = 1.0
             elif (bb[0] >> i) & 1:
@@ -279,7 +277,7 @@ def spirit_choice(first_action):
 
 @njit(cache=True)
 def plan_afterstate(s, plan, n: int) -> None:
-    """Apply plan[:n] to s (int64 (STATE_SIZE,), modified) up to, not including, END_TURN: the exact afterstate
+    """Apply plan[:n] to s (int32 (STATE_SIZE,), modified) up to, not including, END_TURN: the exact afterstate
     (`batch.play_plan` with before_end)."""
     play_plan(s, plan, n, True)
 
@@ -301,7 +299,7 @@ def candidate_features(s, w, beam: int, diverse: bool, plans, lens, values, feat
     p = s[S.CURRENT]
     t = np.empty_like(s)
     for k in range(n):
-        t[:] = s
+        S.copy_state(t, s)
         plan_afterstate(t, plans[k], lens[k])
         afterstate_features(t, p, feats[k])
     return n
@@ -310,7 +308,7 @@ def candidate_features(s, w, beam: int, diverse: bool, plans, lens, values, feat
 @njit(cache=True, nogil=True)
 def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool, plans, lens, values, feats,
                    counts) -> None:
-    """`candidate_features` for rows lo..hi-1 of states (int64 (N, STATE_SIZE)) whose active[r] is True.
+    """`candidate_features` for rows lo..hi-1 of states (int32 (N, STATE_SIZE)) whose active[r] is True.
 
     plans int64 (N, K, MAX_PLAN), lens int64 (N, K), values float64 (N, K), feats float32 (N, K, NUM_FEATURES),
     counts int64 (N,) (0 for inactive rows). Releases the GIL, so row ranges can run in threads.

@@ -6,7 +6,7 @@ Why here: a trained evaluator's value model is an agent's, so the turn it plays 
 training framework only records and learns from it.
 
 A value model is any object with `values(afters, movers, out)`: out[i] (float64) is the points movers[i] still
-scores after afterstate afters[i] (int64 (B, STATE_SIZE)); a candidate is worth the mover's total there (`own_total`)
+scores after afterstate afters[i] (int32 (B, STATE_SIZE)); a candidate is worth the mover's total there (`own_total`)
 plus that.
 """
 from __future__ import annotations
@@ -41,8 +41,8 @@ class Buffers:
         self.lens = np.zeros((G, K), dtype=np.int64)
         self.pvals = np.zeros((G, K), dtype=np.float64)
         self.values = np.zeros((G, K), dtype=np.float64)
-        self.tmp = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
-        self.after = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+        self.tmp = np.zeros((G, S.STATE_SIZE), dtype=S.STATE_DTYPE)
+        self.after = np.zeros((G, S.STATE_SIZE), dtype=S.STATE_DTYPE)
         self.seat = np.zeros(G, dtype=np.int64)
         self.pred = np.zeros(G, dtype=np.float64)
         self.chosen = np.zeros(G, dtype=np.int64)

@@ -53,7 +53,7 @@ def private_copy(view: Any, seed: int):
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = rng.permutation(np.sort(deck[:n]))
-    s[S.RNG] = int(rng.integers(0, 2**62))
+    S.set_rng(s, int(rng.integers(0, 2**62)))
     history = g.history
     g.state = s  # validated (a few microseconds); the seed stays -1, the history is kept
     g.history = history
@@ -61,8 +61,8 @@ def private_copy(view: Any, seed: int):
 
 
 #: State fields that the player to move sees and that a plan depends on (used to detect a changed view).
-PUBLIC_FIELDS = ("stack", "cubes", "hand", "central", "market", "slot", "cubes_placed", "spirit_kept",
-                 "current", "turn", "took_tokens", "took_card", "taken_space", "pouch")
+PUBLIC_FIELDS = ("stack_words", "cubes", "hand", "central", "market", "slot", "card_held", "spirit_kept",
+                 "current", "turn", "took_card", "taken_space", "pouch")
 
 
 def public_key(state: np.ndarray) -> bytes:

@@ -35,7 +35,7 @@ MAX_WEIGHTS_BYTES = 1 << 30
 
 
 class Finished(NamedTuple):
-    """A finished game, as `Evaluator.learn` reads it: its recorded afterstates afters[:m] (int64, STATE_SIZE wide),
+    """A finished game, as `Evaluator.learn` reads it: its recorded afterstates afters[:m] (int32, STATE_SIZE wide),
     their movers, the predictions (remaining points) made for them at play time, the expert targets (NaN: none),
     every seat's final total and who won (int64 (4,))."""
 
@@ -51,7 +51,7 @@ class Finished(NamedTuple):
 @dataclasses.dataclass
 class Context:
     """What a hook may read or change of the run, and nothing else. rng: the run's one generator (checkpointed with
-    it: what a hook draws is part of the run); states: the games in play (int64 (G, STATE_SIZE)); buf: this turn's
+    it: what a hook draws is part of the run); states: the games in play (int32 (G, STATE_SIZE)); buf: this turn's
     rows (`Buffers`: a row's recorded afterstate, mover and prediction); iteration and progress (iteration /
     train.iterations, at most 1: what step sizes scale by); threads: how many the hook may use; seed: the run's."""
 
@@ -100,7 +100,7 @@ class Evaluator(abc.ABC):
     # ---- required ----
     @abc.abstractmethod
     def values(self, afters: np.ndarray, movers: np.ndarray, out: np.ndarray) -> None:
-        """out[i] (float64): the points mover[i] still scores after afterstate afters[i] (int64 (B, STATE_SIZE))."""
+        """out[i] (float64): the points mover[i] still scores after afterstate afters[i] (int32 (B, STATE_SIZE))."""
 
     @abc.abstractmethod
     def learn(self, game: Finished, progress: float) -> float:

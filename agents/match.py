@@ -186,7 +186,7 @@ def play_match(policies: Sequence[Any], *, games: int | Sequence[int] | None = N
                 slot_of.max() >= len(pols) or any(len(set(row)) != n for row in slot_of.tolist()):
             raise ValueError(f"seating must give each of the {G} games {n} distinct policy indices "
                              f"(0..{len(pols) - 1}), got shape {slot_of.shape}")
-    states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((G, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     init_batch(states, seeds=seeds, config=cfg)
     for j, p in enumerate(pols):
         if callable(getattr(p, "reset_batch", None)):

@@ -175,7 +175,7 @@ def bench_gym_single(seconds: float, make: bool = False) -> dict:
 
 
 def bench_rollout(batch: int, seconds: float, threads: int = 1, config: GameConfig = GameConfig()) -> dict:
-    states = np.zeros((batch, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((batch, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     seeds = np.arange(batch, dtype=np.int64)
     init_batch(states, seeds=seeds, config=config)
     rollout_batch(states[:2], seeds[:2], num_threads=threads)  # warm up

@@ -166,9 +166,8 @@ def bench_reference(boards: int) -> None:
 @njit(cache=True)
 def _random_boards(bbs, cubes, sides, cards) -> None:
     """Boards met in random games (2p, both sides), each with a card drawn at random: int64 (N, 15), (N,) x 3."""
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     buf = np.zeros(NUM_ACTIONS, dtype=np.int64)
-    grids = np.zeros(9, dtype=np.int64)
     rng = np.array([7], dtype=np.int64)
     g = 0
     S.init_state(s, 2, 0, 0, g)
@@ -176,7 +175,7 @@ def _random_boards(bbs, cubes, sides, cards) -> None:
         if s[S.GAME_OVER]:
             g += 1
             S.init_state(s, 2, g % 2, 0, g)
-        rules.step(s, rules.random_action(s, rng, 0, buf, grids))
+        rules.step(s, rules.random_action(s, rng, 0, buf))
         p = s[S.CURRENT]
         bbs[k] = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
         cubes[k] = s[S.CUBES + p]

@@ -83,12 +83,12 @@ def learned_rate(config: str, cpu_seconds: float, seed: int = 0) -> dict:
     G, K, beam = int(sp["games"]), int(sp["candidates"]), int(sp["beam"])
     w = N.load_checkpoint(N.DEFAULT_CHECKPOINT)[1]
     rng = np.random.default_rng(seed)
-    states = np.zeros((G, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((G, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     plans = np.zeros((K, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(K, dtype=np.int64)
     pvals = np.zeros(K)
     values = np.zeros(K)
-    after = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    after = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
 
     def new(r: int) -> None:
         S.init_state(states[r], 2, 0, 0, int(rng.integers(1, 2**62)))

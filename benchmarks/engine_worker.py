@@ -37,7 +37,7 @@ def play(ask: dict) -> tuple[int, float]:
 
     config = GameConfig(num_players=int(ask["players"]), side="AB"[int(ask["side"])], spirits=bool(ask["spirits"]))
     if kind == "rollout":
-        states = np.zeros((games, S.STATE_SIZE), dtype=np.int64)
+        states = np.zeros((games, S.STATE_SIZE), dtype=getattr(S, "STATE_DTYPE", np.int64))  # (older engines: int64)
         seeds = np.arange(seed, seed + games, dtype=np.int64)
         init_batch(states, seeds=seeds, config=config)
         t = time.thread_time()

@@ -83,7 +83,7 @@ def pack_games(games: list[Finished]) -> dict[str, Any]:
     def cat(parts: list[np.ndarray], dt: type) -> np.ndarray:
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
 
-    afters = np.concatenate([g.afters[: g.m] for g in games]) if games else np.zeros((0, S.STATE_SIZE), np.int64)
+    afters = np.concatenate([g.afters[: g.m] for g in games]) if games else np.zeros((0, S.STATE_SIZE), S.STATE_DTYPE)
     return {"m": ms, "afters": pack_rows(afters), "seats": cat([g.seats[: g.m] for g in games], np.int8),
             "preds": cat([g.preds[: g.m] for g in games], np.float64),
             "targets": cat([g.targets[: g.m] for g in games], np.float64),
@@ -198,9 +198,9 @@ class Learner:
         self.G, self.K, self.D = self.sp.games, self.sp.candidates, self.sp.max_decisions
         self.searched = 0
         self.rng = np.random.default_rng(self.seed)
-        self.states = np.zeros((self.G, S.STATE_SIZE), dtype=np.int64)
+        self.states = np.zeros((self.G, S.STATE_SIZE), dtype=S.STATE_DTYPE)
         self.kinds = np.zeros((self.G, S.MAX_PLAYERS), dtype=np.int64)
-        self.pend = np.zeros((self.G, self.D, S.STATE_SIZE), dtype=np.int64)
+        self.pend = np.zeros((self.G, self.D, S.STATE_SIZE), dtype=S.STATE_DTYPE)
         self.pend_seat = np.zeros((self.G, self.D), dtype=np.int64)
         self.pend_pred = np.zeros((self.G, self.D), dtype=np.float64)
         self.pend_target = np.full((self.G, self.D), np.nan, dtype=np.float64)

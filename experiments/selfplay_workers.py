@@ -88,9 +88,12 @@ def actor_incarnation(given: int = 0) -> int:
 
 
 def pack_rows(a: np.ndarray) -> dict[str, np.ndarray]:
-    """An int64 array (rows, columns) made compact for the wire: int16 where every value of a column fits, the
-    other columns (e.g. a state's generator) kept as int64 beside it; `unpack_rows` gives it back exactly."""
-    a = np.asarray(a, dtype=np.int64)
+    """An integer array (rows, columns) made compact for the wire: int16 where every value of a column fits, the
+    other columns (e.g. a state's generator) kept beside it in the array's own dtype; `unpack_rows` gives it back
+    exactly, dtype included (states come back int32, the state's dtype)."""
+    a = np.asarray(a)
+    if not np.issubdtype(a.dtype, np.integer):
+        a = a.astype(np.int64)
     info = np.iinfo(np.int16)
     wide = np.flatnonzero(((a < info.min) | (a > info.max)).any(axis=0)) if a.size else np.zeros(0, np.int64)
     small = a.astype(np.int16)
@@ -99,8 +102,8 @@ def pack_rows(a: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def unpack_rows(p: dict[str, np.ndarray]) -> np.ndarray:
-    """The int64 array `pack_rows` packed."""
-    a = p["small"].astype(np.int64)
+    """The array `pack_rows` packed, in its dtype."""
+    a = p["small"].astype(p["wide"].dtype)
     a[:, p["cols"]] = p["wide"]
     return a
 

@@ -1,4 +1,4 @@
-"""Many games stepped together: a batch of N games is an int64 array (N, STATE_SIZE), one game per row.
+"""Many games stepped together: a batch of N games is an int32 array (N, STATE_SIZE), one game per row.
 
 Why: a Python -> jitted call costs ~0.65 us, about as much as one rules step, so stepping games one call
 at a time spends most of its time crossing into numba. Here ONE call steps every row: it applies the
@@ -86,7 +86,6 @@ from .batch_kernels import (
     run_rows,
     step_rows,
 )
-from .cards import NUM_CLASSES
 from .config import GameConfig, make_config
 from .game import Game, check_seed
 from .observation import OBS_DTYPES, OBS_SIZE
@@ -101,12 +100,12 @@ __all__ = ["BatchedGames", "SelfPlayBatch", "BatchStep", "Rollouts", "init_batch
 
 def init_batch(states: np.ndarray, *, seeds: Sequence[int] | np.ndarray | None = None,
                config: GameConfig | None = None) -> None:
-    """Set up game r of states (int64 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
+    """Set up game r of states (int32 (N, STATE_SIZE), C-contiguous, written in place) from seeds[r], as
     `Game(seed=seeds[r], config=config)` does (config default: `GameConfig()`). Every argument is validated
     (ValueError naming it): the kernel writes rows by these values."""
-    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+    if not isinstance(states, np.ndarray) or states.dtype != S.STATE_DTYPE or states.ndim != 2 \
             or states.shape[1] != S.STATE_SIZE or not states.flags.c_contiguous or not states.flags.writeable:
-        raise ValueError(f"states must be a writable C-contiguous int64 array (N, {S.STATE_SIZE}), got "
+        raise ValueError(f"states must be a writable C-contiguous int32 array (N, {S.STATE_SIZE}), got "
                          f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
     cfg = make_config(config)
     if seeds is None:
@@ -134,7 +133,7 @@ def _as_seeds(seeds: Any, n: int, what: str = "seeds") -> np.ndarray:
 
 def rollout_batch(states: np.ndarray, seeds: Sequence[int] | np.ndarray, inplace: bool = False,
                   num_threads: int = 1) -> Rollouts:
-    """Play every game of `states` (int64 (N, STATE_SIZE)) to its end with uniformly random legal actions.
+    """Play every game of `states` (int32 (N, STATE_SIZE)) to its end with uniformly random legal actions.
 
     Row r's random player draws from seeds[r] (its own generator: the same seed gives the same playout for
     any thread count). The games are played on a copy unless `inplace`. For MCTS leaf evaluation and
@@ -256,7 +255,7 @@ class _Batch:
         self.num_threads = check_threads(num_threads)
         self._cfg = np.array([self.num_players, self.side_code, int(self.spirits), mode, seat, REWARDS[reward],
                               self.max_steps, config.river_loops_code], dtype=np.int64)
-        self._states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+        self._states = S.new_states(n)
         self._book = np.zeros((n, BOOK_SIZE), dtype=np.int64)
         self._obs = np.zeros((n, OBS_SIZE), dtype=self.obs_dtype)
         self._masks = np.zeros((n, A.NUM_ACTIONS), dtype=np.bool_)
@@ -279,7 +278,7 @@ class _Batch:
 
     @property
     def states(self) -> np.ndarray:
-        """int64 (N, STATE_SIZE): every row's position, a READ-ONLY live view (`set_states` replaces rows)."""
+        """int32 (N, STATE_SIZE): every row's position, a READ-ONLY live view (`set_states` replaces rows)."""
         return self._states_view
 
     @property
@@ -319,7 +318,7 @@ class _Batch:
         return self._obs_view, self._masks_view
 
     def set_states(self, states: np.ndarray, rows: Sequence[int] | np.ndarray | None = None) -> None:
-        """Put positions into the batch: `states` int64 (N, STATE_SIZE) for every row, or (len(rows), STATE_SIZE)
+        """Put positions into the batch: `states` int32 (N, STATE_SIZE) for every row, or (len(rows), STATE_SIZE)
         (or one (STATE_SIZE,) state) for the listed rows; then every row's observation and mask is re-encoded.
 
         Every given state is validated first (`harmonies_env.validate`, and this batch's players / side / Spirits):
@@ -336,9 +335,7 @@ class _Batch:
             if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or idx.dtype == np.uint64 or (
                     idx.size and (idx.min() < 0 or idx.max() >= self.num_games)) or np.unique(idx).size != idx.size:
                 raise ValueError(f"rows must be distinct row numbers 0..{self.num_games - 1}, got {rows!r}")
-        arr = np.asarray(states)
-        if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
-            raise ValueError(f"states must be int64, got dtype {arr.dtype}")
+        arr = S.as_state_dtype(states, "states")
         if arr.ndim == 1 and idx.size == 1:
             arr = arr[None, :]
         if arr.shape != (idx.size, S.STATE_SIZE):
@@ -478,14 +475,13 @@ class _Batch:
         versus = self._cfg[CFG_MODE] == MODE_VERSUS
         rng = np.array([seed ^ OPPONENT_SALT], dtype=np.int64)
         buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
-        grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         seat = int(self._cfg[CFG_SEAT])
         if versus and seat < 0:
             seat = int(S.random_below(rng, 0, n))
 
         def opponents() -> None:
             while versus and not g.is_over and g.current_player != seat:
-                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf, grids)))
+                g.step(int(rules.random_action(g.state.copy(), rng, 0, buf)))
 
         opponents()
         for a in self._hist[r, : self._hlen[r]]:

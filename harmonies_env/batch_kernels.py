@@ -1,4 +1,4 @@
-"""The batched steppers' kernels: many games stepped together, a batch of N games being an int64 array
+"""The batched steppers' kernels: many games stepped together, a batch of N games being an int32 array
 (N, STATE_SIZE), one game per row. Pure functions over arrays (no classes): `harmonies_env.batch` wraps them
 (`BatchedGames`, `SelfPlayBatch`, `init_batch`, `rollout_batch`) and says why they are built this way.
 
@@ -17,7 +17,7 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import CARD_CLASSES, NUM_CARDS, NUM_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
+from .cards import CARD_CLASSES, NUM_CARDS, SPIRIT_SUN_BONUS, STACK_CLASSES
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
 from .scoring import NUM_CATEGORIES, score_into, solo_suns
 from .stacks import ACCEPTS
@@ -76,9 +76,8 @@ def episode_seed(base: int, episode: int) -> int:
 @njit(cache=True)
 def _total(s, p: int, tmp) -> int:
     """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], tmp,
-               s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
+               p, tmp, s[S.RIVER_LOOPS])
     return tmp[NUM_CATEGORIES - 1]
 
 
@@ -89,12 +88,12 @@ def _suns(s, total: int) -> int:
 
 
 @njit(cache=True)
-def _opponents_move_observed(s, seat: int, book, buf, grids, obs) -> None:
+def _opponents_move_observed(s, seat: int, book, buf, obs) -> None:
     """`rules.random_until` (the same draws, one `rules.random_action` at a time) with book's generator
     (B_OPP_RNG), keeping obs ((OBS_SIZE,), float32 or int16 raw values), seat's observation, and the score
     cache (B_SCORE) up to date incrementally after each action."""
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
-        a = rules.random_action(s, book, B_OPP_RNG, buf, grids)
+        a = rules.random_action(s, book, B_OPP_RNG, buf)
         mover = s[S.CURRENT]
         card = action_card(s, a)
         rules.step(s, a)
@@ -133,11 +132,9 @@ def outcome(s, totals, tmp, won) -> int:
 # scratch layout (int64 (SCRATCH_SIZE,) per row)
 _TMP = _NA                          # NUM_CATEGORIES: a score breakdown
 _TOTALS = _TMP + NUM_CATEGORIES     # 4: every seat's total
-_GRIDS = _TOTALS + S.MAX_PLAYERS    # NUM_CLASSES: habitat class grids (rules.write_mask)
-SCRATCH_SIZE = _GRIDS + NUM_CLASSES
-#: A rollout row's scratch: the same, with room after the class grids for `rules.legal_actions`' habitat cache
-#: (rules.LIST_SCRATCH; a whole game per row, so its listings reuse their answers).
-ROLLOUT_SCRATCH_SIZE = _GRIDS + rules.LIST_SCRATCH
+SCRATCH_SIZE = _TOTALS + S.MAX_PLAYERS
+#: A rollout row's scratch (`rollout_batch`): the same.
+ROLLOUT_SCRATCH_SIZE = SCRATCH_SIZE
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -153,7 +150,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
     if cfg[CFG_MODE] == MODE_VERSUS:
         if book[B_SEAT] < 0:
             book[B_SEAT] = S.random_below(book, B_OPP_RNG, n)
-        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA], scratch[_GRIDS:])
+        rules.random_until(s, book[B_SEAT], book, B_OPP_RNG, scratch[:_NA])
     for p in range(S.MAX_PLAYERS):
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
@@ -169,24 +166,24 @@ def _observe_row(s, cfg, book, obs, mask, scratch) -> None:
     book[B_PLAYER] = player
     encode_observation(s, player, obs)
     scores_of(s, book[B_SCORE:])
-    rules.write_mask(s, mask, scratch[_GRIDS:], rules.MASK_ALL, 15)
+    rules.write_mask(s, mask, rules.MASK_ALL, 15)
 
 
 @njit(cache=True)
-def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
+def _update_mask(s, a: int, mover: int, card: int, mask) -> None:
     """Bring mask (bool (NUM_ACTIONS,)), the legal actions before `mover` played the legal action `a`, up to
     date: only the regions of `rules.write_mask` that the action can have changed; everything once the turn
     passed or after a Spirit choice. card: `observation.action_card` read before the action."""
     if a >= A.KEEP_SPIRIT or s[S.GAME_OVER] or s[S.CURRENT] != mover:
-        rules.write_mask(s, mask, grids, rules.MASK_ALL, 15)
+        rules.write_mask(s, mask, rules.MASK_ALL, 15)
     elif a < A.PLACE_TOKEN:  # tokens taken: placements open, no more taking, maybe the end of the turn
-        rules.write_mask(s, mask, grids, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
+        rules.write_mask(s, mask, rules.MASK_TOKENS | rules.MASK_PLACE | rules.MASK_TAIL, 0)
     elif a < A.TAKE_CARD:
         # a token of colour c placed on cell i: only cell i changed for the colours still held (no cube is there),
         # colour c may be used up; habitats change only for the cards that use the cell's old or new class
         c = (a - A.PLACE_TOKEN) // A.MAX_CELLS
         i = (a - A.PLACE_TOKEN) % A.MAX_CELLS
-        new = s[S.STACK + A.MAX_CELLS * mover + i]
+        new = S.stack_at(s, mover, i)
         for c2 in range(6):
             if s[S.HAND + c2] > 0:
                 mask[A.PLACE_TOKEN + A.MAX_CELLS * c2 + i] = (ACCEPTS[c2] >> new) & 1
@@ -199,13 +196,13 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
             card_h = s[S.SLOT + S.MAX_SLOTS * mover + h]
             if card_h >= 0 and CARD_CLASSES[card_h] & changed:
                 slots |= 1 << h
-        rules.write_mask(s, mask, grids, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
+        rules.write_mask(s, mask, rules.MASK_TAIL | (rules.MASK_CUBE if slots else 0), slots)
     elif a < A.PLACE_CUBE:  # a card taken: its slot's habitat, no more taking
         slots = 0
         for h in range(S.MAX_SLOTS):
             if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 slots |= 1 << h
-        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
+        rules.write_mask(s, mask, rules.MASK_CARD | rules.MASK_CUBE | rules.MASK_TAIL, slots)
     else:  # a cube placed on cell i: no token and no other cube can go there; a completed card frees its slot
         i = (a - A.PLACE_CUBE) % A.MAX_CELLS
         for h in range(S.MAX_SLOTS):
@@ -216,7 +213,7 @@ def _update_mask(s, a: int, mover: int, card: int, mask, grids) -> None:
         if s[S.SLOT + S.MAX_SLOTS * mover + h] < 0:
             for j in range(A.MAX_CELLS):
                 mask[A.PLACE_CUBE + A.MAX_CELLS * h + j] = 0
-        rules.write_mask(s, mask, grids, rules.MASK_CARD | rules.MASK_TAIL, 0)
+        rules.write_mask(s, mask, rules.MASK_CARD | rules.MASK_TAIL, 0)
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -225,8 +222,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
     """Step one row (the row's slices of the arrays of `step_rows`); obs and mask are updated incrementally."""
     buf = scratch[:_NA]
     tmp = scratch[_TMP:_TOTALS]
-    totals = scratch[_TOTALS:_GRIDS]
-    grids = scratch[_GRIDS:]
+    totals = scratch[_TOTALS:SCRATCH_SIZE]
     mode = cfg[CFG_MODE]
     kind = cfg[CFG_REWARD]
     n = s[S.NUM_PLAYERS]
@@ -257,11 +253,11 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
             book[B_LAST + mover] = t
         book[B_FRESH] = 0
         if mode == MODE_VERSUS:
-            _opponents_move_observed(s, seat, book, buf, grids, obs)
+            _opponents_move_observed(s, seat, book, buf, obs)
         if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
             book[B_PLAYER] = s[S.CURRENT]
             encode_observation(s, s[S.CURRENT], obs)
-        _update_mask(s, a, mover, card, mask, grids)
+        _update_mask(s, a, mover, card, mask)
     done = s[S.GAME_OVER] != 0
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
     k = 0
@@ -292,9 +288,8 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
         flags[F_TRUNC] = 1 if trunc else 0
         for p in range(S.MAX_PLAYERS):
             if p < n:
-                cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
                 score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
-                           s[cp: cp + NUM_CARDS + 1], final_scores[p], s[S.RIVER_LOOPS])
+                           s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, final_scores[p], s[S.RIVER_LOOPS])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]
@@ -376,7 +371,7 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
               learner_rewards, ended, flags, final_scores, final_won, final_obs, scratch, num_threads: int = 1) -> None:
     """Step every row of a batch in ONE numba call (the engine under `BatchedGames` and `SelfPlayBatch`).
 
-    Inputs: states int64 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
+    Inputs: states int32 (N, STATE_SIZE); actions int64 (N,), the deciding seat's action per row (an
     illegal one leaves its row unchanged, earns `illegal_reward` (negative) and is flagged); cfg int64
     (CFG_SIZE,); illegal_reward, scale float; book int64 (N, BOOK_SIZE) per-row bookkeeping; ep_returns
     float64 (N, 4) running per-seat returns (zeroed when a game ends, after its value went to final_returns).
@@ -406,7 +401,7 @@ def step_rows(states, actions, cfg, illegal_reward, scale, book, ep_returns, fin
 def play_plan(s, plan, n: int, before_end: bool = False) -> int:
     """Play a whole-turn plan (a macro-action) on one game: the micro-actions plan[0], ..., plan[n - 1] in order.
 
-    s int64 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
+    s int32 (STATE_SIZE,), modified in place; plan int64 (>= n,) action indices, normally a turn made by a
     planner (`agents.greedy.plan_turn`) on this position: tokens, card, cubes, then END_TURN (the refill and the
     next seat follow, as after that micro-action), or the first turn's Spirit choice alone (no END: the same seat
     stays to move). before_end: stop at the first END_TURN, not playing it, which leaves the turn's exact
@@ -440,7 +435,7 @@ def play_plans(states: np.ndarray, active: np.ndarray, plans: np.ndarray, lens: 
                num_threads: int = 1, min_rows: int = MIN_ROWS_PER_THREAD) -> np.ndarray:
     """Play one chosen whole-turn plan in each active row of a batch, in ONE numba call: the whole-plan stepper.
 
-    states int64 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
+    states int32 (N, STATE_SIZE), modified in place; active bool (N,) the rows to play (rows whose game is over
     are skipped too); plans int64 (N, K, MAX_PLAN) K candidate plans per row; lens int64 (N, K) their lengths;
     choice int64 (N,) the candidate to play per row: row r plays plans[r, choice[r], :lens[r, choice[r]]] with
     `play_plan` (END_TURN included). Returns int64 (N,): 0, or the `rules.step` error code that stopped the row's
@@ -465,7 +460,7 @@ def _init_rows(states, num_players: int, side: int, spirits: int, seeds, river_l
 def _rollout_row(s, seed: int, scratch, totals, won) -> int:
     rng = np.empty(1, dtype=np.int64)
     rng[0] = seed
-    steps = rules.random_playout(s, rng, scratch[:_NA], scratch[_GRIDS:])
+    steps = rules.random_playout(s, rng, scratch[:_NA])
     outcome(s, totals, scratch[_TMP:_TOTALS], won)
     return steps
 

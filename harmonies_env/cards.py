@@ -107,6 +107,15 @@ def _build_tables():
 HABITAT_START, HABITAT_CLASS, HABITAT_MASK, HABITAT_CUBE = _build_tables()
 
 
+@njit(cache=True, forceinline=True)
+def cubes_of(held, base: int, seat: int, card: int) -> int:
+    """Cubes `seat` moved from `card` to its board, from a held-cards table at held[base:] (the state's `card_held`:
+    holder seat * 8 + cubes, -1 = not held; each card has one holder, so one entry per card serves every seat);
+    -1 when `seat` does not hold the card."""
+    v = held[base + card]
+    return v & 7 if v >= 0 and (v >> 3) == seat else -1
+
+
 @njit(cache=True, inline="always")
 def class_mask(bb, cls: int) -> int:
     """Cells of habitat class `cls` on a board given its bitboards bb (int64 (15,), one per stack code)."""

@@ -320,15 +320,15 @@ def describe_outcome(o: int) -> str:
 
 
 @njit(cache=True)
-def playout(s, c, seed: int, rng, buf, grids) -> int:
+def playout(s, c, seed: int, rng, buf) -> int:
     """Play the explicit-chance game (s, c), in place, to its end at random: the game's generator reseeded from seed,
     the draw pile reshuffled (its order was never dealt), the pending chance sampled, then uniformly random actions
     with rng[0] (`rules.random_playout`) and chance dealt inline. The fast rollout of `openspiel.RolloutEvaluator`.
-    buf: int64 (NUM_ACTIONS,), grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played."""
-    s[S.RNG] = seed
-    S.next_random(s, S.RNG)
+    buf: int64 (NUM_ACTIONS,) scratch. Returns the number of actions played."""
+    S.set_rng(s, seed)
+    S.chance_random(s)
     S.shuffle_range(s, S.DECK, s[S.DECK_COUNT])
     c[C_DECK_SHUFFLED] = 1
     while c[C_NODE] != NODE_NONE:
         sample_chance(s, c)
-    return rules.random_until(s, -1, rng, 0, buf, grids)
+    return rules.random_until(s, -1, rng, 0, buf)

@@ -13,7 +13,7 @@
 | Action Values      | Discrete(268)                                                      |
 | Observation Shape  | (2811,)                                                            |
 | Observation Values | [0, 5] (float32)                                                   |
-| State Shape        | (453,) (int64, `harmonies_env.state.STATE_SIZE`)                   |
+| State Shape        | (256,) (int32, `harmonies_env.state.STATE_SIZE`)                   |
 
 *Harmonies* (Libellud, 2024) for 1-4 players: take 3 tokens from the central board, place them on your
 board to build landscapes, take Animal cards and place their cubes on matching habitats. Every micro-action
@@ -50,7 +50,7 @@ for every other agent and once the game is over.
 
 ### State
 
-`state()` is the whole position, hidden information included: int64 (STATE_SIZE,), a copy of the engine's state
+`state()` is the whole position, hidden information included: int32 (STATE_SIZE,), a copy of the engine's state
 vector (`harmonies_env.state.FIELDS` names each field; docs/engine.md has the table). Its shape and dtype never
 change over a game and across configurations; `state_space` is the matching Box (every field >= -1 except `rng`,
 the 64-bit state of the game's generator, which a learner should drop). `Game.from_state(env.state())` rebuilds the
@@ -181,8 +181,9 @@ def env(num_players: int | None = None, side: str | None = None, spirits: bool |
 
 
 #: `state_space` bounds: every field of the state vector is >= -1, except the generator's 64-bit state.
-_STATE_LOW = np.full(S.STATE_SIZE, -1, dtype=np.int64)
-_STATE_LOW[S.RNG] = np.iinfo(np.int64).min
+_STATE_LOW = np.full(S.STATE_SIZE, -1, dtype=S.STATE_DTYPE)
+_STATE_LOW[S.RNG:S.RNG + 2] = np.iinfo(S.STATE_DTYPE).min
+_STATE_LOW[S.STACK_WORDS:S.STACK_WORDS + S.MAX_PLAYERS * S.STACK_WORDS_PER_SEAT] = np.iinfo(S.STATE_DTYPE).min
 
 
 class raw_env(AECEnv):
@@ -220,7 +221,8 @@ class raw_env(AECEnv):
         })
         self.observation_spaces = {a: obs_space for a in self.possible_agents}
         self.action_spaces = {a: spaces.Discrete(A.NUM_ACTIONS) for a in self.possible_agents}
-        self.state_space = spaces.Box(_STATE_LOW, np.iinfo(np.int64).max, shape=(S.STATE_SIZE,), dtype=np.int64)
+        self.state_space = spaces.Box(_STATE_LOW, np.iinfo(S.STATE_DTYPE).max, shape=(S.STATE_SIZE,),
+                                      dtype=S.STATE_DTYPE)
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
         self._seeder = np.random.default_rng()
         self.game: Game = probe
@@ -259,7 +261,7 @@ class raw_env(AECEnv):
             self.render()
 
     def state(self) -> np.ndarray:
-        """int64 (STATE_SIZE,): the whole position, hidden information included (a copy of the engine's state
+        """int32 (STATE_SIZE,): the whole position, hidden information included (a copy of the engine's state
         vector; `harmonies_env.state.FIELDS` names its fields). Same shape and dtype in every game."""
         return self.game._state.copy()
 

@@ -66,7 +66,6 @@ from gymnasium import spaces
 
 from . import actions as A
 from . import rules
-from .cards import NUM_CLASSES
 from .config import GameConfig, make_config
 from .env_render import RENDER_MODES, check_render_mode, render_game
 from .game import Game, IllegalActionError, check_action
@@ -224,7 +223,6 @@ class VersusEnv(_Base):
             raise ValueError(f"seat must be None or 0..{self.num_players - 1}, got {seat!r}")
         self.fixed_seat = seat
         self._rng = np.zeros(1, dtype=np.int64)
-        self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._total = 0
         self._broken = ""
 
@@ -234,7 +232,7 @@ class VersusEnv(_Base):
         opponent's turn, so `step` refuses until `reset` rather than play the learner's action in its place."""
         g = self.game
         if self.opponents is None:
-            rules.random_until(g._state, self.seat, self._rng, 0, self._buf, self._grids)
+            rules.random_until(g._state, self.seat, self._rng, 0, self._buf)
             return
         self._broken = "an opponent's move was in progress"
         while not g.is_over and g.current_player != self.seat:

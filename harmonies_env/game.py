@@ -85,7 +85,7 @@ class Game:
     """One game of Harmonies for 1-4 players (1 = solo), Side "A" or "B", with or without Spirits.
 
     The same seed gives the same game; each game owns its generator, so games never disturb each other.
-    `state`: int64 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
+    `state`: int32 (STATE_SIZE,), a read-only live view of the position (see `set_state` to replace it).
     The configuration comes as loose arguments (defaults 2 players, Side "A", no Spirits, river_loops "rulebook")
     or as `config=GameConfig(...)`; a loose argument that contradicts the config is a ValueError naming both.
     explicit_chance=True leaves every random event (the set-up's deal, each refill) as a chance node to resolve
@@ -103,7 +103,7 @@ class Game:
             raise ValueError(f"explicit_chance must be True or False, got {explicit_chance!r}")
         self.num_players, self.side_code, self.spirits = cfg.num_players, cfg.side_code, cfg.spirits
         self.seed = check_seed(seed)
-        self._adopt(np.zeros(S.STATE_SIZE, dtype=np.int64))
+        self._adopt(S.new_state())
         if explicit_chance:
             self._chance = np.zeros(C.CHANCE_SIZE, dtype=np.int64)
             C.init_explicit(self._state, self._chance, self.num_players, self.side_code, int(self.spirits),
@@ -115,7 +115,7 @@ class Game:
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
 
     def _adopt(self, arr: np.ndarray) -> None:
-        """Own `arr` (int64 (STATE_SIZE,), C-contiguous) as the state; `state` becomes its read-only view."""
+        """Own `arr` (int32 (STATE_SIZE,), C-contiguous) as the state; `state` becomes its read-only view."""
         self._state = arr
         self._state_view = S.read_only_view(arr)
 
@@ -140,7 +140,7 @@ class Game:
 
     @property
     def state(self) -> np.ndarray:
-        """int64 (STATE_SIZE,): the position, as a READ-ONLY live view (`harmonies_env.state` names its fields).
+        """int32 (STATE_SIZE,): the position, as a READ-ONLY live view (`harmonies_env.state` names its fields).
 
         Read-only because the kernels trust the state: a value written by hand can send them out of bounds and
         crash the process. Copy it to experiment (`game.state.copy()`), and replace the position with
@@ -153,7 +153,7 @@ class Game:
         self.set_state(value)
 
     def set_state(self, state: np.ndarray) -> None:
-        """Replace the position by `state` (int64 (STATE_SIZE,), copied) after validating every field
+        """Replace the position by `state` (int32 (STATE_SIZE,), copied) after validating every field
         (`harmonies_env.validate`; ValueError names the bad field, and the game is left unchanged).
 
         The configuration (players, side, Spirits) follows the new state. The game no longer has a seed and its
@@ -208,19 +208,20 @@ class Game:
         return self.turn // self.num_players + 1
 
     def field(self, name: str) -> np.ndarray:
-        """A named state field as a READ-ONLY array view (see `state.FIELDS`).
+        """A named state field as a READ-ONLY array view (see `state.FIELDS`), or one of the decoded views
+        `state.VIEWS` ("stack": (4, 25) stack codes, "cubes_placed": (4, 43)) as a read-only copy.
 
         Read-only because the kernels trust the state: a value written by hand can send them out of bounds.
         To set up a position, build the state vector and call `Game.from_state`, which validates it.
         """
-        if name not in S.FIELDS:
-            raise ValueError(f"unknown state field {name!r}; fields are {', '.join(S.FIELDS)}")
+        if name not in S.FIELDS and name not in S.VIEWS:
+            raise ValueError(f"unknown state field {name!r}; fields are {', '.join([*S.FIELDS, *S.VIEWS])}")
         v = S.field(self._state_view, name)
         return v if isinstance(v, np.ndarray) else np.int64(v)
 
     @classmethod
     def from_state(cls, state: np.ndarray, history: Iterable[int] = ()) -> "Game":
-        """A game at the position `state` (int64 (STATE_SIZE,), copied), e.g. one set up by hand or taken from a
+        """A game at the position `state` (int32 (STATE_SIZE,), copied), e.g. one set up by hand or taken from a
         batch row. Every field is validated first (`harmonies_env.validate`): ValueError names the bad field.
 
         Its generator is the state's `rng` field; it has no seed, so `record()` refuses (the setup cannot be
@@ -282,7 +283,7 @@ class Game:
             if y >= self.num_cells:
                 return f"place {COLOURS[x]} on cell {y} (not on this board)"
             q, r = cell_qr(self.side, y)
-            new = STACK_AFTER[S.field(s, "stack")[p, y], x]
+            new = STACK_AFTER[S.stack_at(s, p, y), x]
             what = f": {stack_kind(new)}" if new >= 0 else ""
             return f"place {COLOURS[x]} on cell {y} (q={q}, r={r}){what}"
         if kind == "take_card":
@@ -454,8 +455,8 @@ def _valid_pickle(d: Any) -> dict:
         got = sorted(map(str, d)) if isinstance(d, dict) else type(d).__name__
         raise ValueError(f"not a pickled Game (fields {str(got)[:120]})")
     arr, chance = d["_state"], d.get("_chance")
-    if not (isinstance(arr, np.ndarray) and arr.dtype == np.int64 and arr.shape == (S.STATE_SIZE,)):
-        raise ValueError(f"a pickled Game's state must be an int64 array ({S.STATE_SIZE},)")
+    if not (isinstance(arr, np.ndarray) and arr.dtype == S.STATE_DTYPE and arr.shape == (S.STATE_SIZE,)):
+        raise ValueError(f"a pickled Game's state must be an int32 array ({S.STATE_SIZE},)")
     if chance is not None and not (isinstance(chance, np.ndarray) and chance.dtype == np.int64
                                    and chance.shape == (C.CHANCE_SIZE,)):
         raise ValueError(f"a pickled Game's chance bookkeeping must be None or an int64 array ({C.CHANCE_SIZE},)")
@@ -464,7 +465,7 @@ def _valid_pickle(d: Any) -> dict:
         raise ValueError(f"a pickled Game's seed must be an int in -1..2**63-1, got {str(seed)[:40]}")
     if type(history) is not list or len(history) > MAX_HISTORY or any(type(a) is not int for a in history):
         raise ValueError(f"a pickled Game's history must be a list of at most {MAX_HISTORY:,} ints")
-    arr = np.array(arr, dtype=np.int64, copy=True, order="C")
+    arr = np.array(arr, dtype=S.STATE_DTYPE, copy=True, order="C")
     chance = None if chance is None else np.array(chance, dtype=np.int64, copy=True, order="C")
     try:
         arr = _valid_state(arr)
@@ -491,13 +492,12 @@ def _valid_pickle(d: Any) -> dict:
 
 
 def _valid_state(state: Any) -> np.ndarray:
-    """A validated C-contiguous int64 copy of `state` (ValueError naming the bad dtype, shape or field)."""
+    """A validated C-contiguous int32 copy of `state` (ValueError naming the bad dtype, shape, value or field).
+    Any integer array is taken if every entry fits the state's int32 (a value that does not is refused, never
+    wrapped)."""
     from .validate import check_state
 
-    arr = np.asarray(state)
-    if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.uint64:
-        raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got dtype {arr.dtype}")
-    arr = np.array(arr, dtype=np.int64, copy=True, order="C")
+    arr = S.as_state_dtype(state)
     check_state(arr)
     return arr
 
@@ -588,7 +588,7 @@ def determinize(game: Game, player: int, seed: int) -> Game:
     g = game.clone()
     s = g._state
     rng = np.random.default_rng(check_seed(seed))
-    s[S.RNG] = int(rng.integers(0, 2**62))
+    S.set_rng(s, int(rng.integers(0, 2**62)))
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = rng.permutation(np.sort(deck[:n]))  # from the contents only: the true order must not leak
@@ -668,7 +668,7 @@ def score_board(side: str | None, board: Mapping[tuple[int, int], Iterable[str]]
     if spirits > 1:
         raise ValueError("a player keeps at most one Spirit card")
     out = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    score_into(sc, bb, placed, out, cfg.river_loops_code)
+    score_into(sc, bb, placed, 0, out, cfg.river_loops_code)  # seat 0's entries of a held table are the cubes
     return dict(zip(CATEGORIES, map(int, out)))
 
 

@@ -205,20 +205,19 @@ def _put_typed(out, i, raw, div):
 @njit(cache=True)
 def _encode_cards(s, p: int, b: int, out) -> None:
     """Seat p's held cards, completed cards and Spirit into block b (those entries must be zero before)."""
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
     for h in range(S.MAX_SLOTS):
         card = s[S.SLOT + S.MAX_SLOTS * p + h]
         if card > 0:
             o = b + P_SLOTS + h * (NUM_CARDS + 1)
             out[o + card - 1] = 1
-            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
+            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - S.cubes_placed(s, p, card), DIV_CUBES_LEFT)
     for card in range(1, NUM_CARDS + 1):
-        if s[cp + card] >= 0 and s[cp + card] == CUBES_ON_CARD[card]:
+        if S.cubes_placed(s, p, card) >= 0 and S.cubes_placed(s, p, card) == CUBES_ON_CARD[card]:
             out[b + P_DONE + card - 1] = 1
     kept = s[S.SPIRIT_KEPT + p]
     if kept > 0:
         out[b + P_SPIRIT + kept - FIRST_SPIRIT] = 1
-        if s[cp + kept] >= 1:
+        if S.cubes_placed(s, p, kept) >= 1:
             out[b + P_SPIRIT_CUBE] = 1
 
 
@@ -230,9 +229,8 @@ def _write_score(score, b: int, out) -> None:
 
 @njit(cache=True)
 def _score_of(s, p: int, score) -> None:
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[cp: cp + NUM_CARDS + 1], score,
-               s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
+               p, score, s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)
@@ -254,7 +252,7 @@ def _encode_global(s, player: int, out) -> None:
         _put(out, G_DISCARDED + c, s[S.DISCARDED + c], DIV_SUPPLY)
         _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
     _put(out, G_DECK, s[S.DECK_COUNT], DIV_DECK)
-    out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
+    out[G_TOOK_TOKENS] = 1 if s[S.TAKEN_SPACE] >= 0 else 0
     out[G_TOOK_CARD] = s[S.TOOK_CARD]
     if s[S.TAKEN_SPACE] >= 0:
         out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1
@@ -276,7 +274,7 @@ def _encode_global(s, player: int, out) -> None:
 
 @njit(cache=True)
 def encode_observation(s, player: int, out) -> None:
-    """Write seat `player`'s observation of state s (int64 (STATE_SIZE,)) into out: float32 (OBS_SIZE,), or
+    """Write seat `player`'s observation of state s (int32 (STATE_SIZE,)) into out: float32 (OBS_SIZE,), or
     int16 for the raw values (`to_float32` turns them into the float32 observation)."""
     for i in range(out.shape[0]):  # a loop: numba's `out[:] = 0.0` is not vectorised
         out[i] = 0
@@ -338,10 +336,9 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
     """
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
-    cp = S.CUBES_PLACED + (NUM_CARDS + 1) * p
     if a < TAKE_CARD:
         i = (a - PLACE_TOKEN) % MAX_CELLS
-        new = s[S.STACK + MAX_CELLS * p + i]
+        new = S.stack_at(s, p, i)
         score[0] = popcount(bb[ST.S_TREE1]) + 3 * popcount(bb[ST.S_TREE2]) + 7 * popcount(bb[ST.S_TREE3])
         score[1] = mountain_walk(side, bb[ST.S_MOUNTAIN1], bb[ST.S_MOUNTAIN2], bb[ST.S_MOUNTAIN3])
         if new == ST.S_YELLOW:
@@ -355,17 +352,17 @@ def score_update(s, p: int, a: int, card: int, score) -> None:
             else:
                 score[4] = ISLAND_POINTS * max(1, count_groups(side, FULL_MASK[side] & ~bb[ST.S_BLUE], 1))
         kept = s[S.SPIRIT_KEPT + p]
-        if kept > 0 and s[cp + kept] == CUBES_ON_CARD[kept]:
+        if kept > 0 and S.cubes_placed(s, p, kept) == CUBES_ON_CARD[kept]:
             score[6] = spirit_score(side, bb, kept)
     else:
         if card < FIRST_SPIRIT:
             animals = 0
             for c in range(1, FIRST_SPIRIT):
-                k = s[cp + c]
+                k = S.cubes_placed(s, p, c)
                 if k > 0:
                     animals += CARD_POINTS[c, k - 1]
             score[5] = animals
-        elif s[cp + card] == CUBES_ON_CARD[card]:
+        elif S.cubes_placed(s, p, card) == CUBES_ON_CARD[card]:
             score[6] = spirit_score(side, bb, card)
     score[7] = score[0] + score[1] + score[2] + score[3] + score[4] + score[5] + score[6]
 
@@ -386,13 +383,13 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         for c in range(6):
             out[G_CENTRAL + 6 * a + c] = 0
             _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
-        out[G_TOOK_TOKENS] = s[S.TOOK_TOKENS]
+        out[G_TOOK_TOKENS] = 1 if s[S.TAKEN_SPACE] >= 0 else 0
         out[G_TAKEN_SPACE + a] = 1
         return False
     if a < TAKE_CARD:  # place a token of colour c on cell i
         c = (a - PLACE_TOKEN) // MAX_CELLS
         i = (a - PLACE_TOKEN) % MAX_CELLS
-        new = s[S.STACK + MAX_CELLS * mover + i]
+        new = S.stack_at(s, mover, i)
         old = STACK_BELOW[new]
         out[b + P_STACKS + old * MAX_CELLS + i] = 0
         out[b + P_STACKS + new * MAX_CELLS + i] = 1
@@ -405,27 +402,25 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
     if a < PLACE_CUBE:  # take the market card `card` into the first free slot
         m = a - TAKE_CARD
         out[G_MARKET + m * NUM_ANIMALS + card - 1] = 0
-        cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
         for h in range(S.MAX_SLOTS):
             if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
                 o = b + P_SLOTS + h * (NUM_CARDS + 1)
                 out[o + card - 1] = 1
-                _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
+                _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - S.cubes_placed(s, mover, card), DIV_CUBES_LEFT)
         out[G_TOOK_CARD] = s[S.TOOK_CARD]
         return False
     if a < KEEP_SPIRIT:  # place a cube of held card `card` (slot h) on cell i
         h = (a - PLACE_CUBE) // MAX_CELLS
         i = (a - PLACE_CUBE) % MAX_CELLS
-        cp = S.CUBES_PLACED + (NUM_CARDS + 1) * mover
         out[b + P_CUBES + i] = 1
         o = b + P_SLOTS + h * (NUM_CARDS + 1)
         if s[S.SLOT + S.MAX_SLOTS * mover + h] == card:
-            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - s[cp + card], DIV_CUBES_LEFT)
+            _put(out, o + NUM_CARDS, CUBES_ON_CARD[card] - S.cubes_placed(s, mover, card), DIV_CUBES_LEFT)
         else:  # the card is complete: its slot is free
             out[o + card - 1] = 0
             out[o + NUM_CARDS] = 0
             out[b + P_DONE + card - 1] = 1
-        if card == s[S.SPIRIT_KEPT + mover] and s[cp + card] >= 1:
+        if card == s[S.SPIRIT_KEPT + mover] and S.cubes_placed(s, mover, card) >= 1:
             out[b + P_SPIRIT_CUBE] = 1
         _put(out, b + P_ANIMAL_CUBES, s[S.ANIMAL_CUBES + mover], DIV_ANIMAL_CUBES)
         score_update(s, mover, a, card, score)
@@ -453,7 +448,7 @@ def scores_of(s, out) -> None:
 
 @njit(cache=True)
 def encode_batch(states, players, out) -> None:
-    """encode_observation over rows: states int64 (N, STATE_SIZE), players int64 (N,), out float32 (N, OBS_SIZE)
+    """encode_observation over rows: states int32 (N, STATE_SIZE), players int64 (N,), out float32 (N, OBS_SIZE)
     (or int16: raw values)."""
     for r in range(states.shape[0]):
         encode_observation(states[r], players[r], out[r])

@@ -43,7 +43,7 @@ from . import actions as A
 from . import chance as C
 from . import state as S
 from .batch_kernels import outcome
-from .cards import FIRST_SPIRIT, NUM_CARDS, NUM_CLASSES, card_name
+from .cards import FIRST_SPIRIT, NUM_CARDS, card_name
 from .config import GameConfig
 from .game import Game
 from .geometry import MAX_CELLS
@@ -318,7 +318,6 @@ class RolloutEvaluator(Evaluator):
         self._rng = np.random.default_rng(seed)
         self._player_rng = np.array([int(self._rng.integers(2**62))], dtype=np.int64)
         self._buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
-        self._grids = np.zeros(NUM_CLASSES, dtype=np.int64)
         self._totals = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
         self._won = np.zeros(S.MAX_PLAYERS, dtype=np.int64)
         self._cats = np.zeros(NUM_CATEGORIES, dtype=np.int64)
@@ -329,7 +328,7 @@ class RolloutEvaluator(Evaluator):
         result = np.zeros(n)
         for _ in range(self.n_rollouts):
             s, c = g.state.copy(), g._chance.copy()
-            C.playout(s, c, int(self._rng.integers(2**62)), self._player_rng, self._buf, self._grids)
+            C.playout(s, c, int(self._rng.integers(2**62)), self._player_rng, self._buf)
             outcome(s, self._totals, self._cats, self._won)
             if state.returns_mode == "points":
                 result += self._totals[:n]

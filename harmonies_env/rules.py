@@ -12,25 +12,16 @@ from numba import njit
 from . import actions as A
 from . import state as S
 from .cards import (
-    BUILDING_CLASS,
-    CLASS_STACK,
+    CARD_CLASSES,
     CUBES_ON_CARD,
     FIRST_SPIRIT,
-    GRID_ROT_CLASS,
-    GRID_ROT_OFF,
-    GRID_ROT_START,
-    GRID_ROT_VALID,
     NUM_CARDS,
-    NUM_CLASSES,
-    class_grids,
-    from_grid,
+    STACK_CLASSES,
     habitat_cells,
-    habitat_cells_grid,
-    to_grid,
 )
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
-from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, S_BROWN_RED, S_GRAY_RED, S_RED_RED, STACK_AFTER
+from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -105,13 +96,39 @@ def legal_mask(s, mask, buf) -> int:
 
 
 @njit(cache=True, forceinline=True)
+def _match_slot(s, p: int, h: int) -> None:
+    """Seat p's habitat answer for held slot h (`habitat`: the cells where its card's habitat stands, cubes aside;
+    0 for a free slot), from the board's bitboards."""
+    card = s[S.SLOT + S.MAX_SLOTS * p + h]
+    s[S.HABITAT + S.MAX_SLOTS * p + h] = habitat_cells(s[S.SIDE], s, 0, card, S.BITBOARD + 15 * p) if card >= 0 else 0
+
+
+@njit(cache=True, forceinline=True)
 def _set_stack(s, p: int, i: int, new: int) -> None:
-    base = S.STACK + MAX_CELLS * p
-    old = s[base + i]
+    """Cell i of seat p becomes stack code `new`: stack word, bitboards, and the habitat answers of the held cards
+    whose pattern uses a class the cell left or joined (the others cannot change)."""
+    old = S.stack_at(s, p, i)
     bit = 1 << i
     s[S.BITBOARD + 15 * p + old] &= ~bit
     s[S.BITBOARD + 15 * p + new] |= bit
-    s[base + i] = new
+    S.set_stack_at(s, p, i, new)
+    changed = STACK_CLASSES[old] | STACK_CLASSES[new]
+    for h in range(S.MAX_SLOTS):
+        card = s[S.SLOT + S.MAX_SLOTS * p + h]
+        if card >= 0 and CARD_CLASSES[card] & changed:
+            _match_slot(s, p, h)
+
+
+@njit(cache=True)
+def refresh_habitats(s) -> None:
+    """Recompute every seat's `habitat` answers from its board and slots: for a position built or edited by hand
+    (`rules.step` keeps them up to date itself; `Game.from_state` refuses a state whose answers are stale)."""
+    for p in range(S.MAX_PLAYERS):
+        for h in range(S.MAX_SLOTS):
+            if p < s[S.NUM_PLAYERS]:
+                _match_slot(s, p, h)
+            else:
+                s[S.HABITAT + S.MAX_SLOTS * p + h] = 0
 
 
 @njit(cache=True, forceinline=True)
@@ -163,7 +180,6 @@ def finish_turn(s) -> None:
     if popcount(s[S.BITBOARD + 15 * p]) <= 2 and s[S.END_TRIGGER] == 0:
         s[S.END_TRIGGER] = 2
     s[S.TURN] += 1
-    s[S.TOOK_TOKENS] = 0
     s[S.TOOK_CARD] = 0
     s[S.TAKEN_SPACE] = -1
     if s[S.END_TRIGGER] and p == np_ - 1:
@@ -186,7 +202,7 @@ def end_turn_action(s, a: int) -> int:
     """Validate an end-of-turn action (END_TURN, or SOLO_REPLACE + m) and do what it does before chance: the solo
     discard of a face-up card, then `close_turn`. Returns 0, or an ERRORS code with s unchanged."""
     p = s[S.CURRENT]
-    if not s[S.TOOK_TOKENS]:
+    if s[S.TAKEN_SPACE] < 0:
         return 16
     if _can_place_any(s, p):
         return 17
@@ -225,11 +241,12 @@ def step(s, a: int) -> int:
             card = s[S.SPIRIT_DEALT + 2 * p + a - A.KEEP_SPIRIT]
             s[S.SPIRIT_KEPT + p] = card
             s[S.SLOT + S.MAX_SLOTS * p] = card  # first turn: every slot is free
-            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            S.set_cubes_placed(s, p, card, 0)
+            _match_slot(s, p, 0)
     elif choosing:
         code = 3
     elif a < A.PLACE_TOKEN:
-        if s[S.TOOK_TOKENS]:
+        if s[S.TAKEN_SPACE] >= 0:
             code = 4
         elif a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
             code = 5
@@ -239,12 +256,11 @@ def step(s, a: int) -> int:
                 if c >= 0:
                     s[S.HAND + c] += 1
                 s[S.CENTRAL + 3 * a + t] = -1
-            s[S.TOOK_TOKENS] = 1
             s[S.TAKEN_SPACE] = a
     elif a < A.TAKE_CARD:
         c = (a - A.PLACE_TOKEN) // MAX_CELLS
         i = (a - A.PLACE_TOKEN) % MAX_CELLS
-        new = STACK_AFTER[s[S.STACK + MAX_CELLS * p + i], c] if i < NUM_CELLS[side] else -1
+        new = STACK_AFTER[S.stack_at(s, p, i), c] if i < NUM_CELLS[side] else -1
         if s[S.HAND + c] <= 0:
             code = 6
         elif i >= NUM_CELLS[side]:
@@ -269,8 +285,9 @@ def step(s, a: int) -> int:
             for h in range(S.MAX_SLOTS):
                 if s[S.SLOT + S.MAX_SLOTS * p + h] < 0:
                     s[S.SLOT + S.MAX_SLOTS * p + h] = card
+                    _match_slot(s, p, h)
                     break
-            s[S.CUBES_PLACED + (NUM_CARDS + 1) * p + card] = 0
+            S.set_cubes_placed(s, p, card, 0)
             s[S.MARKET + m] = -1
             s[S.TOOK_CARD] = 1
     elif a < A.KEEP_SPIRIT:
@@ -281,16 +298,17 @@ def step(s, a: int) -> int:
             code = 13
         elif i >= NUM_CELLS[side]:
             code = 7
-        elif not (habitat_cells(side, s, s[S.CUBES + p], card, S.BITBOARD + 15 * p) >> i) & 1:
+        elif not ((s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p]) >> i) & 1:
             code = 14
         else:
             s[S.CUBES + p] |= 1 << i
-            k = S.CUBES_PLACED + (NUM_CARDS + 1) * p + card
+            k = S.CARD_HELD + card  # held by p: p * 8 + cubes placed
             s[k] += 1
             if card < FIRST_SPIRIT:
                 s[S.ANIMAL_CUBES + p] += 1
-            if s[k] == CUBES_ON_CARD[card]:
+            if (s[k] & 7) == CUBES_ON_CARD[card]:
                 s[S.SLOT + S.MAX_SLOTS * p + h] = -1  # complete: no longer counts toward the 4
+                s[S.HABITAT + S.MAX_SLOTS * p + h] = 0
     else:  # end of turn, plain or with a solo card replacement
         code = end_turn_action(s, a)
         if code == 0:
@@ -307,8 +325,7 @@ def scores_into(s, out) -> None:
             out[p, k] = 0
     side = s[S.SIDE]
     for p in range(s[S.NUM_PLAYERS]):
-        score_into(side, _bb(s, p), s[S.CUBES_PLACED + (NUM_CARDS + 1) * p: S.CUBES_PLACED + (NUM_CARDS + 1) * (p + 1)],
-                   out[p], s[S.RIVER_LOOPS])
+        score_into(side, _bb(s, p), s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, out[p], s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)
@@ -322,48 +339,46 @@ def token_total(s) -> int:
             n += 1
     for p in range(s[S.NUM_PLAYERS]):
         for i in range(MAX_CELLS):
-            n += HEIGHT[s[S.STACK + MAX_CELLS * p + i]]
+            n += HEIGHT[S.stack_at(s, p, i)]
     return n
 
 
 @njit(cache=True)
-def random_action(s, rng, i: int, buf, grids) -> int:
+def random_action(s, rng, i: int, buf) -> int:
     """A uniformly random legal action of the player to move (the game must not be over).
 
     rng[i]: the player's int64 generator (`state.random_below`), advanced by one draw; buf: int64 (NUM_ACTIONS,)
-    and grids: int64 (NUM_CLASSES,) scratch.
+    scratch.
     """
-    n = legal_actions(s, buf, grids)
+    n = legal_actions(s, buf)
     return buf[S.random_below(rng, i, n)]
 
 
 @njit(cache=True)
-def random_until(s, seat: int, rng, i: int, buf, grids) -> int:
+def random_until(s, seat: int, rng, i: int, buf) -> int:
     """Play uniformly random legal actions for every seat but `seat` until `seat` is to move or the game ends.
 
     The engine's one random-play loop: the Versus envs' built-in opponents (`env_gym`, `batch`), whole random
     games (`random_playout`, `random_games`, `batch.rollout_batch`). seat = -1 plays to the end of the game.
     rng[i]: the player's int64 generator (`state.random_below`, kept apart from the game's own chance); buf: int64
-    (NUM_ACTIONS,) and grids: int64 (NUM_CLASSES,) scratch. Returns the number of actions played.
+    (NUM_ACTIONS,) scratch. Returns the number of actions played.
     """
     steps = 0
     while not s[S.GAME_OVER] and s[S.CURRENT] != seat:  # random_action written out: as an inlined helper it
-        n = legal_actions(s, buf, grids)                 # bound its 4 arrays anew, 4 incref/decref pairs an action
+        n = legal_actions(s, buf)                        # bound its arrays anew, an incref/decref pair each an action
         step(s, buf[S.random_below(rng, i, n)])
         steps += 1
     return steps
 
 
 @njit(cache=True)
-def random_playout(s, rng, buf, grids=None) -> int:
+def random_playout(s, rng, buf) -> int:
     """Play uniformly random legal actions until the game ends; return the number of actions taken.
 
     rng: int64 (1,) generator state of the player (kept apart from the game's own chance); buf: int64
-    scratch of NUM_ACTIONS; grids: optional int64 scratch of `legal_actions` (`random_until` with seat -1).
+    scratch of NUM_ACTIONS (`random_until` with seat -1).
     """
-    if grids is None:
-        grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
-    return random_until(s, -1, rng, 0, buf, grids)
+    return random_until(s, -1, rng, 0, buf)
 
 
 @njit(cache=True)
@@ -372,15 +387,14 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 
     Returns the total number of actions taken. This is the engine's raw speed, with no Python per step.
     """
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     rng = np.zeros(1, dtype=np.int64)
     rng[0] = seed ^ 0x5DEECE66D
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
-    grids = np.zeros(LIST_SCRATCH, dtype=np.int64)
     total = 0
     for g in range(games):
         S.init_state(s, num_players, side, spirits, seed + g)
-        total += random_playout(s, rng, buf, grids)
+        total += random_playout(s, rng, buf)
     return total
 
 
@@ -400,7 +414,7 @@ def _choosing_spirit(s, p: int) -> bool:
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
-    if not s[S.TOOK_TOKENS]:
+    if s[S.TAKEN_SPACE] < 0:
         for sp in range(s[S.NUM_SPACES]):
             if s[S.CENTRAL + 3 * sp] >= 0:
                 m |= 1 << sp
@@ -433,29 +447,18 @@ def _replace_bits(s) -> int:
 @njit(cache=True)
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
-    return s[S.TOOK_TOKENS] != 0 and not placeable
-
-
-#: One seat's entry of the listing's habitat cache (in `legal_actions`' scratch after the class grids): side + 1
-#: (0 = empty), the board's 9 class masks, then per card id the cells where its habitat stands, cubes aside (-1 =
-#: not matched yet). LIST_SCRATCH: the scratch size that turns the cache on.
-HABITAT_ENTRY = 1 + NUM_CLASSES + NUM_CARDS + 1
-LIST_SCRATCH = NUM_CLASSES + S.MAX_PLAYERS * HABITAT_ENTRY
+    return s[S.TAKEN_SPACE] >= 0 and not placeable
 
 
 @njit(cache=True)
-def legal_actions(s, out, grids=None) -> int:
+def legal_actions(s, out) -> int:
     """Write the legal action indices into out (int64, >= NUM_ACTIONS long), ascending; return how many.
 
-    grids: int64 scratch for the habitat matcher, allocated here if not given (hot loops pass their own): either
-    (NUM_CLASSES,), or (LIST_SCRATCH,) zeroed once, which also keeps each seat's habitat answers (`HABITAT_ENTRY`)
-    from one listing to the next, so a card is matched again only after its holder's stacks changed.
+    A held card's cells come from the state's habitat answers (`habitat`, kept up to date by `step`), so a listing
+    matches no habitat.
     """
-    if grids is None:
-        grids = np.empty(NUM_CLASSES, dtype=np.int64)
-    # One exit, one listing loop written here, the board passed as the state and an offset: an early return, an
-    # inlined helper handed `out` or a slice of `s` each leave reference-count calls on every listing
-    # (docs/engine.md, "Hot kernels").
+    # One exit, one listing loop written here: an early return, an inlined helper handed `out` or a slice of `s` each
+    # leave reference-count calls on every listing (docs/engine.md, "Hot kernels").
     n = 0
     p = s[S.CURRENT]
     if s[S.GAME_OVER]:
@@ -465,13 +468,8 @@ def legal_actions(s, out, grids=None) -> int:
         out[1] = A.KEEP_SPIRIT + 1
         n = 2
     else:
-        side = s[S.SIDE]
         held = held_cards(s, p)
         placeable = False
-        b = S.BITBOARD + 15 * p  # the board's bitboards
-        cached = grids.shape[0] >= LIST_SCRATCH
-        e = NUM_CLASSES + HABITAT_ENTRY * p  # seat p's cache entry
-        laid = False  # the class grids of the board are in grids[:NUM_CLASSES]
         # regions of the action table in ascending order: 0 central spaces, 1-6 token colours, 7 market cards,
         # 8-11 held card slots, 12 solo replacements
         for region in range(13):
@@ -490,51 +488,7 @@ def legal_actions(s, out, grids=None) -> int:
             elif region <= 11:
                 h = region - 8
                 base = A.PLACE_CUBE + MAX_CELLS * h
-                if h == 0 and held:
-                    # The class grids of the board are laid lazily, at the first card not answered by the cache. The
-                    # cache entry of seat p is keyed by the side and the board's 9 class masks, which decide every
-                    # answer: a changed key empties the entry (-1 = not matched yet).
-                    if cached:
-                        same = grids[e] == side + 1
-                        for cls in range(NUM_CLASSES):
-                            if cls == BUILDING_CLASS:
-                                cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
-                            else:
-                                cm = s[b + CLASS_STACK[cls]]
-                            if grids[e + 1 + cls] != cm:
-                                same = False
-                                grids[e + 1 + cls] = cm
-                        if not same:
-                            grids[e] = side + 1
-                            for k in range(NUM_CARDS + 1):
-                                grids[e + 1 + NUM_CLASSES + k] = -1
-                card = s[S.SLOT + S.MAX_SLOTS * p + h]
-                m = 0
-                if card >= 0:
-                    m = grids[e + 1 + NUM_CLASSES + card] if cached else -1
-                    if m < 0:
-                        if not laid:  # cards.class_grids of the board, written out (a call keeps its error path)
-                            for cls in range(NUM_CLASSES):
-                                if cls == BUILDING_CLASS:
-                                    cm = s[b + S_BROWN_RED] | s[b + S_GRAY_RED] | s[b + S_RED_RED]
-                                else:
-                                    cm = s[b + CLASS_STACK[cls]]
-                                grids[cls] = to_grid(side, cm)
-                            laid = True
-                        g = 0  # cards.habitat_cells_grid, written out (the same)
-                        for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-                            x = GRID_ROT_VALID[side, r]
-                            for j in range(4):
-                                cls = GRID_ROT_CLASS[side, r, j]
-                                if cls < 0 or x == 0:
-                                    break
-                                o = GRID_ROT_OFF[side, r, j]
-                                x &= (grids[cls] >> o) if o >= 0 else (grids[cls] << -o)
-                            g |= x
-                        m = from_grid(side, g)
-                        if cached:
-                            grids[e + 1 + NUM_CLASSES + card] = m
-                    m &= ~s[S.CUBES + p]
+                m = s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p]  # 0 for a free slot
             else:
                 base = A.SOLO_REPLACE
                 m = _replace_bits(s) if _may_end(s, placeable) else 0
@@ -547,7 +501,7 @@ def legal_actions(s, out, grids=None) -> int:
             n += 1
     # The arrays used once more here, on every path, so that each dies in this one block: numba's pruner then
     # removes the reference-count pair of each argument (decrefs spread over the paths were left in place).
-    return n + 0 * (s.shape[0] + out.shape[0] + grids.shape[0])
+    return n + 0 * (s.shape[0] + out.shape[0])
 
 
 #: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).
@@ -571,13 +525,12 @@ def _clear(mask, lo: int, hi: int, clear: bool) -> None:
 
 
 @njit(cache=True)
-def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
+def write_mask(s, mask, regions: int, cube_slots: int) -> None:
     """Rewrite the `regions` (MASK_* flags) of mask (bool (NUM_ACTIONS,)) to the legal actions of s.
 
     MASK_ALL gives exactly `legal_mask` (the same rules as `legal_actions`, from the same helpers). A part of the
     regions suffices after an action that cannot have changed the others (the batched engine's incremental
     masks: see `batch`); MASK_CUBE rewrites only the held-card slots in `cube_slots` (bit h = slot h; 15 = all).
-    grids: int64 (NUM_CLASSES,) scratch.
     """
     full = regions == MASK_ALL
     p = s[S.CURRENT]
@@ -616,13 +569,8 @@ def write_mask(s, mask, grids, regions: int, cube_slots: int) -> None:
             _clear(mask, A.TAKE_CARD, A.PLACE_CUBE, part)
             _set_bits(mask, A.TAKE_CARD, _card_bits(s, held))
         if regions & MASK_CUBE:
-            side = s[S.SIDE]
-            if held:
-                class_grids(side, _bb(s, p), grids)
             for h in range(S.MAX_SLOTS):
                 if (cube_slots >> h) & 1:
                     base = A.PLACE_CUBE + MAX_CELLS * h
                     _clear(mask, base, base + MAX_CELLS, part)
-                    card = s[S.SLOT + S.MAX_SLOTS * p + h]
-                    if card >= 0:
-                        _set_bits(mask, base, habitat_cells_grid(side, grids, s[S.CUBES + p], card))
+                    _set_bits(mask, base, s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p])

@@ -13,7 +13,16 @@ import numpy as np
 from numba import njit
 
 from . import stacks as ST
-from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, SPIRIT_KIND, SPIRIT_POINTS, SPIRIT_TARGET
+from .cards import (
+    CARD_POINTS,
+    CUBES_ON_CARD,
+    FIRST_SPIRIT,
+    NUM_CARDS,
+    SPIRIT_KIND,
+    SPIRIT_POINTS,
+    SPIRIT_TARGET,
+    cubes_of,
+)
 from .geometry import FULL_MASK, NEIGHBOUR_MASK, NUM_CELLS, component_of, eccentricity, grow, lowest_cell, popcount
 
 CATEGORIES = ("trees", "mountains", "fields", "buildings", "water", "animals", "spirit", "total")
@@ -213,32 +222,34 @@ def water_points(side: int, bb, river_loops: int) -> int:
 
 
 @njit(cache=True)
-def animal_points(cubes_placed) -> int:
-    """Animals category: the points under the last cube placed on each animal card."""
+def animal_points(held, seat: int) -> int:
+    """Animals category: the points under the last cube placed on each animal card `seat` holds (held: the
+    `card_held` table, int (43,))."""
     animals = 0
     for card in range(1, FIRST_SPIRIT):
-        k = cubes_placed[card]
+        k = cubes_of(held, 0, seat, card)
         if k > 0:
             animals += CARD_POINTS[card, k - 1]
     return animals
 
 
 @njit(cache=True)
-def spirit_points(side: int, bb, cubes_placed) -> int:
-    """Spirit category: the rules of the Spirits whose cube was placed."""
+def spirit_points(side: int, bb, held, seat: int) -> int:
+    """Spirit category: the rules of the Spirits whose cube `seat` placed."""
     spirit = 0
-    for card in range(FIRST_SPIRIT, len(cubes_placed)):
-        if cubes_placed[card] == CUBES_ON_CARD[card]:
+    for card in range(FIRST_SPIRIT, NUM_CARDS + 1):
+        if cubes_of(held, 0, seat, card) == CUBES_ON_CARD[card]:
             spirit += spirit_score(side, bb, card)
     return spirit
 
 
 @njit(cache=True)
-def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
+def score_into(side: int, bb, held, seat: int, out, river_loops: int = 0) -> None:
     """Write the score breakdown (CATEGORIES order) of one board into out (int64 (8,)).
 
-    bb: int64 (15,) bitboards by stack code. cubes_placed: int64 (43,) cubes moved from each card the
-    player holds (-1 = card not held); a Spirit scores only when its single cube was placed.
+    bb: (15,) bitboards by stack code. held: (43,) the `card_held` table (holder seat * 8 + cubes moved from the
+    card, -1 = not held; for one board alone, seat 0's entries are just the cubes placed); seat: whose cards score.
+    A Spirit scores only when its single cube was placed.
     river_loops: the state's `river_loops` field (0 = rulebook, 1 = Board Game Arena's loops; Side A only).
     """
     out[0] = tree_points(bb)
@@ -246,8 +257,8 @@ def score_into(side: int, bb, cubes_placed, out, river_loops: int = 0) -> None:
     out[2] = field_points(side, bb)
     out[3] = building_points(side, bb)
     out[4] = water_points(side, bb, river_loops)
-    animals = animal_points(cubes_placed)
-    spirit = spirit_points(side, bb, cubes_placed)
+    animals = animal_points(held, seat)
+    spirit = spirit_points(side, bb, held, seat)
     out[5] = animals
     out[6] = spirit
     out[7] = out[0] + out[1] + out[2] + out[3] + out[4] + animals + spirit

@@ -1,9 +1,15 @@
-"""Game state as one flat int64 vector with named fields, and the kernels that create it.
+"""Game state as one flat int32 vector with named fields, and the kernels that create it.
 
-A game is `s = np.zeros(STATE_SIZE, int64)`; a batch of N games is an (N, STATE_SIZE) array whose rows
-are games, so every kernel written for one game steps a batch by looping over rows. Each field below is
-an offset into the vector with its shape (row-major); all fields are int64. Players are always laid out
-for 4 (unused seats stay zero/-1) so every configuration has the same shape.
+A game is `s = new_state()` (`np.zeros(STATE_SIZE, STATE_DTYPE)`, 1,024 bytes); a batch of N games is an
+(N, STATE_SIZE) array whose rows are games, so every kernel written for one game steps a batch by looping over rows.
+Each field below is an offset into the vector with its shape (row-major); every entry is an int32. Players are always
+laid out for 4 (unused seats stay zero/-1) so every configuration has the same shape. Why so small: searches,
+batches and records hold many states, and a state that stays in cache is listed and copied faster (the int64 layout
+of 3,624 bytes cost listing 2x out of cache). Two fields are packed and read through kernels: the stacks (4 bits a
+cell: `stack_at`, `set_stack_at`) and the cards held (`cubes_placed`); the generator's 64 bits are two entries
+(`chance_below`). `field(s, "stack")` and `field(s, "cubes_placed")` decode them for Python (`VIEWS`). Each held
+card's habitat answer (`habitat`) is part of the state, kept up to date by `rules.step` as the boards change, so a
+listing reads it instead of matching.
 """
 from __future__ import annotations
 
@@ -16,11 +22,15 @@ from .cards import FIRST_SPIRIT, NUM_CARDS
 from .data import TOKEN_COUNTS
 from .geometry import FULL_MASK, MAX_CELLS
 
+#: The state's one dtype: every value fits (masks of 25 cells, card ids, counts); the generator takes two entries.
+STATE_DTYPE = np.int32
+
 MAX_PLAYERS = 4
 MAX_SPACES = 5
 MAX_MARKET = 5
 MAX_SLOTS = 4  # incomplete cards held (a kept Spirit whose cube is not placed counts)
 DECK_SIZE = 32
+STACK_WORDS_PER_SEAT = 4  # 8 cells of 4 bits a word: cells 0-7, 8-15, 16-23, 24
 
 FIELDS: dict[str, tuple[int, tuple[int, ...], str]] = {}
 _size = 0
@@ -40,8 +50,9 @@ SPIRITS = _field("spirits", (), "1 if the Nature's Spirit variant is on")
 RIVER_LOOPS = _field("river_loops", (), "how a river loop scores (Side A): 0 = rulebook, 1 = bga (docs/rules.md)")
 NUM_SPACES = _field("num_spaces", (), "central spaces in play: 5, or 3 in solo")
 NUM_MARKET = _field("num_market", (), "face-up card slots in play: 5, or 3 in solo")
-RNG = _field("rng", (), "splitmix64 state of this game's chance (hidden information)")
-STACK = _field("stack", (MAX_PLAYERS, MAX_CELLS), "stack code per player and cell (0 = empty)")
+RNG = _field("rng", (2,), "splitmix64 state of this game's chance, low and high 32 bits (hidden information)")
+STACK_WORDS = _field("stack_words", (MAX_PLAYERS, STACK_WORDS_PER_SEAT),
+                     "stack code per player and cell, 4 bits a cell: cell i at bits 4 * (i % 8) of word i // 8")
 BITBOARD = _field("bitboard", (MAX_PLAYERS, 15), "per player, mask of cells holding each stack code")
 CUBES = _field("cubes", (MAX_PLAYERS,), "per player, mask of cells holding a cube")
 POUCH = _field("pouch", (6,), "tokens left in the pouch by colour (public by counting)")
@@ -50,13 +61,14 @@ MARKET = _field("market", (MAX_MARKET,), "face-up Animal card ids, -1 = empty sl
 DECK = _field("deck", (DECK_SIZE,), "draw pile card ids, top = DECK[deck_count - 1] (order hidden)")
 DECK_COUNT = _field("deck_count", (), "cards left in the draw pile")
 SLOT = _field("slot", (MAX_PLAYERS, MAX_SLOTS), "card id of each incomplete held card, -1 = free slot")
-CUBES_PLACED = _field("cubes_placed", (MAX_PLAYERS, NUM_CARDS + 1),
-                      "cubes moved from each card id to the board, -1 = card not held")
+HABITAT = _field("habitat", (MAX_PLAYERS, MAX_SLOTS),
+                 "cells where each held slot's card has its habitat, cubes aside (0 = free slot); kept by rules.step")
+CARD_HELD = _field("card_held", (NUM_CARDS + 1,),
+                   "per card id: holder seat * 8 + cubes moved from it to the board, -1 = not held")
 SPIRIT_DEALT = _field("spirit_dealt", (MAX_PLAYERS, 2), "the two Spirit cards dealt (hidden to others)")
 SPIRIT_KEPT = _field("spirit_kept", (MAX_PLAYERS,), "Spirit card kept, -1 = not chosen yet / variant off")
 ANIMAL_CUBES = _field("animal_cubes", (MAX_PLAYERS,), "animal cubes placed (tie-break; Spirit cube excluded)")
 HAND = _field("hand", (6,), "tokens taken this turn and not yet placed, by colour")
-TOOK_TOKENS = _field("took_tokens", (), "1 once this turn's central space was taken")
 TOOK_CARD = _field("took_card", (), "1 once an Animal card was taken this turn")
 TAKEN_SPACE = _field("taken_space", (), "central space emptied this turn, -1 = none")
 CURRENT = _field("current", (), "player to move")
@@ -98,6 +110,103 @@ def random_below(rng, i: int, n: int) -> int:
 
 
 @njit(cache=True, forceinline=True)
+def get_rng(s) -> int:
+    """The game's 64-bit generator state, from its two int32 halves (RNG: low, RNG + 1: high)."""
+    return (np.int64(s[RNG + 1]) << 32) | (np.int64(s[RNG]) & 0xFFFFFFFF)
+
+
+@njit(cache=True, forceinline=True)
+def set_rng(s, x: int) -> None:
+    """Store a 64-bit generator state as two int32 halves (the stores keep the low 32 bits of each)."""
+    s[RNG] = x & 0xFFFFFFFF
+    s[RNG + 1] = x >> 32
+
+
+@njit(cache=True, forceinline=True)
+def chance_random(s) -> int:
+    """Advance the game's own splitmix64 generator (`next_random` over the state's two halves)."""
+    x = get_rng(s) + _GOLDEN
+    set_rng(s, x)
+    z = (x ^ _shr(x, 30)) * _MIX1
+    z = (z ^ _shr(z, 27)) * _MIX2
+    z = z ^ _shr(z, 31)
+    return _shr(z, 2)
+
+
+@njit(cache=True, forceinline=True)
+def chance_below(s, n: int) -> int:
+    """Uniform integer in [0, n) from the game's own generator."""
+    return chance_random(s) % n
+
+
+@njit(cache=True, forceinline=True)
+def stack_at(s, p: int, i: int) -> int:
+    """Stack code of seat p's cell i (0 = empty)."""
+    return (s[STACK_WORDS + STACK_WORDS_PER_SEAT * p + (i >> 3)] >> ((i & 7) << 2)) & 15
+
+
+@njit(cache=True, forceinline=True)
+def set_stack_at(s, p: int, i: int, code: int) -> None:
+    """Write the stack code of seat p's cell i (the bitboards are the caller's: `rules._set_stack`)."""
+    k = STACK_WORDS + STACK_WORDS_PER_SEAT * p + (i >> 3)
+    sh = (i & 7) << 2
+    s[k] = (s[k] & ~(15 << sh)) | (code << sh)
+
+
+@njit(cache=True, forceinline=True)
+def board_words(s, p: int):
+    """Seat p's 25 stack codes as two int64 words, 4 bits a cell: cells 0-15 (cell i at bits 4i), cells 16-24 (at
+    bits 4(i - 16)); the keys of the planners' memo tables, read from the packed words without unpacking."""
+    k = STACK_WORDS + STACK_WORDS_PER_SEAT * p
+    return ((np.int64(s[k]) & 0xFFFFFFFF) | (np.int64(s[k + 1]) << 32),
+            (np.int64(s[k + 2]) & 0xFFFFFFFF) | (np.int64(s[k + 3]) << 32))
+
+
+@njit(cache=True, forceinline=True)
+def cubes_placed(s, p: int, card: int) -> int:
+    """Cubes seat p moved from card `card` to its board; -1 when p does not hold that card."""
+    v = s[CARD_HELD + card]
+    return v & 7 if v >= 0 and (v >> 3) == p else -1
+
+
+@njit(cache=True, forceinline=True)
+def set_cubes_placed(s, p: int, card: int, n: int) -> None:
+    """Seat p holds `card` with n cubes moved from it (n = -1: nobody holds it)."""
+    s[CARD_HELD + card] = 8 * p + n if n >= 0 else -1
+
+
+@njit(cache=True, forceinline=True)
+def copy_state(dst, src) -> None:
+    """dst[:] = src as a loop (numba's slice copy is not vectorised: docs/engine.md, hot kernels)."""
+    for k in range(STATE_SIZE):
+        dst[k] = src[k]
+
+
+def as_state_dtype(arr: np.ndarray, what: str = "a state") -> np.ndarray:
+    """`arr` (any integer dtype) as a C-contiguous STATE_DTYPE copy; ValueError naming `what` for a non-integer
+    dtype or a value the state's int32 cannot hold (refused, never wrapped)."""
+    arr = np.asarray(arr)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"{what} must be int32 (STATE_SIZE = {STATE_SIZE} entries), got dtype {arr.dtype}")
+    lim = np.iinfo(STATE_DTYPE)
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < lim.min or hi > lim.max:
+            raise ValueError(f"{what}: {hi if hi > lim.max else lo} does not fit the state's int32 entries")
+    return np.array(arr, dtype=STATE_DTYPE, copy=True, order="C")
+
+
+def new_state() -> np.ndarray:
+    """A zeroed state vector (int32 (STATE_SIZE,)); `init_state` sets up a game in it."""
+    return np.zeros(STATE_SIZE, dtype=STATE_DTYPE)
+
+
+def new_states(n: int) -> np.ndarray:
+    """n zeroed state rows (int32 (n, STATE_SIZE)), a batch."""
+    return np.zeros((n, STATE_SIZE), dtype=STATE_DTYPE)
+
+
+@njit(cache=True, forceinline=True)
 def draw_token(s) -> int:
     """Draw one token at random from the pouch; returns its colour, or -1 if the pouch is empty."""
     total = 0
@@ -105,7 +214,7 @@ def draw_token(s) -> int:
         total += s[POUCH + c]
     if total == 0:
         return -1
-    k = random_below(s, RNG, total)
+    k = chance_below(s, total)
     for c in range(6):
         k -= s[POUCH + c]
         if k < 0:
@@ -129,7 +238,7 @@ def fill_space(s, space: int) -> bool:
 def shuffle_range(s, start: int, n: int) -> None:
     """Fisher-Yates shuffle of s[start:start + n] with the game's generator."""
     for i in range(n - 1, 0, -1):
-        j = random_below(s, RNG, i + 1)
+        j = chance_below(s, i + 1)
         t = s[start + i]
         s[start + i] = s[start + j]
         s[start + j] = t
@@ -150,8 +259,8 @@ def init_blank(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     solo = num_players == 1
     s[NUM_SPACES] = 3 if solo else 5
     s[NUM_MARKET] = 3 if solo else 5
-    s[RNG] = seed
-    next_random(s, RNG)
+    set_rng(s, seed)
+    chance_random(s)
     for p in range(num_players):
         s[BITBOARD + 15 * p] = FULL_MASK[side]  # every cell holds the empty stack
     for c in range(6):
@@ -162,7 +271,8 @@ def init_blank(s, num_players: int, side: int, spirits: int, seed: int, river_lo
     s[DECK_COUNT] = DECK_SIZE
     s[MARKET:MARKET + MAX_MARKET] = -1
     s[SLOT:SLOT + MAX_PLAYERS * MAX_SLOTS] = -1
-    s[CUBES_PLACED:CUBES_PLACED + MAX_PLAYERS * (NUM_CARDS + 1)] = -1
+    for k in range(NUM_CARDS + 1):
+        s[CARD_HELD + k] = -1
     s[SPIRIT_DEALT:SPIRIT_DEALT + 2 * MAX_PLAYERS] = -1
     s[SPIRIT_KEPT:SPIRIT_KEPT + MAX_PLAYERS] = -1
     s[TAKEN_SPACE] = -1
@@ -175,7 +285,7 @@ def shuffled_spirits(s):
     for k in range(10):
         pool[k] = FIRST_SPIRIT + k
     for i in range(9, 0, -1):
-        j = random_below(s, RNG, i + 1)
+        j = chance_below(s, i + 1)
         t = pool[i]
         pool[i] = pool[j]
         pool[j] = t
@@ -184,7 +294,7 @@ def shuffled_spirits(s):
 
 @njit(cache=True)
 def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_loops: int = 0) -> None:
-    """Set up a new game in s (int64 (STATE_SIZE,)): fill the central board, deal the market and Spirits.
+    """Set up a new game in s (int32 (STATE_SIZE,)): fill the central board, deal the market and Spirits.
 
     river_loops: 0 = rulebook, 1 = bga (`config.RIVER_LOOPS`); it changes only scoring, never the deal.
     """
@@ -207,11 +317,12 @@ def init_state(s, num_players: int, side: int, spirits: int, seed: int, river_lo
 
 @njit(cache=True)
 def hide_private(s, player: int) -> None:
-    """Keep in s (int64 (STATE_SIZE,), in place) only what seat `player` may know: the generator zeroed, the draw
+    """Keep in s (int32 (STATE_SIZE,), in place) only what seat `player` may know: the generator zeroed, the draw
     pile in sorted order (its contents are public, its order is chance), and the Spirit cards dealt to other seats
     and not kept blanked (0, never equal to a kept card, so determinization resamples them). The one rule behind
     `view.public_copy` (one game) and `agents.policy.public_rows` (a batch)."""
     s[RNG] = 0
+    s[RNG + 1] = 0
     n = s[DECK_COUNT]
     s[DECK:DECK + n] = np.sort(s[DECK:DECK + n])
     if s[SPIRITS]:
@@ -223,8 +334,37 @@ def hide_private(s, player: int) -> None:
                         s[k] = 0
 
 
+#: Decoded views that `field` gives besides the stored fields: name -> (shape, meaning). Copies, read-only.
+VIEWS: dict[str, tuple[tuple[int, ...], str]] = {
+    "stack": ((MAX_PLAYERS, MAX_CELLS), "stack code per player and cell (0 = empty), from stack_words"),
+    "cubes_placed": ((MAX_PLAYERS, NUM_CARDS + 1), "cubes moved from each card id to the board, -1 = card not "
+                     "held, from card_held"),
+    "took_tokens": ((), "1 once this turn's central space was taken, from taken_space"),
+}
+
+
+def _decoded(s: np.ndarray, name: str) -> np.ndarray:
+    lead = s.shape[:-1]
+    if name == "took_tokens":
+        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)
+        return took[()] if took.ndim == 0 else read_only_view(np.ascontiguousarray(took))
+    if name == "stack":
+        words = s[..., STACK_WORDS:STACK_WORDS + MAX_PLAYERS * STACK_WORDS_PER_SEAT].astype(np.int64)
+        words = words.reshape(lead + (MAX_PLAYERS, STACK_WORDS_PER_SEAT))
+        cells = np.arange(MAX_CELLS)
+        out = (words[..., cells >> 3] >> ((cells & 7) << 2)) & 15
+    else:
+        held = s[..., CARD_HELD:CARD_HELD + NUM_CARDS + 1].astype(np.int64)[..., None, :]
+        seats = np.arange(MAX_PLAYERS)[:, None]
+        out = np.where((held >= 0) & ((held >> 3) == seats), held & 7, -1)
+    return read_only_view(np.ascontiguousarray(out))  # a copy that cannot be made writable (no silent lost write)
+
+
 def field(s: np.ndarray, name: str) -> np.ndarray:
-    """View of a named field of a state vector (or of a batch: leading axes are kept)."""
+    """View of a named field of a state vector (or of a batch: leading axes are kept); for the names in `VIEWS`, a
+    read-only decoded copy (write those through the kernels: `set_stack_at`, `set_cubes_placed`)."""
+    if name in VIEWS:
+        return _decoded(s, name)
     off, shape, _ = FIELDS[name]
     size = math.prod(shape)  # 1 for a scalar's (); np.prod would cost ~30 us a call
     v = s[..., off:off + size]

@@ -3,19 +3,21 @@
 Why: the kernels trust the state. They index tables with its values (a stack code, a card id, the player to
 move, the draw pile size), so a state edited by hand can make them read or write out of bounds (a crash of the
 whole process) or reach a position with no legal action. `state_error(s)` checks every field of one state
-(int64 (STATE_SIZE,)) against the game's invariants in numba (cheap enough for a batch) and returns 0 or an
+(int32 (STATE_SIZE,)) against the game's invariants in numba (cheap enough for a batch) and returns 0 or an
 error code; `check_state` / `check_states` raise ValueError naming the field and, for a batch, the row.
 
 What is checked, by field: the configuration (num_players 1..4, side 0/1, spirits 0/1, num_spaces / num_market
-5, or 3 in solo); every stack code 0..14 on the board's cells and 0 elsewhere and on absent seats; the bitboards
+5, or 3 in solo); every stack code 0..14 on the board's cells and 0 elsewhere (unused bits of `stack_words`
+too) and on absent seats; the bitboards
 exactly the stack codes' cell masks; cubes only on the board and one per cube moved from a card (animal_cubes
 + the kept Spirit's); the pouch, central board, hands, boards and discarded tokens adding up to the 120 tokens
 colour by colour; the market, the draw pile (first deck_count entries, 0 after) and the held cards holding
 each Animal card at most once; the held-card slots exactly the incomplete held cards, at most 4; Spirit cards
-dealt (distinct, only with the variant), kept (one of the dealt, held); the turn flags (0/1, hand tokens only
-after taking, the taken space empty); current = turn % num_players (n - 1 once the game is over); end_trigger
-0..2, game_over only once triggered; and a game that is not over has a legal action. The generator (`rng`) may
-hold any value. A state that passes can be played to its end by the kernels without error. (river_loops: 0 or 1.)
+dealt (distinct, only with the variant), kept (one of the dealt, held); each held card's habitat answer
+(`habitat`, exactly the matcher's); the turn flags (0/1, hand tokens only after taking, the taken space empty);
+current = turn % num_players (n - 1 once the game is over); end_trigger 0..2, game_over only once triggered; and a
+game that is not over has a legal action. The generator (`rng`) may hold any value. A state that passes can be played
+to its end by the kernels without error. (river_loops: 0 or 1.)
 
 `parse_json(text, what)` is the one reader of JSON handed in from files (game records, learned checkpoints' configs):
 it raises only ValueError naming `what`, also for nesting too deep to walk (`MAX_JSON_DEPTH`), which would otherwise
@@ -32,9 +34,9 @@ from numba import njit
 from . import rules
 from . import state as S
 from .actions import NUM_ACTIONS
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
 from .data import COLOURS, TOKEN_COUNTS
-from .geometry import FULL_MASK, MAX_CELLS, NUM_CELLS, popcount
+from .geometry import FULL_MASK, NUM_CELLS, popcount
 from .stacks import NUM_STACKS, STACKS
 
 #: (field, what is wrong) by error code of `state_error` (0 = valid).
@@ -45,7 +47,8 @@ STATE_ERRORS: tuple[tuple[str, str], ...] = (
     ("spirits", "must be 0 or 1"),
     ("num_spaces", "must be 5, or 3 in solo"),
     ("num_market", "must be 5, or 3 in solo"),
-    ("stack", "stack codes must be 0..14 on the board's cells and 0 on other cells and absent seats"),
+    ("stack_words", "stack codes must be 0..14 on the board's cells and 0 on other cells, unused bits and absent "
+                    "seats"),
     ("bitboard", "must be exactly the cell masks of each stack code (absent seats: 0)"),
     ("cubes", "cubes must lie on the board's cells (absent seats: 0)"),
     ("pouch", "token counts must be 0..the box's count of that colour"),
@@ -56,15 +59,17 @@ STATE_ERRORS: tuple[tuple[str, str], ...] = (
     ("market", "slots must hold -1 or an Animal card id 1..32, slots not in play -1"),
     ("deck_count", "must be 0..32"),
     ("deck", "the first deck_count entries must be Animal card ids 1..32, the rest 0"),
-    ("cubes_placed", "must be -1 (not held) or 0..the card's cubes, card 0 and absent seats -1"),
-    ("deck/market/cubes_placed", "an Animal card is in more than one place (draw pile, market, held cards)"),
+    ("card_held", "must be -1 (not held) or holder seat * 8 + 0..the card's cubes, the holder a seat in the "
+                  "game; card 0 -1"),
+    ("deck/market/card_held", "an Animal card is in more than one place (draw pile, market, held cards)"),
     ("slot", "slots must hold -1 or the incomplete held cards, each once (absent seats: -1)"),
     ("spirit_dealt", "Spirit cards 33..42, all different, dealt only with the variant on (-1 otherwise)"),
     ("spirit_kept", "must be -1 or one of the seat's dealt Spirits (-1 with the variant off)"),
-    ("cubes_placed", "only the kept Spirit card may be held among the Spirits"),
+    ("card_held", "only the kept Spirit card may be held among the Spirits"),
     ("animal_cubes", "must equal the cubes moved from the seat's Animal cards"),
     ("cubes", "cubes on a board must equal the cubes moved from that seat's cards"),
-    ("took_tokens", "must be 0 or 1"),
+    ("habitat", "must be, for each held slot, the cells where its card's habitat stands, cubes aside (0 for a free "
+                "slot and absent seats): rules.refresh_habitats(state) computes it"),
     ("took_card", "must be 0 or 1"),
     ("taken_space", "must be -1 before taking tokens, else the emptied space 0..num_spaces-1"),
     ("hand", "tokens are held only after taking them this turn"),
@@ -96,7 +101,7 @@ def _is_flag(v) -> bool:
 
 @njit(cache=True)
 def state_error(s) -> int:
-    """0 if s (int64 (STATE_SIZE,)) is a valid game state, else an index into STATE_ERRORS (the first problem)."""
+    """0 if s (int32 (STATE_SIZE,)) is a valid game state, else an index into STATE_ERRORS (the first problem)."""
     n = s[S.NUM_PLAYERS]
     if n < 1 or n > S.MAX_PLAYERS:
         return 1
@@ -118,8 +123,8 @@ def state_error(s) -> int:
     for p in range(S.MAX_PLAYERS):
         for k in range(NUM_STACKS):
             bb[k] = 0
-        for i in range(MAX_CELLS):
-            code = s[S.STACK + MAX_CELLS * p + i]
+        for i in range(8 * S.STACK_WORDS_PER_SEAT):  # every 4-bit entry of the seat's words, unused ones too
+            code = S.stack_at(s, p, i)
             if p >= n or i >= cells:
                 if code != 0:
                     return 6
@@ -184,18 +189,19 @@ def state_error(s) -> int:
         seen[card] += 1
     spirits = s[S.SPIRITS]
     dealt_seen = np.zeros(NUM_CARDS + 1, dtype=np.int64)
-    for p in range(S.MAX_PLAYERS):
-        base = S.CUBES_PLACED + (NUM_CARDS + 1) * p
-        if s[base] != -1:
+    if s[S.CARD_HELD] != -1:
+        return 17
+    for card in range(1, NUM_CARDS + 1):
+        v = s[S.CARD_HELD + card]
+        if v != -1 and (v < 0 or (v >> 3) >= n or (v & 7) > CUBES_ON_CARD[card]):
             return 17
+    for p in range(S.MAX_PLAYERS):
         animal = 0
         moved = 0
         for card in range(1, NUM_CARDS + 1):
-            v = s[base + card]
+            v = S.cubes_placed(s, p, card)
             if v == -1:
                 continue
-            if p >= n or v < 0 or v > CUBES_ON_CARD[card]:
-                return 17
             if card <= _NUM_ANIMALS:
                 seen[card] += 1
                 animal += v
@@ -214,9 +220,9 @@ def state_error(s) -> int:
             if p >= n or not spirits or (kept != s[S.SPIRIT_DEALT + 2 * p] and kept != s[S.SPIRIT_DEALT + 2 * p + 1]):
                 return 21
         for card in range(FIRST_SPIRIT, NUM_CARDS + 1):
-            if s[base + card] != -1 and card != kept:
+            if S.cubes_placed(s, p, card) != -1 and card != kept:
                 return 22
-        if kept != -1 and s[base + kept] == -1:
+        if kept != -1 and S.cubes_placed(s, p, kept) == -1:
             return 22
         if p < n and spirits and kept == -1 and (s[S.TURN] > p or s[S.GAME_OVER]):
             return 34
@@ -232,7 +238,7 @@ def state_error(s) -> int:
                 continue
             if p >= n or card < 1 or card > NUM_CARDS:
                 return 19
-            v = s[base + card]
+            v = S.cubes_placed(s, p, card)
             if v < 0 or v >= CUBES_ON_CARD[card]:
                 return 19
             for h2 in range(h):
@@ -241,7 +247,7 @@ def state_error(s) -> int:
             held += 1
         incomplete = 0
         for card in range(1, NUM_CARDS + 1):
-            v = s[base + card]
+            v = S.cubes_placed(s, p, card)
             if v >= 0 and v < CUBES_ON_CARD[card]:
                 incomplete += 1
         if incomplete != held:
@@ -249,12 +255,16 @@ def state_error(s) -> int:
     for card in range(1, _NUM_ANIMALS + 1):
         if seen[card] > 1:
             return 18
-    tt = s[S.TOOK_TOKENS]
-    if not _is_flag(tt):
-        return 25
+    for p in range(S.MAX_PLAYERS):  # the habitat answers: exactly what the matcher gives for each held card
+        for h in range(S.MAX_SLOTS):
+            card = s[S.SLOT + S.MAX_SLOTS * p + h]
+            want = habitat_cells(side, s, 0, card, S.BITBOARD + 15 * p) if card > 0 and p < n else 0
+            if s[S.HABITAT + S.MAX_SLOTS * p + h] != want:
+                return 25
+    ts = s[S.TAKEN_SPACE]
+    tt = 1 if ts >= 0 else 0  # tokens were taken this turn: the emptied space is named
     if not _is_flag(s[S.TOOK_CARD]):
         return 26
-    ts = s[S.TAKEN_SPACE]
     if tt == 0:
         if ts != -1:
             return 27
@@ -304,9 +314,9 @@ def _message(code: int, row: int | None = None) -> str:
 
 
 def check_state(s: np.ndarray) -> np.ndarray:
-    """Validate one state vector (int64 (STATE_SIZE,)); returns it, or raises ValueError naming the bad field."""
-    if not isinstance(s, np.ndarray) or s.dtype != np.int64 or s.shape != (S.STATE_SIZE,):
-        raise ValueError(f"a state is an int64 array ({S.STATE_SIZE},), got "
+    """Validate one state vector (int32 (STATE_SIZE,)); returns it, or raises ValueError naming the bad field."""
+    if not isinstance(s, np.ndarray) or s.dtype != S.STATE_DTYPE or s.shape != (S.STATE_SIZE,):
+        raise ValueError(f"a state is an int32 array ({S.STATE_SIZE},), got "
                          f"{getattr(s, 'dtype', type(s).__name__)} {getattr(s, 'shape', '')}")
     code = state_error(np.ascontiguousarray(s))
     if code:
@@ -316,7 +326,7 @@ def check_state(s: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def states_errors(states, out) -> int:
-    """out[r] = state_error(states[r]) for every row of states (int64 (N, STATE_SIZE)); returns the first bad row
+    """out[r] = state_error(states[r]) for every row of states (int32 (N, STATE_SIZE)); returns the first bad row
     or -1."""
     first = -1
     for r in range(states.shape[0]):
@@ -327,11 +337,11 @@ def states_errors(states, out) -> int:
 
 
 def check_states(states: np.ndarray, row_numbers: np.ndarray | None = None) -> np.ndarray:
-    """Validate every row of a batch (int64 (N, STATE_SIZE)); ValueError naming the first bad row and field.
+    """Validate every row of a batch (int32 (N, STATE_SIZE)); ValueError naming the first bad row and field.
     row_numbers: how the message numbers row r (`row_numbers[r]`, e.g. the batch rows being replaced)."""
-    if not isinstance(states, np.ndarray) or states.dtype != np.int64 or states.ndim != 2 \
+    if not isinstance(states, np.ndarray) or states.dtype != S.STATE_DTYPE or states.ndim != 2 \
             or states.shape[1] != S.STATE_SIZE:
-        raise ValueError(f"states must be an int64 array (N, {S.STATE_SIZE}), got "
+        raise ValueError(f"states must be an int32 array (N, {S.STATE_SIZE}), got "
                          f"{getattr(states, 'dtype', type(states).__name__)} {getattr(states, 'shape', '')}")
     out = np.zeros(states.shape[0], dtype=np.int64)
     r = states_errors(np.ascontiguousarray(states), out)

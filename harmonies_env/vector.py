@@ -213,7 +213,7 @@ def set_batch_state(batch: Any, state: dict[str, Any]) -> None:
     `set_states` and the bookkeeping the kernels index with (learner seats, counters) is checked; ValueError
     names what is wrong and leaves the batch unchanged."""
     n = batch.num_games
-    want = {"states": ((n, S.STATE_SIZE), np.int64), "book": ((n, _B.BOOK_SIZE), np.int64),
+    want = {"states": ((n, S.STATE_SIZE), S.STATE_DTYPE), "book": ((n, _B.BOOK_SIZE), np.int64),
             "ep_returns": ((n, S.MAX_PLAYERS), np.float64)}
     arrs: dict[str, np.ndarray] = {}
     for key, (shape, dtype) in want.items():

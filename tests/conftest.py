@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.game import Game
-from harmonies_env.geometry import MAX_CELLS, cell_index
+from harmonies_env.geometry import MAX_CELLS, cell_index, permute_mask
 from harmonies_env.stacks import STACKS
 
 COLOURS = ("blue", "gray", "brown", "green", "yellow", "red")
@@ -46,7 +47,20 @@ def set_cell(g: Game, player: int, cell: int, *colours: str) -> None:
     bb = S.field(g._state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, new] |= 1 << cell
-    S.field(g._state, "stack")[player, cell] = new
+    S.set_stack_at(g._state, player, cell, new)
+    rules.refresh_habitats(g._state)  # the held cards' answers follow the board, as `rules.step` keeps them
+
+
+def mirror_board(s: np.ndarray, p: int, perm: np.ndarray) -> np.ndarray:
+    """State s with seat p's board (stacks, bitboards, cubes) moved cell i -> perm[i]."""
+    t = s.copy()
+    codes = S.field(s, "stack")[p]
+    for i in range(MAX_CELLS):
+        S.set_stack_at(t, p, int(perm[i]), int(codes[i]))
+    for k in range(15):
+        t[S.BITBOARD + 15 * p + k] = permute_mask(int(s[S.BITBOARD + 15 * p + k]), perm)
+    t[S.CUBES + p] = permute_mask(int(s[S.CUBES + p]), perm)
+    return t
 
 
 def cell(g: Game, q: int, r: int) -> int:
@@ -55,7 +69,7 @@ def cell(g: Game, q: int, r: int) -> int:
 
 def clear_board(g: Game, player: int) -> None:
     """Take every token and cube off a board; the tokens go to the discarded pile so 120 stay accounted for."""
-    stacks = S.field(g._state, "stack")
+    stacks = S.field(g._state, "stack")  # (a decoded copy, read before any cell is cleared)
     disc = S.field(g._state, "discarded")
     for i in range(MAX_CELLS):
         for colour in STACKS[stacks[player, i]]:
@@ -70,8 +84,7 @@ def give_hand(g: Game, *colours: str) -> None:
     S.field(g._state, "hand")[:] = 0
     for c in colours:
         S.field(g._state, "hand")[COLOURS.index(c)] += 1
-    g._state[S.TOOK_TOKENS] = 1
-    g._state[S.TAKEN_SPACE] = 0
+    g._state[S.TAKEN_SPACE] = 0  # (tokens were taken this turn: from space 0)
 
 
 def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
@@ -80,7 +93,8 @@ def hold_card(g: Game, player: int, card: int, slot: int | None = None) -> int:
     if slot is None:
         slot = int(np.flatnonzero(slots[player] < 0)[0])
     slots[player, slot] = card
-    S.field(g._state, "cubes_placed")[player, card] = 0
+    S.set_cubes_placed(g._state, player, card, 0)
+    rules.refresh_habitats(g._state)
     return slot
 
 

@@ -85,7 +85,7 @@ def try_in_place(g: Game, edits: list) -> None:
         off, shape, _ = S.FIELDS[name]
         size = int(np.prod(shape)) if shape else 1
         i = off + idx % size
-        v = int(np.clip(value, -(2**63), 2**63 - 1))
+        v = int(np.clip(value, -(2**31), 2**31 - 1))  # (a value the int32 state can hold: the write is what fails)
         refused_in_place(g.state, i, v)
         if shape:
             refused_in_place(g.field(name), idx % size, v)
@@ -110,7 +110,7 @@ def try_batches(s: np.ndarray, n: int, side: str, spirits: bool, seed: int, edit
     for b in batches:
         for arr in (b.states, b.book, b.cfg, b.game(1).state):
             for name, idx, value, _ in edits:
-                refused_in_place(arr, S.FIELDS[name][0] + idx, int(np.clip(value, -(2**63), 2**63 - 1)))
+                refused_in_place(arr, S.FIELDS[name][0] + idx, int(np.clip(value, -(2**31), 2**31 - 1)))
         before = b.states.copy()
         versus = isinstance(b, BatchedGames) and n > 1
         try:
@@ -155,34 +155,37 @@ def try_envs(s: np.ndarray, n: int, side: str, spirits: bool, seed: int) -> None
        steps=st.integers(0, 120), edits=st.lists(edit, min_size=1, max_size=3))
 def fuzz(n: int, side: str, spirits: bool, seed: int, steps: int, edits: list) -> None:
     g = base_game(n, side, spirits, seed, steps)
-    s = g.state.copy()
+    s = g.state.astype(np.int64)  # wider than the state's int32: values it cannot hold must be refused, not wrapped
     for name, idx, value, relative in edits:
         off, shape, _ = S.FIELDS[name]
         size = int(np.prod(shape)) if shape else 1
         i = off + idx % size
         s[i] = np.int64(np.clip(int(s[i]) + value if relative else value, -(2**63), 2**63 - 1))
+    fits = bool(s.min() >= -(2**31) and s.max() < 2**31)
     try_in_place(g, edits)
     try:
         h = Game.from_state(s)
     except ValueError as e:
-        assert "state field" in str(e), str(e)
+        assert "state field" in str(e) or (not fits and "does not fit" in str(e)), str(e)
         COUNTS["refused"] += 1
         before = g.state.copy()
         for route in (lambda: setattr(g, "state", s), lambda: g.set_state(s)):
             try:
                 route()
             except ValueError as e1:
-                assert "state field" in str(e1), str(e1)
+                assert "state field" in str(e1) or (not fits and "does not fit" in str(e1)), str(e1)
                 assert np.array_equal(g.state, before)
             else:
                 raise AssertionError("the Game.state setter accepted a state that Game.from_state refused")
-        try:  # the batch entry points refuse it too
-            rollout_batch(s[None, :].copy(), [1])
-        except ValueError as e2:
-            assert "field" in str(e2), str(e2)
-        else:
-            raise AssertionError("rollout_batch accepted a state that Game.from_state refused")
-        try_batches(s, n, side, spirits, seed, edits, valid=False)
+        if fits:  # the batch entry points take int32 states, and refuse this one too
+            s32 = s.astype(S.STATE_DTYPE)
+            try:
+                rollout_batch(s32[None, :].copy(), [1])
+            except ValueError as e2:
+                assert "field" in str(e2), str(e2)
+            else:
+                raise AssertionError("rollout_batch accepted a state that Game.from_state refused")
+            try_batches(s32, n, side, spirits, seed, edits, valid=False)
         play_out(g, seed)  # the game whose state the edits were aimed at is untouched and plays on
         return
     COUNTS["valid"] += 1
@@ -190,7 +193,7 @@ def fuzz(n: int, side: str, spirits: bool, seed: int, steps: int, edits: list) -
     assert np.array_equal(g.state, h.state)
     rollout_batch(h.state[None, :].copy(), [seed])
     if h.num_players == n and h.side == side and h.spirits == spirits:
-        try_batches(s, n, side, spirits, seed, edits, valid=True)
+        try_batches(s.astype(S.STATE_DTYPE), n, side, spirits, seed, edits, valid=True)
         try_envs(s, n, side, spirits, seed)
     play_out(h, seed)
     play_out(g, seed)

@@ -42,7 +42,7 @@ def positions() -> np.ndarray:
     out = []
     for i, (n, side, spirits) in enumerate([(2, 0, 0), (2, 0, 0), (2, 0, 0), (3, 1, 0), (4, 0, 1), (2, 1, 1),
                                             (1, 0, 0), (2, 0, 0), (3, 0, 0), (2, 1, 0), (4, 1, 1), (2, 0, 1)]):
-        s = np.zeros(S.STATE_SIZE, np.int64)
+        s = np.zeros(S.STATE_SIZE, S.STATE_DTYPE)
         S.init_state(s, n, side, spirits, 9000 + i)
         for _ in range(int(rng.integers(0, 22))):
             m = plan_turn(s, DEFAULT_WEIGHTS, 3, plans, lens, vals)
@@ -72,7 +72,7 @@ def candidates(pos: np.ndarray, w: np.ndarray, K: int, beam: int) -> tuple[np.nd
     L = np.zeros(K, np.int64)
     PV = np.zeros(K)
     V = np.zeros(K)
-    A = np.zeros(S.STATE_SIZE, np.int64)
+    A = np.zeros(S.STATE_SIZE, S.STATE_DTYPE)
     vals = np.full((len(pos), K), np.nan)
     digests = []
     for i, s in enumerate(pos):

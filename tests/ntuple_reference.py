@@ -60,7 +60,8 @@ def reference_output(s: np.ndarray, p: int, w: np.ndarray) -> float:
     side = int(s[S.SIDE])
     V = VALUES
     cubes = int(s[S.CUBES + p])
-    val = [int(s[S.STACK + 25 * p + i]) + (15 if (cubes >> i) & 1 else 0) for i in range(25)]
+    codes = S.field(s, "stack")[p]
+    val = [int(codes[i]) + (15 if (cubes >> i) & 1 else 0) for i in range(25)]
     sh = _shapes(side)
     keys = []
     for i in range(sh["n"][0]):
@@ -148,6 +149,7 @@ def reference_card_need(s: np.ndarray, p: int, card: int) -> tuple[int, dict[str
     tokens of it one such nearest habitat lacks, the most building bases one lacks), from the card's placements."""
     side = int(s[S.SIDE])
     cubes = int(s[S.CUBES + p])
+    codes = S.field(s, "stack")[p]
     found = []  # (cost, lacking colours, bases) of each placement that can still be made
     for q in range(int(C.HABITAT_START[side, card]), int(C.HABITAT_START[side, card + 1])):
         if (cubes >> int(C.HABITAT_CUBE[side, q])) & 1:
@@ -160,7 +162,7 @@ def reference_card_need(s: np.ndarray, p: int, card: int) -> tuple[int, dict[str
             for cell in range(25):
                 if not (int(C.HABITAT_MASK[side, q, j]) >> cell) & 1:
                     continue
-                stack = ST.STACKS[int(s[S.STACK + 25 * p + cell])]
+                stack = ST.STACKS[int(codes[cell])]
                 ways = _lacks(stack, cls)
                 if ways is None or (len(ways[0]) > 0 and (cubes >> cell) & 1):
                     cost = None

@@ -204,7 +204,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
     pc = np.empty(PARENT_CACHE, dtype=np.int64)
     checked = finals = quick = 0
     for g in range(40):
-        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
         S.init_state(s, int(rng.integers(1, 5)), g % 2, int(g % 4 >= 2), int(rng.integers(1, 2**40)), int(g % 3 == 0))
         for _ in range(int(rng.integers(0, 25))):
             if s[S.GAME_OVER] or not plan_turn(s, DEFAULT_WEIGHTS, 2, plans, lens, vals):
@@ -224,7 +224,7 @@ def test_a_placement_valued_from_its_parent_is_the_full_evaluation():
                 while m:
                     i = (m & -m).bit_length() - 1
                     m &= m - 1
-                    old = int(s[S.STACK + S.MAX_CELLS * p + i])
+                    old = int(S.stack_at(s, p, i))
                     new = int(STACK_AFTER[old, c])
                     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()
                     bb[old] &= ~(1 << i)
@@ -269,7 +269,7 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
     wit = np.empty(11, dtype=np.int64)
     checked = answered = 0
     for g in range(16):
-        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
         S.init_state(s, 2, g % 2, 0, int(rng.integers(1, 2**40)))
         p = int(s[S.CURRENT])
         side = int(s[S.SIDE])
@@ -292,7 +292,7 @@ def test_a_cards_distance_after_a_token_from_its_witnesses_is_the_full_match():
                 while m:
                     i = (m & -m).bit_length() - 1
                     m &= m - 1
-                    old = int(s[S.STACK + S.MAX_CELLS * p + i])
+                    old = int(S.stack_at(s, p, i))
                     new = int(STACK_AFTER[old, c])
                     cb = bb.copy()
                     cb[old] &= ~(1 << i)
@@ -315,7 +315,7 @@ def test_diverse_candidates_cover_every_space_and_card_choice(players, side, spi
     checked = 0
     while not game.is_over and checked < 6:
         s = game.state.copy()
-        start = not s[S.TOOK_TOKENS] and not s[S.TOOK_CARD]  # a turn's first decision
+        start = s[S.TAKEN_SPACE] < 0 and not s[S.TOOK_CARD]  # a turn's first decision
         if start and not (spirits and s[S.SPIRIT_KEPT + game.current_player] < 0) and game.turn >= players:
             K = 40
             plans = np.zeros((K, MAX_PLAN), np.int64)
@@ -352,7 +352,7 @@ def test_greedy_with_a_beam_per_space_plays_the_diverse_generators_first_plan():
     while game.turn < 6:
         s = game.state.copy()
         a = agent.act(PlayerView(game, game.current_player))
-        if not s[S.TOOK_TOKENS]:
+        if s[S.TAKEN_SPACE] < 0:
             plans = np.zeros((3, MAX_PLAN), np.int64)
             lens = np.zeros(3, np.int64)
             plan_candidates(s, DEFAULT_WEIGHTS, 8, plans, lens, np.zeros(3))
@@ -397,7 +397,7 @@ def _hidden_twin(game: Game, seed: int) -> Game:
     n = int(s[S.DECK_COUNT])
     deck = S.field(s, "deck")
     deck[:n] = np.random.default_rng(seed).permutation(deck[:n])
-    s[S.RNG] = seed * 7919 + 17
+    S.set_rng(s, seed * 7919 + 17)
     twin.state = s  # validated
     return twin
 

@@ -163,7 +163,7 @@ def test_determinism_for_any_thread_count():
 
 
 def test_rollouts_deterministic_and_match_single_game_playout():
-    states = np.zeros((6, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((6, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     init_batch(states, config=GameConfig(2, "A", False), seeds=np.arange(10, 16, dtype=np.int64))
     seeds = np.arange(100, 106)
     r1 = rollout_batch(states, seeds)
@@ -422,14 +422,14 @@ def test_grid_habitat_matcher_equals_placement_reference():
 
 @njit(cache=True)
 def _legal_mismatches(num_players, side, spirits, seed, steps):
-    """Random games: the cube actions of legal_actions (grid matcher) against the placement reference, and
+    """Random games: the cube actions of legal_actions (the state's habitat answers) against the placement reference,
+    and
     write_mask(MASK_ALL) against legal_mask."""
-    s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     b1 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     b2 = np.zeros(NUM_ACTIONS, dtype=np.int64)
     m1 = np.zeros(NUM_ACTIONS, dtype=np.bool_)
     m2 = np.ones(NUM_ACTIONS, dtype=np.bool_)
-    grids = np.zeros(NUM_CLASSES, dtype=np.int64)
     rng = np.array([seed], dtype=np.int64)
     S.init_state(s, num_players, side, spirits, seed)
     bad = 0
@@ -438,7 +438,7 @@ def _legal_mismatches(num_players, side, spirits, seed, steps):
         if s[S.GAME_OVER]:
             games += 1
             S.init_state(s, num_players, side, spirits, seed + games)
-        n = rules.legal_actions(s, b1, grids)
+        n = rules.legal_actions(s, b1)
         p = s[S.CURRENT]
         for h in range(S.MAX_SLOTS):  # cube actions of slot h, in order, are exactly the habitat's cells
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
@@ -457,7 +457,7 @@ def _legal_mismatches(num_players, side, spirits, seed, steps):
             bad += got != want
         rules.legal_mask(s, m1, b2)
         m2[:] = True
-        rules.write_mask(s, m2, grids, rules.MASK_ALL, 15)
+        rules.write_mask(s, m2, rules.MASK_ALL, 15)
         bad += (m1 != m2).any()
         rules.step(s, b1[S.random_below(rng, 0, n)])
     return bad, games

@@ -174,7 +174,7 @@ def test_self_play_batch_and_init_batch_carry_the_option():
     sp = SelfPlayBatch(2, seed=3, config=GameConfig(3, "B", True, "bga"))
     assert (sp.states[:, S.RIVER_LOOPS] == 1).all() and sp.num_players == 3
     sp.step(np.argmax(sp.masks, axis=1))
-    states = np.zeros((2, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((2, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     init_batch(states, seeds=[4, 5], config=GameConfig(river_loops="bga"))
     assert np.array_equal(states[1], Game(seed=5, river_loops="bga").state)
     with pytest.raises(TypeError, match="positional argument"):  # no old loose form

@@ -91,7 +91,7 @@ def test_hidden_order_gives_identical_observations():
     s2 = e2.game.state.copy()
     n = int(s2[S.DECK_COUNT])
     S.field(s2, "deck")[:n] = np.roll(S.field(s2, "deck")[:n], 7)
-    s2[S.RNG] += 987654321
+    S.set_rng(s2, S.get_rng(s2) + 987654321)
     e2.game.state = s2  # validated
     assert not np.array_equal(e1.game.state, e2.game.state)
     rng = np.random.default_rng(0)
@@ -205,10 +205,10 @@ def test_state_is_the_whole_position_fixed_shape_within_state_space():
     e.reset(seed=8)
     rng = np.random.default_rng(8)
     space = e.unwrapped.state_space
-    assert space.shape == (STATE_SIZE,) and space.dtype == np.int64
+    assert space.shape == (STATE_SIZE,) and space.dtype == np.int32
     for agent in e.agent_iter():
         st = e.state()
-        assert st.shape == (STATE_SIZE,) and st.dtype == np.int64 and space.contains(st)
+        assert st.shape == (STATE_SIZE,) and st.dtype == np.int32 and space.contains(st)
         assert np.array_equal(st, e.unwrapped.game.state)  # hidden information included: rng, deck order, Spirits
         obs, _, term, trunc, _ = e.last()
         e.step(None if term or trunc else int(rng.choice(np.flatnonzero(obs["action_mask"]))))

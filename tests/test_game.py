@@ -164,8 +164,8 @@ def test_same_seed_same_game_and_games_never_disturb_each_other() -> None:
 
 
 # ---- determinize -----------------------------------------------------------------------------------------
-PUBLIC = ("num_players", "side", "spirits", "num_spaces", "num_market", "stack", "bitboard", "cubes", "pouch",
-          "central", "market", "deck_count", "slot", "cubes_placed", "spirit_kept", "animal_cubes", "hand",
+PUBLIC = ("num_players", "side", "spirits", "num_spaces", "num_market", "stack_words", "bitboard", "cubes", "pouch",
+          "central", "market", "deck_count", "slot", "card_held", "spirit_kept", "animal_cubes", "hand",
           "took_tokens", "took_card", "taken_space", "current", "turn", "end_trigger", "game_over", "discarded")
 
 
@@ -198,7 +198,7 @@ def test_determinize_changes_the_hidden_order() -> None:
     g = mid_game()
     n = int(g.field("deck_count"))
     decks = {tuple(determinize(g, 0, seed).field("deck")[:n]) for seed in range(6)}
-    rngs = {int(determinize(g, 0, seed).state[S.RNG]) for seed in range(6)}
+    rngs = {S.get_rng(determinize(g, 0, seed).state) for seed in range(6)}
     assert len(decks) == 6 and len(rngs) == 6
     others = {tuple(determinize(g, 0, seed).field("spirit_dealt")[2]) for seed in range(10)}
     assert len(others) > 1, "an unchosen opponent's dealt Spirits are resampled"
@@ -223,7 +223,7 @@ def test_determinize_never_reveals_the_true_hidden_order() -> None:
         assert a.state.tobytes() == b.state.tobytes(), "the determinized game depends on hidden information"
     # and the determinized future (refills) does not follow the original generator
     a = determinize(g, 0, 0)
-    assert a.state[S.RNG] != g.state[S.RNG]
+    assert S.get_rng(a.state) != S.get_rng(g.state)
 
 
 def test_determinize_rejects_bad_player() -> None:

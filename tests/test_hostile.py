@@ -388,11 +388,13 @@ def test_field_views_are_read_only_and_from_state_validates():
 
 
 @pytest.mark.parametrize("field,index,value", [
-    ("num_players", 0, 9), ("side", 0, 2), ("spirits", 0, -1), ("num_spaces", 0, 4), ("stack", 3, 15),
-    ("stack", 24, 1), ("bitboard", 0, 0), ("cubes", 0, 1 << 30), ("pouch", 0, 99), ("central", 0, 6),
-    ("market", 0, 40), ("deck", 0, 0), ("deck_count", 0, 33), ("slot", 0, 5), ("cubes_placed", 1, 7),
+    ("num_players", 0, 9), ("side", 0, 2), ("spirits", 0, -1), ("num_spaces", 0, 4), ("stack_words", 0, 15),
+    ("stack_words", 3, 1), ("stack_words", 3, 1 << 4), ("bitboard", 0, 0), ("cubes", 0, 1 << 30), ("pouch", 0, 99),
+    ("central", 0, 6),
+    ("market", 0, 40), ("deck", 0, 0), ("deck_count", 0, 33), ("slot", 0, 5), ("card_held", 1, 7),
+    ("card_held", 0, 0), ("card_held", 1, 8 * 3),
     ("spirit_dealt", 0, 33), ("spirit_kept", 0, 40), ("animal_cubes", 0, 3), ("hand", 0, 2),
-    ("took_tokens", 0, 2), ("took_card", 0, -1), ("taken_space", 0, 7), ("turn", 0, -5),
+    ("habitat", 0, 1), ("took_card", 0, -1), ("taken_space", 0, 7), ("turn", 0, -5),
     ("end_trigger", 0, 3), ("game_over", 0, 1), ("discarded", 0, -1), ("current", 0, -(10**9)),
 ])
 def test_each_bad_field_is_named(field, index, value):
@@ -404,10 +406,10 @@ def test_each_bad_field_is_named(field, index, value):
 
 def test_all_zero_state_and_bad_batches_raise_clear_errors():
     with pytest.raises(ValueError, match="'num_players'"):
-        Game.from_state(np.zeros(S.STATE_SIZE, dtype=np.int64))
+        Game.from_state(np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE))
     with pytest.raises(ValueError, match="row 0, field 'num_players'"):
-        rollout_batch(np.zeros((2, S.STATE_SIZE), dtype=np.int64), [1, 2])
-    states = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
+        rollout_batch(np.zeros((2, S.STATE_SIZE), dtype=S.STATE_DTYPE), [1, 2])
+    states = np.zeros((3, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     with pytest.raises(TypeError, match="positional argument"):  # no old loose form
         init_batch(states, 9, 0, 0, np.arange(3))
     with pytest.raises(ValueError, match="config must be a harmonies_env.GameConfig"):
@@ -425,10 +427,10 @@ def test_all_zero_state_and_bad_batches_raise_clear_errors():
     b = BatchedGames(2, config=GameConfig(2), seed=0)
     before = b.states.copy()
     bad = before.copy()
-    bad[1, S.STACK] = 99
-    with pytest.raises(ValueError, match="row 1, field 'stack'"):
+    bad[1, S.STACK_WORDS] = 0xF  # stack code 15 on cell 0
+    with pytest.raises(ValueError, match="row 1, field 'stack_words'"):
         b.set_states(bad)
-    with pytest.raises(ValueError, match="row 1, field 'stack'"):
+    with pytest.raises(ValueError, match="row 1, field 'stack_words'"):
         b.set_states(bad[1], rows=[1])
     with pytest.raises(ValueError, match="row 0, field 'num_players'"):
         b.set_states(Game(3, seed=0).state, rows=0)
@@ -568,7 +570,7 @@ def test_nothing_reachable_from_a_view_tells_the_hidden_information(num_players)
         for p in range(num_players):
             hidden = {int(dealt[o, j]) for o in range(num_players) if o != p for j in range(2)
                       if dealt[o, j] != kept[o]} - set(dealt[p].tolist())
-            secrets = {int(s[S.RNG]), g.seed}
+            secrets = {S.get_rng(s), int(s[S.RNG]), int(s[S.RNG + 1]), g.seed}  # the generator and its halves
             view = PlayerView(g, p)
             for x in _walk(view, set()):
                 if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
@@ -587,7 +589,7 @@ def test_nothing_reachable_from_a_view_tells_the_hidden_information(num_players)
                     for c in hidden:
                         assert card_name(c) not in x, f"seat {p} is told another seat's dealt Spirit: {x!r}"
             d = view.determinize(7)
-            assert d.seed == -1 and int(d.state[S.RNG]) != int(s[S.RNG])
+            assert d.seed == -1 and S.get_rng(d.state) != S.get_rng(s)
         la = g.legal_actions()
         g.step(la[int(rng.integers(len(la)))])
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import mirror_board
 
 torch = pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
 
@@ -57,7 +58,7 @@ from experiments.selfplay_command import build  # noqa: E402
 from harmonies_apps.tournament import play_game  # noqa: E402
 from harmonies_env import Game, GameConfig  # noqa: E402
 from harmonies_env import state as S  # noqa: E402
-from harmonies_env.geometry import SYMMETRIES, permute_mask  # noqa: E402
+from harmonies_env.geometry import SYMMETRIES  # noqa: E402
 from harmonies_env.scoring import CATEGORIES  # noqa: E402
 from harmonies_env.view import PlayerView  # noqa: E402
 
@@ -135,16 +136,6 @@ def test_features_hide_what_the_mover_cannot_see():
     assert len(choices) == 1
 
 
-def _mirror_seat(s: np.ndarray, q: int, perm: np.ndarray) -> np.ndarray:
-    """State s with seat q's board (stacks, bitboards, cubes) moved cell i -> perm[i]."""
-    t = s.copy()
-    t[S.STACK + 25 * q + perm] = s[S.STACK + 25 * q: S.STACK + 25 * q + 25]
-    for k in range(15):
-        t[S.BITBOARD + 15 * q + k] = permute_mask(int(s[S.BITBOARD + 15 * q + k]), perm)
-    t[S.CUBES + q] = permute_mask(int(s[S.CUBES + q]), perm)
-    return t
-
-
 @pytest.mark.parametrize("players,side,spirits", [(2, "A", False), (3, "B", True), (4, "A", True), (1, "B", False)])
 def test_symmetry_index_gives_the_features_of_the_mirrored_position(players, side, spirits):
     """Training's augmentation (`symmetry_index`) is exact: permuting feature columns equals computing the features of
@@ -161,7 +152,7 @@ def test_symmetry_index_gives_the_features_of_the_mirrored_position(players, sid
             ks = rng.integers(0, 4, size=4)
             t = s.copy()
             for j in range(players):
-                t = _mirror_seat(t, (me + j) % players, SYMMETRIES[int(side == "B"), ks[j]])
+                t = mirror_board(t, (me + j) % players, SYMMETRIES[int(side == "B"), ks[j]])
             want = np.zeros(NUM_FEATURES, np.float32)
             afterstate_features(t, me, want)
             idx = symmetry_index(np.array([int(side == "B")]), ks[None])

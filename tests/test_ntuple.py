@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import mirror_board
 from ntuple_reference import reference_market_keys, reference_output, reference_remaining
 
 from agents import RandomAgent, make_agent
@@ -27,7 +28,7 @@ from harmonies_apps.tournament import play_game
 from harmonies_env import Game, determinize
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
-from harmonies_env.geometry import SYMMETRIES, permute_mask
+from harmonies_env.geometry import SYMMETRIES
 from harmonies_env.view import PlayerView
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +44,7 @@ def _positions(count: int, seed: int) -> list[tuple[np.ndarray, int]]:
     vals = np.zeros(1)
     out = []
     for i in range(count):
-        s = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
         S.init_state(s, int(rng.integers(2, 5)), i % 2, 0, int(rng.integers(1, 2**40)))
         for _ in range(int(rng.integers(0, 30))):
             if s[S.GAME_OVER] or not plan_turn(s, DEFAULT_WEIGHTS, 2, plans, lens, vals):
@@ -116,7 +117,7 @@ def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
     plans = np.zeros((16, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(16, dtype=np.int64)
     n = N.candidate_values(s, w, DEFAULT_WEIGHTS, 2, plans, lens, np.zeros(16), np.zeros(16),
-                           np.zeros(S.STATE_SIZE, dtype=np.int64))
+                           np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE))
     assert n >= 2
     got = np.zeros(n)
     N.candidate_wins(s, plans, lens, n, w, got)
@@ -267,19 +268,6 @@ def test_a_layout_3_network_learns_each_afterstate_in_its_own_stage_block():
                        - reference_remaining(afters[j], seats[j], w3)) < 1e-9
 
 
-def _mirrored(s: np.ndarray, p: int, k: int) -> np.ndarray:
-    """s with seat p's board moved by the board's k-th symmetry (stacks, stack masks, cubes)."""
-    t = s.copy()
-    side = int(s[S.SIDE])
-    perm = SYMMETRIES[side, k]
-    stack = S.STACK + 25 * p
-    t[stack + perm] = s[stack: stack + 25]
-    for c in range(15):
-        t[S.BITBOARD + 15 * p + c] = permute_mask(int(s[S.BITBOARD + 15 * p + c]), perm)
-    t[S.CUBES + p] = permute_mask(int(s[S.CUBES + p]), perm)
-    return t
-
-
 def test_the_value_is_the_same_on_the_boards_mirror_images():
     w = _random_weights(4)
     for s, p in _positions(12, 5):
@@ -287,7 +275,7 @@ def test_the_value_is_the_same_on_the_boards_mirror_images():
         N.evaluate_batch(s[None], np.array([p]), w, base)
         for k in range(1, 4):
             got = np.zeros(1)
-            N.evaluate_batch(_mirrored(s, p, k)[None], np.array([p]), w, got)
+            N.evaluate_batch(mirror_board(s, p, SYMMETRIES[int(s[S.SIDE]), k])[None], np.array([p]), w, got)
             assert got[0] == pytest.approx(base[0], rel=1e-9, abs=1e-9)
 
 
@@ -644,7 +632,7 @@ def test_the_candidates_shared_board_values_equal_the_full_evaluation_on_random_
                 play_plan(a, P[k], L[k], True)
                 full = N.own_total(a, p, sc) + N.remaining(a, p, w, idx, feats, lin)
                 assert abs(V[k] - full) < 1e-9, (k, V[k], full)
-                boards.add(a[S.STACK + 25 * p: S.STACK + 25 * p + 25].tobytes())
+                boards.add(S.board_words(a, p))
                 checked += 1
             shared += n - len(boards)
     assert checked > 400 and shared > 100  # many candidates did share a board

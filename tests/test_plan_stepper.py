@@ -18,7 +18,7 @@ K = 3
 
 def _positions(n: int, turns: int) -> np.ndarray:
     """n games (2 players, Side A), each played `turns` or more whole greedy turns from its seed."""
-    states = np.zeros((n, S.STATE_SIZE), dtype=np.int64)
+    states = np.zeros((n, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     init_batch(states, seeds=np.arange(n) + 11, config=GameConfig(2, "A"))
     plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(1, dtype=np.int64)

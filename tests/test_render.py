@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harmonies_env import actions as A
+from harmonies_env import rules
 from harmonies_env import state as S
 from harmonies_env.game import Game
 from harmonies_env.geometry import CELL_QR, NUM_CELLS
@@ -56,10 +57,11 @@ def play(game: Game, max_actions: int, seed: int) -> Game:
 def set_stack(game: Game, player: int, cell: int, code: int) -> None:
     """Put a stack on a cell directly (state kept consistent: stack code and bitboards)."""
     old = int(game.field("stack")[player, cell])
-    S.field(game._state, "stack")[player, cell] = code
+    S.set_stack_at(game._state, player, cell, code)
     bb = S.field(game._state, "bitboard")
     bb[player, old] &= ~(1 << cell)
     bb[player, code] |= 1 << cell
+    rules.refresh_habitats(game._state)  # the held cards' answers follow the board
 
 
 def set_cube(game: Game, player: int, cell: int) -> None:

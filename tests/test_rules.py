@@ -391,9 +391,9 @@ def solo_with_animal_points(side: str, spirit: int | None) -> Game:
         S.field(g._state, "spirit_dealt")[0, 0] = spirit
         g.step(A.keep_spirit(0))
     for card in (13, 20, 9, 10, 15, 29, 31):
-        S.field(g._state, "cubes_placed")[0, card] = CUBES_ON_CARD[card]
+        S.set_cubes_placed(g._state, 0, card, CUBES_ON_CARD[card])
     hold_card(g, 0, 1)
-    S.field(g._state, "cubes_placed")[0, 1] = 2
+    S.set_cubes_placed(g._state, 0, 1, 2)
     return g
 
 
@@ -416,19 +416,19 @@ def test_winner_by_points_then_animal_cubes_spirit_cube_excluded_else_shared() -
     # seat 0: card 27 at 1 cube (4 points) + the Tortoise Spirit's cube (2 per blue: 0 on this board);
     # seat 1: nothing; seat 2: card 5 at 2 cubes (4 points)
     S.field(g._state, "spirit_kept")[0] = 42
-    S.field(g._state, "cubes_placed")[0, 42] = 1
-    S.field(g._state, "cubes_placed")[0, 27] = 1
+    S.set_cubes_placed(g._state, 0, 42, 1)
+    S.set_cubes_placed(g._state, 0, 27, 1)
     S.field(g._state, "animal_cubes")[0] = 1
-    S.field(g._state, "cubes_placed")[2, 5] = 2
+    S.set_cubes_placed(g._state, 2, 5, 2)
     S.field(g._state, "animal_cubes")[2] = 2
     assert [s["total"] for s in g.scores()] == [4, 0, 4]
     assert g.winners() == [2], "equal points: most animal cubes; the Spirit cube does not count"
-    S.field(g._state, "cubes_placed")[0, 27] = 2
+    S.set_cubes_placed(g._state, 0, 27, 2)
     S.field(g._state, "animal_cubes")[0] = 2
-    S.field(g._state, "cubes_placed")[0, 42] = -1
-    S.field(g._state, "cubes_placed")[0, 5] = 2  # seat 0 now 9 + 4
+    S.set_cubes_placed(g._state, 0, 42, -1)
+    S.set_cubes_placed(g._state, 0, 6, 2)  # seat 0 now 9 + 4 (each card has one holder: card 6 scores as card 5)
     assert g.winners() == [0]
-    S.field(g._state, "cubes_placed")[2, 27] = 2
+    S.set_cubes_placed(g._state, 2, 1, 2)  # seat 2 now 4 + 9 (card 1 at 2 cubes scores as card 27)
     S.field(g._state, "animal_cubes")[2] = 4
     S.field(g._state, "animal_cubes")[0] = 4
     assert g.scores()[0]["total"] == g.scores()[2]["total"]

@@ -20,11 +20,20 @@ from harmonies_env.view import PlayerView
 def _same_position(a: np.ndarray, b: np.ndarray, p: int) -> bool:
     """Whether afterstates a and b are one position: equal but for seat p's board, which is a mirror image (or a
     copy) of the other's, cubes included."""
-    at = S.STACK + MAX_CELLS * p
-    board = np.r_[at: at + MAX_CELLS, S.BITBOARD: S.BITBOARD + 15 * S.MAX_PLAYERS, S.CUBES + p]
+    at = S.STACK_WORDS + S.STACK_WORDS_PER_SEAT * p
+    board = np.r_[at: at + S.STACK_WORDS_PER_SEAT, S.BITBOARD: S.BITBOARD + 15 * S.MAX_PLAYERS, S.CUBES + p]
     rest = np.setdiff1d(np.arange(S.STATE_SIZE), board)
     if not np.array_equal(a[rest], b[rest]):
         return False
+    cells = np.arange(MAX_CELLS)
+    stacks_a, stacks_b = S.field(a, "stack")[p], S.field(b, "stack")[p]
+    for perm in SYMMETRIES[a[S.SIDE]]:
+        moved = np.empty(MAX_CELLS, dtype=np.int64)
+        moved[perm] = stacks_a
+        cubes = sum(1 << int(perm[i]) for i in cells if a[S.CUBES + p] >> i & 1)
+        if np.array_equal(moved, stacks_b) and cubes == b[S.CUBES + p]:
+            return True
+    return False
     cells = np.arange(MAX_CELLS)
     for perm in SYMMETRIES[a[S.SIDE]]:
         moved = np.empty(MAX_CELLS, dtype=np.int64)

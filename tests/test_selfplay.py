@@ -58,7 +58,7 @@ def test_td_targets_are_the_lambda_returns():
     from agents.evaluator import Finished, td_targets
     from harmonies_env import state as S
 
-    afters = np.zeros((3, S.STATE_SIZE), dtype=np.int64)
+    afters = np.zeros((3, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     for a in afters:
         S.init_state(a, 2, 0, 0, 7)  # empty boards: every own total is 0
     g = Finished(afters, np.array([0, 1, 0]), np.array([5.0, 7.0, 3.0]), np.full(3, np.nan), 3,

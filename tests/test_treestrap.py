@@ -35,7 +35,7 @@ def _search_means(s: np.ndarray, w: np.ndarray, beam: int, K: int, ex: dict, rng
     plans = np.zeros((K, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(K, dtype=np.int64)
     pvals, values = np.zeros(K), np.zeros(K)
-    after = np.zeros(S.STATE_SIZE, dtype=np.int64)
+    after = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     n = N.candidate_values(s.copy(), w, DEFAULT_WEIGHTS, beam, plans, lens, pvals, values, after)
     p = int(s[S.CURRENT])
     root, keys = [], set()
@@ -48,7 +48,7 @@ def _search_means(s: np.ndarray, w: np.ndarray, beam: int, K: int, ex: dict, rng
     W, cards = ex["worlds"], int(s[S.DECK_COUNT])
     worlds = np.repeat(s[None], W, axis=0)
     for j in range(W):
-        worlds[j, S.RNG] = int(rng.integers(1, 2**62))
+        S.set_rng(worlds[j], int(rng.integers(1, 2**62)))
         deck = S.field(worlds[j], "deck")
         deck[:cards] = rng.permutation(deck[:cards])
     out = np.zeros(W)

@@ -74,7 +74,7 @@ class GreedyPlans:
         self.rows.forget(rows)
 
     def decide(self, states: np.ndarray, rows: np.ndarray, threads: int = 1) -> np.ndarray:
-        """int64 (M,): the greedy move in each game; states int64 (M, STATE_SIZE) the games' positions (public
+        """int64 (M,): the greedy move in each game; states int32 (M, STATE_SIZE) the games' positions (public
         copies will do), rows int64 (M,) their rows in the batch (whose plans they continue)."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         stale = self.rows.stale(states, rows)

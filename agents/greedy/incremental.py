@@ -80,8 +80,8 @@ def parent_cache(s, p: int, pc, witness: bool) -> None:
     answers."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
-    cp = S.CUBES_PLACED + _NC * p
-    score_into(side, bb, s[cp: cp + _NC], pc[_PC_SCORE: _PC_SCORE + NUM_CATEGORIES], s[S.RIVER_LOOPS])
+    score_into(side, bb, s[S.CARD_HELD: S.CARD_HELD + _NC], p, pc[_PC_SCORE: _PC_SCORE + NUM_CATEGORIES],
+               s[S.RIVER_LOOPS])
     pc[_PC_T2] = int(_mountain_term(side, bb))
     pc[_PC_T2 + 1] = int(_yellow_term(side, bb))
     holds = 0
@@ -123,7 +123,7 @@ def _card_terms_token(s, p: int, bb, i: int, old: int, new: int, scratch, pc):
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
         else:
-            k = s[S.CUBES_PLACED + _NC * p + card]
+            k = S.cubes_placed(s, p, card)
             if k >= C.CUBES_ON_CARD[card]:
                 continue
             gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
@@ -165,7 +165,6 @@ def heuristic_value_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scra
     touched = (1 << old) | (1 << new)
     for k in range(NUM_CATEGORIES):
         sc[k] = pc[_PC_SCORE + k]
-    cp = S.CUBES_PLACED + _NC * p
     sc[0] = tree_points(bb)
     if touched & _MOUNTAIN_CODES:
         sc[1] = mountain_points(side, bb)
@@ -177,7 +176,7 @@ def heuristic_value_child(s, p: int, bb, i: int, old: int, new: int, w, sc, scra
         sc[3] = building_points(side, bb)
     if touched & (1 << ST.S_BLUE):
         sc[4] = water_points(side, bb, s[S.RIVER_LOOPS])
-    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[6] = spirit_points(side, bb, s[S.CARD_HELD: S.CARD_HELD + _NC], p)
     sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):
@@ -218,11 +217,10 @@ def after_parts(s, p: int, sc, scratch, pc, parent):
     zeros when p has no turn left)."""
     side = s[S.SIDE]
     bb = s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
-    cp = S.CUBES_PLACED + _NC * p
     for k in range(5):
         sc[k] = pc[_PC_SCORE + k]
-    sc[5] = animal_points(s[cp: cp + _NC])
-    sc[6] = spirit_points(side, bb, s[cp: cp + _NC])
+    sc[5] = animal_points(s[S.CARD_HELD: S.CARD_HELD + _NC], p)
+    sc[6] = spirit_points(side, bb, s[S.CARD_HELD: S.CARD_HELD + _NC], p)
     sc[7] = sc[0] + sc[1] + sc[2] + sc[3] + sc[4] + sc[5] + sc[6]
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):

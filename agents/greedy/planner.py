@@ -41,7 +41,6 @@ from .habitats import (
     NEED_K,
 )
 from .incremental import (
-    _PC_T2,
     PARENT_CACHE,
     after_parts,
     heuristic_value_after,
@@ -51,7 +50,6 @@ from .incremental import (
     weigh,
 )
 from .terms import (
-    _NC,
     _SLOT_AT,
     DEFAULT_WEIGHTS,
     TERMS_SCRATCH,
@@ -84,36 +82,16 @@ for _cls in range(9):
                 NEED_K[_code, _cls] = _k
 
 
-@njit(cache=True, inline="always")
-def copy_state(dst, src) -> None:
-    """dst[:] = src by an explicit loop (numba's slice copy of a small array is ~4x slower)."""
-    for j in range(src.shape[0]):
-        dst[j] = src[j]
-
-
 @njit(cache=True)
 def place_cubes_greedily(s, plan, n: int) -> int:
-    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]."""
+    """Place cubes while any held card's habitat stands (lowest cell first); append them to plan[n:]. The cells come
+    from the state's habitat answers (`habitat`, which `rules.step` keeps up to date): cubes do not change them."""
     p = s[S.CURRENT]
-    grids = np.empty(C.NUM_CLASSES, dtype=np.int64)
-    C.class_grids(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], grids)
-    return place_cubes_on(s, plan, n, grids)
-
-
-@njit(cache=True)
-def place_cubes_on(s, plan, n: int, grids) -> int:
-    """`place_cubes_greedily` with the mover's class grids (`cards.class_grids`, int64 (NUM_CLASSES,)) given: cubes
-    do not change the board, so the matcher's grids hold for every cube."""
-    p = s[S.CURRENT]
-    side = s[S.SIDE]
     placed = True
     while placed:
         placed = False
         for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card < 0:
-                continue
-            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
+            m = s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p]  # 0 for a free slot
             if m:
                 a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
                 if step(s, a) == 0:
@@ -180,7 +158,7 @@ def new_memo():
 @njit(cache=True)
 def new_final_memo(entries: int):
     """An empty memo of the beam's final stage for up to `entries` boards (0: none), shared by a turn's beams
-    (`plan_candidates`): slot keys int64 (S, 2) (the board's two `board_key` words, the second with the takeable
+    (`plan_candidates`): slot keys int64 (S, 2) (the board's two `state.board_words`, the second with the takeable
     market slots above bit 40), the entry at each slot int64 (S,) (-1: free), and per entry its turns' rows: how
     many int64 (E,), and per row (6 a board: no card, then each market card) its value float64 (6E,), its actions
     after the tokens int64 (6E, MAX_PLAN) and their count int64 (6E,); then how many entries are used (int64 (1,))."""
@@ -191,18 +169,6 @@ def new_final_memo(entries: int):
             np.zeros(max(entries, 1), dtype=np.int64), np.empty(6 * max(entries, 1), dtype=np.float64),
             np.empty((6 * max(entries, 1), MAX_PLAN), dtype=np.int64), np.zeros(6 * max(entries, 1), dtype=np.int64),
             np.zeros(1, dtype=np.int64))
-
-
-@njit(cache=True, inline="always")
-def board_key(s, stack0: int):
-    """A board's 25 stack codes (4 bits each) as two words: cells 0-15, cells 16-24."""
-    k0 = 0
-    for i in range(16):
-        k0 |= s[stack0 + i] << (4 * i)
-    k1 = 0
-    for i in range(16, S.MAX_CELLS):
-        k1 |= s[stack0 + i] << (4 * (i - 16))
-    return k0, k1
 
 
 @njit(cache=True, inline="always")
@@ -270,7 +236,6 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     fkeys, fat, fn, fv, fsuf, flens, fcount = final
     fslots = fkeys.shape[0]
     fcap = fn.shape[0] if fslots > 1 else 0
-    stack0 = S.STACK + S.MAX_CELLS * p
     bb0 = S.BITBOARD + 15 * p
     bbc = np.empty(15, dtype=np.int64)
     buf = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
@@ -279,19 +244,19 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     pc = np.empty(PARENT_CACHE, dtype=np.int64)
     nb = 1
     cap = max(beam, 5)
-    states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)  # scratch: every row read was written
+    states = np.empty((cap, S.STATE_SIZE), dtype=S.STATE_DTYPE)  # scratch: every row read was written
     acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     alen = np.zeros(cap, dtype=np.int64)
     last = np.zeros(cap, dtype=np.int64)
     states[0] = s0
     # level 0: which central space
-    if not s0[S.TOOK_TOKENS]:
+    if s0[S.TAKEN_SPACE] < 0:
         n = legal_actions(s0, buf)
         nb = 0
         for k in range(n):
             a = buf[k]
             if a < A.PLACE_TOKEN and (only_space < 0 or a - A.TAKE_TOKENS == only_space):
-                copy_state(states[nb], s0)
+                S.copy_state(states[nb], s0)
                 step(states[nb], a)
                 acts[nb, 0] = a
                 alen[nb] = 1
@@ -301,8 +266,8 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     cpar = np.empty(maxc, dtype=np.int64)
     cact = np.empty(maxc, dtype=np.int64)
     cval = np.empty(maxc, dtype=np.float64)
-    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
-    new_states = np.empty((cap, S.STATE_SIZE), dtype=np.int64)
+    tmp = np.empty(S.STATE_SIZE, dtype=S.STATE_DTYPE)
+    new_states = np.empty((cap, S.STATE_SIZE), dtype=S.STATE_DTYPE)
     new_acts = np.zeros((cap, MAX_PLAN), dtype=np.int64)
     new_len = np.zeros(cap, dtype=np.int64)
     new_last = np.zeros(cap, dtype=np.int64)
@@ -315,7 +280,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
             sb = states[b]
             placeable = False
             cached = False
-            k0, k1 = board_key(sb, stack0)
+            k0, k1 = S.board_words(sb, p)
             for c in range(6):
                 if sb[S.HAND + c] <= 0:
                     continue
@@ -329,7 +294,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                     i = lowest_cell(m)
                     m &= m - 1
                     a = A.PLACE_TOKEN + 25 * c + i
-                    new = STACK_AFTER[sb[stack0 + i], c]
+                    new = STACK_AFTER[S.stack_at(sb, p, i), c]
                     if i < 16:
                         c0, c1 = (k0 & ~(15 << (4 * i))) | (new << (4 * i)), k1
                     else:
@@ -341,12 +306,12 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
                         for q in range(15):
                             bbc[q] = sb[bb0 + q]
                         bit = 1 << i
-                        bbc[sb[stack0 + i]] &= ~bit
+                        bbc[S.stack_at(sb, p, i)] &= ~bit
                         bbc[new] |= bit
                         if not cached:
                             parent_cache(sb, p, pc, True)
                             cached = True
-                        v = heuristic_value_child(sb, p, bbc, i, sb[stack0 + i], new, w, sc, scratch, pc)
+                        v = heuristic_value_child(sb, p, bbc, i, S.stack_at(sb, p, i), new, w, sc, scratch, pc)
                         memo_put(mkeys, mvals, mused, mcount, slot, c0, c1, v)
                     cpar[nc] = b
                     cact[nc] = a
@@ -371,7 +336,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
         for j in range(nn):
             k = order[j]
             b = cpar[k]
-            copy_state(new_states[j], states[b])
+            S.copy_state(new_states[j], states[b])
             for q in range(MAX_PLAN):
                 new_acts[j, q] = acts[b, q]
             new_len[j] = alen[b]
@@ -396,7 +361,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     if nb > 0:
         for m in range(s0[S.NUM_MARKET]):
             if states[0][S.MARKET + m] >= 0:
-                copy_state(tmp, states[0])
+                S.copy_state(tmp, states[0])
                 if step(tmp, A.TAKE_CARD + m) == 0:
                     can_take |= 1 << m
     side = s0[S.SIDE]
@@ -408,7 +373,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
             for c in range(6):
                 hand += sb[S.HAND + c]
             if hand == 0:  # (tokens left in hand would change what a card step allows)
-                k0, k1 = board_key(sb, stack0)
+                k0, k1 = S.board_words(sb, p)
                 k1 |= can_take << 40
                 h = ((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687)) & 0x7FFFFFFFFFFFFFFF
                 fslot = (h >> 20) & (fslots - 1)
@@ -432,7 +397,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
         for h in range(S.MAX_SLOTS):
             card = sb[S.SLOT + S.MAX_SLOTS * p + h]
             if card >= 0 and (pc[_SLOT_AT + 2 * h] != 0 or (card < C.FIRST_SPIRIT
-                                                            and sb[S.CUBES_PLACED + _NC * p + card]
+                                                            and S.cubes_placed(sb, p, card)
                                                             >= C.CUBES_ON_CARD[card])):
                 standing = True
         parts = after_parts(sb, p, sc, scratch, pc, sb)
@@ -452,10 +417,10 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
             if fast:  # no cube to place: valued from this turn's parts
                 fval[nf] = weigh(parts if m < 0 else taken_parts(sb, p, sb[S.MARKET + m], pc, parts), w)
             else:
-                copy_state(tmp, sb)
+                S.copy_state(tmp, sb)
                 if m >= 0:
                     step(tmp, A.TAKE_CARD + m)
-                ln = place_cubes_after(tmp, fplan[nf], ln, pc, sb)
+                ln = place_cubes_greedily(tmp, fplan[nf], ln)
                 fval[nf] = heuristic_value_after(tmp, p, w, sc, scratch, pc, sb)
             fplan[nf, ln] = A.END_TURN
             flen[nf] = ln + 1
@@ -464,7 +429,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
             e = fcount[0]
             fcount[0] += 1
             fat[fslot] = e
-            fkeys[fslot, 0], fkeys[fslot, 1] = board_key(sb, stack0)
+            fkeys[fslot, 0], fkeys[fslot, 1] = S.board_words(sb, p)
             fkeys[fslot, 1] |= can_take << 40
             fn[e] = nf - nf0
             for r in range(nf0, nf):
@@ -508,7 +473,7 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
         return _spirit_plans(s0, plans, lens, values)
     spaces = np.full(S.MAX_SPACES, -1, dtype=np.int64)  # -1 alone: the tokens are taken already, plan the rest
     nsp = 1
-    if not s0[S.TOOK_TOKENS]:
+    if s0[S.TAKEN_SPACE] < 0:
         nsp = 0
         for sp in range(s0[S.NUM_SPACES]):
             if s0[S.CENTRAL + 3 * sp] >= 0:
@@ -558,40 +523,6 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
     return out
 
 
-@njit(cache=True)
-def place_cubes_after(s, plan, n: int, pc, parent) -> int:
-    """`place_cubes_on` in the beam's final stage: s is `parent` (whose `parent_cache` pc holds) with a card taken or
-    none, so until a cube is placed, a card the parent held whose habitat did not stand there still does not (pc's
-    answer) and is not matched again. The same cubes as `place_cubes_on`, in the same order."""
-    p = s[S.CURRENT]
-    side = s[S.SIDE]
-    grids = pc[36:_SLOT_AT]
-    known = 0  # slots whose habitat is known not to stand
-    if pc[_PC_T2 + 2] and s[S.CUBES + p] == parent[S.CUBES + p]:
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if (card >= 0 and card == parent[S.SLOT + S.MAX_SLOTS * p + h] and pc[_SLOT_AT + 2 * h] == 0
-                    and (card >= C.FIRST_SPIRIT or s[S.CUBES_PLACED + _NC * p + card] < C.CUBES_ON_CARD[card])):
-                known |= 1 << h
-    placed = True
-    while placed:
-        placed = False
-        for h in range(S.MAX_SLOTS):
-            card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            if card < 0 or (known >> h) & 1:
-                continue
-            m = C.habitat_cells_grid(side, grids, s[S.CUBES + p], card)
-            if m:
-                a = A.PLACE_CUBE + 25 * h + lowest_cell(m)
-                if step(s, a) == 0:
-                    plan[n] = a
-                    n += 1
-                    placed = True
-                    known = 0
-                    break
-    return n
-
-
 #: Widest beam accepted (the planner allocates per beam entry; the wide planner uses 800).
 MAX_BEAM = 100_000
 
@@ -610,7 +541,7 @@ def planner_settings(beam: int, weights: Any = None) -> tuple[int, np.ndarray]:
 
 @njit(cache=True, nogil=True)
 def greedy_plans(lo: int, hi: int, states, weights, beam: int, diverse: bool, plans, lens) -> None:
-    """The greedy planner's turn for the player to move in rows lo..hi-1 of states (int64 (M, STATE_SIZE), read
+    """The greedy planner's turn for the player to move in rows lo..hi-1 of states (int32 (M, STATE_SIZE), read
     only): plans int64 (M, MAX_PLAN), lens int64 (M,) (0 where the position has no legal action, which a live game
     never has). weights float64 (NUM_TERMS,), beam: as `GreedyAgent(beam=...)`; diverse: `plan_candidates`' first
     plan (a beam per central space) instead of `plan_turn`'s. Releases the GIL: `run_rows` splits rows over threads.

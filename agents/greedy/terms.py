@@ -107,7 +107,7 @@ def habitat_slot(s, p: int, h: int, scratch) -> int:
     """`habitat_near` of the card p holds in slot h (0 when its habitat stands), from scratch as `terms_and_needs`
     left it (its answer, or the need grids for a card whose answer it did not write: a completed card)."""
     card = s[S.SLOT + S.MAX_SLOTS * p + h]
-    if card < C.FIRST_SPIRIT and s[S.CUBES_PLACED + _NC * p + card] >= C.CUBES_ON_CARD[card]:
+    if card < C.FIRST_SPIRIT and S.cubes_placed(s, p, card) >= C.CUBES_ON_CARD[card]:
         return habitat_near(s[S.SIDE], s[S.CUBES + p], card, scratch[:36].reshape((9, 4)))
     if scratch[_SLOT_AT + 2 * h]:
         return 0
@@ -202,7 +202,7 @@ def _card_terms(s, p: int, bb, scratch, grids_ready: bool, need_ready: bool, cha
         if card >= C.FIRST_SPIRIT:
             gain = float(spirit_score(side, bb, card))
         else:
-            k = s[S.CUBES_PLACED + _NC * p + card]
+            k = S.cubes_placed(s, p, card)
             if k >= C.CUBES_ON_CARD[card]:
                 continue
             gain = float(C.CARD_POINTS[card, k] - (C.CARD_POINTS[card, k - 1] if k > 0 else 0))
@@ -303,8 +303,7 @@ def heuristic_value_with(s, p: int, w, sc, scratch) -> float:
 def heuristic_value_board(s, p: int, bb, w, sc, scratch) -> float:
     """`heuristic_value_with` of p with its board's bitboards bb (int64 (15,)) instead of s's: the beam values a token
     placement from its parent's state and the child's bitboards, without copying the state and stepping."""
-    cp = S.CUBES_PLACED + _NC * p
-    score_into(s[S.SIDE], bb, s[cp: cp + _NC], sc, s[S.RIVER_LOOPS])
+    score_into(s[S.SIDE], bb, s[S.CARD_HELD: S.CARD_HELD + _NC], p, sc, s[S.RIVER_LOOPS])
     v = float(sc[NUM_CATEGORIES - 1])
     if no_turn_left_board(s, p, bb[0]):
         return v

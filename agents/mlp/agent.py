@@ -402,7 +402,7 @@ class Candidates:
 
     def propose(self, states: np.ndarray, active: np.ndarray, weights: np.ndarray, beam: int, diverse: bool,
                 threads: int = 1) -> np.ndarray:
-        """Plan the mover's turn in every active game of states (int64 (N, STATE_SIZE), not modified): the planner
+        """Plan the mover's turn in every active game of states (int32 (N, STATE_SIZE), not modified): the planner
         `greedy.plan_candidates` (diverse) or `greedy.plan_turn` at `beam`, K candidates each. Returns counts."""
         run_rows(candidate_rows, len(states), threads, states, active, weights, int(beam), bool(diverse), self.plans,
                  self.lens, self.values, self.feats, self.counts, min_rows=2)  # a row costs milliseconds
@@ -641,7 +641,7 @@ class MLPSearchAgent(MLPAgent):
 
     def _leaves(self, roots: np.ndarray, which: np.ndarray, cp: np.ndarray, cl: np.ndarray, me: int,
                 n: int) -> np.ndarray:
-        """Values for `me` of playing candidate which[i] in world roots[i] (int64 (L, STATE_SIZE), modified)."""
+        """Values for `me` of playing candidate which[i] in world roots[i] (int32 (L, STATE_SIZE), modified)."""
         L = len(which)
         feats = np.zeros((L, NUM_FEATURES), dtype=np.float32)
         seat = np.zeros(L, dtype=np.int64)

@@ -21,7 +21,7 @@ def search_leaves(roots, plans, lens, which, w, beam: int, turns: int, feats, le
     `turns` whole turns (every player's, the searcher's own included) with the greedy planner (beam `beam`) and stop
     just before the END of the last of them, where the network judges that turn's afterstate.
 
-    roots int64 (L, STATE_SIZE) (modified); plans int64 (C, MAX_PLAN), lens int64 (C,); which int64 (L,).
+    roots int32 (L, STATE_SIZE) (modified); plans int64 (C, MAX_PLAN), lens int64 (C,); which int64 (L,).
     Out: feats float32 (L, NUM_FEATURES) the last opponent's afterstate (just before its END) seen by that opponent;
     leaf_seat int64 (L,) the searcher's seat relative to that opponent; exact bool (L,) True where the game ended
     (then exact_totals / exact_won int64 (L, 4) hold the outcome by absolute seat and feats are not written);

@@ -225,7 +225,7 @@ class NTupleAgent(PlanAgent):
         self._lens = np.zeros(self.candidates, dtype=np.int64)
         self._pvals = np.zeros(self.candidates, dtype=np.float64)
         self._values = np.zeros(self.candidates, dtype=np.float64)
-        self._after = np.zeros(S.STATE_SIZE, dtype=np.int64)
+        self._after = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
         self._batch: PlanRows | None = None
         self._rows: tuple[np.ndarray, ...] | None = None
         self.last_values: np.ndarray = np.zeros(0)
@@ -261,7 +261,7 @@ class NTupleAgent(PlanAgent):
             sub = np.ascontiguousarray(batch.states[stale])
             if self._rows is None or self._rows[0].shape[0] < m:  # kept between calls: grown, never shrunk
                 self._rows = (np.zeros((m, k, MAX_PLAN), dtype=np.int64), np.zeros((m, k), dtype=np.int64),
-                              np.zeros((m, k)), np.zeros((m, k)), np.zeros((m, S.STATE_SIZE), dtype=np.int64),
+                              np.zeros((m, k)), np.zeros((m, k)), np.zeros((m, S.STATE_SIZE), dtype=S.STATE_DTYPE),
                               np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64))
             plans, lens, pvals, values, after, counts, choice = self._rows
             run_rows(choose_rows, m, batch.threads, sub, self.weights, DEFAULT_WEIGHTS, self.beam, plans, lens, pvals,

@@ -155,7 +155,7 @@ def cell_values(s, p: int, out) -> None:
     """Content of each cell of seat p's board: stack code + 15 if an animal cube stands there. out int64 (25,)."""
     cubes = s[S.CUBES + p]
     for i in range(MAX_CELLS):
-        out[i] = s[S.STACK + MAX_CELLS * p + i] + (VALUES // 2 if (cubes >> i) & 1 else 0)
+        out[i] = S.stack_at(s, p, i) + (VALUES // 2 if (cubes >> i) & 1 else 0)
 
 
 @njit(cache=True)
@@ -308,10 +308,9 @@ def board_keys(s, p: int, val) -> None:
     pair, triangle and line keys (a card table's index is its base + the card's block + the same key)."""
     side = s[S.SIDE]
     V = VALUES
-    c0 = S.STACK + MAX_CELLS * p
     cubes = s[S.CUBES + p]
     for i in range(MAX_CELLS):
-        val[i] = s[c0 + i] + (V // 2 if (cubes >> i) & 1 else 0)
+        val[i] = S.stack_at(s, p, i) + (V // 2 if (cubes >> i) & 1 else 0)
     kp, kt, kl = _key_starts(side)
     for t in range(COUNTS[side, 0]):
         a = val[PAIRS[side, t, 0]]
@@ -405,7 +404,7 @@ def tuple_sum(s, p: int, w, v: float) -> float:
 
 @njit(cache=True)
 def evaluate_batch(states, seats, w, out) -> None:
-    """`remaining` of every row: states int64 (B, STATE_SIZE) afterstates, seats int64 (B,) whose view; out float64
+    """`remaining` of every row: states int32 (B, STATE_SIZE) afterstates, seats int64 (B,) whose view; out float64
     (B,). One jitted call for a batch of afterstates."""
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
@@ -418,7 +417,7 @@ def evaluate_batch(states, seats, w, out) -> None:
 def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after) -> int:
     """Plan the mover's turn in s (not modified) with `greedy.plan_candidates` (beam `beam` per central space, as
     many candidates as plans has rows) and value each for the mover: its total at the afterstate + `remaining`.
-    values float64 (K,) out; after int64 (STATE_SIZE,) scratch. The first-turn Spirit choice (no afterstate) gets
+    values float64 (K,) out; after int32 (STATE_SIZE,) scratch. The first-turn Spirit choice (no afterstate) gets
     the planner's order (-k). Returns the number of candidates.
 
     Why it is fast: most candidates share their board with others (they differ in the card taken), so the tuple
@@ -461,7 +460,6 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
     need = np.empty((9, 4), dtype=np.int64)
     mscratch = np.empty(CARD_SCRATCH, dtype=np.int64)
     boards = 0
-    stack0 = S.STACK + MAX_CELLS * p
     # the states after each distinct prefix of tokens (central space and placements), played once
     pcap = min(n, 256)
     pslots = 1
@@ -512,12 +510,7 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
         if no_turn_left(after, p):
             values[k] = own_total(after, p, sc)
             continue
-        k0 = 0
-        for i in range(16):
-            k0 |= after[stack0 + i] << (4 * i)
-        k1 = 0
-        for i in range(16, MAX_CELLS):
-            k1 |= after[stack0 + i] << (4 * (i - 16))
+        k0, k1 = S.board_words(after, p)
         cb = after[S.CUBES + p]
         h = (((k0 * -7046029254386353131) ^ (k1 * -4658895280553007687) ^ (cb * 0x2545F4914F6CDD1D))
              & 0x7FFFFFFFFFFFFFFF) >> 20
@@ -557,8 +550,8 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
 def choose_rows(lo: int, hi: int, states, w, planner, beam: int, plans, lens, pvals, values, after, counts,
                 choice) -> None:
     """`candidate_values` and the best candidate (first argmax, as `NTupleAgent.choose_plan`) for rows lo..hi-1 of
-    states (int64 (N, STATE_SIZE), not modified): plans int64 (N, K, MAX_PLAN), lens / pvals / values (N, K), after
-    int64 (N, STATE_SIZE) scratch; out counts int64 (N,), choice int64 (N,). Releases the GIL, so row ranges can
+    states (int32 (N, STATE_SIZE), not modified): plans int64 (N, K, MAX_PLAN), lens / pvals / values (N, K), after
+    int32 (N, STATE_SIZE) scratch; out counts int64 (N,), choice int64 (N,). Releases the GIL, so row ranges can
     run in threads (`NTupleAgent.act_batch`)."""
     for r in range(lo, hi):
         n = candidate_values(states[r], w, planner, beam, plans[r], lens[r], pvals[r], values[r], after[r])
@@ -573,10 +566,10 @@ def decide_rows(lo: int, hi: int, states, kinds, w, planner, beam: int, greedy_b
     play. Every row depends only on itself and w is only read, so row ranges can run in threads (`run_rows`) and
     give the same games whatever the split.
 
-    states int64 (G, STATE_SIZE), modified (each row plays its chosen plan with END); kinds int64 (G, 4) who plays
+    states int32 (G, STATE_SIZE), modified (each row plays its chosen plan with END); kinds int64 (G, 4) who plays
     each seat: 0 = this network (`candidate_values`, the best; explore[r]: candidate int(pick[r] x count) instead),
     1 = the greedy planner (`plan_turn` at greedy_beam, its best plan). Scratch per row: plans int64 (G, K,
-    MAX_PLAN), lens, pvals, values (G, K), tmp int64 (G, STATE_SIZE). Out per row: after[r] the chosen plan's
+    MAX_PLAN), lens, pvals, values (G, K), tmp int32 (G, STATE_SIZE). Out per row: after[r] the chosen plan's
     afterstate, seat_out[r] the mover, pred_out[r] `remaining` there (at these weights), chosen[r] the candidate
     index, recorded[r] whether an afterstate was made (False for finished games and the first-turn Spirit choice).
     """
@@ -629,9 +622,9 @@ def candidate_wins(s, plans, lens, n: int, w, out) -> None:
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
     lin = np.empty(NUM_LINEAR, dtype=np.float64)
-    after = np.empty(S.STATE_SIZE, dtype=np.int64)
+    after = np.empty(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     for k in range(n):
-        after[:] = s
+        S.copy_state(after, s)
         play_plan(after, plans[k], lens[k], True)
         out[k] = 1.0 / (1.0 + np.exp(-win_logit(after, p, w, idx, feats, lin)))
 
@@ -639,7 +632,7 @@ def candidate_wins(s, plans, lens, n: int, w, out) -> None:
 @njit(cache=True)
 def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: int, out) -> None:
     """Leaves of `NTupleSearchAgent`: out[i] = what candidate which[i] is worth to the mover of world roots[i]
-    (int64 (L, STATE_SIZE), modified) after the chance and the replies it leads to.
+    (int32 (L, STATE_SIZE), modified) after the chance and the replies it leads to.
 
     The world plays the candidate with its END (the central board refills from the world's pouch), every other seat
     then plays its turn as the `ntuple` agent would (the network's best of `candidates` plans at beam `beam`), and
@@ -650,7 +643,7 @@ def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: 
     Ln = np.zeros(candidates, dtype=np.int64)
     pv = np.zeros(candidates, dtype=np.float64)
     vals = np.zeros(candidates, dtype=np.float64)
-    tmp = np.empty(S.STATE_SIZE, dtype=np.int64)
+    tmp = np.empty(S.STATE_SIZE, dtype=S.STATE_DTYPE)
     totals = np.zeros(4, dtype=np.int64)
     won = np.zeros(4, dtype=np.int64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)

@@ -78,7 +78,7 @@ def td_step(w, idx, k: int, lin, err: float, alpha_tuple: float, alpha_linear: f
 @njit(cache=True)
 def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: float, alpha_linear: float,
                targets, mix: float, coherence=None) -> float:
-    """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int64 (>= m, STATE_SIZE)), their
+    """TD(lambda) updates from one finished game's recorded afterstates afters[:m] (int32 (>= m, STATE_SIZE)), their
     movers seats[:m] and predictions at play time preds[:m]; final int64 (4,) every seat's final total.
 
     Per seat, walking its afterstates backwards: the return of afterstate a_k is r_k + (1 - lam) V(a_k+1) + lam G_k+1,

@@ -14,7 +14,6 @@ from harmonies_env import cards as C
 from harmonies_env import stacks as ST
 from harmonies_env import state as S
 from harmonies_env.cards import NUM_CARDS
-from harmonies_env.geometry import MAX_CELLS
 
 from ..greedy.habitats import MAX_ROTATIONS, need_grids, rotation_levels
 
@@ -86,7 +85,6 @@ def card_need(s, p: int, card: int, grid_need, out, o: int, scratch) -> None:
     they are walked cell by cell. scratch: int64 (>= CARD_SCRATCH,)."""
     side = s[S.SIDE]
     free = ~C.to_grid(side, s[S.CUBES + p])
-    stack0 = S.STACK + MAX_CELLS * p
     rot = scratch[:4 * MAX_ROTATIONS]
     lack = scratch[4 * MAX_ROTATIONS: _ROW_AT]
     r0 = C.GRID_ROT_START[side, card]
@@ -124,7 +122,7 @@ def card_need(s, p: int, card: int, grid_need, out, o: int, scratch) -> None:
                 if cls < 0:
                     break
                 g = _shift(pos, C.GRID_ROT_OFF[side, r, j])
-                code = s[stack0 + GRID_CELL[side, ((g * _DEBRUIJN) >> 58) & 63]]
+                code = S.stack_at(s, p, GRID_CELL[side, ((g * _DEBRUIJN) >> 58) & 63])
                 for c in range(NEED_ROW - 1):
                     lack[c] += MISSING[code, cls, c]
             for c in range(NEED_ROW - 1):

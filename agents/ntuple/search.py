@@ -11,7 +11,7 @@ import numpy as np
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
-from harmonies_env.geometry import MAX_CELLS, NUM_SYMMETRIES, SYMMETRIES, permute_mask
+from harmonies_env.geometry import NUM_SYMMETRIES, SYMMETRIES, permute_mask
 
 from ..base import PlanAgent, private_copy
 from ..greedy import DEFAULT_WEIGHTS, MAX_BEAM, plan_rows
@@ -24,9 +24,9 @@ def afterstate_key(s: np.ndarray, p: int) -> bytes:
     smallest image under the board's symmetries, so mirror-image afterstates share a key (bitboards, which the
     stacks determine, left out)."""
     rest = s.copy()
-    at = S.STACK + MAX_CELLS * p
-    stack = s[at: at + MAX_CELLS]
-    rest[at: at + MAX_CELLS] = 0
+    stack = S.field(s, "stack")[p]
+    at = S.STACK_WORDS + S.STACK_WORDS_PER_SEAT * p
+    rest[at: at + S.STACK_WORDS_PER_SEAT] = 0
     rest[S.BITBOARD: S.BITBOARD + S.MAX_PLAYERS * 15] = 0
     rest[S.CUBES + p] = 0
     images = []

@@ -37,13 +37,13 @@ class BatchView:
     """The games that wait on one policy, as that policy may see them (see the module docstring).
 
     rows int64 (M,): each game's row in the match (0..N-1, stable for the whole match: the key of per-game memory,
-    the index into `reset_batch`'s seeds); states int64 (M, STATE_SIZE): read-only public copies; players int64
+    the index into `reset_batch`'s seeds); states int32 (M, STATE_SIZE): read-only public copies; players int64
     (M,): the seat to move in each (the seat this policy plays there); threads: how many threads the policy may use.
     """
 
     def __init__(self, states: np.ndarray, rows: np.ndarray, threads: int = 1):
         rows = np.ascontiguousarray(rows, dtype=np.int64)
-        pub = np.empty((len(rows), S.STATE_SIZE), dtype=np.int64)
+        pub = np.empty((len(rows), S.STATE_SIZE), dtype=S.STATE_DTYPE)
         public_rows(states, rows, pub)
         self.rows = S.read_only_view(rows)
         self._states = pub
@@ -59,7 +59,7 @@ class BatchView:
         for v in views:
             if not isinstance(v, PlayerView) or not v.is_my_turn:
                 raise ValueError("BatchView.of takes PlayerViews of seats whose turn it is")
-        states = np.stack([v._game.state for v in views]) if views else np.zeros((0, S.STATE_SIZE), np.int64)
+        states = np.stack([v._game.state for v in views]) if views else np.zeros((0, S.STATE_SIZE), S.STATE_DTYPE)
         return cls(states, np.arange(len(views)))
 
     def __len__(self) -> int:
@@ -185,7 +185,7 @@ class PlanRows:
         return states[:, S.TURN] * S.MAX_PLAYERS + states[:, S.CURRENT]
 
     def stale(self, states: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Indices j of the games (states[j], int64 (M, STATE_SIZE), at rows[j]) that need a new plan: theirs is
+        """Indices j of the games (states[j], int32 (M, STATE_SIZE), at rows[j]) that need a new plan: theirs is
         used up, or was made for another turn or seat."""
         return np.flatnonzero((self.pos[rows] >= self.lens[rows]) | (self.owner[rows] != self.owners(states)))
 

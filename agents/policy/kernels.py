@@ -2,12 +2,10 @@
 (the classes that use them are in `agents.policy` and `agents.pool_env`)."""
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from harmonies_env import rules
 from harmonies_env import state as S
-from harmonies_env.cards import NUM_CLASSES
 from harmonies_env.observation import encode_observation
 
 
@@ -16,7 +14,7 @@ def public_rows(states, rows, out) -> None:
     """out[j] = the public copy of states[rows[j]] for its player to move (`state.hide_private`, the rule of
     `view.public_copy`).
 
-    states int64 (N, STATE_SIZE) (read only); rows int64 (M,); out int64 (M, STATE_SIZE)."""
+    states int32 (N, STATE_SIZE) (read only); rows int64 (M,); out int32 (M, STATE_SIZE)."""
     for j in range(rows.shape[0]):
         out[j] = states[rows[j]]
         S.hide_private(out[j], out[j, S.CURRENT])
@@ -33,12 +31,11 @@ def _observe_rows(states, players, obs, masks, buf) -> None:
 def random_rows(states, rows, rng, out, buf) -> None:
     """A uniformly random legal action of the player to move in each listed row.
 
-    states: int64 (N, STATE_SIZE), read only; rows: int64 (M,); rng: int64 (N,) each row's splitmix64
+    states: int32 (N, STATE_SIZE), read only; rows: int64 (M,); rng: int64 (N,) each row's splitmix64
     generator (`state.random_below`), advanced here (`rules.random_action`, the engine's random player);
     out: int64 (M,) the actions (-1 where the game is over, the only position without a legal action);
     buf: int64 (NUM_ACTIONS,) scratch.
     """
-    grids = np.empty(NUM_CLASSES, dtype=np.int64)
     for j in range(rows.shape[0]):
         r = rows[j]
-        out[j] = -1 if states[r, S.GAME_OVER] else rules.random_action(states[r], rng, r, buf, grids)
+        out[j] = -1 if states[r, S.GAME_OVER] else rules.random_action(states[r], rng, r, buf)

@@ -273,7 +273,7 @@ class NTupleEvaluator(Evaluator):
         worlds = np.repeat(s[None], W, axis=0)
         cards = int(s[S.DECK_COUNT])
         for j in range(W):
-            worlds[j, S.RNG] = int(ctx.rng.integers(1, 2**62))
+            S.set_rng(worlds[j], int(ctx.rng.integers(1, 2**62)))
             deck = S.field(worlds[j], "deck")
             deck[:cards] = ctx.rng.permutation(deck[:cards])
         roots = np.tile(worlds, (C, 1))
