@@ -121,11 +121,13 @@ def test_features_hide_what_the_mover_cannot_see():
     for seed in (1, 2, 3):
         c = private_copy(view, seed)
         assert not np.array_equal(c.state, g.state)
+        # kernels get writable copies, as the agents pass them: a read-only view is another numba type, and would
+        # compile the whole planner a second time (about a minute on a cold cache)
         plans = np.zeros((K, MAX_PLAN), np.int64)
         lens = np.zeros(K, np.int64)
         vals = np.zeros(K)
         feats = np.zeros((K, NUM_FEATURES), np.float32)
-        n = candidate_features(c.state, DEFAULT_WEIGHTS, 16, False, plans, lens, vals, feats)
+        n = candidate_features(c.state.copy(), DEFAULT_WEIGHTS, 16, False, plans, lens, vals, feats)
         out.append((plans[:n].copy(), feats[:n].copy()))
     for plans, feats in out[1:]:
         assert np.array_equal(plans, out[0][0]) and np.array_equal(feats, out[0][1])
@@ -176,7 +178,7 @@ def test_afterstate_is_the_position_before_end():
     plans = np.zeros((K, MAX_PLAN), np.int64)
     lens = np.zeros(K, np.int64)
     feats = np.zeros((K, NUM_FEATURES), np.float32)
-    n = candidate_features(g.state, DEFAULT_WEIGHTS, 8, False, plans, lens, np.zeros(K), feats)
+    n = candidate_features(g.state.copy(), DEFAULT_WEIGHTS, 8, False, plans, lens, np.zeros(K), feats)
     assert n > 1
     for k in range(n):
         c = g.clone()
@@ -185,7 +187,7 @@ def test_afterstate_is_the_position_before_end():
         for a in plan[:-1]:
             c.step(a)
         f = np.zeros(NUM_FEATURES, np.float32)
-        afterstate_features(c.state, g.current_player, f)
+        afterstate_features(c.state.copy(), g.current_player, f)
         assert np.array_equal(f, feats[k])
         t = g.state.copy()
         plan_afterstate(t, plans[k], lens[k])
