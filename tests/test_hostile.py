@@ -496,10 +496,10 @@ def test_reachable_states_are_valid():
     for n, side, spirits in ((1, "B", True), (2, "A", True), (3, "B", False), (4, "A", True)):
         g = Game(n, side, spirits, seed=int(rng.integers(1000)))
         while not g.is_over:
-            check_state(g.state)
+            check_state(g.state.copy())  # writable, as Game.from_state passes it (no read-only compile)
             la = g.legal_actions()
             g.step(la[int(rng.integers(len(la)))])
-        check_state(g.state)
+        check_state(g.state.copy())
 
 
 # ---------------------------------------------------------------------------------------------------------
