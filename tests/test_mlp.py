@@ -606,22 +606,26 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
     """A run killed (SIGKILL) three times, resumed each time, ends with the same weights as one never killed; the
     model it writes is `agents.mlp`'s checkpoint, what `mlp:PATH` loads."""
-    ref = _train(tmp_path / "ref", 40)
-    assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
+    from experiments import train
+
+    light = ["--set", "eval.games=2"]  # evaluations of 2 games (at 0 and 30): the run's checkpoints are what counts
+    # the run never stopped, in this process (one interpreter start fewer); the killed one is a process of its own
+    assert train.main(["mlp", "--config", str(TINY), "--run", str(tmp_path / "ref"), "--seed", "5",
+                       "--set", "train.iterations=40", "--no-progress", *light]) == 0
     want = _weights(tmp_path / "ref")
     run = tmp_path / "killed"
     kills = 0
     # Each attempt is killed as soon as the checkpoint of an iteration >= `at` is on disk (every run gets there; the
     # kill then lands wherever the run is), with 10 of the 40 iterations still to go, so the run is surely going on.
     for at in (10, 20, 30):
-        p = _train(run, 40)
+        p = _train(run, 40, light)
         while not any(int(f.stem[5:]) >= at for f in (run / "checkpoints").glob("step_*.json")):
             assert p.poll() is None, p.stdout.read().decode()
             time.sleep(0.01)
         p.send_signal(signal.SIGKILL)
         p.wait()
         kills += 1
-    p = _train(run, 40)
+    p = _train(run, 40, light)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     assert kills == 3
     got = _weights(run)
