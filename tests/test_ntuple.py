@@ -130,7 +130,9 @@ def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
     seats = np.array([q % 2 for q in range(len(pos))], dtype=np.int64)  # seat 0 wins, seat 1 loses
     share = np.array([1.0, 0.0, 0.0, 0.0])
     wv = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
-    losses = [N.learn_win(wv, afters, seats, len(pos), share, 1.0, 0.1, 0.01) for _ in range(60)]
+    # coherence=None given, as the trainer gives it: left out, it is another numba signature (learn_game and
+    # learn_win compiled a second time)
+    losses = [N.learn_win(wv, afters, seats, len(pos), share, 1.0, 0.1, 0.01, None) for _ in range(60)]
     assert losses[-1] < 0.6 * losses[0] and losses[0] > 0.9 * len(pos) * np.log(2)
     prob = np.array([1.0 / (1.0 + np.exp(-reference_output(a, q, wv))) for a, q in zip(afters, seats)])
     assert prob[seats == 0].mean() > 0.6 and prob[seats == 1].mean() < 0.4  # boards share keys: on average
@@ -146,7 +148,7 @@ def test_expert_targets_replace_the_lambda_returns():
     targets = np.full(len(pos), 7.0)  # a search valued every afterstate at 7 points still to come
     w = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
     for _ in range(300):
-        N.learn_game(w, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.0, targets, 1.0)
+        N.learn_game(w, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.0, targets, 1.0, None)
     live = [j for j in range(len(pos)) if not N.no_turn_left(afters[j], seats[j])]
     assert len(live) > len(pos) // 2
     for j in live:  # the lambda-returns (final - total: far from 7) count for nothing
@@ -154,11 +156,11 @@ def test_expert_targets_replace_the_lambda_returns():
     targets[::2] = np.nan  # a target on some afterstates only: a different update from none at all
     w0 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
     w1 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
-    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 1.0)
-    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.0)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 1.0, None)
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.0, None)
     assert np.array_equal(w0, w1) and np.abs(w0).sum() > 0  # mix 0: the targets change nothing
-    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5)
-    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5)
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5, None)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5, None)
     assert not np.array_equal(w0, w1)
 
 
@@ -170,7 +172,7 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
     idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
     lin = np.empty(N.NUM_LINEAR, dtype=np.float64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
-    k = N.tuple_indices(s, p, idx, True)
+    k = N.tuple_indices(s, p, idx, True, False)  # market given, as the kernels give it (no second signature)
     N.linear_features(s, p, feats, lin)
     sel = np.unique(idx[:k])
     plain = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
@@ -202,7 +204,7 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
     none = np.full(len(pos), np.nan)
     c = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
     for _ in range(3):
-        N.learn_game(w0, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0)
+        N.learn_game(w0, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0, None)
         N.learn_game(w1, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0, c)
     assert not np.array_equal(w0, w1) and c[1].sum() > 0
     cw = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
@@ -244,15 +246,15 @@ def test_a_layout_3_network_learns_each_afterstate_in_its_own_stage_block():
     targets = np.random.default_rng(3).uniform(0, 40, len(pos))
     final = np.array([100, 90, 80, 70], dtype=np.int64)
     w3 = np.zeros(N.LAYOUT_WEIGHTS[3], np.float32)
-    N.learn_game(w3, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, targets, 1.0)
+    N.learn_game(w3, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, targets, 1.0, None)
     share = np.array([1.0, 0, 0, 0])
     win3 = np.zeros_like(w3)
-    N.learn_win(win3, afters, seats, len(pos), share, 0.5, 0.1, 0.01)
+    N.learn_win(win3, afters, seats, len(pos), share, 0.5, 0.1, 0.01, None)
     for b in range(N.STAGES):
         mine = np.flatnonzero(stage == b)
         w2 = np.zeros(N.LAYOUT_WEIGHTS[2], np.float32)
         N.learn_game(w2, afters[mine], seats[mine], np.zeros(len(mine)), len(mine), final, 0.5, 0.1, 0.01,
-                     targets[mine], 1.0)
+                     targets[mine], 1.0, None)
         block = w3[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS]
         assert np.array_equal(block, w2) and np.abs(w2).sum() > 0
         # the win head's returns bootstrap along each seat's afterstates: its blocks differ from a lone stage's,
