@@ -588,15 +588,26 @@ def test_config_errors():
         load_config(TINY, ["network.play={beam = 8, candidates = 4, nope = 1}"])
 
 
+def _train_args(run: Path, iterations: int, extra: list[str] | None = None) -> list[str]:
+    """`python -m experiments.train`'s arguments for `mlp` on the tiny config, seed 5, `iterations` iterations; with
+    --resume when the run folder holds a run (config.json)."""
+    return ["mlp", "--config", str(TINY), "--run", str(run), "--seed", "5", "--set", f"train.iterations={iterations}",
+            "--no-progress", *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+
+
 def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
-    """`python -m experiments.train mlp` on the tiny config, seed 5, `iterations` iterations; with --resume when the
-    run folder holds a run (config.json)."""
-    until = ["--set", f"train.iterations={iterations}"]
-    cmd = [sys.executable, "-m", "experiments.train", "mlp",
-           "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
-           *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+    """`python -m experiments.train mlp` (`_train_args`) as a process of its own, for a test that kills it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "experiments.train", *_train_args(run, iterations, extra)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _train_here(run: Path, iterations: int, extra: list[str] | None = None) -> int:
+    """The same command in this process (`experiments.train.cli`, what `python -m experiments.train` runs: a
+    refusal is one line on stderr and exit status 2); its exit status."""
+    from experiments import train
+
+    return train.cli(_train_args(run, iterations, extra))
 
 
 def _weights(run: Path) -> dict[str, np.ndarray]:
@@ -606,12 +617,9 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
     """A run killed (SIGKILL) three times, resumed each time, ends with the same weights as one never killed; the
     model it writes is `agents.mlp`'s checkpoint, what `mlp:PATH` loads."""
-    from experiments import train
-
     light = ["--set", "eval.games=2"]  # evaluations of 2 games (at 0 and 30): the run's checkpoints are what counts
     # the run never stopped, in this process (one interpreter start fewer); the killed one is a process of its own
-    assert train.main(["mlp", "--config", str(TINY), "--run", str(tmp_path / "ref"), "--seed", "5",
-                       "--set", "train.iterations=40", "--no-progress", *light]) == 0
+    assert _train_here(tmp_path / "ref", 40, light) == 0
     want = _weights(tmp_path / "ref")
     run = tmp_path / "killed"
     kills = 0
@@ -637,23 +645,23 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     assert isinstance(agent, MLPAgent) and np.array_equal(agent.net.biases[0], want["0.bias"])
 
 
-def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(tmp_path):
+def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(tmp_path, capsys):
     """A run folder of the MLP's own trainer (issue 45 retired it: its checkpoints were .pt files) cannot go on; the
     error says so in one line (its model still plays)."""
-    p = _train(tmp_path, 10)
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path, 10) == 0
     for rec in (tmp_path / "checkpoints").glob("step_*.json"):
         doc = json.loads(rec.read_text())
         old = rec.with_name(doc["weights"])
         old.rename(old.with_suffix(".pt"))
         doc["weights"] = old.with_suffix(".pt").name
         rec.write_text(json.dumps(doc))
-    p = _train(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
-    out = p.stdout.read().decode()
-    assert p.wait(timeout=300) == 2 and "before the self-play framework" in out, out
+    capsys.readouterr()
+    code = _train_here(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "before the self-play framework" in err[0], err
 
 
-def test_a_run_can_start_from_a_saved_network(tmp_path):
+def test_a_run_can_start_from_a_saved_network(tmp_path, capsys):
     """train.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the
     model's JSON records the file's SHA-256, and a resumed run never reads it again."""
     (tmp_path / "a").mkdir()
@@ -672,14 +680,13 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     copy = tmp_path / "init.pt"
     copy.write_bytes(src.read_bytes())
     (tmp_path / "init.json").write_bytes(src.with_suffix(".json").read_bytes())
-    p = _train(tmp_path / "c", 10, ["--set", f'train.init="{copy}"'])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "c", 10, ["--set", f'train.init="{copy}"']) == 0
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
     copy.unlink()  # resuming takes the weights from the run's checkpoint, not from train.init
-    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"]) == 0
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["iteration"] == 20 and info["init_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
-    bad = _train(tmp_path / "d", 10, ["--set", f'train.init="{copy}"'])
-    assert bad.wait(timeout=300) == 2 and b"not found" in bad.stdout.read()
+    capsys.readouterr()
+    assert _train_here(tmp_path / "d", 10, ["--set", f'train.init="{copy}"']) == 2
+    assert "not found" in capsys.readouterr().err
