@@ -417,21 +417,32 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ the trainer
 
+def _train_args(run: Path, extra: list[str] | None = None) -> list[str]:
+    """`python -m experiments.train`'s arguments for `learned` on the tiny config, seed 5; with --resume when the run
+    folder holds a run (config.json)."""
+    return ["learned", "--config", str(TINY), "--run", str(run), "--seed", "5", "--no-progress",
+            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+
+
 def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
-    resume = ["--resume"] if (run / "config.json").exists() else []
-    cmd = [sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--run", str(run),
-           "--seed", "5", "--no-progress", *resume, *(extra or [])]
+    """`python -m experiments.train learned` (`_train_args`) as a process of its own, for a test that kills it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "experiments.train", *_train_args(run, extra)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _train_here(run: Path, extra: list[str] | None = None) -> int:
+    """The same command in this process (`experiments.train.cli`, what `python -m experiments.train` runs: a
+    refusal is one line on stderr and exit status 2); its exit status."""
+    from experiments import train
+
+    return train.cli(_train_args(run, extra))
 
 
 def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on_two_threads(tmp_path):
-    from experiments import train
-
     half = ["--set", "train.iterations=200"]  # the tiny config at half length: evaluations at 0, 100 and 200
     # the run never stopped, in this process (one interpreter start fewer); the killed one is a process of its own
-    assert train.main(["learned", "--config", str(TINY), "--run", str(tmp_path / "ref"), "--seed", "5",
-                       "--no-progress", *half]) == 0
+    assert _train_here(tmp_path / "ref", half) == 0
     rows = list(csv.DictReader(open(tmp_path / "ref" / "eval.csv")))
     losses = [float(r["loss"]) for r in rows if r["loss"]]
     assert len(losses) >= 2 and losses[-1] < losses[0], losses
@@ -520,9 +531,8 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
 
 def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):
     """`--set train.layout=4` trains the market tables (they move from zero) and `learned:PATH` plays the result."""
-    p = _train(tmp_path / "run", ["--set", "train.layout=4", "--set", "train.iterations=40", "--set", "eval.every=40",
-                                  "--set", "expert.share=0"])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "run", ["--set", "train.layout=4", "--set", "train.iterations=40",
+                                          "--set", "eval.every=40", "--set", "expert.share=0"]) == 0
     config, w = N.load_checkpoint(tmp_path / "run" / "model.npz")
     assert config["version"] == 4 and config["shapes"][-2:] == list(N.MARKET_SHAPES)
     assert w.shape == (N.LAYOUT_WEIGHTS[4],) and w[N.MARKET_FROM:].any()
@@ -531,20 +541,15 @@ def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):
     assert g.is_over and g.winners()
 
 
-def test_bad_settings_are_one_line_errors(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        f"train.init={tmp_path / 'none.npz'}", "--run", str(tmp_path / "run")], cwd=ROOT,
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.layout=5", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+def test_bad_settings_are_one_line_errors(tmp_path, capsys):
+    from experiments import train
+
+    run = tmp_path / "run"
+    for setting, words in (("train.lam=2", ["lam"]), (f"train.init={tmp_path / 'none.npz'}", ["init", "none.npz"]),
+                           ("train.layout=5", ["layout"])):
+        assert train.cli(["learned", "--config", str(TINY), "--set", setting, "--run", str(run)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and all(w in err[0] for w in words), err
 
 
 def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():
