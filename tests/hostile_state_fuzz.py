@@ -59,7 +59,7 @@ def play_out(g: Game, seed: int) -> None:
         k += 1
         assert k < 20000, "a validated state did not end"
     for p in range(g.num_players):
-        encode_observation(g.state, p, obs)
+        encode_observation(g.state.copy(), p, obs)  # writable, as the envs pass it (no read-only compile)
     g.scores()
     g.winners()
 

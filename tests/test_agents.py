@@ -119,7 +119,7 @@ def test_habitat_distance_matches_a_plain_reference_and_the_habitat_matcher():
             g.step(int(rng.choice(g.legal_actions())))
         side = seed % 2
         for p in range(2):
-            bb = g.state[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15]
+            bb = g.state[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15].copy()  # writable: no read-only compile
             cubes = int(g.state[S.CUBES + p])
             need_masks(bb, cubes, need)
             stacks = [STACKS[c] for c in g.field("stack")[p]]

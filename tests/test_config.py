@@ -164,7 +164,7 @@ def test_solo_batch_keeps_scores_and_observations_by_the_reading():
         if out.terminated[0]:
             break
         assert np.array_equal(b.states[0], g.state)
-        encode_observation(g.state, 0, fresh)
+        encode_observation(g.state.copy(), 0, fresh)  # writable, as the envs pass it (no read-only compile)
         assert np.array_equal(b.obs[0], fresh)
     check_final(g)
     assert out.final_scores[0, 0].tolist() == list(g.scores()[0].values())

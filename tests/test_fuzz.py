@@ -45,7 +45,7 @@ def _legal(state, rng: np.random.Generator) -> int:
 def _check(g: Game) -> None:
     """A valid position (check_state holds between random events: a pending chance node is half dealt)."""
     if not g.is_chance_node():
-        check_state(g.state)
+        check_state(g.state.copy())  # writable, as Game.from_state passes it (no read-only compile)
 
 
 def _openspiel_snapshot(state) -> tuple:

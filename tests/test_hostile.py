@@ -135,24 +135,33 @@ LEARNED_CLI_CASES = ("truncated", "empty", "pickle", "network-list", "deep-json"
 
 
 @pytest.mark.parametrize("case", LEARNED_CLI_CASES)
-def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(case, tmp_path):
+def test_refused_learned_checkpoints_are_one_line_and_exit_2_from_both_commands(case, tmp_path, capsys):
     """`harmonies tournament --agents mlp:PATH` and `python -m experiments.eval_mlp --checkpoint PATH` print
     one line naming the file and what is wrong, exit 2, no traceback (docs/safety.md), for each way a learned
-    checkpoint is refused: damaged, a pickle, a bad config, a wrong hash, weights that are not tensors."""
+    checkpoint is refused: damaged, a pickle, a bad config, a wrong hash, weights that are not tensors. Each case runs
+    both commands' `main` in this process; the pickle also runs them as processes of their own, as a user does."""
     pytest.importorskip("torch", reason="needs the train extra: pip install -e \".[train]\"")
     from bad_checkpoints import bad_checkpoint
 
+    from experiments import eval_mlp
+    from harmonies_apps import cli
+
     path, match = bad_checkpoint(case, tmp_path)
-    commands = {"harmonies tournament: ": ["harmonies_apps.cli", "tournament", "--agents", f"mlp:{path}",
-                                           "greedy", "--games", "1", "--quiet"],
-                "eval_mlp: ": ["experiments.eval_mlp", "--checkpoint", str(path), "--games", "2",
-                                   "--no-progress"]}
-    for prefix, argv in commands.items():
-        p = subprocess.run([sys.executable, "-m", *argv], capture_output=True, text=True, env=_env(), cwd=tmp_path,
-                           timeout=300)
-        lines = p.stderr.strip().splitlines()
-        assert p.returncode == 2 and "Traceback" not in p.stderr and len(lines) == 1, (argv, p.stderr)
-        assert lines[0].startswith(prefix) and str(path.parent) in lines[0] and re.search(match, lines[0]), lines[0]
+    commands = {"harmonies tournament: ": (cli.main, "harmonies_apps.cli",
+                                           ["tournament", "--agents", f"mlp:{path}", "greedy", "--games", "1",
+                                            "--quiet"]),
+                "eval_mlp: ": (eval_mlp.main, "experiments.eval_mlp",
+                               ["--checkpoint", str(path), "--games", "2", "--no-progress"])}
+    for prefix, (main, module, argv) in commands.items():
+        runs = [(main(argv), capsys.readouterr().err)]
+        if case == "pickle":
+            p = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, env=_env(),
+                               cwd=tmp_path, timeout=300)
+            runs.append((p.returncode, p.stderr))
+        for code, err in runs:
+            lines = err.strip().splitlines()
+            assert code == 2 and "Traceback" not in err and len(lines) == 1, (argv, err)
+            assert lines[0].startswith(prefix) and str(path.parent) in lines[0] and re.search(match, lines[0]), lines[0]
 
 
 def test_damaged_or_crafted_ppo_files_are_one_line_refusals(tiny_zip, tmp_path):
@@ -498,10 +507,10 @@ def test_reachable_states_are_valid():
     for n, side, spirits in ((1, "B", True), (2, "A", True), (3, "B", False), (4, "A", True)):
         g = Game(n, side, spirits, seed=int(rng.integers(1000)))
         while not g.is_over:
-            check_state(g.state)
+            check_state(g.state.copy())  # writable, as Game.from_state passes it (no read-only compile)
             la = g.legal_actions()
             g.step(la[int(rng.integers(len(la)))])
-        check_state(g.state)
+        check_state(g.state.copy())
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -122,11 +122,13 @@ def test_features_hide_what_the_mover_cannot_see():
     for seed in (1, 2, 3):
         c = private_copy(view, seed)
         assert not np.array_equal(c.state, g.state)
+        # kernels get writable copies, as the agents pass them: a read-only view is another numba type, and would
+        # compile the whole planner a second time (about a minute on a cold cache)
         plans = np.zeros((K, MAX_PLAN), np.int64)
         lens = np.zeros(K, np.int64)
         vals = np.zeros(K)
         feats = np.zeros((K, NUM_FEATURES), np.float32)
-        n = candidate_features(c.state, DEFAULT_WEIGHTS, 16, False, plans, lens, vals, feats)
+        n = candidate_features(c.state.copy(), DEFAULT_WEIGHTS, 16, False, plans, lens, vals, feats)
         out.append((plans[:n].copy(), feats[:n].copy()))
     for plans, feats in out[1:]:
         assert np.array_equal(plans, out[0][0]) and np.array_equal(feats, out[0][1])
@@ -167,7 +169,7 @@ def test_afterstate_is_the_position_before_end():
     plans = np.zeros((K, MAX_PLAN), np.int64)
     lens = np.zeros(K, np.int64)
     feats = np.zeros((K, NUM_FEATURES), np.float32)
-    n = candidate_features(g.state, DEFAULT_WEIGHTS, 8, False, plans, lens, np.zeros(K), feats)
+    n = candidate_features(g.state.copy(), DEFAULT_WEIGHTS, 8, False, plans, lens, np.zeros(K), feats)
     assert n > 1
     for k in range(n):
         c = g.clone()
@@ -176,7 +178,7 @@ def test_afterstate_is_the_position_before_end():
         for a in plan[:-1]:
             c.step(a)
         f = np.zeros(NUM_FEATURES, np.float32)
-        afterstate_features(c.state, g.current_player, f)
+        afterstate_features(c.state.copy(), g.current_player, f)
         assert np.array_equal(f, feats[k])
         t = g.state.copy()
         plan_afterstate(t, plans[k], lens[k])
@@ -577,15 +579,26 @@ def test_config_errors():
         load_config(TINY, ["network.play={beam = 8, candidates = 4, nope = 1}"])
 
 
+def _train_args(run: Path, iterations: int, extra: list[str] | None = None) -> list[str]:
+    """`python -m experiments.train`'s arguments for `mlp` on the tiny config, seed 5, `iterations` iterations; with
+    --resume when the run folder holds a run (config.json)."""
+    return ["mlp", "--config", str(TINY), "--run", str(run), "--seed", "5", "--set", f"train.iterations={iterations}",
+            "--no-progress", *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+
+
 def _train(run: Path, iterations: int, extra: list[str] | None = None) -> subprocess.Popen:
-    """`python -m experiments.train mlp` on the tiny config, seed 5, `iterations` iterations; with --resume when the
-    run folder holds a run (config.json)."""
-    until = ["--set", f"train.iterations={iterations}"]
-    cmd = [sys.executable, "-m", "experiments.train", "mlp",
-           "--config", str(TINY), "--run", str(run), "--seed", "5", *until, "--no-progress",
-           *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+    """`python -m experiments.train mlp` (`_train_args`) as a process of its own, for a test that kills it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "experiments.train", *_train_args(run, iterations, extra)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _train_here(run: Path, iterations: int, extra: list[str] | None = None) -> int:
+    """The same command in this process (`experiments.train.cli`, what `python -m experiments.train` runs: a
+    refusal is one line on stderr and exit status 2); its exit status."""
+    from experiments import train
+
+    return train.cli(_train_args(run, iterations, extra))
 
 
 def _weights(run: Path) -> dict[str, np.ndarray]:
@@ -595,22 +608,23 @@ def _weights(run: Path) -> dict[str, np.ndarray]:
 def test_resume_after_sigkill_is_bit_identical(tmp_path):
     """A run killed (SIGKILL) three times, resumed each time, ends with the same weights as one never killed; the
     model it writes is `agents.mlp`'s checkpoint, what `mlp:PATH` loads."""
-    ref = _train(tmp_path / "ref", 40)
-    assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
+    light = ["--set", "eval.games=2"]  # evaluations of 2 games (at 0 and 30): the run's checkpoints are what counts
+    # the run never stopped, in this process (one interpreter start fewer); the killed one is a process of its own
+    assert _train_here(tmp_path / "ref", 40, light) == 0
     want = _weights(tmp_path / "ref")
     run = tmp_path / "killed"
     kills = 0
     # Each attempt is killed as soon as the checkpoint of an iteration >= `at` is on disk (every run gets there; the
     # kill then lands wherever the run is), with 10 of the 40 iterations still to go, so the run is surely going on.
     for at in (10, 20, 30):
-        p = _train(run, 40)
+        p = _train(run, 40, light)
         while not any(int(f.stem[5:]) >= at for f in (run / "checkpoints").glob("step_*.json")):
             assert p.poll() is None, p.stdout.read().decode()
             time.sleep(0.01)
         p.send_signal(signal.SIGKILL)
         p.wait()
         kills += 1
-    p = _train(run, 40)
+    p = _train(run, 40, light)
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     assert kills == 3
     got = _weights(run)
@@ -622,23 +636,23 @@ def test_resume_after_sigkill_is_bit_identical(tmp_path):
     assert isinstance(agent, MLPAgent) and np.array_equal(agent.net.biases[0], want["0.bias"])
 
 
-def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(tmp_path):
+def test_a_checkpoint_of_the_trainer_before_the_framework_is_refused_on_resume(tmp_path, capsys):
     """A run folder of the MLP's own trainer (issue 45 retired it: its checkpoints were .pt files) cannot go on; the
     error says so in one line (its model still plays)."""
-    p = _train(tmp_path, 10)
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path, 10) == 0
     for rec in (tmp_path / "checkpoints").glob("step_*.json"):
         doc = json.loads(rec.read_text())
         old = rec.with_name(doc["weights"])
         old.rename(old.with_suffix(".pt"))
         doc["weights"] = old.with_suffix(".pt").name
         rec.write_text(json.dumps(doc))
-    p = _train(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
-    out = p.stdout.read().decode()
-    assert p.wait(timeout=300) == 2 and "before the self-play framework" in out, out
+    capsys.readouterr()
+    code = _train_here(tmp_path, 20, ["--set", "train.schedule=10"])  # longer, its schedule kept: what --resume allows
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "before the self-play framework" in err[0], err
 
 
-def test_a_run_can_start_from_a_saved_network(tmp_path):
+def test_a_run_can_start_from_a_saved_network(tmp_path, capsys):
     """train.init: the network starts from a checkpoint's weights (same architecture, else a clear error), the
     model's JSON records the file's SHA-256, and a resumed run never reads it again."""
     (tmp_path / "a").mkdir()
@@ -657,14 +671,13 @@ def test_a_run_can_start_from_a_saved_network(tmp_path):
     copy = tmp_path / "init.pt"
     copy.write_bytes(src.read_bytes())
     (tmp_path / "init.json").write_bytes(src.with_suffix(".json").read_bytes())
-    p = _train(tmp_path / "c", 10, ["--set", f'train.init="{copy}"'])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "c", 10, ["--set", f'train.init="{copy}"']) == 0
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["init_sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest()
     copy.unlink()  # resuming takes the weights from the run's checkpoint, not from train.init
-    p = _train(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "c", 20, ["--set", f'train.init="{copy}"', "--set", "train.schedule=10"]) == 0
     info = json.loads((tmp_path / "c" / "model.json").read_text())["training"]
     assert info["iteration"] == 20 and info["init_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
-    bad = _train(tmp_path / "d", 10, ["--set", f'train.init="{copy}"'])
-    assert bad.wait(timeout=300) == 2 and b"not found" in bad.stdout.read()
+    capsys.readouterr()
+    assert _train_here(tmp_path / "d", 10, ["--set", f'train.init="{copy}"']) == 2
+    assert "not found" in capsys.readouterr().err

@@ -131,7 +131,9 @@ def test_the_win_head_agrees_with_the_reference_and_learns_the_winner():
     seats = np.array([q % 2 for q in range(len(pos))], dtype=np.int64)  # seat 0 wins, seat 1 loses
     share = np.array([1.0, 0.0, 0.0, 0.0])
     wv = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
-    losses = [N.learn_win(wv, afters, seats, len(pos), share, 1.0, 0.1, 0.01) for _ in range(60)]
+    # coherence=None given, as the trainer gives it: left out, it is another numba signature (learn_game and
+    # learn_win compiled a second time)
+    losses = [N.learn_win(wv, afters, seats, len(pos), share, 1.0, 0.1, 0.01, None) for _ in range(60)]
     assert losses[-1] < 0.6 * losses[0] and losses[0] > 0.9 * len(pos) * np.log(2)
     prob = np.array([1.0 / (1.0 + np.exp(-reference_output(a, q, wv))) for a, q in zip(afters, seats)])
     assert prob[seats == 0].mean() > 0.6 and prob[seats == 1].mean() < 0.4  # boards share keys: on average
@@ -147,7 +149,7 @@ def test_expert_targets_replace_the_lambda_returns():
     targets = np.full(len(pos), 7.0)  # a search valued every afterstate at 7 points still to come
     w = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
     for _ in range(300):
-        N.learn_game(w, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.0, targets, 1.0)
+        N.learn_game(w, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.0, targets, 1.0, None)
     live = [j for j in range(len(pos)) if not N.no_turn_left(afters[j], seats[j])]
     assert len(live) > len(pos) // 2
     for j in live:  # the lambda-returns (final - total: far from 7) count for nothing
@@ -155,11 +157,11 @@ def test_expert_targets_replace_the_lambda_returns():
     targets[::2] = np.nan  # a target on some afterstates only: a different update from none at all
     w0 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
     w1 = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
-    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 1.0)
-    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.0)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 1.0, None)
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.0, None)
     assert np.array_equal(w0, w1) and np.abs(w0).sum() > 0  # mix 0: the targets change nothing
-    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5)
-    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5)
+    N.learn_game(w1, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, targets, 0.5, None)
+    N.learn_game(w0, afters, seats, preds, len(pos), final, 0.5, 0.1, 0.01, np.full(len(pos), np.nan), 0.5, None)
     assert not np.array_equal(w0, w1)
 
 
@@ -171,7 +173,7 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
     idx = np.empty(N.MAX_ACTIVE, dtype=np.int64)
     lin = np.empty(N.NUM_LINEAR, dtype=np.float64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)
-    k = N.tuple_indices(s, p, idx, True)
+    k = N.tuple_indices(s, p, idx, True, False)  # market given, as the kernels give it (no second signature)
     N.linear_features(s, p, feats, lin)
     sel = np.unique(idx[:k])
     plain = np.zeros(N.NUM_WEIGHTS, dtype=np.float32)
@@ -203,7 +205,7 @@ def test_temporal_coherence_slows_the_weights_that_only_oscillate():
     none = np.full(len(pos), np.nan)
     c = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
     for _ in range(3):
-        N.learn_game(w0, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0)
+        N.learn_game(w0, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0, None)
         N.learn_game(w1, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, none, 1.0, c)
     assert not np.array_equal(w0, w1) and c[1].sum() > 0
     cw = np.zeros((2, N.NUM_WEIGHTS), dtype=np.float32)
@@ -245,15 +247,15 @@ def test_a_layout_3_network_learns_each_afterstate_in_its_own_stage_block():
     targets = np.random.default_rng(3).uniform(0, 40, len(pos))
     final = np.array([100, 90, 80, 70], dtype=np.int64)
     w3 = np.zeros(N.LAYOUT_WEIGHTS[3], np.float32)
-    N.learn_game(w3, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, targets, 1.0)
+    N.learn_game(w3, afters, seats, np.zeros(len(pos)), len(pos), final, 0.5, 0.1, 0.01, targets, 1.0, None)
     share = np.array([1.0, 0, 0, 0])
     win3 = np.zeros_like(w3)
-    N.learn_win(win3, afters, seats, len(pos), share, 0.5, 0.1, 0.01)
+    N.learn_win(win3, afters, seats, len(pos), share, 0.5, 0.1, 0.01, None)
     for b in range(N.STAGES):
         mine = np.flatnonzero(stage == b)
         w2 = np.zeros(N.LAYOUT_WEIGHTS[2], np.float32)
         N.learn_game(w2, afters[mine], seats[mine], np.zeros(len(mine)), len(mine), final, 0.5, 0.1, 0.01,
-                     targets[mine], 1.0)
+                     targets[mine], 1.0, None)
         block = w3[b * N.STAGE_WEIGHTS: (b + 1) * N.STAGE_WEIGHTS]
         assert np.array_equal(block, w2) and np.abs(w2).sum() > 0
         # the win head's returns bootstrap along each seat's afterstates: its blocks differ from a lone stage's,
@@ -403,17 +405,32 @@ def test_the_shipped_checkpoint_loads_weights_only_and_beats_random(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ the trainer
 
+def _train_args(run: Path, extra: list[str] | None = None) -> list[str]:
+    """`python -m experiments.train`'s arguments for `learned` on the tiny config, seed 5; with --resume when the run
+    folder holds a run (config.json)."""
+    return ["learned", "--config", str(TINY), "--run", str(run), "--seed", "5", "--no-progress",
+            *(["--resume"] if (run / "config.json").exists() else []), *(extra or [])]
+
+
 def _train(run: Path, extra: list[str] | None = None) -> subprocess.Popen:
-    resume = ["--resume"] if (run / "config.json").exists() else []
-    cmd = [sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--run", str(run),
-           "--seed", "5", "--no-progress", *resume, *(extra or [])]
+    """`python -m experiments.train learned` (`_train_args`) as a process of its own, for a test that kills it."""
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return subprocess.Popen([sys.executable, "-m", "experiments.train", *_train_args(run, extra)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def _train_here(run: Path, extra: list[str] | None = None) -> int:
+    """The same command in this process (`experiments.train.cli`, what `python -m experiments.train` runs: a
+    refusal is one line on stderr and exit status 2); its exit status."""
+    from experiments import train
+
+    return train.cli(_train_args(run, extra))
 
 
 def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on_two_threads(tmp_path):
-    ref = _train(tmp_path / "ref")
-    assert ref.wait(timeout=300) == 0, ref.stdout.read().decode()
+    half = ["--set", "train.iterations=200"]  # the tiny config at half length: evaluations at 0, 100 and 200
+    # the run never stopped, in this process (one interpreter start fewer); the killed one is a process of its own
+    assert _train_here(tmp_path / "ref", half) == 0
     rows = list(csv.DictReader(open(tmp_path / "ref" / "eval.csv")))
     losses = [float(r["loss"]) for r in rows if r["loss"]]
     assert len(losses) >= 2 and losses[-1] < losses[0], losses
@@ -423,21 +440,21 @@ def test_a_tiny_run_lowers_its_loss_and_resumes_bit_identically_after_sigkill_on
     kills = 0
     # Each attempt is killed as soon as the checkpoint of an iteration >= `at` is on disk (a point every run reaches;
     # the kill then lands wherever the run is: mid-turn, mid-evaluation, mid-checkpoint or mid-export), with at
-    # least 50 of the 400 iterations still to play, so the run is surely still going.
-    for at in (100, 200, 350):
-        p = _train(run, ["--set", "selfplay.threads=2"])
+    # least 50 of the 200 iterations still to play, so the run is surely still going.
+    for at in (50, 100, 150):
+        p = _train(run, [*half, "--set", "selfplay.threads=2"])
         while not any(int(f.stem[5:]) >= at for f in (run / "checkpoints").glob("step_*.json")):
             assert p.poll() is None, p.stdout.read().decode()
             time.sleep(0.01)
         p.send_signal(signal.SIGKILL)
         p.wait()
         kills += 1
-    p = _train(run, ["--set", "selfplay.threads=2"])
+    p = _train(run, [*half, "--set", "selfplay.threads=2"])
     assert p.wait(timeout=300) == 0, p.stdout.read().decode()
     assert kills == 3
     got = N.load_checkpoint(run / "model.npz")[1]
     assert np.array_equal(got, want)
-    assert json.loads((run / "summary.json").read_text())["iteration"] == 400
+    assert json.loads((run / "summary.json").read_text())["iteration"] == 200
 
 
 def test_a_run_with_temporal_coherence_resumes_exactly_and_learns_otherwise(tmp_path):
@@ -502,9 +519,8 @@ def test_a_layout_1_network_starts_a_layout_2_run_with_its_card_tables_at_zero(t
 
 def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):
     """`--set train.layout=4` trains the market tables (they move from zero) and `learned:PATH` plays the result."""
-    p = _train(tmp_path / "run", ["--set", "train.layout=4", "--set", "train.iterations=40", "--set", "eval.every=40",
-                                  "--set", "expert.share=0"])
-    assert p.wait(timeout=300) == 0, p.stdout.read().decode()
+    assert _train_here(tmp_path / "run", ["--set", "train.layout=4", "--set", "train.iterations=40",
+                                          "--set", "eval.every=40", "--set", "expert.share=0"]) == 0
     config, w = N.load_checkpoint(tmp_path / "run" / "model.npz")
     assert config["version"] == 4 and config["shapes"][-2:] == list(N.MARKET_SHAPES)
     assert w.shape == (N.LAYOUT_WEIGHTS[4],) and w[N.MARKET_FROM:].any()
@@ -513,20 +529,15 @@ def test_a_tiny_layout_4_run_saves_a_network_that_learned_plays(tmp_path):
     assert g.is_over and g.winners()
 
 
-def test_bad_settings_are_one_line_errors(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.lam=2", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "lam" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        f"train.init={tmp_path / 'none.npz'}", "--run", str(tmp_path / "run")], cwd=ROOT,
-                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "init" in p.stderr and "none.npz" in p.stderr, p.stderr
-    assert len(p.stderr.strip().splitlines()) == 1, p.stderr
-    p = subprocess.run([sys.executable, "-m", "experiments.train", "learned", "--config", str(TINY), "--set",
-                        "train.layout=5", "--run", str(tmp_path / "run")], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert p.returncode == 2 and "layout" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+def test_bad_settings_are_one_line_errors(tmp_path, capsys):
+    from experiments import train
+
+    run = tmp_path / "run"
+    for setting, words in (("train.lam=2", ["lam"]), (f"train.init={tmp_path / 'none.npz'}", ["init", "none.npz"]),
+                           ("train.layout=5", ["layout"])):
+        assert train.cli(["learned", "--config", str(TINY), "--set", setting, "--run", str(run)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and all(w in err[0] for w in words), err
 
 
 def test_act_batch_plays_the_moves_act_plays_one_view_at_a_time():

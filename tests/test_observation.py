@@ -171,7 +171,7 @@ def test_observation_stays_in_bounds_over_whole_games(n, side, spirits):
     out = np.empty(OBS_SIZE, dtype=np.float32)
     while True:
         for p in range(n):
-            encode_observation(g.state, p, out)
+            encode_observation(g.state.copy(), p, out)  # writable, as the envs pass it (no read-only compile)
             assert np.isfinite(out).all()
             assert (out >= OBS_LOW).all() and (out <= OBS_HIGH).all()
         if g.is_over:

@@ -313,7 +313,7 @@ def test_pouch_runs_out_after_exactly_35_refills_then_triggers(num_players: int)
         play_turn(g)
         assert not g.is_over and g.field("end_trigger") == 0
         assert g.field("pouch").sum() == 105 - 3 * (t + 1)
-        assert rules.token_total(g.state) == 120
+        assert rules.token_total(g.state.copy()) == 120
     assert g.field("pouch").sum() == 0 and (g.field("central") >= 0).sum() == 15
     clear_board(g, g.current_player)
     play_turn(g)  # the 36th turn's refill cannot be done
@@ -372,7 +372,7 @@ def test_solo_setup_leftovers_13_turns_and_replace_card() -> None:
     clear_board(g, 0)
     play_turn(g)
     assert g.turn == 13 and g.is_over and g.field("end_trigger") == 1
-    assert rules.token_total(g.state) == 120
+    assert rules.token_total(g.state.copy()) == 120
 
 
 def test_solo_replace_refused_in_multiplayer() -> None:

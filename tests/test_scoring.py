@@ -350,7 +350,7 @@ def scored_boards(draw, side):
     return board, held
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(scored_boards("A"))
 def test_kernel_matches_reference_side_a(bh):
     board, held = bh
@@ -358,7 +358,7 @@ def test_kernel_matches_reference_side_a(bh):
     assert score_board("A", board, held, river_loops="bga") == ref.score("A", board, held, "bga")
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.sets(st.sampled_from(ref.BOARD_CELLS["A"]), min_size=5), st.sampled_from(("rulebook", "bga")))
 def test_kernel_matches_reference_on_blue_boards(blue, river_loops):
     """Boards of blue tokens only, often dense enough to close loops around one or more cells."""
@@ -366,7 +366,7 @@ def test_kernel_matches_reference_on_blue_boards(blue, river_loops):
     assert score_board("A", board, river_loops=river_loops) == ref.score("A", board, (), river_loops)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(scored_boards("B"))
 def test_kernel_matches_reference_side_b(bh):
     board, held = bh

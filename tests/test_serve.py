@@ -558,10 +558,10 @@ def test_host_and_origin_must_be_the_servers_own():
 
 def test_a_real_server_closes_idle_and_slow_sockets_and_times_out_slow_bodies(monkeypatch):
     pytest.importorskip("uvicorn", reason='the play server needs the web extra: pip install -e ".[web]"')
-    from harmonies_apps import serve
     from harmonies_apps.browser import serve_in_thread
+    from harmonies_apps.serve import server
 
-    monkeypatch.setattr(serve, "HEAD_SECONDS", 0.5)
+    monkeypatch.setattr(server, "HEAD_SECONDS", 0.5)  # where serve_config's protocol reads it (not the package's name)
     app = create_app(["random"], bot_delay=0, body_seconds=0.5)
     with serve_in_thread(app) as url:
         hostport = url.removeprefix("http://")

@@ -76,7 +76,7 @@ def test_maskable_ppo_versus_random():
 
 def learner_obs(g: Game, seat: int) -> np.ndarray:
     out = np.empty(OBS_SIZE, dtype=np.float32)
-    encode_observation(g.state, seat, out)
+    encode_observation(g.state.copy(), seat, out)  # writable, as the envs pass it (no read-only compile)
     return out
 
 
