@@ -520,7 +520,10 @@ class BatchedGames(_Batch):
             reward = "dense" if np_ == 1 else "win"
         if illegal_reward is None:
             illegal_reward = -1.0 if np_ == 1 else -0.01
-        super().__init__(num_games, cfg, MODES[self.mode], -1 if seat is None else int(seat),
+        # seat None draws the learner's seat per episode in Versus; Solo has one seat, 0 (a -1 there reached the
+        # kernels as the observing seat and read the field before the Spirits dealt as its own)
+        seat_code = int(seat) if seat is not None else (-1 if np_ > 1 else 0)
+        super().__init__(num_games, cfg, MODES[self.mode], seat_code,
                          seed, reward, reward_scale, illegal_reward, max_steps, num_threads, record, obs_dtype)
 
     @property

@@ -267,6 +267,7 @@ def _fresh(states, players, obs, masks):
 
 def _check_fresh(b, where: str) -> None:
     n = b.num_games
+    assert ((b.players >= 0) & (b.players < b.num_players)).all(), f"{where}: a deciding seat is not a seat"
     obs = np.empty((n, OBS_SIZE), dtype=b.obs.dtype)
     masks = np.empty((n, NUM_ACTIONS), dtype=np.bool_)
     _fresh(b.states, np.ascontiguousarray(b.players), obs, masks)
