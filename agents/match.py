@@ -34,7 +34,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from harmonies_env import actions as A
-from harmonies_env import rules
+from harmonies_env import rules, stops
 from harmonies_env import state as S
 from harmonies_env.batch import init_batch, play_plans
 from harmonies_env.config import GameConfig, make_config
@@ -215,6 +215,7 @@ def play_match(policies: Sequence[Any], *, games: int | Sequence[int] | None = N
             rows = np.flatnonzero((states[:, S.GAME_OVER] == 0) & (slot == j))
             turn = states[rows, S.TURN]
             while rows.size:
+                stops.checkpoint()  # a stop swallowed where it landed (inside numba's compiler) is raised here
                 _turn_step(p, names[j], states, rows, threads, index, seeds, history, on_action)
                 going = (states[rows, S.GAME_OVER] == 0) & (states[rows, S.TURN] == turn)
                 rows, turn = rows[going], turn[going]

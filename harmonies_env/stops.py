@@ -16,7 +16,8 @@ import signal
 import threading
 from typing import Iterator
 
-__all__ = ["Stopped", "stop_on_signals", "held", "requested", "exit_status", "stop_message", "ignore_in_worker",
+__all__ = ["Stopped", "stop_on_signals", "held", "requested", "checkpoint", "exit_status", "stop_message",
+           "ignore_in_worker",
            "quiet_exit"]
 
 _NAMES = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM"}
@@ -31,14 +32,25 @@ class Stopped(KeyboardInterrupt):
         self.detail = detail
 
 
-_state = {"holding": 0, "pending": 0}
+_state = {"holding": 0, "pending": 0, "raised": 0}
 
 
 def _handler(signum: int, frame: object) -> None:
     if _state["holding"] and not _state["pending"]:
         _state["pending"] = signum
         return
+    _state["raised"] = signum  # (kept for `checkpoint`: code it lands in may swallow the exception)
     raise Stopped(signum)
+
+
+def checkpoint() -> None:
+    """Raise again a stop whose `Stopped` was swallowed where the signal landed (numba's compiler catches exceptions
+    raised inside it, so a SIGTERM during a compilation went unseen and a run played on to its end). Long loops call
+    it between steps; a no-op when no signal came. Only inside `stop_on_signals`, which clears it."""
+    signum = _state["raised"]
+    if signum:
+        _state["raised"] = 0
+        raise Stopped(signum)
 
 
 @contextlib.contextmanager
@@ -54,6 +66,7 @@ def stop_on_signals() -> Iterator[None]:
         for s, h in old.items():
             signal.signal(s, h)
         _state["pending"] = 0
+        _state["raised"] = 0
 
 
 @contextlib.contextmanager

@@ -380,3 +380,24 @@ def test_ctrl_c_while_importing_or_compiling_is_one_line_and_exit_130(tmp_path, 
     rc, lines = _interrupt_harmonies(tmp_path, when)
     assert rc == 130 and len(lines) == 1 and re.fullmatch(r"harmonies( demo)?: stopped by SIGINT \(Ctrl-C\)",
                                                             lines[0]), (rc, lines)
+
+
+def test_a_stop_swallowed_where_it_landed_is_raised_at_the_next_checkpoint():
+    """numba's compiler catches exceptions raised inside it, so a SIGTERM that lands in a compilation loses its
+    `Stopped`: the match loop's `stops.checkpoint` raises it again at the next turn (a solo run once played both of
+    its games to the end after one)."""
+    from agents.match import play_match
+    from harmonies_env import stops
+    from harmonies_env.config import GameConfig
+
+    with stops.stop_on_signals():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # (the handler runs at the next bytecode; this sleep is interrupted at once)
+        except stops.Stopped:
+            pass  # swallowed, as numba's compiler does
+        with pytest.raises(stops.Stopped) as e:
+            play_match(["random"], games=1, seed=0, config=GameConfig(1))
+        assert e.value.signum == signal.SIGTERM
+        stops.checkpoint()  # raised once: nothing pending now
+    stops.checkpoint()  # outside the block: nothing
