@@ -6,6 +6,7 @@ engine's habitat matcher against the placement-by-placement kernel kept as a tes
 
     python -m benchmarks.bench_engine [--games 20000] [--api-actions 200000] [--habitat-boards 100000]
     python -m benchmarks.bench_engine --against REV [--engine REV2] [--rounds 5] [--games 20000]
+    python -m benchmarks.bench_engine --c-source PATH/harminies.c [--against REV] [--rounds 5] [--games 20000]
 
 (or `harmonies bench ...`). `--against REV` is the guard of the engine's speed: it plays the same seeded random
 games (2p A, and 4p B beside it; `--cases` adds `rollout_batch` and `mcts:200it`) with this checkout's engine (or
@@ -14,6 +15,13 @@ a temp dir) with its own fresh numba cache, both pinned to one core, alternated 
 warm-up), and prints per case the ratio of games per thread-CPU-second and both engines' actions per game (equal:
 the same games). Run it on every change to `harmonies_env/` and to a numba kernel the agents use, and put the ratio
 in the commit message.
+
+`--c-source PATH` adds the Almsev C engine (github.com/Almsev/harmonies-ai, its `harminies.c`; nothing of it is in
+this repository) to the random cases: `benchmarks/c_engine_driver.c` is compiled against PATH with the C project's
+optimised flags (`cc -O3 -march=native -fstrict-aliasing`, $CC for another compiler) and plays whole random games
+(uniform over every legal action, as `random_games` does) in its own process on the same core, alternated with the
+others; each row gains its games per thread-CPU-second, actions per game, mean score and ours-to-C ratio. Its games
+are its own (another generator), so "same games" holds between our engines only.
 
 The two test-reference cases load `tests/reference.py` and `tests/habitat_reference.py` from the checkout this module
 is in (or from `./tests`); without them (an installed wheel has no tests/ folder) each says on stderr, in one line,
@@ -258,6 +266,54 @@ class EngineProcess:
         self.proc.wait()
 
 
+#: The C project's flags for its optimised native build (its CMakeLists.txt, `harminies_test_optimized`).
+C_FLAGS = ["-O3", "-march=native", "-fstrict-aliasing"]
+
+
+class CEngineProcess:
+    """The C engine's random games in its own process (`c_engine_driver.c` compiled against `source` in `tmp`), with
+    `EngineProcess`'s questions and answers for the random cases (board 0/1 is Side A/B)."""
+
+    def __init__(self, source: Path, tmp: Path) -> None:
+        if not source.is_file():
+            raise ValueError(f"--c-source {source}: no such file")
+        binary = tmp / "c-engine"
+        driver = Path(__file__).resolve().with_name("c_engine_driver.c")
+        cc = os.environ.get("CC", "cc")
+        built = subprocess.run([cc, *C_FLAGS, f'-DHARMINIES_SOURCE="{source.resolve()}"', str(driver), "-o",
+                                str(binary)], capture_output=True, text=True)
+        if built.returncode != 0:
+            last = (built.stderr.strip().splitlines() or ["no message"])[-1]
+            raise ValueError(f"--c-source {source}: {cc} could not build the C engine: {last}")
+        self.imported = f"C engine {source.resolve()} ({cc} {' '.join(C_FLAGS)})"
+        self.proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.pending: dict | None = None
+
+    def send(self, **ask) -> None:
+        if "core" in ask:
+            os.sched_setaffinity(self.proc.pid, {int(ask["core"])})
+            self.pending = {"pinned": ask["core"]}
+            return
+        if ask.get("kind", "random") != "random":
+            raise ValueError("the C engine plays the random cases only")
+        self.proc.stdin.write(f"{ask['players']} {ask['side']} {ask['seed']} {ask['games']}\n")
+        self.proc.stdin.flush()
+        self.pending = None
+
+    def read(self) -> dict:
+        if self.pending is not None:
+            answer, self.pending = self.pending, None
+            return answer
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the C engine's process ended (exit {self.proc.wait()})")
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
 
@@ -275,12 +331,13 @@ def against_games(kind: str, games: int, mcts_games: int) -> int:
     return {"random": games, "rollout": max(1, games // 10), "mcts": mcts_games}[kind]
 
 
-def bench_against(against: str, engine: str | None, cases: list[str], games: int, mcts_games: int, rounds: int,
-                  core: int, argv: list[str]) -> bool:
-    """The guard: this checkout's engine (or `engine`'s) against `against`'s on the same games; one JSON line per
-    case. Returns whether both engines played the same games (same actions, or same choices, each round)."""
+def bench_against(against: str | None, engine: str | None, cases: list[str], games: int, mcts_games: int,
+                  rounds: int, core: int, argv: list[str], c_source: Path | None = None) -> bool:
+    """The guard: this checkout's engine (or `engine`'s) against `against`'s on the same games, and/or against the C
+    engine built from `c_source` on the random cases; one JSON line per case. Returns whether our two engines played
+    the same games (same actions, or same choices, each round); True with no `against`."""
     root = Path(__file__).resolve().parents[1]
-    revs = {"against": resolve(root, against)}
+    revs = {} if against is None else {"against": resolve(root, against)}
     if engine is not None:
         revs["engine"] = resolve(root, engine)
     label = revs.get("engine") or (f"working tree of {git(root, 'rev-parse', 'HEAD')}"
@@ -288,54 +345,82 @@ def bench_against(against: str, engine: str | None, cases: list[str], games: int
                                       else ""))
     tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     trees: list[Path] = []
-    procs: dict[str, EngineProcess] = {}
+    procs: dict[str, EngineProcess | CEngineProcess] = {}
     try:
+        c_engine = None if c_source is None else CEngineProcess(c_source, tmp)
         roots = {"engine": root}
         for name, sha in revs.items():
             roots[name] = tmp / f"{name}-{sha[:10]}"
             git(root, "worktree", "add", "--detach", str(roots[name]), sha)
             trees.append(roots[name])
         for name in ("engine", "against"):
-            procs[name] = EngineProcess(roots[name], str(tmp / f"numba-cache-{name}"))
-        for case in cases:  # warm up: compile, both at once (not yet pinned)
+            if name in roots:
+                procs[name] = EngineProcess(roots[name], str(tmp / f"numba-cache-{name}"))
+        if c_engine is not None:
+            procs["c"] = c_engine
+
+        def asked(case: str, name: str) -> bool:
+            return name != "c" or AGAINST_CASES[case][0] == "random"
+
+        for case in cases:  # warm up: compile, all at once (not yet pinned)
             kind, players, side, spirits = AGAINST_CASES[case]
-            for p in procs.values():
-                p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=0,
-                       games=1 if kind == "mcts" else 50)
-            for p in procs.values():
-                p.read()
+            for name, p in procs.items():
+                if asked(case, name):
+                    p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=0,
+                           games=1 if kind == "mcts" else 50)
+            for name, p in procs.items():
+                if asked(case, name):
+                    p.read()
         for p in procs.values():
             p.send(core=core)
             p.read()
         same = True
         for case in cases:
             kind, players, side, spirits = AGAINST_CASES[case]
+            names = [name for name in procs if asked(case, name)]
+            if names == ["engine"]:
+                print(f"{prog()}: {case} skipped: the C engine plays the random cases only", file=sys.stderr)
+                continue
             n = against_games(kind, games, mcts_games)
             load = os.getloadavg()
-            cpu = {name: [] for name in procs}
-            actions = {name: [] for name in procs}
-            for _ in range(rounds + 1):  # A B A B ...; the first round warms both up and is not counted
-                for name, p in procs.items():
-                    p.send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits), seed=AGAINST_SEED,
-                           games=n)
-                    answer = p.read()
+            cpu: dict[str, list[float]] = {name: [] for name in names}
+            actions: dict[str, list[int]] = {name: [] for name in names}
+            score = 0
+            for _ in range(rounds + 1):  # A B C A B C ...; the first round warms all up and is not counted
+                for name in names:
+                    procs[name].send(kind=kind, players=players, side="AB".index(side), spirits=int(spirits),
+                                     seed=AGAINST_SEED, games=n)
+                    answer = procs[name].read()
                     cpu[name].append(answer["cpu_s"])
                     actions[name].append(answer["actions"])
+                    score = answer.get("score", score)
             cpu = {name: c[1:] for name, c in cpu.items()}
-            same_here = actions["engine"] == actions["against"]
-            same = same and same_here
             speed = {name: n * rounds / sum(c) for name, c in cpu.items()}
+            digits = 1 if kind == "mcts" else None
             row = dict(case=case, guard=True, kind=kind, players=players, side=side, spirits=spirits,
-                       games=n, rounds=rounds, engine=label, against=revs["against"],
-                       engine_games_per_cpu_s=round(speed["engine"], 1 if kind == "mcts" else None),
-                       against_games_per_cpu_s=round(speed["against"], 1 if kind == "mcts" else None),
-                       ratio=round(speed["engine"] / speed["against"], 3),
-                       round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])])
-            if kind == "mcts":
-                row.update(same_choices=same_here)
+                       games=n, rounds=rounds, engine=label, engine_games_per_cpu_s=round(speed["engine"], digits))
+            if "against" in names:
+                same_here = actions["engine"] == actions["against"]
+                same = same and same_here
+                row.update(against=revs["against"], against_games_per_cpu_s=round(speed["against"], digits),
+                           ratio=round(speed["engine"] / speed["against"], 3),
+                           round_ratios=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["against"])])
+                if kind == "mcts":
+                    row.update(same_choices=same_here)
+                else:
+                    row.update(engine_actions_per_game=round(actions["engine"][0] / n, 2),
+                               against_actions_per_game=round(actions["against"][0] / n, 2), same_games=same_here)
             else:
-                row.update(engine_actions_per_game=round(actions["engine"][0] / n, 2),
-                           against_actions_per_game=round(actions["against"][0] / n, 2), same_games=same_here)
+                row.update(engine_actions_per_game=round(actions["engine"][0] / n, 2))
+            row.update(engine_ns_per_action=round(sum(cpu["engine"]) * 1e9 / (actions["engine"][0] * rounds), 1)
+                       if kind == "random" else None)
+            if "c" in names:
+                row.update(c_engine=procs["c"].imported, c_games_per_cpu_s=round(speed["c"]),
+                           c_actions_per_game=round(actions["c"][0] / n, 2),
+                           c_mean_score=round(score / (n * players), 2),
+                           c_ns_per_action=round(sum(cpu["c"]) * 1e9 / (actions["c"][0] * rounds), 1),
+                           ratio_to_c=round(speed["engine"] / speed["c"], 3),
+                           round_ratios_to_c=[round(b / a, 3) for a, b in zip(cpu["engine"], cpu["c"])])
             emit(**row, core=core, load=[round(x, 2) for x in load],
                  load_after=[round(x, 2) for x in os.getloadavg()], command=" ".join([PROG, *argv]))
         return same
@@ -360,13 +445,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="boards on which the habitat matcher and its test reference are timed")
     ap.add_argument("--against", metavar="REV", help="only the guard: this engine against REV's on the same games")
     ap.add_argument("--engine", metavar="REV", help="with --against: REV's engine instead of this working tree's")
-    ap.add_argument("--rounds", type=int, default=5, help="with --against: timed rounds per engine and case")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="with --against or --c-source: timed rounds per engine and case")
     ap.add_argument("--cases", nargs="+", choices=list(AGAINST_CASES), default=["random_2pA", "random_4pB"],
-                    help="with --against: the cases (rollout_2pA plays a tenth of --games as rows)")
+                    help="with --against or --c-source: the cases (rollout_2pA plays a tenth of --games as rows)")
     ap.add_argument("--mcts-games", type=int, default=2,
                     help="with --against: games per round of mcts200it_2pA (seat 0 searches)")
     ap.add_argument("--core", type=int, default=max(os.sched_getaffinity(0)),
-                    help="with --against: the core both engines are pinned to")
+                    help="with --against or --c-source: the core every engine is pinned to")
+    ap.add_argument("--c-source", type=Path, metavar="PATH",
+                    help="the C engine's harminies.c: time it on the random cases beside ours (and REV's)")
     argv = sys.argv[1:] if argv is None else list(argv)
     a = ap.parse_args(argv)
     for option in ("games", "api_actions", "reference_games", "habitat_boards", "rounds", "mcts_games"):
@@ -379,9 +467,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.core not in os.sched_getaffinity(0):
         print(f"{ap.prog}: --core {a.core} is not a core this process may use", file=sys.stderr)
         return 2
-    if a.against is not None:
+    if a.against is not None or a.c_source is not None:
         try:
-            same = bench_against(a.against, a.engine, a.cases, a.games, a.mcts_games, a.rounds, a.core, argv)
+            same = bench_against(a.against, a.engine, a.cases, a.games, a.mcts_games, a.rounds, a.core, argv,
+                                 a.c_source)
         except ValueError as e:
             print(f"{ap.prog}: {e}", file=sys.stderr)
             return 2

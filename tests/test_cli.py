@@ -212,6 +212,53 @@ def test_bench_runs_with_its_options(capsys):
     assert cli.main(["bench", "--no-such-option"]) == 2
 
 
+#: A stand-in for the C engine's harminies.c with the names `c_engine_driver.c` uses: every game lasts 10 x players +
+#: board actions and each seat scores 3.
+TOY_C_ENGINE = """
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#define MAX_ACTIONS 4
+struct state { int left; } global_state;
+static uint32_t rng_seed(uint32_t x) { return x | 1u; }
+static uint32_t rng_range(uint32_t *s, uint32_t n) { *s = *s * 1103515245u + 12345u; return (*s >> 16) % n; }
+void wasm_init_game(uint32_t seed, int players, int board, int spirits) { global_state.left = 10 * players + board; }
+int get_actions(struct state *s, uint16_t *out, int opt) { out[0] = 1; out[1] = 2; return 2; }
+int do_action(struct state *s, uint16_t a) { return --s->left == 0; }
+int player_score(struct state *s, int p, uint8_t *c) { return 3; }
+int main(void) { return 0; }
+"""
+
+
+def test_bench_c_source_builds_the_driver_and_plays_the_games_asked(tmp_path, capsys):
+    import shutil  # noqa: PLC0415
+
+    bench_engine = importlib.import_module(cli.forwarded_module("bench"))
+    assert cli.main(["bench", "--c-source", str(tmp_path / "none.c")]) == 2
+    assert capsys.readouterr().err.strip().endswith(f"--c-source {tmp_path / 'none.c'}: no such file")
+    broken = tmp_path / "broken.c"
+    broken.write_text("this is not C\n")
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler here")
+    assert cli.main(["bench", "--c-source", str(broken)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "could not build the C engine" in err
+    toy = tmp_path / "harminies.c"
+    toy.write_text(TOY_C_ENGINE)
+    engine = bench_engine.CEngineProcess(toy, tmp_path)
+    try:
+        engine.send(kind="random", players=2, side=1, spirits=0, seed=7, games=4)
+        answer = engine.read()
+        assert (answer["games"], answer["actions"], answer["score"]) == (4, 4 * 21, 4 * 2 * 3)
+        assert answer["cpu_s"] >= 0
+        engine.send(core=min(os.sched_getaffinity(0)))
+        assert engine.read() == {"pinned": min(os.sched_getaffinity(0))}
+        with pytest.raises(ValueError, match="random cases only"):
+            engine.send(kind="mcts", players=2, side=0, spirits=0, seed=0, games=1)
+    finally:
+        engine.close()
+
+
 def fake_train(monkeypatch, main):
     name = cli.forwarded_module("train")  # experiments.train
     mod = types.ModuleType(name)

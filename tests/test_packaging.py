@@ -51,6 +51,7 @@ def test_the_wheel_installs_each_folder_under_its_own_name(wheel):
         for init in (ROOT / top).rglob("__init__.py"):
             assert init.relative_to(ROOT).as_posix() in names, init
     assert "experiments/train.py" in names and "benchmarks/bench_engine.py" in names
+    assert "benchmarks/c_engine_driver.c" in names  # `bench --c-source` compiles it
     assert "experiments/configs/solo_ppo.toml" in names and "harmonies_env/data/components.json" in names
     assert "agents/checkpoints/mlp.pt" in names and "agents/checkpoints/learned.npz" in names
     assert not any("_alias" in n for n in names)  # no import hook holds names together
