@@ -7,7 +7,9 @@ Axial convention (see the reference data): flat-top hexes in columns, q grows ri
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 from .data import BOARD_CELLS, SIDES
 
@@ -96,23 +98,42 @@ def cell_qr(side: str, i: int) -> tuple[int, int]:
 
 # ---- bit kernels -------------------------------------------------------------------------------------
 
-_DEBRUIJN = np.array([0, 1, 28, 2, 29, 14, 24, 3, 30, 22, 20, 15, 25, 17, 4, 8,
-                      31, 27, 13, 23, 21, 19, 16, 7, 26, 12, 18, 6, 11, 5, 10, 9], dtype=np.int64)
+@intrinsic
+def _ctpop(typingctx, x):
+    """LLVM's population count of an integer, as int64: one `popcnt` instruction where the CPU has it."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.ctpop(context.cast(builder, args[0], sig.args[0], types.int64))
+
+    return types.int64(x), codegen
+
+
+@intrinsic
+def _cttz(typingctx, x):
+    """LLVM's count of trailing zero bits of a non-zero integer, as int64 (`tzcnt` / `bsf`)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        value = context.cast(builder, args[0], sig.args[0], types.int64)
+        return builder.cttz(value, ir.Constant(ir.IntType(1), 1))
+
+    return types.int64(x), codegen
 
 
 @njit(cache=True, inline="always")
 def popcount(x: int) -> int:
-    """Number of set bits of a mask below 2**32."""
-    x = x - ((x >> 1) & 0x55555555)
-    x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
-    x = (x + (x >> 4)) & 0x0F0F0F0F
-    return ((x * 0x01010101) & 0xFFFFFFFF) >> 24
+    """Number of set bits of a mask below 2**32 (an LLVM intrinsic: the table-free bit trick cost ~12 operations)."""
+    return _ctpop(x)
 
 
 @njit(cache=True, inline="always")
 def lowest_cell(x: int) -> int:
-    """Index of the lowest set bit of a non-zero mask below 2**32."""
-    return _DEBRUIJN[(((x & -x) * 0x077CB531) & 0xFFFFFFFF) >> 27]
+    """Index of the lowest set bit of a non-zero mask below 2**32 (an LLVM intrinsic, where a de Bruijn table lookup
+    cost a multiply and a load)."""
+    return _cttz(x)
 
 
 @njit(cache=True)

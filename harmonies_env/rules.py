@@ -21,7 +21,7 @@ from .cards import (
 )
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
-from .stacks import ACCEPTS, HEIGHT, NUM_STACKS, STACK_AFTER
+from .stacks import ACCEPTED_BY, HEIGHT, STACK_AFTER
 
 #: Why an action was refused, by step()'s return code.
 ERRORS = (
@@ -58,11 +58,9 @@ def _bb(s, p: int):
 @njit(cache=True, forceinline=True)
 def token_cells(s, p: int, colour: int) -> int:
     """Mask of player p's cells that can take a token of `colour` now."""
-    acc = ACCEPTS[colour]
-    m = 0
-    for k in range(NUM_STACKS):
-        if (acc >> k) & 1:
-            m |= s[S.BITBOARD + 15 * p + k]
+    b = S.BITBOARD + 15 * p
+    m = (s[b + ACCEPTED_BY[colour, 0]] | s[b + ACCEPTED_BY[colour, 1]] | s[b + ACCEPTED_BY[colour, 2]]
+         | s[b + ACCEPTED_BY[colour, 3]])
     return m & ~s[S.CUBES + p]
 
 
@@ -350,8 +348,7 @@ def random_action(s, rng, i: int, buf) -> int:
     rng[i]: the player's int64 generator (`state.random_below`), advanced by one draw; buf: int64 (NUM_ACTIONS,)
     scratch.
     """
-    n = legal_actions(s, buf)
-    return buf[S.random_below(rng, i, n)]
+    return nth_legal(s, buf, S.random_below(rng, i, count_legal(s, buf)))
 
 
 @njit(cache=True)
@@ -364,9 +361,8 @@ def random_until(s, seat: int, rng, i: int, buf) -> int:
     (NUM_ACTIONS,) scratch. Returns the number of actions played.
     """
     steps = 0
-    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:  # random_action written out: as an inlined helper it
-        n = legal_actions(s, buf)                        # bound its arrays anew, an incref/decref pair each an action
-        step(s, buf[S.random_below(rng, i, n)])
+    while not s[S.GAME_OVER] and s[S.CURRENT] != seat:
+        step(s, nth_legal(s, buf, S.random_below(rng, i, count_legal(s, buf))))
         steps += 1
     return steps
 
@@ -404,13 +400,13 @@ def random_games(num_players: int, side: int, spirits: int, seed: int, games: in
 # indices and `write_mask` writes them into a bool mask, the whole mask or only some regions (the batched engine
 # rewrites only what an action can have changed). Both give the actions in the same ascending order.
 # ---------------------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _choosing_spirit(s, p: int) -> bool:
     """Whether player p must first keep one of the two dealt Spirit cards (its only legal actions)."""
     return s[S.SPIRITS] != 0 and s[S.SPIRIT_KEPT + p] < 0
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
@@ -421,7 +417,7 @@ def _space_bits(s) -> int:
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _card_bits(s, held: int) -> int:
     """Market slots whose card can be taken now (bit k), given the number of incomplete cards held."""
     m = 0
@@ -432,7 +428,7 @@ def _card_bits(s, held: int) -> int:
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _replace_bits(s) -> int:
     """Market slots whose card may be replaced at the end of the turn (bit k): solo only, no card taken, a
     draw pile to refill from."""
@@ -444,10 +440,62 @@ def _replace_bits(s) -> int:
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, forceinline=True)
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
     return s[S.TAKEN_SPACE] >= 0 and not placeable
+
+
+#: First action of each region of the action table, in the listing's order: 0 central spaces, 1-6 token colours,
+#: 7 market cards, 8-11 held card slots, 12 solo replacements (END_TURN follows them all). int64 (13,)
+REGION_BASE = np.array([A.TAKE_TOKENS] + [A.PLACE_TOKEN + MAX_CELLS * c for c in range(6)] + [A.TAKE_CARD]
+                       + [A.PLACE_CUBE + MAX_CELLS * h for h in range(S.MAX_SLOTS)] + [A.SOLO_REPLACE], dtype=np.int64)
+NUM_REGIONS = 13
+
+
+@njit(cache=True, forceinline=True)
+def _region_base(region: int) -> int:
+    """REGION_BASE[region], computed (a global array read in the listing's loop kept reference counts)."""
+    base = A.SOLO_REPLACE
+    if region == 0:
+        base = A.TAKE_TOKENS
+    elif region <= 6:
+        base = A.PLACE_TOKEN + MAX_CELLS * (region - 1)
+    elif region == 7:
+        base = A.TAKE_CARD
+    elif region <= 11:
+        base = A.PLACE_CUBE + MAX_CELLS * (region - 8)
+    return base
+
+
+@njit(cache=True, forceinline=True)
+def _region_bits(s, p: int, region: int, held: int, placeable: bool) -> int:
+    """The legal actions of one region of the action table (bit k: REGION_BASE[region] + k), for player p holding
+    `held` incomplete cards; `placeable`: whether a held token can be placed (regions 1-6 say it), which the solo
+    replacements need. The one statement of legality that `legal_actions` and `count_legal` read."""
+    m = 0
+    if region == 0:
+        m = _space_bits(s)
+    elif region <= 6:
+        if s[S.HAND + region - 1] > 0:
+            m = token_cells(s, p, region - 1)
+    elif region == 7:
+        m = _card_bits(s, held)
+    elif region <= 11:
+        m = s[S.HABITAT + S.MAX_SLOTS * p + region - 8] & ~s[S.CUBES + p]  # 0 for a free slot
+    elif _may_end(s, placeable):
+        m = _replace_bits(s)
+    return m + 0 * s.shape[0]  # s used on every path: one exit keeps its reference counts prunable (docs/engine.md)
+
+
+@njit(cache=True, forceinline=True)
+def _emit(out, n: int, base: int, m: int) -> int:
+    """Write base + each set bit of m into out from out[n] on, ascending; return the new count."""
+    while m:
+        out[n] = base + lowest_cell(m)
+        m &= m - 1
+        n += 1
+    return n + 0 * out.shape[0]  # one exit, out used on it (docs/engine.md)
 
 
 @njit(cache=True)
@@ -468,40 +516,79 @@ def legal_actions(s, out) -> int:
         out[1] = A.KEEP_SPIRIT + 1
         n = 2
     else:
+        # the regions in the listing's order, the loop split by region kind so that each call's region tests fold
+        # away (one loop over the 13 regions took twice as long)
         held = held_cards(s, p)
         placeable = False
-        # regions of the action table in ascending order: 0 central spaces, 1-6 token colours, 7 market cards,
-        # 8-11 held card slots, 12 solo replacements
-        for region in range(13):
-            if region == 0:
-                base = A.TAKE_TOKENS
-                m = _space_bits(s)
-            elif region <= 6:
-                c = region - 1
-                base = A.PLACE_TOKEN + MAX_CELLS * c
-                m = token_cells(s, p, c) if s[S.HAND + c] > 0 else 0
-                if m:
-                    placeable = True
-            elif region == 7:
-                base = A.TAKE_CARD
-                m = _card_bits(s, held)
-            elif region <= 11:
-                h = region - 8
-                base = A.PLACE_CUBE + MAX_CELLS * h
-                m = s[S.HABITAT + S.MAX_SLOTS * p + h] & ~s[S.CUBES + p]  # 0 for a free slot
-            else:
-                base = A.SOLO_REPLACE
-                m = _replace_bits(s) if _may_end(s, placeable) else 0
-            while m:
-                out[n] = base + lowest_cell(m)
-                m &= m - 1
-                n += 1
+        n = _emit(out, n, A.TAKE_TOKENS, _region_bits(s, p, 0, held, placeable))
+        for region in range(1, 7):
+            m = _region_bits(s, p, region, held, placeable)
+            if m:
+                placeable = True
+            n = _emit(out, n, _region_base(region), m)
+        n = _emit(out, n, A.TAKE_CARD, _region_bits(s, p, 7, held, placeable))
+        for region in range(8, 12):
+            n = _emit(out, n, _region_base(region), _region_bits(s, p, region, held, placeable))
+        n = _emit(out, n, A.SOLO_REPLACE, _region_bits(s, p, 12, held, placeable))
         if _may_end(s, placeable):
             out[n] = A.END_TURN
             n += 1
     # The arrays used once more here, on every path, so that each dies in this one block: numba's pruner then
     # removes the reference-count pair of each argument (decrefs spread over the paths were left in place).
     return n + 0 * (s.shape[0] + out.shape[0])
+
+
+@njit(cache=True, forceinline=True)
+def count_legal(s, regions) -> int:
+    """How many actions are legal (the game must not be over), writing each region's legal set into regions[0:13]
+    (int64 scratch) for `nth_legal`. With it, random play draws `legal_actions`' r-th action without listing: the
+    sets are counted by popcounts and only the drawn action is found."""
+    p = s[S.CURRENT]
+    n = 2
+    if not _choosing_spirit(s, p):
+        held = held_cards(s, p)
+        placeable = False
+        m = _region_bits(s, p, 0, held, placeable)
+        regions[0] = m
+        n = popcount(m)
+        for region in range(1, 7):  # the loop split by region kind: each call's region tests fold away
+            m = _region_bits(s, p, region, held, placeable)
+            if m:
+                placeable = True
+            regions[region] = m
+            n += popcount(m)
+        m = _region_bits(s, p, 7, held, placeable)
+        regions[7] = m
+        n += popcount(m)
+        for region in range(8, 12):
+            m = _region_bits(s, p, region, held, placeable)
+            regions[region] = m
+            n += popcount(m)
+        m = _region_bits(s, p, 12, held, placeable)
+        regions[12] = m
+        n += popcount(m)
+        if _may_end(s, placeable):
+            n += 1
+    return n + 0 * (s.shape[0] + regions.shape[0])  # one exit, every array used (as above)
+
+
+@njit(cache=True, forceinline=True)
+def nth_legal(s, regions, r: int) -> int:
+    """`legal_actions(s, out)` then `out[r]`, from `count_legal(s, regions)`'s sets (0 <= r < its count)."""
+    a = A.END_TURN
+    if _choosing_spirit(s, s[S.CURRENT]):
+        a = A.KEEP_SPIRIT + r
+    else:
+        for region in range(NUM_REGIONS):
+            m = regions[region]
+            c = popcount(m)
+            if r < c:
+                for _ in range(r):
+                    m &= m - 1
+                a = _region_base(region) + lowest_cell(m)
+                break
+            r -= c
+    return a + 0 * (s.shape[0] + regions.shape[0])  # one exit, every array used (as above)
 
 
 #: Regions of the action mask that `write_mask` can rewrite on their own (bit flags).
