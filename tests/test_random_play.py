@@ -395,3 +395,37 @@ def test_the_states_habitat_answers_are_the_reference_matchers(num_players: int,
     bad, compared, standing, cubes = _stale_habitat_answers(num_players, side, spirits, 4242, 10)
     assert compared > 1000 and standing > 20 and cubes >= 5, (compared, standing, cubes)
     assert bad == 0, f"{bad} of {compared} habitat answers are stale"
+
+
+@njit(cache=True)
+def _counted_differs_from_listed(num_players: int, side: int, spirits: int, seed: int, games: int):
+    """At every position of `games` random games: (positions where count_legal / nth_legal disagree with
+    legal_actions for some r, positions compared, the most legal actions seen)."""
+    s = np.zeros(S.STATE_SIZE, dtype=S.STATE_DTYPE)
+    listed = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    regions = np.zeros(A.NUM_ACTIONS, dtype=np.int64)
+    rng = np.zeros(1, dtype=np.int64)
+    bad = 0
+    compared = 0
+    most = 0
+    for g in range(games):
+        S.init_state(s, num_players, side, spirits, seed + g)
+        while not s[S.GAME_OVER]:
+            n = rules.legal_actions(s, listed)
+            wrong = rules.count_legal(s, regions) != n
+            for r in range(n):
+                wrong = wrong or rules.nth_legal(s, regions, r) != listed[r]
+            bad += wrong
+            compared += 1
+            most = max(most, n)
+            rules.step(s, listed[S.random_below(rng, 0, n)])
+    return bad, compared, most
+
+
+@pytest.mark.parametrize("num_players,side,spirits", [(1, 0, 0), (1, 1, 1), (2, 0, 1), (3, 1, 0), (4, 1, 1)])
+def test_random_play_draws_the_listings_rth_action(num_players: int, side: int, spirits: int) -> None:
+    """Random play (`random_until`, `random_action`) counts the legal actions and finds only the drawn one; that is
+    `legal_actions`' r-th action for every r, so a seeded random game is the one a listing would have played."""
+    bad, compared, most = _counted_differs_from_listed(num_players, side, spirits, 99 + num_players, 12)
+    assert compared > 500 and most > 40, (compared, most)
+    assert bad == 0, f"{bad} of {compared} positions"
