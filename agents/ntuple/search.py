@@ -122,8 +122,7 @@ class NTupleSearchAgent(NTupleAgent):
             return self.candidate_plan(int(np.argmax(values))) if n else []
         order = self.root_candidates(game, values)
         C = len(order)
-        cp, cl = self._plans[order], self._lens[order]
-        cp[np.arange(cp.shape[1]) >= cl[:, None]] = 0  # zero-padded, as `greedy.plan_rows` makes them
+        cp, cl = self._plans[order], self._lens[order]  # the rows as the planner left them (read up to cl)
         which = np.arange(C, dtype=np.int64)
         total = np.zeros(C)
         out = np.zeros(C)
