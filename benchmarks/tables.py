@@ -134,9 +134,19 @@ def _against(r: dict[str, Any]) -> str:
 
 
 def _guard(r: dict[str, Any]) -> tuple[str, str]:
-    """A line of `bench_engine --against` (its case names the games it played)."""
-    return (f"guard vs `{r['against'][:7]}`: {_against(r)}, {r['rounds']}×{r['games']:,}",
-            f"{r['engine_games_per_cpu_s']:,} vs {r['against_games_per_cpu_s']:,} games/CPU-s: **{r['ratio']}×**")
+    """A line of `bench_engine --against` and/or `--c-source` (its case names the games it played)."""
+    against = f"`{r['against'][:7]}`" if "against" in r else None
+    c = "the C engine" if "c_games_per_cpu_s" in r else None
+    config = f"guard vs {' and '.join(x for x in (against, c) if x)}: {_against(r)}, {r['rounds']}×{r['games']:,}"
+    parts = []
+    if against:
+        parts.append(f"{r['engine_games_per_cpu_s']:,} vs {r['against_games_per_cpu_s']:,} games/CPU-s: "
+                     f"**{r['ratio']}×**")
+    if c:
+        parts.append(f"{r['engine_games_per_cpu_s']:,} ({r['engine_ns_per_action']} ns an action) vs C "
+                     f"{r['c_games_per_cpu_s']:,} ({r['c_ns_per_action']} ns, {r['c_actions_per_game']} actions, "
+                     f"mean score {r['c_mean_score']}): **{r['ratio_to_c']}× C**")
+    return config, "; ".join(parts)
 
 
 def _selfplay(r: dict[str, Any]) -> str:

@@ -476,9 +476,8 @@ def _region_bits(s, p: int, region: int, held: int, placeable: bool) -> int:
     m = 0
     if region == 0:
         m = _space_bits(s)
-    elif region <= 6:
-        if s[S.HAND + region - 1] > 0:
-            m = token_cells(s, p, region - 1)
+    elif region <= 6:  # a product, not a branch: whether a colour is in hand is a coin toss to the predictor
+        m = token_cells(s, p, region - 1) * (s[S.HAND + region - 1] > 0)
     elif region == 7:
         m = _card_bits(s, held)
     elif region <= 11:
