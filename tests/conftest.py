@@ -106,14 +106,18 @@ RAY_FILES = {"test_ray.py", "test_rllib.py"}
 #: one worker, in order, so the fixture is built once.
 WHOLE_FILES = {"test_browser.py", "test_ladder_report.py", "test_packaging.py", "test_play.py", "test_render.py",
                "test_training.py", "test_workers.py"}
+#: Tests (file::name prefixes) that compile the int16 variant of the observation and batch kernels
+#: (`obs_dtype=np.int16`, ~25 s of compiling): one worker runs them all, so it is compiled once, not once a worker.
+INT16_TESTS = ("test_batch.py::test_int16_", "test_observation.py::test_raw_int16_")
 
 
 def pytest_xdist_make_scheduler(config, log):
     """How xdist shares the tests out (with its default `--dist load`): the Ray files as one unit, each of
-    WHOLE_FILES as one unit, every other test on its own, to whichever worker is free, so a long file is shared out
-    too. Everything a test writes goes to its own tmp_path, ports are picked free (port 0) and numba's cache writes
-    are atomic, so tests may run side by side. (A scheduler rather than `xdist_group` marks: xdist 3.8 renames node
-    ids to group them, which pytest 9 no longer allows, so `--dist loadgroup` silently groups nothing.)"""
+    WHOLE_FILES as one unit, the INT16_TESTS as one unit, every other test on its own, to whichever worker is free,
+    so a long file is shared out too. Everything a test writes goes to its own tmp_path, ports are picked free (port
+    0) and numba's cache writes are atomic, so tests may run side by side. (A scheduler rather than `xdist_group`
+    marks: xdist 3.8 renames node ids to group them, which pytest 9 no longer allows, so `--dist loadgroup` silently
+    groups nothing.)"""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -124,6 +128,8 @@ def pytest_xdist_make_scheduler(config, log):
             name = path.rsplit("/", 1)[-1]
             if name in RAY_FILES:
                 return "ray"
+            if nodeid.rsplit("/", 1)[-1].startswith(INT16_TESTS):
+                return "int16"
             return path if name in WHOLE_FILES else nodeid
 
     return Scheduling(config, log)
