@@ -174,7 +174,7 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         members = self._member[rows, movers]
         kinds = np.where(members < 0, RANDOM, self._kinds[np.maximum(members, 0)])
         out = np.full(len(rows), -1, dtype=np.int64)
-        states = self.batch.states
+        states = self.batch.states.copy()  # writable: a read-only view would compile a second variant of the kernels
         sel = kinds == RANDOM
         if sel.any():
             tmp = np.empty(int(sel.sum()), dtype=np.int64)
@@ -323,7 +323,7 @@ class PoolVecEnv(BatchVecEnvMethods, VecEnv):
         if ended.size:
             self._start_episodes(ended)
         for r in np.flatnonzero(~fresh & (self._ep_len >= self.max_steps)):
-            s = self.batch.states[r]
+            s = self.batch.states[r].copy()  # writable, as the kernels are compiled for (not a second variant)
             final = np.empty(OBS_SIZE, dtype=np.float32)
             encode_observation(s, int(self._seat[r]), final)
             rules.scores_into(s, self._scores)

@@ -96,10 +96,13 @@ def unpack_games(p: dict[str, Any]) -> list[Finished]:
     from .selfplay_workers import unpack_rows
 
     afters = unpack_rows(p["afters"])
+    # writable copies: arrays that come back from Ray's object store are read-only, and a read-only array handed to
+    # a kernel compiles a second variant of it (and of every kernel it calls)
+    preds, targets = np.array(p["preds"], dtype=np.float64), np.array(p["targets"], dtype=np.float64)
     out, at = [], 0
     for i, m in enumerate(p["m"].tolist()):
         sl = slice(at, at + m)
-        out.append(Finished(afters[sl], p["seats"][sl].astype(np.int64), p["preds"][sl], p["targets"][sl], m,
+        out.append(Finished(afters[sl], p["seats"][sl].astype(np.int64), preds[sl], targets[sl], m,
                             p["totals"][i].astype(np.int64), p["won"][i].astype(np.int64)))
         at += m
     return out

@@ -106,14 +106,23 @@ RAY_FILES = {"test_ray.py", "test_rllib.py"}
 #: one worker, in order, so the fixture is built once.
 WHOLE_FILES = {"test_browser.py", "test_ladder_report.py", "test_packaging.py", "test_play.py", "test_render.py",
                "test_training.py", "test_workers.py"}
+#: Tests (file::name prefixes) that compile the int16 variant of the observation and batch kernels
+#: (`obs_dtype=np.int16`, ~25 s of compiling): one worker runs them all, so it is compiled once, not once a worker.
+INT16_TESTS = ("test_batch.py::test_int16_", "test_observation.py::test_raw_int16_")
+#: Units whose games are played mostly by other processes (Ray workers, self-play worker processes) or that need the
+#: greedy, n-tuple and MLP kernels every other file compiles too: handed out halfway through the queue (not first, as
+#: their size would put them), when the numba cache holds those kernels, so their processes load them instead of each
+#: compiling them cold at the same time as the other xdist worker does.
+LATE_UNITS = ("ray", "test_workers.py", "test_play.py")
 
 
 def pytest_xdist_make_scheduler(config, log):
     """How xdist shares the tests out (with its default `--dist load`): the Ray files as one unit, each of
-    WHOLE_FILES as one unit, every other test on its own, to whichever worker is free, so a long file is shared out
-    too. Everything a test writes goes to its own tmp_path, ports are picked free (port 0) and numba's cache writes
-    are atomic, so tests may run side by side. (A scheduler rather than `xdist_group` marks: xdist 3.8 renames node
-    ids to group them, which pytest 9 no longer allows, so `--dist loadgroup` silently groups nothing.)"""
+    WHOLE_FILES as one unit, the INT16_TESTS as one unit, every other test on its own, to whichever worker is free,
+    so a long file is shared out too; the largest units first (xdist's order), except LATE_UNITS, halfway.
+    Everything a test writes goes to its own tmp_path, ports are picked free (port 0) and numba's cache writes are
+    atomic, so tests may run side by side. (A scheduler rather than `xdist_group` marks: xdist 3.8 renames node ids
+    to group them, which pytest 9 no longer allows, so `--dist loadgroup` silently groups nothing.)"""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -124,7 +133,18 @@ def pytest_xdist_make_scheduler(config, log):
             name = path.rsplit("/", 1)[-1]
             if name in RAY_FILES:
                 return "ray"
+            if nodeid.rsplit("/", 1)[-1].startswith(INT16_TESTS):
+                return "int16"
             return path if name in WHOLE_FILES else nodeid
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_late_placed", False):  # (the queue is complete at the first assignment)
+                self._late_placed = True
+                late = [u for u in self.workqueue if u.rsplit("/", 1)[-1] in LATE_UNITS]
+                rest = [u for u in self.workqueue if u not in late]
+                order = rest[: len(rest) // 2] + late + rest[len(rest) // 2:]
+                self.workqueue = type(self.workqueue)((u, self.workqueue[u]) for u in order)
+            super()._assign_work_unit(node)
 
     return Scheduling(config, log)
 

@@ -270,7 +270,7 @@ def _check_fresh(b, where: str) -> None:
     assert ((b.players >= 0) & (b.players < b.num_players)).all(), f"{where}: a deciding seat is not a seat"
     obs = np.empty((n, OBS_SIZE), dtype=b.obs.dtype)
     masks = np.empty((n, NUM_ACTIONS), dtype=np.bool_)
-    _fresh(b.states, np.ascontiguousarray(b.players), obs, masks)
+    _fresh(b.states.copy(), np.ascontiguousarray(b.players), obs, masks)  # writable, as the batch's kernels get it
     bad = np.flatnonzero((obs != b.obs).any(axis=1) | (masks != b.masks).any(axis=1))
     if len(bad):
         r = int(bad[0])

@@ -103,7 +103,13 @@ def test_results_follow_from_the_seed():
     assert play_match([RandomAgent(), GreedyAgent(beam=2)], games=[2, 3], seed=3) == one[2:]
 
 
-def test_batch_view_shows_public_information_only():
+def test_batch_view_shows_public_information_only(monkeypatch):
+    import agents.policy as policy
+
+    writable = []  # the arrays the view hands its kernel: writable (a read-only one compiles a second variant)
+    observe = policy._observe_rows
+    monkeypatch.setattr(policy, "_observe_rows", lambda *a: (writable.extend(x.flags.writeable for x in a),
+                                                             observe(*a)))
     game = Game(3, "B", True, seed=4)
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -117,6 +123,7 @@ def test_batch_view_shows_public_information_only():
         assert np.array_equal(batch.observations[j], view.observation)
         assert np.array_equal(batch.action_masks[j], view.action_mask)
         assert batch.players[j] == p and batch.view(j).legal_actions() == view.legal_actions()
+    assert len(writable) == 5 and all(writable)
     with pytest.raises(ValueError):
         batch.states[0, 0] = 1  # read-only
     one = BatchView.of([PlayerView(game, game.current_player)])

@@ -190,8 +190,9 @@ def test_raw_int16_encoding_is_the_float32_observation_bit_for_bit(n, side, spir
     scaled = set()
     while True:
         for p in range(n):
-            encode_observation(g.state, p, f32)
-            encode_observation(g.state, p, raw[p])
+            s = g.state.copy()  # writable, as the kernels get it (a read-only view compiles a second variant)
+            encode_observation(s, p, f32)
+            encode_observation(s, p, raw[p])
             assert to_float32(raw[p]).tobytes() == f32.tobytes()
             scaled |= set(np.flatnonzero(raw[p] > 1).tolist())
         assert to_float32(raw).shape == (n, OBS_SIZE)

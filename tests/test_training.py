@@ -202,7 +202,13 @@ def test_pool_vec_env_draws_follow_the_seed():
     assert {d[0] for d in draws} == {0, 1} and {int(d[1][1 - d[0]]) for d in draws} == {0, 1}
 
 
-def test_pool_vec_env_illegal_action_and_truncation():
+def test_pool_vec_env_illegal_action_and_truncation(monkeypatch):
+    import agents.pool_env as pool_env
+
+    writable = []  # each state the env hands a kernel: writable (a read-only view compiles a second variant)
+    for name in ("encode_observation", "random_rows"):
+        kernel = getattr(pool_env, name)
+        monkeypatch.setattr(pool_env, name, lambda s, *a, k=kernel: (writable.append(s.flags.writeable), k(s, *a))[1])
     env = PoolVecEnv(2, pool=["random"], seed=3, max_steps=4)
     obs = env.reset()
     before = env.batch.states.copy()
@@ -218,6 +224,7 @@ def test_pool_vec_env_illegal_action_and_truncation():
     assert dones.all()  # 4 learner decisions (the illegal one counts)
     for i in infos:
         assert i["TimeLimit.truncated"] and i["episode"]["l"] == 4 and i["terminal_observation"].shape == (OBS_SIZE,)
+    assert len(writable) >= 3 and all(writable)  # the random opponents' moves and the 2 truncated games' last views
     # the truncated games were played out; the rows wait on the learner in their next games
     assert (env.batch.episodes == episodes + 1).all()
     for r in range(2):

@@ -87,7 +87,7 @@ class BatchView:
         m = len(self)
         obs = np.empty((m, OBS_SIZE), dtype=np.float32)
         masks = np.zeros((m, A.NUM_ACTIONS), dtype=np.bool_)
-        _observe_rows(self._states, np.ascontiguousarray(self.players), obs, masks,
+        _observe_rows(self._states, np.array(self.players), obs, masks,  # (writable: one compiled variant)
                       np.zeros(A.NUM_ACTIONS, dtype=np.int64))
         self._obs, self._masks = S.read_only_view(obs), S.read_only_view(masks)
 
