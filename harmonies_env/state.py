@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .cards import FIRST_SPIRIT, NUM_CARDS
+from .cards import FIRST_SPIRIT, NUM_CARDS, cubes_of
 from .data import TOKEN_COUNTS
 from .geometry import FULL_MASK, MAX_CELLS
 
@@ -164,9 +164,9 @@ def board_words(s, p: int):
 
 @njit(cache=True, forceinline=True)
 def cubes_placed(s, p: int, card: int) -> int:
-    """Cubes seat p moved from card `card` to its board; -1 when p does not hold that card."""
-    v = s[CARD_HELD + card]
-    return v & 7 if v >= 0 and (v >> 3) == p else -1
+    """Cubes seat p moved from card `card` to its board; -1 when p does not hold that card (`cards.cubes_of` over
+    the state's `card_held`: the one decoding, which scoring also reads from a bare held-cards table)."""
+    return cubes_of(s, CARD_HELD, p, card)
 
 
 @njit(cache=True, forceinline=True)
@@ -356,7 +356,7 @@ def _decoded(s: np.ndarray, name: str) -> np.ndarray:
     else:
         held = s[..., CARD_HELD:CARD_HELD + NUM_CARDS + 1].astype(np.int64)[..., None, :]
         seats = np.arange(MAX_PLAYERS)[:, None]
-        out = np.where((held >= 0) & ((held >> 3) == seats), held & 7, -1)
+        out = np.where((held >= 0) & ((held >> 3) == seats), held & 7, -1)  # cards.cubes_of's rule, vectorised
     return read_only_view(np.ascontiguousarray(out))  # a copy that cannot be made writable (no silent lost write)
 
 
