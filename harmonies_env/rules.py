@@ -17,7 +17,6 @@ from .cards import (
     FIRST_SPIRIT,
     NUM_CARDS,
     STACK_CLASSES,
-    habitat_cells,
 )
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
@@ -98,7 +97,7 @@ def _match_slot(s, p: int, h: int) -> None:
     """Seat p's habitat answer for held slot h (`habitat`: the cells where its card's habitat stands, cubes aside;
     0 for a free slot), from the board's bitboards."""
     card = s[S.SLOT + S.MAX_SLOTS * p + h]
-    s[S.HABITAT + S.MAX_SLOTS * p + h] = habitat_cells(s[S.SIDE], s, 0, card, S.BITBOARD + 15 * p) if card >= 0 else 0
+    s[S.HABITAT + S.MAX_SLOTS * p + h] = S.habitat_answer(s, p, card)
 
 
 @njit(cache=True, forceinline=True)

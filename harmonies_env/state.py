@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .cards import FIRST_SPIRIT, NUM_CARDS, cubes_of
+from .cards import FIRST_SPIRIT, NUM_CARDS, cubes_of, habitat_cells
 from .data import TOKEN_COUNTS
 from .geometry import FULL_MASK, MAX_CELLS
 
@@ -173,6 +173,14 @@ def cubes_placed(s, p: int, card: int) -> int:
 def set_cubes_placed(s, p: int, card: int, n: int) -> None:
     """Seat p holds `card` with n cubes moved from it (n = -1: nobody holds it)."""
     s[CARD_HELD + card] = 8 * p + n if n >= 0 else -1
+
+
+@njit(cache=True, forceinline=True)
+def habitat_answer(s, p: int, card: int) -> int:
+    """What seat p's `habitat` entry for a slot holding `card` must be: the cells where the card's habitat stands
+    on p's board, cubes aside, or 0 for a free slot (card -1, the slot's encoding; ids start at 1). The one rule
+    that `rules.step` keeps (`rules._match_slot`) and `validate` checks."""
+    return habitat_cells(s[SIDE], s, 0, card, BITBOARD + 15 * p) if card >= 0 else 0
 
 
 @njit(cache=True, forceinline=True)
