@@ -176,6 +176,12 @@ def set_cubes_placed(s, p: int, card: int, n: int) -> None:
 
 
 @njit(cache=True, forceinline=True)
+def took_tokens(s) -> bool:
+    """Whether tokens were taken this turn: `taken_space` names the central space emptied (-1 before)."""
+    return s[TAKEN_SPACE] >= 0
+
+
+@njit(cache=True, forceinline=True)
 def habitat_answer(s, p: int, card: int) -> int:
     """What seat p's `habitat` entry for a slot holding `card` must be: the cells where the card's habitat stands
     on p's board, cubes aside, or 0 for a free slot (card -1, the slot's encoding; ids start at 1). The one rule
@@ -354,7 +360,7 @@ VIEWS: dict[str, tuple[tuple[int, ...], str]] = {
 def _decoded(s: np.ndarray, name: str) -> np.ndarray:
     lead = s.shape[:-1]
     if name == "took_tokens":
-        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)
+        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)  # took_tokens' rule, over every leading axis
         return took[()] if took.ndim == 0 else read_only_view(np.ascontiguousarray(took))
     if name == "stack":
         words = s[..., STACK_WORDS:STACK_WORDS + MAX_PLAYERS * STACK_WORDS_PER_SEAT].astype(np.int64)

@@ -262,10 +262,10 @@ def state_error(s) -> int:
             if s[S.HABITAT + S.MAX_SLOTS * p + h] != S.habitat_answer(s, p, card):
                 return 25
     ts = s[S.TAKEN_SPACE]
-    tt = 1 if ts >= 0 else 0  # tokens were taken this turn: the emptied space is named
+    took = S.took_tokens(s)
     if not _is_flag(s[S.TOOK_CARD]):
         return 26
-    if tt == 0:
+    if not took:
         if ts != -1:
             return 27
         if hand != 0:
@@ -294,7 +294,7 @@ def state_error(s) -> int:
     elif cur != turn % n:
         return 29
     if go == 0:
-        if tt == 0:
+        if not took:
             anything = False
             for sp in range(s[S.NUM_SPACES]):
                 if s[S.CENTRAL + 3 * sp] >= 0:
