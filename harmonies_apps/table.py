@@ -112,7 +112,7 @@ def table_state(game: Game, show_dealt: Iterable[int] = ()) -> dict[str, Any]:
         "deck_count": int(s[S.DECK_COUNT]),
         "hand": [int(x) for x in S.field(s, "hand")],
         "discarded": [int(x) for x in S.field(s, "discarded")],
-        "took_tokens": bool(s[S.TAKEN_SPACE] >= 0),
+        "took_tokens": bool(S.field(s, "took_tokens")),
         "took_card": bool(s[S.TOOK_CARD]),
         "taken_space": int(s[S.TAKEN_SPACE]),
         "players": players,

@@ -252,9 +252,9 @@ def _encode_global(s, player: int, out) -> None:
         _put(out, G_DISCARDED + c, s[S.DISCARDED + c], DIV_SUPPLY)
         _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
     _put(out, G_DECK, s[S.DECK_COUNT], DIV_DECK)
-    out[G_TOOK_TOKENS] = 1 if s[S.TAKEN_SPACE] >= 0 else 0
+    out[G_TOOK_TOKENS] = 1 if S.took_tokens(s) else 0
     out[G_TOOK_CARD] = s[S.TOOK_CARD]
-    if s[S.TAKEN_SPACE] >= 0:
+    if S.took_tokens(s):
         out[G_TAKEN_SPACE + s[S.TAKEN_SPACE]] = 1
     if s[S.SPIRITS] and s[S.SPIRIT_KEPT + player] < 0:
         for j in range(2):
@@ -383,7 +383,7 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
         for c in range(6):
             out[G_CENTRAL + 6 * a + c] = 0
             _put(out, G_HAND + c, s[S.HAND + c], DIV_TOKENS)
-        out[G_TOOK_TOKENS] = 1 if s[S.TAKEN_SPACE] >= 0 else 0
+        out[G_TOOK_TOKENS] = 1 if S.took_tokens(s) else 0
         out[G_TAKEN_SPACE + a] = 1
         return False
     if a < TAKE_CARD:  # place a token of colour c on cell i

@@ -17,7 +17,6 @@ from .cards import (
     FIRST_SPIRIT,
     NUM_CARDS,
     STACK_CLASSES,
-    habitat_cells,
 )
 from .geometry import MAX_CELLS, NUM_CELLS, lowest_cell, popcount
 from .scoring import score_into
@@ -98,7 +97,7 @@ def _match_slot(s, p: int, h: int) -> None:
     """Seat p's habitat answer for held slot h (`habitat`: the cells where its card's habitat stands, cubes aside;
     0 for a free slot), from the board's bitboards."""
     card = s[S.SLOT + S.MAX_SLOTS * p + h]
-    s[S.HABITAT + S.MAX_SLOTS * p + h] = habitat_cells(s[S.SIDE], s, 0, card, S.BITBOARD + 15 * p) if card >= 0 else 0
+    s[S.HABITAT + S.MAX_SLOTS * p + h] = S.habitat_answer(s, p, card)
 
 
 @njit(cache=True, forceinline=True)
@@ -160,7 +159,7 @@ def refill(s) -> None:
             if not S.fill_space(s, sp):
                 refill_failed(s)
                 break
-    elif s[S.TAKEN_SPACE] >= 0:
+    elif S.took_tokens(s):
         if not S.fill_space(s, s[S.TAKEN_SPACE]):
             refill_failed(s)
     for k in range(s[S.NUM_MARKET]):
@@ -200,7 +199,7 @@ def end_turn_action(s, a: int) -> int:
     """Validate an end-of-turn action (END_TURN, or SOLO_REPLACE + m) and do what it does before chance: the solo
     discard of a face-up card, then `close_turn`. Returns 0, or an ERRORS code with s unchanged."""
     p = s[S.CURRENT]
-    if s[S.TAKEN_SPACE] < 0:
+    if not S.took_tokens(s):
         return 16
     if _can_place_any(s, p):
         return 17
@@ -244,7 +243,7 @@ def step(s, a: int) -> int:
     elif choosing:
         code = 3
     elif a < A.PLACE_TOKEN:
-        if s[S.TAKEN_SPACE] >= 0:
+        if S.took_tokens(s):
             code = 4
         elif a >= s[S.NUM_SPACES] or s[S.CENTRAL + 3 * a] < 0:
             code = 5
@@ -410,7 +409,7 @@ def _choosing_spirit(s, p: int) -> bool:
 def _space_bits(s) -> int:
     """Central spaces that can be taken now (bit sp): none once tokens were taken this turn."""
     m = 0
-    if s[S.TAKEN_SPACE] < 0:
+    if not S.took_tokens(s):
         for sp in range(s[S.NUM_SPACES]):
             if s[S.CENTRAL + 3 * sp] >= 0:
                 m |= 1 << sp
@@ -443,7 +442,7 @@ def _replace_bits(s) -> int:
 @njit(cache=True, forceinline=True)
 def _may_end(s, placeable: bool) -> bool:
     """Whether the turn may end: tokens were taken and no held token can be placed."""
-    return s[S.TAKEN_SPACE] >= 0 and not placeable
+    return S.took_tokens(s) and not placeable
 
 
 #: First action of each region of the action table, in the listing's order: 0 central spaces, 1-6 token colours,

@@ -18,7 +18,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .cards import FIRST_SPIRIT, NUM_CARDS
+from .cards import FIRST_SPIRIT, NUM_CARDS, cubes_of, habitat_cells
 from .data import TOKEN_COUNTS
 from .geometry import FULL_MASK, MAX_CELLS
 
@@ -164,15 +164,29 @@ def board_words(s, p: int):
 
 @njit(cache=True, forceinline=True)
 def cubes_placed(s, p: int, card: int) -> int:
-    """Cubes seat p moved from card `card` to its board; -1 when p does not hold that card."""
-    v = s[CARD_HELD + card]
-    return v & 7 if v >= 0 and (v >> 3) == p else -1
+    """Cubes seat p moved from card `card` to its board; -1 when p does not hold that card (`cards.cubes_of` over
+    the state's `card_held`: the one decoding, which scoring also reads from a bare held-cards table)."""
+    return cubes_of(s, CARD_HELD, p, card)
 
 
 @njit(cache=True, forceinline=True)
 def set_cubes_placed(s, p: int, card: int, n: int) -> None:
     """Seat p holds `card` with n cubes moved from it (n = -1: nobody holds it)."""
     s[CARD_HELD + card] = 8 * p + n if n >= 0 else -1
+
+
+@njit(cache=True, forceinline=True)
+def took_tokens(s) -> bool:
+    """Whether tokens were taken this turn: `taken_space` names the central space emptied (-1 before)."""
+    return s[TAKEN_SPACE] >= 0
+
+
+@njit(cache=True, forceinline=True)
+def habitat_answer(s, p: int, card: int) -> int:
+    """What seat p's `habitat` entry for a slot holding `card` must be: the cells where the card's habitat stands
+    on p's board, cubes aside, or 0 for a free slot (card -1, the slot's encoding; ids start at 1). The one rule
+    that `rules.step` keeps (`rules._match_slot`) and `validate` checks."""
+    return habitat_cells(s[SIDE], s, 0, card, BITBOARD + 15 * p) if card >= 0 else 0
 
 
 @njit(cache=True, forceinline=True)
@@ -346,7 +360,7 @@ VIEWS: dict[str, tuple[tuple[int, ...], str]] = {
 def _decoded(s: np.ndarray, name: str) -> np.ndarray:
     lead = s.shape[:-1]
     if name == "took_tokens":
-        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)
+        took = (s[..., TAKEN_SPACE] >= 0).astype(np.int64)  # took_tokens' rule, over every leading axis
         return took[()] if took.ndim == 0 else read_only_view(np.ascontiguousarray(took))
     if name == "stack":
         words = s[..., STACK_WORDS:STACK_WORDS + MAX_PLAYERS * STACK_WORDS_PER_SEAT].astype(np.int64)
@@ -356,7 +370,7 @@ def _decoded(s: np.ndarray, name: str) -> np.ndarray:
     else:
         held = s[..., CARD_HELD:CARD_HELD + NUM_CARDS + 1].astype(np.int64)[..., None, :]
         seats = np.arange(MAX_PLAYERS)[:, None]
-        out = np.where((held >= 0) & ((held >> 3) == seats), held & 7, -1)
+        out = np.where((held >= 0) & ((held >> 3) == seats), held & 7, -1)  # cards.cubes_of's rule, vectorised
     return read_only_view(np.ascontiguousarray(out))  # a copy that cannot be made writable (no silent lost write)
 
 

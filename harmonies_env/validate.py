@@ -34,7 +34,7 @@ from numba import njit
 from . import rules
 from . import state as S
 from .actions import NUM_ACTIONS
-from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS, habitat_cells
+from .cards import CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from .data import COLOURS, TOKEN_COUNTS
 from .geometry import FULL_MASK, NUM_CELLS, popcount
 from .stacks import NUM_STACKS, STACKS
@@ -258,14 +258,14 @@ def state_error(s) -> int:
     for p in range(S.MAX_PLAYERS):  # the habitat answers: exactly what the matcher gives for each held card
         for h in range(S.MAX_SLOTS):
             card = s[S.SLOT + S.MAX_SLOTS * p + h]
-            want = habitat_cells(side, s, 0, card, S.BITBOARD + 15 * p) if card > 0 and p < n else 0
-            if s[S.HABITAT + S.MAX_SLOTS * p + h] != want:
+            # (the slots are checked above: -1 or a card 1..42, and -1 on absent seats)
+            if s[S.HABITAT + S.MAX_SLOTS * p + h] != S.habitat_answer(s, p, card):
                 return 25
     ts = s[S.TAKEN_SPACE]
-    tt = 1 if ts >= 0 else 0  # tokens were taken this turn: the emptied space is named
+    took = S.took_tokens(s)
     if not _is_flag(s[S.TOOK_CARD]):
         return 26
-    if tt == 0:
+    if not took:
         if ts != -1:
             return 27
         if hand != 0:
@@ -294,7 +294,7 @@ def state_error(s) -> int:
     elif cur != turn % n:
         return 29
     if go == 0:
-        if tt == 0:
+        if not took:
             anything = False
             for sp in range(s[S.NUM_SPACES]):
                 if s[S.CENTRAL + 3 * sp] >= 0:

@@ -250,7 +250,7 @@ def _plan_pool_memo(s0, w, beam: int, only_space: int, memo, final):
     last = np.zeros(cap, dtype=np.int64)
     states[0] = s0
     # level 0: which central space
-    if s0[S.TAKEN_SPACE] < 0:
+    if not S.took_tokens(s0):
         n = legal_actions(s0, buf)
         nb = 0
         for k in range(n):
@@ -473,7 +473,7 @@ def plan_candidates(s0, w, beam: int, plans, lens, values) -> int:
         return _spirit_plans(s0, plans, lens, values)
     spaces = np.full(S.MAX_SPACES, -1, dtype=np.int64)  # -1 alone: the tokens are taken already, plan the rest
     nsp = 1
-    if s0[S.TAKEN_SPACE] < 0:
+    if not S.took_tokens(s0):
         nsp = 0
         for sp in range(s0[S.NUM_SPACES]):
             if s0[S.CENTRAL + 3 * sp] >= 0:

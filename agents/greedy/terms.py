@@ -275,7 +275,7 @@ def no_turn_left_board(s, p: int, empty: int) -> bool:
     if popcount(empty) <= 2:
         return True
     solo = s[S.NUM_PLAYERS] == 1
-    if not solo and s[S.TAKEN_SPACE] < 0:  # no space emptied yet: nothing to refill (checked first: hot)
+    if not solo and not S.took_tokens(s):  # no space emptied yet: nothing to refill (checked first: hot)
         return False
     pouch = 0
     for c in range(6):
