@@ -116,6 +116,9 @@ def bench_numba(games: int) -> None:
 def bench_api(target_actions: int) -> None:
     for n, side, sp in [(2, "A", False), (4, "B", True)]:
         rng = np.random.default_rng(0)
+        g = Game(n, side, sp, seed=10**6)  # warm-up: the kernels Game calls load (or compile) before the timing
+        while not g.is_over:
+            g.step(int(np.flatnonzero(g.action_mask())[0]))
         done = 0
         elapsed = 0.0
         seed = 0
