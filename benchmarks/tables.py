@@ -143,9 +143,9 @@ def _guard(r: dict[str, Any]) -> tuple[str, str]:
         parts.append(f"{r['engine_games_per_cpu_s']:,} vs {r['against_games_per_cpu_s']:,} games/CPU-s: "
                      f"**{r['ratio']}×**")
     if c:
-        parts.append(f"{r['engine_games_per_cpu_s']:,} ({r['engine_ns_per_action']} ns an action) vs C "
-                     f"{r['c_games_per_cpu_s']:,} ({r['c_ns_per_action']} ns, {r['c_actions_per_game']} actions, "
-                     f"mean score {r['c_mean_score']}): **{r['ratio_to_c']}× C**")
+        parts.append(f"C {r['c_games_per_cpu_s']:,} ({r['engine_ns_per_action']} vs {r['c_ns_per_action']} ns an "
+                     f"action; C: {r['c_actions_per_game']} actions, score {r['c_mean_score']}): "
+                     f"**{r['ratio_to_c']}× C**")
     return config, "; ".join(parts)
 
 
