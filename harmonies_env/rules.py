@@ -445,16 +445,14 @@ def _may_end(s, placeable: bool) -> bool:
     return S.took_tokens(s) and not placeable
 
 
-#: First action of each region of the action table, in the listing's order: 0 central spaces, 1-6 token colours,
-#: 7 market cards, 8-11 held card slots, 12 solo replacements (END_TURN follows them all). int64 (13,)
-REGION_BASE = np.array([A.TAKE_TOKENS] + [A.PLACE_TOKEN + MAX_CELLS * c for c in range(6)] + [A.TAKE_CARD]
-                       + [A.PLACE_CUBE + MAX_CELLS * h for h in range(S.MAX_SLOTS)] + [A.SOLO_REPLACE], dtype=np.int64)
+#: The action table's regions, in the listing's order: 0 central spaces, 1-6 token colours, 7 market cards, 8-11 held
+#: card slots, 12 solo replacements (END_TURN follows them all); `_region_base` gives each one's first action.
 NUM_REGIONS = 13
 
 
 @njit(cache=True, forceinline=True)
 def _region_base(region: int) -> int:
-    """REGION_BASE[region], computed (a global array read in the listing's loop kept reference counts)."""
+    """The first action of a region of the action table (`NUM_REGIONS`): a constant wherever region is one."""
     base = A.SOLO_REPLACE
     if region == 0:
         base = A.TAKE_TOKENS
@@ -469,7 +467,7 @@ def _region_base(region: int) -> int:
 
 @njit(cache=True, forceinline=True)
 def _region_bits(s, p: int, region: int, held: int, placeable: bool) -> int:
-    """The legal actions of one region of the action table (bit k: REGION_BASE[region] + k), for player p holding
+    """The legal actions of one region of the action table (bit k: `_region_base(region)` + k), for player p holding
     `held` incomplete cards; `placeable`: whether a held token can be placed (regions 1-6 say it), which the solo
     replacements need. The one statement of legality that `legal_actions` and `count_legal` read."""
     m = 0
@@ -518,16 +516,16 @@ def legal_actions(s, out) -> int:
         # away (one loop over the 13 regions took twice as long)
         held = held_cards(s, p)
         placeable = False
-        n = _emit(out, n, A.TAKE_TOKENS, _region_bits(s, p, 0, held, placeable))
+        n = _emit(out, n, _region_base(0), _region_bits(s, p, 0, held, placeable))
         for region in range(1, 7):
             m = _region_bits(s, p, region, held, placeable)
             if m:
                 placeable = True
             n = _emit(out, n, _region_base(region), m)
-        n = _emit(out, n, A.TAKE_CARD, _region_bits(s, p, 7, held, placeable))
+        n = _emit(out, n, _region_base(7), _region_bits(s, p, 7, held, placeable))
         for region in range(8, 12):
             n = _emit(out, n, _region_base(region), _region_bits(s, p, region, held, placeable))
-        n = _emit(out, n, A.SOLO_REPLACE, _region_bits(s, p, 12, held, placeable))
+        n = _emit(out, n, _region_base(12), _region_bits(s, p, 12, held, placeable))
         if _may_end(s, placeable):
             out[n] = A.END_TURN
             n += 1
