@@ -51,6 +51,7 @@ from harmonies_env.actions import NUM_ACTIONS
 from harmonies_env.cards import NUM_CARDS, habitat_cells
 from harmonies_env.firstrun import say_if_compiling
 from harmonies_env.scoring import NUM_CATEGORIES
+from harmonies_env.stops import exit_status, quiet_exit, stop_message, stop_on_signals
 
 CONFIGS = [(1, "A", False), (2, "A", False), (2, "B", True), (3, "A", True), (4, "B", False)]
 #: How usage lines and messages name this benchmark when it is run as a module.
@@ -396,7 +397,8 @@ def bench_against(against: str | None, engine: str | None, cases: list[str], gam
                     answer = procs[name].read()
                     cpu[name].append(answer["cpu_s"])
                     actions[name].append(answer["actions"])
-                    score = answer.get("score", score)
+                    if name == "c":
+                        score = answer["score"]  # every round plays the same games
             cpu = {name: c[1:] for name, c in cpu.items()}
             speed = {name: n * rounds / sum(c) for name, c in cpu.items()}
             digits = 1 if kind == "mcts" else None
@@ -490,5 +492,17 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run_as_script() -> int:
+    """`main` as `python -m benchmarks.bench_engine` runs it: Ctrl-C or SIGTERM is one line and 130 / 143, as through
+    `harmonies bench` (the engine processes and the C engine's are closed, their temp folder removed, on the way)."""
+    try:
+        with stop_on_signals():
+            return main()
+    except KeyboardInterrupt as e:
+        print(stop_message(prog(), e), file=sys.stderr)
+        quiet_exit()
+        return exit_status(e)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_as_script())

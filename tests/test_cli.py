@@ -239,7 +239,7 @@ def test_bench_c_source_builds_the_driver_and_plays_the_games_asked(tmp_path, ca
     broken = tmp_path / "broken.c"
     broken.write_text("this is not C\n")
     if shutil.which(os.environ.get("CC", "cc")) is None:
-        pytest.skip("no C compiler here")
+        pytest.skip(f"no C compiler ({os.environ.get('CC', 'cc')}) on this machine: --c-source cannot build its driver")
     assert cli.main(["bench", "--c-source", str(broken)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "could not build the C engine" in err
@@ -257,6 +257,19 @@ def test_bench_c_source_builds_the_driver_and_plays_the_games_asked(tmp_path, ca
             engine.send(kind="mcts", players=2, side=0, spirits=0, seed=0, games=1)
     finally:
         engine.close()
+
+
+def test_bench_as_a_script_stops_on_ctrl_c_with_one_line_and_130(monkeypatch, capsys):
+    """`python -m benchmarks.bench_engine` (not only `harmonies bench`) turns a Ctrl-C into one line and exit 130."""
+    bench_engine = importlib.import_module(cli.forwarded_module("bench"))
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_engine, "main", interrupted)
+    monkeypatch.setattr(bench_engine, "quiet_exit", lambda: None)  # it would silence this test process's hooks
+    assert bench_engine.run_as_script() == 130
+    assert capsys.readouterr().err == "python -m benchmarks.bench_engine: stopped by SIGINT (Ctrl-C)\n"
 
 
 def fake_train(monkeypatch, main):
