@@ -3,7 +3,8 @@
 Two forms of the same habitats: the placement tables (`HABITAT_*`: every placement over 6 rotations x all
 translations, as up to 4 (class, mask) requirements plus the cube cell; the greedy agent's habitat distance reads
 them) and the grid tables (`GRID_ROT_*`: each distinct rotation once, matched at every position at once by bit
-shifts). `habitat_cells` / `habitat_cells_grid` match on the grid: the one habitat matcher of the rules and agents.
+shifts; `MATCH_*`: the same rotations laid out for a matcher without branches). `habitat_cells` / `habitat_cells_grid`
+match on the grid: the one habitat matcher of the rules and agents.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from numba import njit
 
 from . import stacks as ST
 from .data import BOARD_CELLS, CARDS, LABELS, NUM_ANIMAL_CARDS, SIDES, SPIRIT_CARDS, SPIRIT_OF
-from .geometry import NUM_CELLS, cell_index, cell_qr
+from .geometry import FAST_BIT_GATHER, NUM_CELLS, cell_index, cell_qr, deposit, extract
 
 NUM_CARDS = 42  # ids 1..42; index 0 unused
 FIRST_SPIRIT = NUM_ANIMAL_CARDS + 1
@@ -133,7 +134,9 @@ def class_mask(bb, cls: int) -> int:
 # translating a pattern is a bit shift (grid bit = q * 8 + r + 3, within 56 bits for both sides), so ONE rotation
 # of a card is matched at every position at once: the set of cube cells where the pattern stands is an AND of the
 # class masks shifted by each pattern cell's offset from the cube cell, restricted to the cube positions where the
-# whole pattern lies on the board.
+# whole pattern lies on the board. The matcher (`_stands`) computes the pattern's class grids once per card and ANDs
+# all 6 rotations x 4 cells without a branch (`MATCH_*`); a cell mask goes onto the grid and back by one `pdep` /
+# `pext` where the CPU has them fast.
 # ---------------------------------------------------------------------------------------------------------
 
 GRID_W = 8  # grid bits per column of the board
@@ -147,10 +150,13 @@ def _grid_tables():
     cell2grid = np.zeros((2, 4, 256), dtype=np.int64)
     grid2cell = np.zeros((2, 8, 256), dtype=np.int64)
     rots: list[list[list[tuple[int, list[tuple[int, int]]]]]] = [[], []]
+    grid_bits: list[list[int]] = []
     for si, side in enumerate(SIDES):
         cells = BOARD_CELLS[side]
         index = {qr: i for i, qr in enumerate(cells)}
         gbit = [q * GRID_W + r - rmin for q, r in cells]
+        assert gbit == sorted(gbit), "cell i is the i-th lowest grid bit (to_grid / from_grid rely on it)"
+        grid_bits.append(gbit)
         for byte in range(4):
             for v in range(256):
                 for b in range(8):
@@ -193,15 +199,17 @@ def _grid_tables():
                     cls[si, n, j] = c
                 n += 1
         start[si, NUM_CARDS + 1] = n
-    return cell2grid, grid2cell, start, valid, cls, off
+    cells_grid = np.array([sum(1 << g for g in gbits) for gbits in grid_bits], dtype=np.int64)
+    return cell2grid, grid2cell, cells_grid, start, valid, cls, off
 
 
 #: CELL2GRID[side, byte, v]: grid bits of the cells 8 * byte + (set bits of v). int64 (2, 4, 256)
 #: GRID2CELL[side, byte, v]: cell bits of the grid bits 8 * byte + (set bits of v). int64 (2, 8, 256)
+#: GRID_CELLS[side]: the grid bits of the board's cells. int64 (2,)
 #: GRID_ROT_START[side, card] .. [side, card + 1]: the card's distinct rotations; GRID_ROT_VALID[side, r]: grid
 #: bits of the cube cells where rotation r lies on the board; GRID_ROT_CLASS / GRID_ROT_OFF[side, r, j]: the
 #: j-th pattern cell's habitat class (-1 unused) and grid offset from the cube cell. int64
-CELL2GRID, GRID2CELL, GRID_ROT_START, GRID_ROT_VALID, GRID_ROT_CLASS, GRID_ROT_OFF = _grid_tables()
+CELL2GRID, GRID2CELL, GRID_CELLS, GRID_ROT_START, GRID_ROT_VALID, GRID_ROT_CLASS, GRID_ROT_OFF = _grid_tables()
 #: CARD_CLASSES[card]: bit set of the habitat classes in the card's pattern. int64 (NUM_CARDS + 1,)
 CARD_CLASSES = np.zeros(NUM_CARDS + 1, dtype=np.int64)
 for _cid in range(1, NUM_CARDS + 1):
@@ -217,21 +225,72 @@ for _cls in range(len(LABELS)):
             STACK_CLASSES[_code] |= 1 << _cls
 
 
+def _match_tables():
+    """`GRID_ROT_*` laid out for a matcher without branches: for each card, its pattern cells in one class order for
+    every rotation (so each class grid is computed once per card), padded to 4 cells by repeating cell 0 (AND-ing a
+    term twice changes nothing) and to 6 rotations by rotations that stand nowhere; each grid offset split into a
+    right and a left shift, both >= 0."""
+    classes = np.zeros((NUM_CARDS + 1, 4), dtype=np.int64)
+    shr = np.zeros((2, NUM_CARDS + 1, 6, 4), dtype=np.int64)
+    shl = np.zeros((2, NUM_CARDS + 1, 6, 4), dtype=np.int64)
+    valid = np.zeros((2, NUM_CARDS + 1, 6), dtype=np.int64)
+    for si in range(2):
+        for cid in range(1, NUM_CARDS + 1):
+            for k, r in enumerate(range(GRID_ROT_START[si, cid], GRID_ROT_START[si, cid + 1])):
+                cells = sorted((int(GRID_ROT_CLASS[si, r, j]), int(GRID_ROT_OFF[si, r, j]))
+                               for j in range(4) if GRID_ROT_CLASS[si, r, j] >= 0)
+                cells += [cells[0]] * (4 - len(cells))
+                if si == 0 and k == 0:
+                    classes[cid] = [c for c, _ in cells]
+                assert [c for c, _ in cells] == list(classes[cid]), "a rotation keeps the pattern's classes"
+                valid[si, cid, k] = GRID_ROT_VALID[si, r]
+                for j, (_, o) in enumerate(cells):
+                    shr[si, cid, k, j] = max(o, 0)
+                    shl[si, cid, k, j] = max(-o, 0)
+    buildings = [ST.S_BROWN_RED, ST.S_GRAY_RED, ST.S_RED_RED]
+    stacks = np.array([buildings if cls == BUILDING_CLASS else [CLASS_STACK[cls]] * 3 for cls in range(NUM_CLASSES)],
+                      dtype=np.int64)
+    return classes, stacks[classes], shr, shl, valid
+
+
+#: MATCH_CLASS[card, j]: the habitat class of the card's j-th pattern cell (padded to 4 by repeating cell 0);
+#: MATCH_STACKS[card, j]: the 3 stack codes whose cells make that class (one code thrice, or the 3 buildings);
+#: MATCH_VALID[side, card, k]: grid bits of the cube cells where the k-th rotation lies on the board (0 past the
+#: card's distinct rotations); MATCH_SHR / MATCH_SHL[side, card, k, j]: the j-th cell's grid offset from the cube cell
+#: as a right and a left shift. int64 (43, 4), (43, 4, 3), (2, 43, 6), (2, 43, 6, 4)
+MATCH_CLASS, MATCH_STACKS, MATCH_SHR, MATCH_SHL, MATCH_VALID = _match_tables()
+
+
 @njit(cache=True, inline="always")
-def to_grid(side: int, m: int) -> int:
+def _to_grid_table(side: int, m: int) -> int:
     return (CELL2GRID[side, 0, m & 255] | CELL2GRID[side, 1, (m >> 8) & 255]
             | CELL2GRID[side, 2, (m >> 16) & 255] | CELL2GRID[side, 3, (m >> 24) & 255])
 
 
 @njit(cache=True, inline="always")
-def from_grid(side: int, g: int) -> int:
-    m = 0
-    k = 0
-    while g:
-        m |= GRID2CELL[side, k, g & 255]
-        g >>= 8
-        k += 1
-    return m
+def _from_grid_table(side: int, g: int) -> int:
+    return (GRID2CELL[side, 0, g & 255] | GRID2CELL[side, 1, (g >> 8) & 255] | GRID2CELL[side, 2, (g >> 16) & 255]
+            | GRID2CELL[side, 3, (g >> 24) & 255] | GRID2CELL[side, 4, (g >> 32) & 255]
+            | GRID2CELL[side, 5, (g >> 40) & 255] | GRID2CELL[side, 6, (g >> 48) & 255]
+            | GRID2CELL[side, 7, (g >> 56) & 255])
+
+
+@njit(cache=True, inline="always")
+def _to_grid_gather(side: int, m: int) -> int:
+    return deposit(m, GRID_CELLS[side])
+
+
+@njit(cache=True, inline="always")
+def _from_grid_gather(side: int, g: int) -> int:
+    return extract(g, GRID_CELLS[side])
+
+
+#: to_grid(side, m): the cells of mask m as grid bits; from_grid(side, g): the cells of grid bits g (other bits
+#: ignored). Cells are numbered column by column, top to bottom, so cell i is the i-th lowest bit of GRID_CELLS[side]:
+#: one `pdep` / `pext` where the CPU has them fast (`geometry.FAST_BIT_GATHER`), byte tables elsewhere (the same
+#: answers: tests/test_cards compares them).
+to_grid = _to_grid_gather if FAST_BIT_GATHER else _to_grid_table
+from_grid = _from_grid_gather if FAST_BIT_GATHER else _from_grid_table
 
 
 @njit(cache=True)
@@ -241,48 +300,39 @@ def class_grids(side: int, bb, out) -> None:
         out[cls] = to_grid(side, class_mask(bb, cls))
 
 
-# The rotation loop is written out in each grid matcher on purpose: as an `inline="always"` helper taking `grids`
-# (df48e04) numba bound the array to a new variable, whose incref/decref pair (atomic, opaque calls) stayed in the
-# rotation loop and cost random games 25-45%. docs/engine.md, "Hot kernels: what not to do".
+@njit(cache=True, forceinline=True)
+def _stands(side: int, card: int, g0: int, g1: int, g2: int, g3: int) -> int:
+    """Grid bits of the cube cells where some rotation of `card`'s pattern stands, given the grids of its 4 pattern
+    cells' classes (`MATCH_CLASS` order): per rotation, the AND of those grids each shifted by its cell's offset.
+    No branch: the loop that left a rotation at its first failing cell mispredicted its way to 2.8x the time. Scalars
+    only, so that no array's reference count is taken here (docs/engine.md, "Hot kernels")."""
+    g = 0
+    for k in range(6):
+        g |= (MATCH_VALID[side, card, k]
+              & ((g0 >> MATCH_SHR[side, card, k, 0]) << MATCH_SHL[side, card, k, 0])
+              & ((g1 >> MATCH_SHR[side, card, k, 1]) << MATCH_SHL[side, card, k, 1])
+              & ((g2 >> MATCH_SHR[side, card, k, 2]) << MATCH_SHL[side, card, k, 2])
+              & ((g3 >> MATCH_SHR[side, card, k, 3]) << MATCH_SHL[side, card, k, 3]))
+    return g
+
+
 @njit(cache=True)
 def habitat_cells_grid(side: int, grids, cubes: int, card: int) -> int:
     """Mask of cells that can take a cube from `card` now (as `habitat_cells`), from `class_grids` output.
 
     For several cards of one board: the class grids are computed once (grids: int64 (NUM_CLASSES,)).
     """
-    g = 0
-    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r]
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            m = grids[cls]
-            x &= (m >> o) if o >= 0 else (m << -o)
-        g |= x
+    g = _stands(side, card, grids[MATCH_CLASS[card, 0]], grids[MATCH_CLASS[card, 1]], grids[MATCH_CLASS[card, 2]],
+                grids[MATCH_CLASS[card, 3]])
     return from_grid(side, g) & ~cubes
-
-
 
 
 @njit(cache=True)
 def habitat_stands_grid(side: int, grids, cubes: int, card: int) -> bool:
-    """Whether `habitat_cells_grid` is not empty, stopping at the first rotation that stands on a free cube cell (the
-    planner's evaluation asks only this)."""
-    free = ~to_grid(side, cubes)
-    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r] & free
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            m = grids[cls]
-            x &= (m >> o) if o >= 0 else (m << -o)
-        if x:
-            return True
-    return False
+    """Whether `habitat_cells_grid` is not empty (the planner's evaluation asks only this)."""
+    g = _stands(side, card, grids[MATCH_CLASS[card, 0]], grids[MATCH_CLASS[card, 1]], grids[MATCH_CLASS[card, 2]],
+                grids[MATCH_CLASS[card, 3]])
+    return (g & ~to_grid(side, cubes)) != 0
 
 
 @njit(cache=True, forceinline=True)
@@ -293,22 +343,15 @@ def habitat_cells(side: int, bb, cubes: int, card: int, base: int = 0) -> int:
     slice would cost a reference-count pair); cubes: mask of cells holding a cube. The grid matcher for one card:
     only the classes the card's pattern uses are laid on the grid, with no scratch array.
     """
-    g = 0
-    for r in range(GRID_ROT_START[side, card], GRID_ROT_START[side, card + 1]):
-        x = GRID_ROT_VALID[side, r]
-        for j in range(4):
-            cls = GRID_ROT_CLASS[side, r, j]
-            if cls < 0 or x == 0:
-                break
-            o = GRID_ROT_OFF[side, r, j]
-            if cls == BUILDING_CLASS:
-                m = bb[base + ST.S_BROWN_RED] | bb[base + ST.S_GRAY_RED] | bb[base + ST.S_RED_RED]
-            else:
-                m = bb[base + CLASS_STACK[cls]]
-            m = to_grid(side, m)
-            x &= (m >> o) if o >= 0 else (m << -o)
-        g |= x
-    return from_grid(side, g) & ~cubes
+    g0 = to_grid(side, bb[base + MATCH_STACKS[card, 0, 0]] | bb[base + MATCH_STACKS[card, 0, 1]]
+                 | bb[base + MATCH_STACKS[card, 0, 2]])
+    g1 = to_grid(side, bb[base + MATCH_STACKS[card, 1, 0]] | bb[base + MATCH_STACKS[card, 1, 1]]
+                 | bb[base + MATCH_STACKS[card, 1, 2]])
+    g2 = to_grid(side, bb[base + MATCH_STACKS[card, 2, 0]] | bb[base + MATCH_STACKS[card, 2, 1]]
+                 | bb[base + MATCH_STACKS[card, 2, 2]])
+    g3 = to_grid(side, bb[base + MATCH_STACKS[card, 3, 0]] | bb[base + MATCH_STACKS[card, 3, 1]]
+                 | bb[base + MATCH_STACKS[card, 3, 2]])
+    return from_grid(side, _stands(side, card, g0, g1, g2, g3)) & ~cubes
 
 
 def card_name(card_id: int) -> str:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
+from llvmlite.binding import get_host_cpu_features as _host_cpu_features
+from llvmlite.binding import get_host_cpu_name as _host_cpu_name
 from numba import njit, types
+from numba.core import config as numba_config
 from numba.extending import intrinsic
 
 from .data import BOARD_CELLS, SIDES
@@ -121,6 +124,36 @@ def _cttz(typingctx, x):
         return builder.cttz(value, ir.Constant(ir.IntType(1), 1))
 
     return types.int64(x), codegen
+
+
+def _bit_gather(name: str):
+    """An x86 BMI2 bit deposit / extract (`llvm.x86.bmi.pdep.64` / `pext.64`) as a numba intrinsic over int64s."""
+
+    @intrinsic
+    def gather(typingctx, x, mask):
+        if not (isinstance(x, types.Integer) and isinstance(mask, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            i64 = ir.IntType(64)
+            fn = builder.module.declare_intrinsic(f"llvm.x86.bmi.{name}.64", fnty=ir.FunctionType(i64, [i64, i64]))
+            return builder.call(fn, [context.cast(builder, v, t, types.int64) for v, t in zip(args, sig.args)])
+
+        return types.int64(x, mask), codegen
+
+    return gather
+
+
+#: Whether this CPU deposits and extracts bits in one fast instruction (`pdep` / `pext`: x86 BMI2, but microcoded
+#: and slow on AMD before Zen 3). The habitat matcher's grid conversions use them where true, tables elsewhere; numba
+#: caches a kernel per CPU, so a cache never crosses this line.
+#: A CPU named for numba (`NUMBA_CPU_NAME`, e.g. a portable "generic" cache) is not trusted to have them.
+FAST_BIT_GATHER = (not numba_config.CPU_NAME and bool(_host_cpu_features().get("bmi2", False))
+                   and _host_cpu_name() not in ("znver1", "znver2", "bdver1", "bdver2", "bdver3", "bdver4"))
+#: deposit(x, mask): the low bits of x laid in order on the set bits of mask. extract(x, mask): the bits of x at
+#: mask's set bits, packed low. Only where FAST_BIT_GATHER (elsewhere the instruction does not exist).
+deposit = _bit_gather("pdep")
+extract = _bit_gather("pext")
 
 
 @njit(cache=True, inline="always")

@@ -156,6 +156,24 @@ def test_every_placement_is_found_on_a_board_built_for_it(side):
             assert not (cards.habitat_cells(s, bb, cube_bit, cid) & cube_bit)
 
 
+@pytest.mark.parametrize("side", SIDES)
+def test_grid_conversions_agree_with_the_board_layout(side):
+    """to_grid / from_grid (pdep / pext where the CPU has them fast) and their byte-table forms (every other CPU)
+    give the same answers, and those of the grid's definition: cell (q, r) is grid bit q * 8 + r - min r."""
+    s = geometry.side_code(side)
+    rmin = min(r for sd in SIDES for _, r in data.BOARD_CELLS[sd])
+    gbit = [q * cards.GRID_W + r - rmin for q, r in data.BOARD_CELLS[side]]
+    rng = np.random.default_rng(46)
+    masks = [1 << i for i in range(len(gbit))] + [int(m) for m in rng.integers(0, 1 << len(gbit), 300)]
+    for m in masks:
+        want = sum(1 << g for i, g in enumerate(gbit) if (m >> i) & 1)
+        assert cards.to_grid(s, m) == cards._to_grid_table(s, m) == want
+        noise = int(rng.integers(0, 1 << 62)) & ~int(cards.GRID_CELLS[s])  # bits off the board are ignored
+        assert cards.from_grid(s, want | noise) == cards._from_grid_table(s, want | noise) == m
+    if geometry.FAST_BIT_GATHER:
+        assert cards.to_grid is cards._to_grid_gather
+
+
 # ---- habitat_cells on random boards ----------------------------------------------------------------------
 
 def board_bits(side: str, board) -> np.ndarray:

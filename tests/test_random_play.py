@@ -429,3 +429,25 @@ def test_random_play_draws_the_listings_rth_action(num_players: int, side: int, 
     bad, compared, most = _counted_differs_from_listed(num_players, side, spirits, 99 + num_players, 12)
     assert compared > 500 and most > 40, (compared, most)
     assert bad == 0, f"{bad} of {compared} positions"
+
+
+@njit(cache=True)
+def _nth_bit_disagreements(masks) -> int:
+    """(m, r) pairs, r below m's bit count, where the two ways of finding m's r-th set bit disagree or miss it."""
+    bad = 0
+    for m in masks:
+        r = 0
+        for i in range(32):
+            if (m >> i) & 1:
+                bad += rules._nth_bit(m, r) != i or rules._nth_bit_halving(m, r) != i
+                r += 1
+    return bad
+
+
+def test_nth_bit_by_deposit_and_by_halving_agree() -> None:
+    """`rules._nth_bit` (pdep where the CPU has it fast) and the halving used elsewhere find the same bit, the r-th
+    lowest, in every mask below 2**32 tried (single bits, full masks, random ones)."""
+    rng = np.random.default_rng(46)
+    masks = np.array([1 << i for i in range(32)] + [2**32 - 1, 0x55555555, 0x80000001]
+                     + list(rng.integers(1, 2**32, 2000)), dtype=np.int64)
+    assert _nth_bit_disagreements(masks) == 0

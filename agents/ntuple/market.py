@@ -68,9 +68,10 @@ _DEBRUIJN = 0x03F79D71B4CB0A89  # (bit * this) >> 58 differs for each of the 64 
 #: none). int64 (2, 64)
 GRID_CELL = np.full((2, 64), -1, dtype=np.int64)
 for _side in range(2):
+    _cell_bits = [b for b in range(63) if (int(C.GRID_CELLS[_side]) >> b) & 1]  # cell i: the i-th lowest of them
     for _b in range(63):
         GRID_CELL[_side, (((1 << _b) * _DEBRUIJN) & (2**64 - 1)) >> 58] = (
-            int(C.from_grid.py_func(_side, 1 << _b)).bit_length() - 1)
+            _cell_bits.index(_b) if _b in _cell_bits else -1)
 
 
 @njit(cache=True)
