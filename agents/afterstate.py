@@ -60,8 +60,9 @@ SIDE_FEATURE = 4
 def own_total(s, p: int, sc) -> int:
     """Seat p's total score in state s now (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board
     (`scoring.score_into`), the "own total" every learner's value adds its predicted remaining points to."""
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + _NC], p, sc,
-               s[S.RIVER_LOOPS])
+    # the seat as the state holds it (callers pass Python ints too), as the planner passes it: score_into compiles once
+    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + _NC],
+               S.STATE_DTYPE(p), sc, s[S.RIVER_LOOPS])
     return sc[NUM_CATEGORIES - 1]
 
 
@@ -157,7 +158,7 @@ def _features(s, p: int, out, boards: bool, others, sc, scratch, near) -> int:
     need = scratch[:36].reshape((9, 4))
     total = 0
     for j in range(n):
-        q = (p + j) % n
+        q = S.STATE_DTYPE((p + j) % n)  # int32 as the planner's seats (the sum is int64): its kernels compile once
         base = GLOBAL + j * SEAT
         if j > 0 and others.shape[0] > 0:
             for k in range(base, base + SEAT_HEAD):

@@ -155,7 +155,7 @@ def _reset_row(s, cfg, book, scratch) -> None:
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
     if cfg[CFG_MODE] != MODE_SOLO:
-        for p in range(n):
+        for p in range(s[S.NUM_PLAYERS]):  # n, as the state holds it (int32, as `outcome`'s): `_total` compiles once
             book[B_LAST + p] = _total(s, p, scratch[_TMP:_TOTALS])
 
 
@@ -256,7 +256,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
             _opponents_move_observed(s, seat, book, buf, obs)
         if mode == MODE_SELFPLAY and s[S.CURRENT] != player:  # the turn passed: the next player's view
             book[B_PLAYER] = s[S.CURRENT]
-            encode_observation(s, s[S.CURRENT], obs)
+            encode_observation(s, book[B_PLAYER], obs)  # int64, as `_observe_row` and Python pass it: compiled once
         _update_mask(s, a, mover, card, mask)
     done = s[S.GAME_OVER] != 0
     trunc = (not done) and cfg[CFG_MAX_STEPS] > 0 and book[B_LEN] >= cfg[CFG_MAX_STEPS]
@@ -288,8 +288,9 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
         flags[F_TRUNC] = 1 if trunc else 0
         for p in range(S.MAX_PLAYERS):
             if p < n:
-                score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],
-                           s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, final_scores[p], s[S.RIVER_LOOPS])
+                score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],  # p int32: compiled once
+                           s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], S.STATE_DTYPE(p), final_scores[p],
+                           s[S.RIVER_LOOPS])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]

@@ -229,8 +229,9 @@ def _write_score(score, b: int, out) -> None:
 
 @njit(cache=True)
 def _score_of(s, p: int, score) -> None:
+    # p as the state holds a seat (int32), as the rules and the planner pass it: `score_into` compiles once
     score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
-               p, score, s[S.RIVER_LOOPS])
+               S.STATE_DTYPE(p), score, s[S.RIVER_LOOPS])
 
 
 @njit(cache=True)

@@ -270,8 +270,8 @@ def state_error(s) -> int:
             return 27
         if hand != 0:
             return 28
-    else:
-        if ts < 0 or ts >= s[S.NUM_SPACES]:
+    else:  # took: ts >= 0 (`state.took_tokens`)
+        if ts >= s[S.NUM_SPACES]:
             return 27
         for t in range(3):
             if s[S.CENTRAL + 3 * ts + t] != -1:

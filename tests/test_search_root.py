@@ -34,14 +34,6 @@ def _same_position(a: np.ndarray, b: np.ndarray, p: int) -> bool:
         if np.array_equal(moved, stacks_b) and cubes == b[S.CUBES + p]:
             return True
     return False
-    cells = np.arange(MAX_CELLS)
-    for perm in SYMMETRIES[a[S.SIDE]]:
-        moved = np.empty(MAX_CELLS, dtype=np.int64)
-        moved[perm] = a[at: at + MAX_CELLS]
-        cubes = sum(1 << int(perm[i]) for i in cells if a[S.CUBES + p] >> i & 1)
-        if np.array_equal(moved, b[at: at + MAX_CELLS]) and cubes == b[S.CUBES + p]:
-            return True
-    return False
 
 
 def _previous_search(agent: N.NTupleSearchAgent, view, game, plans, values) -> tuple[np.ndarray, np.ndarray]:

@@ -132,7 +132,8 @@ def plan_turn(s0, w, beam: int, plans, lens, values) -> int:
     p = s0[S.CURRENT]
     if s0[S.SPIRITS] and s0[S.SPIRIT_KEPT + p] < 0:
         return _spirit_plans(s0, plans, lens, values)
-    fplan, flen, fval, nf = _plan_pool(s0, w, beam, -1)
+    # np.int64: a literal -1 would compile `_plan_pool_memo` a second time beside `plan_candidates`' int64 spaces
+    fplan, flen, fval, nf = _plan_pool(s0, w, beam, np.int64(-1))
     order = np.argsort(-fval[:nf], kind="mergesort")
     out = min(plans.shape[0], nf)
     for j in range(out):
@@ -220,7 +221,7 @@ def best_first(vals, n: int, k: int, order, topv) -> None:
 def _plan_pool(s0, w, beam: int, only_space: int):
     """Every whole-turn plan the beam keeps for the mover of s0 (not modified), unsorted: (plans int64 (F, MAX_PLAN),
     lens int64 (F,), values float64 (F,), count). only_space >= 0 takes that central space only (-1: any)."""
-    return _plan_pool_memo(s0, w, beam, only_space, new_memo(), new_final_memo(0))
+    return _plan_pool_memo(s0, w, beam, only_space, new_memo(), new_final_memo(np.int64(0)))  # not a literal, as above
 
 
 @njit(cache=True)

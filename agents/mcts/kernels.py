@@ -10,7 +10,7 @@ from harmonies_env import actions as A
 from harmonies_env.batch import play_plan
 from harmonies_env.rules import scores_into
 from harmonies_env.scoring import NUM_CATEGORIES
-from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS
+from harmonies_env.state import GAME_OVER, MAX_PLAYERS, NUM_PLAYERS, STATE_DTYPE
 
 from ..greedy.planner import MAX_PLAN, plan_turn
 from ..greedy.terms import heuristic_value
@@ -20,8 +20,9 @@ from ..greedy.terms import heuristic_value
 def rollout_value(s, me: int, w, beam: int, turns: int, scale: float) -> float:
     """Play `turns` whole turns (or to the end) with the greedy planner; return me's squashed margin.
 
-    s: int64 state vector (modified). w: float64 (NUM_TERMS,) weights. Returns a value in (0, 1).
+    s: int32 state vector (modified). w: float64 (NUM_TERMS,) weights. Returns a value in (0, 1).
     """
+    seat = STATE_DTYPE(me)  # the seat as the state holds it, as the planner passes it: `heuristic_value` compiles once
     plans = np.zeros((1, MAX_PLAN), dtype=np.int64)
     lens = np.zeros(1, dtype=np.int64)
     vals = np.zeros(1, dtype=np.float64)
@@ -38,16 +39,16 @@ def rollout_value(s, me: int, w, beam: int, turns: int, scale: float) -> float:
     if s[GAME_OVER]:
         out = np.zeros((MAX_PLAYERS, NUM_CATEGORIES), dtype=np.int64)
         scores_into(s, out)
-        mine = float(out[me, NUM_CATEGORIES - 1])
+        mine = float(out[seat, NUM_CATEGORIES - 1])
         best = -1e9
         for o in range(np_):
-            if o != me and out[o, NUM_CATEGORIES - 1] > best:
+            if o != seat and out[o, NUM_CATEGORIES - 1] > best:
                 best = float(out[o, NUM_CATEGORIES - 1])
     else:
-        mine = heuristic_value(s, me, w, sc)
+        mine = heuristic_value(s, seat, w, sc)
         best = -1e9
         for o in range(np_):
-            if o != me:
+            if o != seat:
                 v = heuristic_value(s, o, w, sc)
                 if v > best:
                     best = v
