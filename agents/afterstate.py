@@ -57,16 +57,6 @@ SIDE_FEATURE = 4
 
 
 @njit(cache=True)
-def own_total(s, p: int, sc) -> int:
-    """Seat p's total score in state s now (sc int64 (NUM_CATEGORIES,) scratch): the engine's scoring of its board
-    (`scoring.score_into`), the "own total" every learner's value adds its predicted remaining points to."""
-    # the seat as the state holds it (callers pass Python ints too), as the planner passes it: score_into compiles once
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + _NC],
-               S.STATE_DTYPE(p), sc, s[S.RIVER_LOOPS])
-    return sc[NUM_CATEGORIES - 1]
-
-
-@njit(cache=True)
 def _distance_onehot(d: int, out, o: int) -> None:
     out[o + (d if d < 3 else 3)] = 1.0
 
@@ -324,4 +314,4 @@ def candidate_rows(lo: int, hi: int, states, active, w, beam: int, diverse: bool
 __all__ = ["FEATURE_VERSION", "NUM_FEATURES", "GLOBAL", "SEAT", "SEAT_BOARD", "MAX_PLAN", "afterstate_features",
            "afterstate_head_features", "candidate_head_features", "SEAT_HEAD",
            "SIDE_FEATURE", "symmetry_index", "MIRRORS", "plan_afterstate", "spirit_choice", "candidate_features",
-           "candidate_rows", "own_total"]
+           "candidate_rows"]

@@ -6,8 +6,8 @@ Why here: a trained evaluator's value model is an agent's, so the turn it plays 
 training framework only records and learns from it.
 
 A value model is any object with `values(afters, movers, out)`: out[i] (float64) is the points movers[i] still
-scores after afterstate afters[i] (int32 (B, STATE_SIZE)); a candidate is worth the mover's total there (`own_total`)
-plus that.
+scores after afterstate afters[i] (int32 (B, STATE_SIZE)); a candidate is worth the mover's total there
+(`rules.seat_score`) plus that.
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import numpy as np
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from .afterstate import own_total
 from .base import PlanAgent
 from .greedy import DEFAULT_WEIGHTS, MAX_PLAN, plan_candidates, plan_turn
 
@@ -83,7 +83,7 @@ def decide_generic(model: ValueModel, buf: Buffers, states: np.ndarray, kinds: n
             a = s.copy()
             play_plan(a, P[k], Ln[k], True)
             afters.append(a)
-            owns.append(own_total(a, p, sc))
+            owns.append(seat_score(a, p, sc))
             rows.append((r, k, p))
     pred = np.zeros(len(rows))
     if rows:

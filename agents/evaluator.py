@@ -22,9 +22,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from .afterstate import own_total
 from .afterstate_agent import AfterstateAgent, Buffers, decide_generic
 from .archive import read_npz
 from .td import lambda_returns
@@ -176,7 +176,7 @@ def td_targets(game: Finished, lam: float) -> np.ndarray:
     m = int(game.m)
     out = np.zeros(m)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-    own = np.array([own_total(game.afters[i], int(game.seats[i]), sc) for i in range(m)], dtype=np.float64)
+    own = np.array([seat_score(game.afters[i], int(game.seats[i]), sc) for i in range(m)], dtype=np.float64)
     lambda_returns(np.ascontiguousarray(game.seats[:m], dtype=np.int64), m, own,
                    np.asarray(game.preds[:m], dtype=np.float64), np.asarray(game.totals, dtype=np.float64),
                    1.0 - lam, lam, np.full(m, np.nan), 0.0, out)

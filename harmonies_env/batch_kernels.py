@@ -17,9 +17,9 @@ from numba import njit
 from . import actions as A
 from . import rules
 from . import state as S
-from .cards import CARD_CLASSES, NUM_CARDS, SPIRIT_SUN_BONUS, STACK_CLASSES
+from .cards import CARD_CLASSES, SPIRIT_SUN_BONUS, STACK_CLASSES
 from .observation import OBS_SIZE, STACK_BELOW, action_card, encode_observation, scores_of, update_observation
-from .scoring import NUM_CATEGORIES, score_into, solo_suns
+from .scoring import NUM_CATEGORIES, solo_suns
 from .stacks import ACCEPTS
 
 OPPONENT_SALT = 0x5DEECE66D
@@ -74,14 +74,6 @@ def episode_seed(base: int, episode: int) -> int:
 
 
 @njit(cache=True)
-def _total(s, p: int, tmp) -> int:
-    """Seat p's total score now; tmp is int64 (NUM_CATEGORIES,) scratch."""
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
-               p, tmp, s[S.RIVER_LOOPS])
-    return tmp[NUM_CATEGORIES - 1]
-
-
-@njit(cache=True)
 def _suns(s, total: int) -> int:
     kept = s[S.SPIRIT_KEPT]
     return solo_suns(total, s[S.SIDE], 2 if kept < 0 else SPIRIT_SUN_BONUS[kept])
@@ -116,7 +108,7 @@ def outcome(s, totals, tmp, won) -> int:
         totals[p] = 0
         won[p] = 0
     for p in range(n):
-        totals[p] = _total(s, p, tmp)
+        totals[p] = rules.seat_score(s, p, tmp)
         c = s[S.ANIMAL_CUBES + p]
         if totals[p] > best_t or (totals[p] == best_t and c > best_c):
             best_t = totals[p]
@@ -155,8 +147,8 @@ def _reset_row(s, cfg, book, scratch) -> None:
         book[B_LAST + p] = 0
     book[B_FRESH] = cfg[CFG_MODE] == MODE_SOLO
     if cfg[CFG_MODE] != MODE_SOLO:
-        for p in range(s[S.NUM_PLAYERS]):  # n, as the state holds it (int32, as `outcome`'s): `_total` compiles once
-            book[B_LAST + p] = _total(s, p, scratch[_TMP:_TOTALS])
+        for p in range(s[S.NUM_PLAYERS]):  # n, as the state holds it (int32, as `outcome`'s): `seat_score` compiles once
+            book[B_LAST + p] = rules.seat_score(s, p, scratch[_TMP:_TOTALS])
 
 
 @njit(cache=True, _nrt=True)  # explicit: not inherited from the `_nrt=False` drivers
@@ -288,9 +280,7 @@ def _step_row(s, a: int, cfg, illegal_reward: float, scale: float, book, ep_retu
         flags[F_TRUNC] = 1 if trunc else 0
         for p in range(S.MAX_PLAYERS):
             if p < n:
-                score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15],  # p int32: compiled once
-                           s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], S.STATE_DTYPE(p), final_scores[p],
-                           s[S.RIVER_LOOPS])
+                rules.seat_score(s, p, final_scores[p])
             else:
                 final_scores[p, :] = 0
             final_return[p] = ep_return[p]

@@ -73,6 +73,7 @@ from . import state as S
 from .actions import KEEP_SPIRIT, PLACE_CUBE, PLACE_TOKEN, SOLO_REPLACE, TAKE_CARD
 from .cards import CARD_POINTS, CUBES_ON_CARD, FIRST_SPIRIT, NUM_CARDS
 from .geometry import FULL_MASK, MAX_CELLS, NEIGHBOUR_MASK, lowest_cell, popcount
+from .rules import seat_score
 from .scoring import (
     ISLAND_POINTS,
     NUM_CATEGORIES,
@@ -81,7 +82,6 @@ from .scoring import (
     mountain_walk,
     river_length,
     river_points,
-    score_into,
     spirit_score,
 )
 
@@ -228,13 +228,6 @@ def _write_score(score, b: int, out) -> None:
 
 
 @njit(cache=True)
-def _score_of(s, p: int, score) -> None:
-    # p as the state holds a seat (int32), as the rules and the planner pass it: `score_into` compiles once
-    score_into(s[S.SIDE], s[S.BITBOARD + 15 * p: S.BITBOARD + 15 * p + 15], s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1],
-               S.STATE_DTYPE(p), score, s[S.RIVER_LOOPS])
-
-
-@njit(cache=True)
 def _encode_global(s, player: int, out) -> None:
     """The global part (from GLOBAL) of seat `player`'s observation; those entries must be zero before."""
     n = s[S.NUM_PLAYERS]
@@ -295,7 +288,7 @@ def encode_observation(s, player: int, out) -> None:
             out[b + P_CUBES + lowest_cell(m)] = 1
             m &= m - 1
         _encode_cards(s, p, b, out)
-        _score_of(s, p, score)
+        seat_score(s, p, score)
         _write_score(score, b, out)
         _put(out, b + P_ANIMAL_CUBES, s[S.ANIMAL_CUBES + p], DIV_ANIMAL_CUBES)
         _put(out, b + P_EMPTY, popcount(s[S.BITBOARD + 15 * p]), DIV_CELLS)
@@ -444,7 +437,7 @@ def update_observation(s, a: int, mover: int, card: int, player: int, out, score
 def scores_of(s, out) -> None:
     """Every seat's score breakdown (int64 (4 * NUM_CATEGORIES,), seat-major; absent seats untouched)."""
     for p in range(s[S.NUM_PLAYERS]):
-        _score_of(s, p, out[NUM_CATEGORIES * p: NUM_CATEGORIES * (p + 1)])
+        seat_score(s, p, out[NUM_CATEGORIES * p: NUM_CATEGORIES * (p + 1)])
 
 
 @njit(cache=True)

@@ -19,7 +19,7 @@ from .cards import (
     STACK_CLASSES,
 )
 from .geometry import FAST_BIT_GATHER, MAX_CELLS, NUM_CELLS, deposit, lowest_cell, popcount
-from .scoring import score_into
+from .scoring import NUM_CATEGORIES, score_into
 from .stacks import ACCEPTED_BY, HEIGHT, STACK_AFTER
 
 #: Why an action was refused, by step()'s return code.
@@ -315,14 +315,23 @@ def step(s, a: int) -> int:
 
 
 @njit(cache=True)
+def seat_score(s, p: int, out) -> int:
+    """Seat p's score breakdown into out (int64 (NUM_CATEGORIES,)); returns its total. The one reading of a seat's
+    score from a state: `scores_into`, the observation, the batched engine's rewards and the learners' own totals.
+    The seat is cast to the state's dtype, as the planner passes it, so that `score_into` compiles once."""
+    score_into(s[S.SIDE], _bb(s, p), s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], S.STATE_DTYPE(p), out,
+               s[S.RIVER_LOOPS])
+    return out[NUM_CATEGORIES - 1]
+
+
+@njit(cache=True)
 def scores_into(s, out) -> None:
     """Score breakdown of every seat into out (int64 (4, NUM_CATEGORIES)); unused seats stay 0."""
     for p in range(out.shape[0]):  # a loop: numba's `out[:] = 0` is not vectorised
         for k in range(out.shape[1]):
             out[p, k] = 0
-    side = s[S.SIDE]
     for p in range(s[S.NUM_PLAYERS]):
-        score_into(side, _bb(s, p), s[S.CARD_HELD: S.CARD_HELD + NUM_CARDS + 1], p, out[p], s[S.RIVER_LOOPS])
+        seat_score(s, p, out[p])
 
 
 @njit(cache=True)

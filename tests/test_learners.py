@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.afterstate import own_total
 from agents.evaluator import Evaluator, td_targets
 from agents.learners import LearnerKind, register_learner, unregister_learner
 from harmonies_env import state as S
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
 NAME = "linear-test"
@@ -32,7 +32,7 @@ class LinearEvaluator(Evaluator):
 
     def _x(self, afters, movers):
         sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
-        return np.array([[1.0, own_total(a, int(p), sc) / 100, a[S.DECK_COUNT] / 32] for a, p in zip(afters, movers)])
+        return np.array([[1.0, seat_score(a, int(p), sc) / 100, a[S.DECK_COUNT] / 32] for a, p in zip(afters, movers)])
 
     def values(self, afters, movers, out):
         out[:] = self._x(afters, movers) @ self.w if len(afters) else 0.0

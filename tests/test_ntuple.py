@@ -29,6 +29,7 @@ from harmonies_env import Game, determinize
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
 from harmonies_env.geometry import SYMMETRIES
+from harmonies_env.rules import seat_score
 from harmonies_env.view import PlayerView
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -227,7 +228,7 @@ def test_heuristic_weights_are_the_greedy_evaluation(layout):
     lin = np.zeros(N.NUM_LINEAR)
     stages = set()
     for s, p in _positions(20, 3):
-        got = N.own_total(s, p, sc) + N.remaining(s, p, w, idx, feats, lin)
+        got = seat_score(s, p, sc) + N.remaining(s, p, w, idx, feats, lin)
         assert got == pytest.approx(heuristic_value(s, p, DEFAULT_WEIGHTS, sc), abs=1e-4)
         stages.add(int(N.stage_of(s)))
     assert len(stages) == N.STAGES
@@ -641,7 +642,7 @@ def test_the_candidates_shared_board_values_equal_the_full_evaluation_on_random_
             for k in range(n):
                 a = s.copy()
                 play_plan(a, P[k], L[k], True)
-                full = N.own_total(a, p, sc) + N.remaining(a, p, w, idx, feats, lin)
+                full = seat_score(a, p, sc) + N.remaining(a, p, w, idx, feats, lin)
                 assert abs(V[k] - full) < 1e-9, (k, V[k], full)
                 boards.add(S.board_words(a, p))
                 checked += 1

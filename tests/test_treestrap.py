@@ -18,6 +18,7 @@ from experiments.evaluators.ntuple import settings
 from experiments.selfplay_command import build
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
 TINY = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "learned_tiny.toml"
@@ -88,7 +89,7 @@ def test_all_targets_train_every_distinct_root_candidate_towards_its_search_mean
             continue
         c = int(np.argmax(means))
         assert np.array_equal(tr.buf.after[r], afters[c])
-        assert target == pytest.approx(means[c] - N.own_total(afters[c], p, sc))
+        assert target == pytest.approx(means[c] - seat_score(afters[c], p, sc))
         rows = ev.root_rows
         assert len(rows) == len(afters) - 1  # every root candidate but the chosen one (its target: learn_game's)
         keys = {afterstate_key(a, p) for a in afters}
@@ -96,7 +97,7 @@ def test_all_targets_train_every_distinct_root_candidate_towards_its_search_mean
         others = [i for i in range(len(afters)) if i != c]
         for (a, q, t), i in zip(rows, others):
             assert q == p and np.array_equal(a, afters[i])
-            assert t == pytest.approx(means[i] - N.own_total(a, p, sc))
+            assert t == pytest.approx(means[i] - seat_score(a, p, sc))
         # each row alone moves its afterstate's value by the chosen one's step sizes towards its target
         a_tuple, a_linear = ev._alphas(tr.progress_fraction())
         w0 = tr.evaluator.w.copy()

@@ -103,7 +103,6 @@ from .kernels import (
     evaluate_batch,
     linear_features,
     no_turn_left,
-    own_total,
     remaining,
     search_values,
     stage_of,
@@ -125,4 +124,4 @@ __all__ = ["NTupleAgent", "NTupleSearchAgent", "NTupleWinAgent", "search_values"
            "heuristic_weights",
            "save_checkpoint", "load_checkpoint", "weights_bytes", "network_config", "check_play",
            "MAX_CANDIDATES", "COUNTS", "ORBIT", "PAIRS", "TRIANGLES", "LINES", "RHOMBI", "cell_values", "no_turn_left",
-           "own_total", "selected_norm", "value_of", "weights_sha256"]
+           "selected_norm", "value_of", "weights_sha256"]

@@ -12,6 +12,7 @@ from harmonies_env import state as S
 from harmonies_env.batch import outcome, play_plan
 from harmonies_env.cards import NUM_CARDS
 from harmonies_env.geometry import MAX_CELLS, NEIGHBOURS, NUM_CELLS, SYMMETRIES
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..afterstate import (
@@ -21,7 +22,6 @@ from ..afterstate import (
     SEAT_HEAD,
     afterstate_head_features,
     candidate_head_total,
-    own_total,
 )
 from ..greedy import MAX_PLAN, no_turn_left, plan_candidates, plan_turn
 from ..greedy.terms import TERMS_SCRATCH
@@ -508,7 +508,7 @@ def candidate_values(s, w, planner, beam: int, plans, lens, pvals, values, after
                 play_plan(after, plan, lens[k], True)
             # (else a refused token: the plan stops there, as `play_plan` of the whole plan does)
         if no_turn_left(after, p):
-            values[k] = own_total(after, p, sc)
+            values[k] = seat_score(after, p, sc)
             continue
         k0, k1 = S.board_words(after, p)
         cb = after[S.CUBES + p]
@@ -659,7 +659,7 @@ def search_values(roots, which, plans, lens, w, planner, beam: int, candidates: 
                 break
             n = candidate_values(s, w, planner, beam, P, Ln, pv, vals, tmp)
             if n == 0:
-                out[i] = own_total(s, me, sc)
+                out[i] = seat_score(s, me, sc)
                 break
             best = int(np.argmax(vals[:n]))
             if s[S.CURRENT] == me:

@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
-from ..afterstate import NUM_FEATURES, own_total
+from ..afterstate import NUM_FEATURES
 from ..greedy import no_turn_left
 from ..td import lambda_returns
 from .kernels import (
@@ -95,7 +96,7 @@ def learn_game(w, afters, seats, preds, m: int, final, lam: float, alpha_tuple: 
     tot = np.zeros(m, dtype=np.float64)
     sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
     for j in range(m):
-        tot[j] = own_total(afters[j], seats[j], sc)
+        tot[j] = seat_score(afters[j], seats[j], sc)
     lambda_returns(seats, m, tot, preds, final, 1.0 - lam, lam, targets, mix, ret)
     idx = np.empty(MAX_ACTIVE, dtype=np.int64)
     feats = np.empty(NUM_FEATURES, dtype=np.float32)

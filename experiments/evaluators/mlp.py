@@ -28,7 +28,6 @@ from agents.afterstate import (
     NUM_FEATURES,
     SIDE_FEATURE,
     afterstate_features,
-    own_total,
     plan_afterstate,
     symmetry_index,
 )
@@ -41,6 +40,7 @@ from agents.td import lambda_returns
 from harmonies_env import state as S
 from harmonies_env.batch import play_plans
 from harmonies_env.geometry import NUM_SYMMETRIES
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..common import ConfigError, Setting
@@ -208,7 +208,7 @@ class MLPEvaluator(Evaluator):
         o = self._forward(self._features(afters, movers)) if len(afters) else np.zeros((0, OUTPUTS))
         sc = np.zeros(NUM_CATEGORIES, dtype=np.int64)
         for i in range(len(afters)):
-            out[i] = 100.0 * float(o[i, 0]) - own_total(afters[i], int(movers[i]), sc)
+            out[i] = 100.0 * float(o[i, 0]) - seat_score(afters[i], int(movers[i]), sc)
 
     def decide_rows(self, buf: Buffers, states: np.ndarray, kinds: np.ndarray, beam: int, greedy_beam: int,
                     explore: np.ndarray, pick: np.ndarray) -> None:
@@ -246,7 +246,7 @@ class MLPEvaluator(Evaluator):
             buf.after[r] = states[r]
             plan_afterstate(buf.after[r], c.plans[r, k], c.lens[r, k])
             buf.seat[r] = movers[r]
-            buf.pred[r] = 100.0 * float(outs[r][k, 0]) - own_total(buf.after[r], int(movers[r]), sc) if r in outs \
+            buf.pred[r] = 100.0 * float(outs[r][k, 0]) - seat_score(buf.after[r], int(movers[r]), sc) if r in outs \
                 else 0.0
             buf.recorded[r] = True
         states[live & (counts == 0), S.GAME_OVER] = 1  # cannot happen on a legal position; end the game

@@ -27,6 +27,7 @@ from agents.ntuple.search import distinct_candidates
 from harmonies_env import actions as A
 from harmonies_env import state as S
 from harmonies_env.batch import play_plan, run_rows
+from harmonies_env.rules import seat_score
 from harmonies_env.scoring import NUM_CATEGORIES
 
 from ..common import ConfigError
@@ -290,7 +291,7 @@ class NTupleEvaluator(Evaluator):
                 if i != c:
                     a = s.copy()
                     play_plan(a, plans[i], lens[i], True)
-                    self.root_rows.append((a, p, float(mean[i] - N.own_total(a, p, sc))))
+                    self.root_rows.append((a, p, float(mean[i] - seat_score(a, p, sc))))
         b.after[r] = s
         play_plan(b.after[r], plans[c], lens[c], True)
         play_plan(s, plans[c], lens[c])
@@ -299,7 +300,7 @@ class NTupleEvaluator(Evaluator):
         N.evaluate_batch(b.after[r:r + 1], np.array([p], dtype=np.int64), self.w, out1)
         b.pred[r] = out1[0]
         b.recorded[r] = True
-        return float(mean[c] - N.own_total(b.after[r], p, sc))
+        return float(mean[c] - seat_score(b.after[r], p, sc))
 
 
 def make(cfg: dict[str, dict[str, Any]], learns: bool = True, seed: int = 0) -> NTupleEvaluator:
